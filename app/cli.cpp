@@ -1,0 +1,117 @@
+#include "app/cli.h"
+
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "app/cli_commands.h"
+#include "storage/database.h"
+
+namespace perfloom::app {
+
+namespace {
+
+struct Command {
+  QString synopsis;
+  QString summary;
+  std::function<int(CliContext&, const QStringList&)> run;
+};
+
+const std::map<QString, Command>& commands() {
+  static const std::map<QString, Command> table = {
+      {"gpus",
+       {"perfloom gpus [ID...] [--json]",
+        "the GPU database: id, name, aliases, architecture, SMs, clock, dense peak per dtype, memory "
+        "bandwidth, L2, memory size; with IDs, every figure of those GPUs and its source",
+        cmdGpus}},
+  };
+  return table;
+}
+
+}  // namespace
+
+QString usageText() {
+  QString text =
+      "perfloom " PERFLOOM_VERSION " - how fast would this LLM workload be on that GPU?\n\n"
+      "Usage:\n"
+      "  perfloom [FILE...]            open the explorer (GUI)\n";
+  for (const auto& [name, cmd] : commands()) text += "  " + cmd.synopsis + "\n      " + cmd.summary + "\n";
+  text +=
+      "\nOptions of every command:\n"
+      "  --db PATH        the database (default: " +
+      QString::fromStdString(storage::Database::default_path().string()) +
+      ")\n"
+      "  --json           one JSON document on stdout\n"
+      "  --gpus-dir DIR   add or override GPUs with the perfloom-gpu/1 files of DIR (also $PERFLOOM_GPUS_DIR)\n"
+      "  -h, --help       this text\n"
+      "  --version        the version\n";
+  return text;
+}
+
+bool isCliInvocation(const QStringList& args) {
+  if (args.isEmpty()) return false;
+  const QString& first = args.front();
+  if (commands().count(first) || first == "-h" || first == "--help" || first == "help" || first == "--version" ||
+      first == "-v")
+    return true;
+  // `perfloom FILE...` opens the explorer on those files; a word that is neither a command nor an
+  // existing path is a mistyped command, answered on the terminal rather than in a window.
+  return !first.startsWith('-') && !QFileInfo::exists(first);
+}
+
+GpuDatabase loadGpuDatabase(const QString& extra_dir) {
+  GpuDatabase db = GpuDatabase::builtin();
+  QString dir = extra_dir.isEmpty() ? qEnvironmentVariable("PERFLOOM_GPUS_DIR") : extra_dir;
+  if (!dir.isEmpty()) db.add_directory(dir.toStdString());
+  return db;
+}
+
+int runCli(const QStringList& args) {
+  const QString first = args.value(0);
+  if (first == "--version" || first == "-v") {
+    std::cout << "perfloom " PERFLOOM_VERSION "\n";
+    return 0;
+  }
+  if (first == "-h" || first == "--help" || first == "help") {
+    std::cout << usageText().toStdString();
+    return 0;
+  }
+  auto it = commands().find(first);
+  if (it == commands().end()) {
+    std::cerr << "perfloom: unknown command '" << first.toStdString()
+              << "' (and no file of that name); perfloom --help lists the commands\n";
+    return 2;
+  }
+  QCommandLineParser parser;
+  parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  QCommandLineOption dbOpt("db", "database", "PATH");
+  QCommandLineOption jsonOpt("json", "JSON output");
+  QCommandLineOption gpusDirOpt("gpus-dir", "extra GPU files", "DIR");
+  QCommandLineOption helpOpt(QStringList{"h", "help"}, "help");
+  parser.addOptions({dbOpt, jsonOpt, gpusDirOpt, helpOpt});
+  QStringList argv = args;
+  argv.front() = "perfloom " + first;  // QCommandLineParser skips argv[0]
+  if (!parser.parse(argv)) {
+    std::cerr << "perfloom " << first.toStdString() << ": " << parser.errorText().toStdString() << "\n";
+    return 2;
+  }
+  if (parser.isSet(helpOpt)) {
+    std::cout << it->second.synopsis.toStdString() << "\n  " << it->second.summary.toStdString() << "\n";
+    return 0;
+  }
+  try {
+    CliContext ctx{parser.isSet(jsonOpt),
+                   parser.isSet(dbOpt) ? std::filesystem::path(parser.value(dbOpt).toStdString())
+                                       : storage::Database::default_path(),
+                   loadGpuDatabase(parser.value(gpusDirOpt))};
+    return it->second.run(ctx, parser.positionalArguments());
+  } catch (const std::exception& e) {
+    std::cerr << "perfloom " << first.toStdString() << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace perfloom::app

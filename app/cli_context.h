@@ -1,0 +1,20 @@
+#pragma once
+// What every command needs: parsed global options, the GPU database, the database path.
+#include <QString>
+#include <filesystem>
+#include <optional>
+
+#include "model/gpu_database.h"
+
+namespace perfloom::app {
+
+struct CliContext {
+  bool json = false;
+  std::filesystem::path db_path;
+  GpuDatabase gpus;
+};
+
+// Loads the built-in GPU database plus the files of --gpus-dir / $PERFLOOM_GPUS_DIR, if given.
+GpuDatabase loadGpuDatabase(const QString& extra_dir);
+
+}  // namespace perfloom::app

@@ -1,0 +1,757 @@
+// perfloom-collect: measures LLM-shaped kernels with CUPTI and writes the perfloom collector CSV
+// (FORMAT.md beside this file). Sweeps:
+//   gemm         cuBLASLt's default (heuristic first choice) over model and random shapes,
+//                fp16 bf16 fp8e4m3 tf32 fp32
+//   tiles        every configuration cuBLASLt offers for a subset of (shape, dtype) points
+//   elementwise  the project's rmsnorm, fused_add_rmsnorm, silu_mul, add, softmax, rotary,
+//                kv_cache_write kernels (kernels.cuh)
+// Usage: perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] [--budget-s S]
+//                         [--seed N] [--pool-gb G] [--dry-run]
+#include "common.h"
+#include "gemm.h"
+#include "kernels.cuh"
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+using namespace perfloom;
+
+namespace {
+
+constexpr const char* kCollectorVersion = "1";
+
+struct Args {
+    std::string sweep = "gemm";
+    std::string out = "out.csv";
+    bool quick = false;
+    bool dry_run = false;
+    double budget_s = 150;
+    uint64_t seed = 20251121;
+    double pool_gb = 8;
+};
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string k = argv[i];
+        auto val = [&]() -> std::string {
+            if (i + 1 >= argc) { std::fprintf(stderr, "missing value for %s\n", k.c_str()); std::exit(2); }
+            return argv[++i];
+        };
+        if (k == "--sweep") a.sweep = val();
+        else if (k == "--out") a.out = val();
+        else if (k == "--quick") a.quick = true;
+        else if (k == "--dry-run") a.dry_run = true;
+        else if (k == "--budget-s") a.budget_s = std::stod(val());
+        else if (k == "--seed") a.seed = std::stoull(val());
+        else if (k == "--pool-gb") a.pool_gb = std::stod(val());
+        else if (k == "-h" || k == "--help") {
+            std::printf("perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] "
+                        "[--budget-s S] [--seed N] [--pool-gb G] [--dry-run]\n");
+            std::exit(0);
+        } else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
+    }
+    if (a.sweep != "gemm" && a.sweep != "tiles" && a.sweep != "elementwise") {
+        std::fprintf(stderr, "--sweep must be gemm, tiles or elementwise\n");
+        std::exit(2);
+    }
+    return a;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Output
+// ----------------------------------------------------------------------------------------------
+const char* kColumns[] = {
+    "op", "dtype", "M", "N", "K", "Bt", "B", "S", "L", "Hq", "Hkv", "D", "T", "H", "I", "V",
+    "latency_us", "min_us", "p10_us", "p90_us", "reps", "method", "kernel_name", "algo_id",
+    "tile", "stages", "splitk", "reduction", "swizzle", "cluster", "heuristic_rank", "sweep",
+    // extensions (readers find columns by name)
+    "workspace_bytes", "waves", "grid", "block", "regs", "smem_bytes", "kernels", "source"};
+
+struct Row {
+    std::string op, dtype;
+    std::map<std::string, int64_t> shape;
+    const Measurement* m = nullptr;
+    const GemmConfig* cfg = nullptr;
+    std::string sweep = "default";
+    std::string source;
+};
+
+class CsvOut {
+public:
+    void open(const std::string& path, const std::vector<std::string>& env) {
+        path_ = path;
+        env_ = env;
+        f_.open(path + ".partial");
+        if (!f_) { std::fprintf(stderr, "cannot write %s.partial\n", path.c_str()); std::exit(2); }
+        for (auto& e : env_) f_ << "# " << e << "\n";
+        f_ << header() << "\n";
+        f_.flush();
+    }
+    void write(const Row& r) {
+        std::string line = format(r);
+        rows_.push_back(line);
+        f_ << line << "\n";
+        f_.flush();
+        ++count_;
+    }
+    // Rewrites the file with the final environment (clocks after) on top.
+    void finish(const std::vector<std::string>& env_after) {
+        f_.close();
+        std::ofstream o(path_);
+        for (auto& e : env_) o << "# " << e << "\n";
+        for (auto& e : env_after) o << "# " << e << "\n";
+        o << header() << "\n";
+        for (auto& l : rows_) o << l << "\n";
+        o.close();
+        std::remove((path_ + ".partial").c_str());
+    }
+    size_t count() const { return count_; }
+
+private:
+    std::string path_;
+    std::vector<std::string> env_;
+    std::ofstream f_;
+    std::vector<std::string> rows_;
+    size_t count_ = 0;
+
+    static std::string header() {
+        std::string h;
+        for (auto c : kColumns) { if (!h.empty()) h += ","; h += c; }
+        return h;
+    }
+    static std::string format(const Row& r) {
+        std::vector<std::string> v;
+        v.push_back(r.op);
+        v.push_back(r.dtype);
+        for (const char* c : {"M", "N", "K", "Bt", "B", "S", "L", "Hq", "Hkv", "D", "T", "H", "I", "V"}) {
+            auto it = r.shape.find(c);
+            v.push_back(it == r.shape.end() ? "" : std::to_string(it->second));
+        }
+        const Measurement& m = *r.m;
+        v.push_back(fmt(m.st.median));
+        v.push_back(fmt(m.st.min));
+        v.push_back(fmt(m.st.p10));
+        v.push_back(fmt(m.st.p90));
+        v.push_back(std::to_string(m.st.n));
+        v.push_back("cupti");
+        std::string names = m.kernel_names;
+        if (names.size() > 600) names = names.substr(0, 597) + "...";
+        v.push_back(csv_quote(names));
+        if (r.cfg) {
+            const AlgoInfo& a = r.cfg->info;
+            v.push_back(std::to_string(a.algo_id));
+            v.push_back(tile_name((int)a.tile));
+            v.push_back(stages_name((int)a.stages));
+            v.push_back(std::to_string(a.splitk));
+            v.push_back(reduction_name(a.reduction));
+            v.push_back(std::to_string(a.swizzle));
+            v.push_back(cluster_name((int)a.cluster));
+            v.push_back(std::to_string(r.cfg->heuristic_rank));
+        } else {
+            for (int i = 0; i < 8; ++i) v.push_back("");
+        }
+        v.push_back(r.sweep);
+        v.push_back(r.cfg ? std::to_string(r.cfg->workspace) : "");
+        v.push_back(r.cfg ? fmt(r.cfg->waves, 3) : "");
+        const ActRecord& k = m.main_kernel;
+        v.push_back(std::to_string(k.grid[0]) + "x" + std::to_string(k.grid[1]) + "x" + std::to_string(k.grid[2]));
+        v.push_back(std::to_string(k.block[0]) + "x" + std::to_string(k.block[1]) + "x" + std::to_string(k.block[2]));
+        v.push_back(std::to_string(k.regs));
+        v.push_back(std::to_string(k.smem_bytes));
+        v.push_back(std::to_string(m.kernels_per_rep));
+        v.push_back(csv_quote(r.source));
+        std::string line;
+        for (size_t i = 0; i < v.size(); ++i) { if (i) line += ","; line += v[i]; }
+        return line;
+    }
+};
+
+// ----------------------------------------------------------------------------------------------
+// Shapes
+// ----------------------------------------------------------------------------------------------
+struct NK { int64_t N, K; std::string src; };
+
+struct ModelCfg { const char* name; int64_t hidden, inter, nq, nkv, hd, vocab; };
+
+const ModelCfg kModels[] = {
+    {"llama3-8b", 4096, 14336, 32, 8, 128, 128256},
+    {"llama3-70b", 8192, 28672, 64, 8, 128, 128256},
+    {"qwen2.5-7b", 3584, 18944, 28, 4, 128, 152064},
+    {"qwen2.5-14b", 5120, 13824, 40, 8, 128, 152064},
+    {"qwen2.5-72b", 8192, 29568, 64, 8, 128, 152064},
+    {"qwen3-32b", 5120, 25600, 64, 8, 128, 151936},
+    {"mixtral-8x7b", 4096, 14336, 32, 8, 128, 32000},
+};
+
+// (N, K) of the linear layers of the models above and of DeepSeek-V3's dense parts, with
+// tensor-parallel slices (column-parallel layers split N, row-parallel layers split K).
+std::vector<NK> model_layers(bool with_lm_head) {
+    std::vector<NK> v;
+    std::set<std::pair<int64_t, int64_t>> seen;
+    auto add = [&](int64_t N, int64_t K, const std::string& s) {
+        if (N <= 0 || K <= 0 || N % 8 || K % 8) return;
+        if (seen.insert({N, K}).second) v.push_back({N, K, s});
+    };
+    for (int tp : {1, 2, 4, 8}) {
+        std::string t = "/tp" + std::to_string(tp);
+        for (auto& m : kModels) {
+            if (m.nq % tp || m.inter % tp) continue;
+            int64_t nkv = std::max<int64_t>(1, m.nkv / tp);
+            add((m.nq / tp + 2 * nkv) * m.hd, m.hidden, std::string(m.name) + "/qkv" + t);
+            add(m.hidden, m.nq / tp * m.hd, std::string(m.name) + "/o" + t);
+            add(2 * m.inter / tp, m.hidden, std::string(m.name) + "/gate_up" + t);
+            add(m.hidden, m.inter / tp, std::string(m.name) + "/down" + t);
+            if (with_lm_head && tp == 1) add(m.vocab, m.hidden, std::string(m.name) + "/lm_head");
+        }
+        // DeepSeek-V3: MLA projections, dense MLP (first 3 layers), shared expert
+        const std::string d = "deepseek-v3";
+        if (tp == 1) {
+            add(1536, 7168, d + "/q_a");
+            add(576, 7168, d + "/kv_a");
+            if (with_lm_head) add(129280, 7168, d + "/lm_head");
+        }
+        add(24576 / tp, 1536, d + "/q_b" + t);
+        add(32768 / tp, 512, d + "/kv_b" + t);
+        add(7168, 16384 / tp, d + "/o" + t);
+        add(36864 / tp, 7168, d + "/dense_gate_up" + t);
+        add(7168, 18432 / tp, d + "/dense_down" + t);
+        add(4096 / tp, 7168, d + "/shared_gate_up" + t);
+        add(7168, 2048 / tp, d + "/shared_down" + t);
+    }
+    add(8, 4096, "mixtral-8x7b/router");
+    add(256, 7168, "deepseek-v3/router");
+    return v;
+}
+
+const int64_t kTokens[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+
+int64_t log_uniform(std::mt19937_64& rng, double lo, double hi, int64_t mult) {
+    std::uniform_real_distribution<double> u(std::log(lo), std::log(hi));
+    int64_t v = (int64_t)std::llround(std::exp(u(rng)));
+    v = std::max<int64_t>(mult, (v + mult - 1) / mult * mult);
+    return v;
+}
+
+struct GemmPoint { const GemmType* t; int64_t M, N, K; std::string src; };
+
+// Per-dtype rough peak (TFLOP/s) used only to cap point sizes and to estimate run time.
+double peak_tflops(const std::string& dt) {
+    if (dt == "fp8e4m3") return 1200;
+    if (dt == "fp16" || dt == "bf16") return 650;
+    if (dt == "tf32") return 320;
+    return 50;  // fp32
+}
+double flop_cap(const std::string& dt, bool tiles) {
+    double ms = tiles ? 0.35 : 7.0;  // largest single kernel we accept, at peak
+    return peak_tflops(dt) * 1e12 * ms * 1e-3;
+}
+
+std::vector<GemmPoint> gemm_points(const std::string& dt, bool quick, std::mt19937_64& rng) {
+    const GemmType* t = find_gemm_type(dt);
+    std::vector<GemmPoint> pts;
+    auto layers = model_layers(true);
+    double cap = flop_cap(dt, false);
+    // fp32/tf32 matter less for LLM serving: half of the model points, chosen at random.
+    double keep = (dt == "bf16" || dt == "fp8e4m3") ? 1.0 : (dt == "fp16" ? 0.6 : 0.35);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (auto& l : layers)
+        for (int64_t M : kTokens) {
+            if (2.0 * M * l.N * l.K > cap) continue;
+            if (l.src.find("lm_head") != std::string::npos && M > 4096) continue;
+            if (u(rng) > keep) continue;
+            pts.push_back({t, M, l.N, l.K, l.src});
+        }
+    int nrand = (dt == "bf16" || dt == "fp8e4m3") ? 300 : 150;
+    for (int i = 0; i < nrand; ++i) {
+        for (int tries = 0; tries < 50; ++tries) {
+            int64_t M = log_uniform(rng, 1, 16384, 1);
+            int64_t N = log_uniform(rng, 64, 65536, 16);
+            int64_t K = log_uniform(rng, 64, 32768, 16);
+            if (2.0 * M * N * K > cap) continue;
+            pts.push_back({t, M, N, K, "random"});
+            break;
+        }
+    }
+    std::shuffle(pts.begin(), pts.end(), rng);
+    if (quick) pts.resize(std::min<size_t>(pts.size(), 12));
+    return pts;
+}
+
+std::vector<GemmPoint> tile_points(bool quick, std::mt19937_64& rng) {
+    std::vector<GemmPoint> pts;
+    auto layers = model_layers(false);
+    const int64_t Ms[] = {8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
+    struct Want { const char* dt; int n; };
+    const Want wants[] = {{"bf16", 115}, {"fp8e4m3", 100}, {"fp16", 35}};
+    for (auto& w : wants) {
+        const GemmType* t = find_gemm_type(w.dt);
+        double cap = flop_cap(w.dt, true);
+        std::vector<GemmPoint> cand;
+        for (auto& l : layers)
+            for (int64_t M : Ms)
+                if (2.0 * M * l.N * l.K <= cap && 2.0 * M * l.N * l.K >= 2e8) cand.push_back({t, M, l.N, l.K, l.src});
+        std::shuffle(cand.begin(), cand.end(), rng);
+        int n_model = quick ? 2 : (int)(w.n * 0.7);
+        for (int i = 0; i < n_model && i < (int)cand.size(); ++i) pts.push_back(cand[i]);
+        int n_rand = quick ? 1 : w.n - n_model;
+        for (int i = 0; i < n_rand; ++i) {
+            for (int tries = 0; tries < 100; ++tries) {
+                int64_t M = log_uniform(rng, 8, 8192, 1);
+                int64_t N = log_uniform(rng, 256, 32768, 64);
+                int64_t K = log_uniform(rng, 256, 16384, 64);
+                double f = 2.0 * M * N * K;
+                if (f > cap || f < 2e8) continue;
+                pts.push_back({t, M, N, K, "random"});
+                break;
+            }
+        }
+    }
+    return pts;  // kept in dtype order: the pool is refilled once per dtype
+}
+
+// ----------------------------------------------------------------------------------------------
+// Context shared by the sweeps
+// ----------------------------------------------------------------------------------------------
+struct Ctx {
+    Args args;
+    cudaDeviceProp prop{};
+    cudaStream_t stream = nullptr;
+    cublasLtHandle_t lt = nullptr;
+    Pool pool;
+    void* ws = nullptr;
+    size_t ws_bytes = 32u << 20;
+    float* d_one = nullptr;
+    std::vector<int> clock_samples;
+    int filled_kind = -1;
+    uint64_t fill_seed = 1;
+};
+
+void fill_pool(Ctx& c, int kind) {
+    if (c.filled_kind == kind) return;
+    fill_random(c.pool.base, c.pool.bytes, kind, c.fill_seed++, c.stream);
+    CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    c.filled_kind = kind;
+}
+
+void sample_clock(Ctx& c) {
+    int v = Nvml::instance().sm_clock_mhz();
+    if (v > 0) c.clock_samples.push_back(v);
+}
+
+// Runs bf16 GEMMs for `seconds` so that clocks and temperature settle before measuring.
+void warm_gpu(Ctx& c, double seconds) {
+    const GemmType& t = *find_gemm_type("bf16");
+    GemmProblem p(c.lt, t, 8192, 8192, 8192, c.d_one, c.ws_bytes);
+    auto cfgs = p.heuristic(1);
+    if (cfgs.empty()) return;
+    fill_pool(c, t.fill_kind);
+    char* A = c.pool.base;
+    char* W = A + Pool::align(p.bytes_a());
+    char* C = W + Pool::align(p.bytes_w());
+    double t0 = wall_s();
+    while (wall_s() - t0 < seconds) {
+        for (int i = 0; i < 20; ++i) p.run(cfgs[0], A, W, C, c.ws, c.stream);
+        CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    }
+}
+
+std::vector<std::string> env_lines(Ctx& c) {
+    auto& nv = Nvml::instance();
+    std::vector<std::string> e;
+    e.push_back("format=perfloom-collector/1");
+    e.push_back("collector_version=" + std::string(kCollectorVersion));
+    e.push_back("sweep=" + c.args.sweep + (c.args.quick ? " (quick)" : ""));
+    e.push_back("gpu_name=" + std::string(c.prop.name));
+    e.push_back("compute_capability=" + std::to_string(c.prop.major) + "." + std::to_string(c.prop.minor));
+    e.push_back("sm_count=" + std::to_string(c.prop.multiProcessorCount));
+    e.push_back("l2_bytes=" + std::to_string(c.prop.l2CacheSize));
+    e.push_back("memory_bytes=" + std::to_string(c.prop.totalGlobalMem));
+    e.push_back("driver=" + nv.driver());
+    e.push_back("cuda_runtime=" + cuda_runtime_string());
+    e.push_back("cublaslt_version=" + cublaslt_version_string());
+    uint32_t cupti_v = 0;
+    cuptiGetVersion(&cupti_v);
+    e.push_back("cupti_api_version=" + std::to_string(cupti_v));
+    e.push_back("sm_clock_mhz_before=" + std::to_string(nv.sm_clock_mhz()));
+    e.push_back("sm_clock_max_mhz=" + std::to_string(nv.max_sm_clock_mhz()));
+    e.push_back("mem_clock_mhz=" + std::to_string(nv.mem_clock_mhz()));
+    e.push_back("power_limit_w=" + std::to_string(nv.power_limit_w()));
+    e.push_back("temperature_c_before=" + std::to_string(nv.temperature_c()));
+    e.push_back("date=" + utc_now());
+    e.push_back("timing=CUPTI activity (CONCURRENT_KERNEL + MEMSET); per repetition the sum of the device durations of all kernels and memsets the operation launched; latency_us = median");
+    e.push_back("l2_rotation_bytes=" + std::to_string(c.pool.cycle_bytes));
+    e.push_back("cublaslt_workspace_bytes=" + std::to_string(c.ws_bytes));
+    e.push_back("gemm_layout=C[M,N] = A[M,K] * W^T, W (N,K) row-major; cuBLASLt TN with m=N n=M; tile names are cuBLASLt's (first number along N, second along M, third K)");
+    return e;
+}
+
+std::vector<std::string> env_after(Ctx& c, double elapsed) {
+    auto& nv = Nvml::instance();
+    std::vector<std::string> e;
+    e.push_back("sm_clock_mhz_after=" + std::to_string(nv.sm_clock_mhz()));
+    e.push_back("temperature_c_after=" + std::to_string(nv.temperature_c()));
+    if (!c.clock_samples.empty()) {
+        auto s = c.clock_samples;
+        std::sort(s.begin(), s.end());
+        e.push_back("sm_clock_mhz_during_median=" + std::to_string(s[s.size() / 2]));
+        e.push_back("sm_clock_mhz_during_min=" + std::to_string(s.front()));
+        e.push_back("sm_clock_mhz_during_max=" + std::to_string(s.back()));
+    }
+    e.push_back("elapsed_s=" + fmt(elapsed, 1));
+    return e;
+}
+
+// ----------------------------------------------------------------------------------------------
+// GEMM sweeps
+// ----------------------------------------------------------------------------------------------
+Measurement measure_gemm(Ctx& c, GemmProblem& p, const GemmConfig& cfg, int min_reps,
+                         int max_reps, double target_us) {
+    size_t b = p.bytes_all();
+    int sets = c.pool.sets_for(b);
+    cublasStatus_t first_err = CUBLAS_STATUS_SUCCESS;
+    auto launch = [&](int i) {
+        char* base = c.pool.slot(b, i, sets);
+        char* A = base;
+        char* W = A + Pool::align(p.bytes_a());
+        char* C = W + Pool::align(p.bytes_w());
+        cublasStatus_t s = p.run(cfg, A, W, C, c.ws, c.stream);
+        if (s != CUBLAS_STATUS_SUCCESS && first_err == CUBLAS_STATUS_SUCCESS) first_err = s;
+    };
+    Measurement m = measure(c.stream, launch, min_reps, max_reps, target_us);
+    if (first_err != CUBLAS_STATUS_SUCCESS) {
+        m.ok = false;
+        m.error = "cublasLtMatmul status " + std::to_string((int)first_err);
+    }
+    return m;
+}
+
+int run_gemm(Ctx& c, CsvOut& out) {
+    std::mt19937_64 rng(c.args.seed);
+    const char* dts[] = {"bf16", "fp8e4m3", "fp16", "tf32", "fp32"};
+    const double share[] = {0.28, 0.26, 0.18, 0.14, 0.14};
+    double t_start = wall_s(), carry = 0;
+    int n_dt = (c.prop.major * 10 + c.prop.minor >= 89) ? 5 : 5;
+    for (int di = 0; di < n_dt; ++di) {
+        std::string dt = dts[di];
+        if (dt == "fp8e4m3" && c.prop.major * 10 + c.prop.minor < 89) continue;
+        auto pts = gemm_points(dt, c.args.quick, rng);
+        const GemmType& t = *find_gemm_type(dt);
+        double budget = c.args.budget_s * share[di] + carry;
+        double t0 = wall_s();
+        if (c.args.dry_run) {
+            double est = 0;
+            for (auto& p : pts) {
+                double bytes = (double)(p.M * p.K + p.N * p.K) * t.ab_bytes + (double)p.M * p.N * t.cd_bytes;
+                double tk = std::max(2.0 * p.M * p.N * p.K / (peak_tflops(dt) * 1e6 * 0.7), bytes / 2.8e6) + 4;
+                int reps = std::max(10, std::min(50, (int)std::ceil(2000 / tk)));
+                int wu = std::max(2, std::min(10, (int)std::ceil(200 / tk)));
+                est += (1 + wu + reps) * (tk + 3) + 1500;
+            }
+            std::printf("dry-run gemm %-8s points=%zu est_s=%.1f budget_s=%.1f\n", dt.c_str(), pts.size(), est * 1e-6, budget);
+            carry = 0;
+            continue;
+        }
+        fill_pool(c, t.fill_kind);
+        int done = 0, failed = 0;
+        for (auto& pt : pts) {
+            if (wall_s() - t0 > budget) break;
+            GemmProblem p(c.lt, t, pt.M, pt.N, pt.K, c.d_one, c.ws_bytes);
+            if (c.pool.sets_for(p.bytes_all()) == 0) continue;
+            auto cfgs = p.heuristic(1);
+            if (cfgs.empty()) { ++failed; continue; }
+            Measurement m = measure_gemm(c, p, cfgs[0], 10, 50, 2000);
+            if (!m.ok) {
+                ++failed;
+                std::fprintf(stderr, "gemm %s %ldx%ldx%ld: %s\n", dt.c_str(), (long)pt.M, (long)pt.N, (long)pt.K, m.error.c_str());
+                continue;
+            }
+            Row r;
+            r.op = "gemm";
+            r.dtype = dt;
+            r.shape = {{"M", pt.M}, {"N", pt.N}, {"K", pt.K}};
+            r.m = &m;
+            r.cfg = &cfgs[0];
+            r.sweep = "default";
+            r.source = pt.src;
+            out.write(r);
+            if (++done % 100 == 0) sample_clock(c);
+        }
+        double used = wall_s() - t0;
+        carry = std::max(0.0, budget - used);
+        std::printf("gemm %-8s measured=%d failed=%d of %zu points in %.1f s\n", dt.c_str(), done, failed, pts.size(), used);
+        std::fflush(stdout);
+    }
+    std::printf("gemm sweep total %.1f s, %zu rows\n", wall_s() - t_start, out.count());
+    return 0;
+}
+
+int run_tiles(Ctx& c, CsvOut& out) {
+    std::mt19937_64 rng(c.args.seed + 7);
+    auto pts = tile_points(c.args.quick, rng);
+    if (c.args.dry_run) {
+        std::printf("dry-run tiles points=%zu\n", pts.size());
+        return 0;
+    }
+    double t0 = wall_s();
+    int done = 0, configs = 0, failed = 0;
+    const int heur_n = c.args.quick ? 16 : 48;
+    const int enum_n = c.args.quick ? 6 : 16;
+    for (size_t pi = 0; pi < pts.size(); ++pi) {
+        auto& pt = pts[pi];
+        // keep the remaining budget evenly spread over the remaining points
+        double left = c.args.budget_s - (wall_s() - t0);
+        if (left <= 0) break;
+        double per_point = left / (double)(pts.size() - pi);
+        if (pt.t->fp8 && c.prop.major * 10 + c.prop.minor < 89) continue;
+        fill_pool(c, pt.t->fill_kind);
+        GemmProblem p(c.lt, *pt.t, pt.M, pt.N, pt.K, c.d_one, c.ws_bytes);
+        if (c.pool.sets_for(p.bytes_all()) == 0) continue;
+        auto cfgs = p.heuristic(heur_n);
+        std::set<decltype(AlgoInfo{}.key())> seen;
+        for (auto& g : cfgs) seen.insert(g.info.key());
+        auto extra = p.enumerate(enum_n, 600, rng, seen);
+        cfgs.insert(cfgs.end(), extra.begin(), extra.end());
+        double tp = wall_s();
+        int ok_here = 0;
+        for (auto& g : cfgs) {
+            if (wall_s() - tp > 3 * per_point && ok_here >= 8) break;
+            Measurement m = measure_gemm(c, p, g, 10, 20, 600);
+            if (!m.ok) { ++failed; continue; }
+            Row r;
+            r.op = "gemm";
+            r.dtype = pt.t->name;
+            r.shape = {{"M", pt.M}, {"N", pt.N}, {"K", pt.K}};
+            r.m = &m;
+            r.cfg = &g;
+            r.sweep = "tiles";
+            r.source = pt.src;
+            out.write(r);
+            ++ok_here;
+            ++configs;
+        }
+        if (ok_here > 0) ++done;
+        if (pi % 10 == 0) sample_clock(c);
+    }
+    std::printf("tiles: %d (shape,dtype) points, %d configurations measured, %d failed, %.1f s\n",
+                done, configs, failed, wall_s() - t0);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Elementwise / norm sweep
+// ----------------------------------------------------------------------------------------------
+int threads_for(int64_t vec_per_row) {
+    int64_t t = std::min<int64_t>(1024, std::max<int64_t>(32, vec_per_row));
+    return (int)((t + 31) / 32 * 32);
+}
+
+struct EwPoint { std::string op, dtype; std::map<std::string, int64_t> shape; };
+
+std::vector<EwPoint> ew_points(bool quick) {
+    std::vector<int64_t> Ts = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+    if (quick) Ts = {1, 64, 4096};
+    std::vector<int64_t> Hs = {2048, 3584, 4096, 5120, 7168, 8192};
+    if (quick) Hs = {4096};
+    std::vector<int64_t> Is = {1792, 3584, 7168, 11008, 13824, 14336, 18944, 28672};
+    if (quick) Is = {14336};
+    std::vector<int64_t> Vs = {32000, 128256, 151936};
+    if (quick) Vs = {32000};
+    struct Rot { int64_t hq, hkv, d; };
+    std::vector<Rot> rots = {{32, 8, 128}, {64, 8, 128}, {28, 4, 128}, {40, 8, 128}, {8, 1, 128}, {32, 32, 128}, {16, 16, 64}};
+    if (quick) rots = {{32, 8, 128}};
+    struct Kv { int64_t hkv, d; };
+    std::vector<Kv> kvs = {{8, 128}, {4, 128}, {1, 128}, {2, 128}, {32, 128}, {8, 64}};
+    if (quick) kvs = {{8, 128}};
+    std::vector<EwPoint> p;
+    for (auto T : Ts) {
+        for (auto H : Hs) {
+            p.push_back({"rmsnorm", "bf16", {{"T", T}, {"H", H}}});
+            p.push_back({"fused_add_rmsnorm", "bf16", {{"T", T}, {"H", H}}});
+            p.push_back({"add", "bf16", {{"T", T}, {"H", H}}});
+            if (H == 4096 || H == 8192) {
+                p.push_back({"rmsnorm", "fp16", {{"T", T}, {"H", H}}});
+                p.push_back({"fused_add_rmsnorm", "fp16", {{"T", T}, {"H", H}}});
+                p.push_back({"add", "fp16", {{"T", T}, {"H", H}}});
+            }
+        }
+        for (auto I : Is) {
+            p.push_back({"silu_mul", "bf16", {{"T", T}, {"I", I}}});
+            if (I == 14336) p.push_back({"silu_mul", "fp16", {{"T", T}, {"I", I}}});
+        }
+        for (auto V : Vs)
+            if ((double)T * V <= 3.0e8) p.push_back({"softmax", "bf16", {{"T", T}, {"V", V}}});
+        for (auto& r : rots) p.push_back({"rotary", "bf16", {{"T", T}, {"Hq", r.hq}, {"Hkv", r.hkv}, {"D", r.d}}});
+        for (auto& k : kvs) p.push_back({"kv_cache_write", "bf16", {{"T", T}, {"Hkv", k.hkv}, {"D", k.d}}});
+    }
+    return p;
+}
+
+template <typename T>
+Measurement run_ew_typed(Ctx& c, const EwPoint& pt, int64_t* d_pos, int64_t* d_slots, T* cos_sin,
+                         int64_t max_pos, T* k_cache, T* v_cache, int64_t cache_slots) {
+    auto g = [&](const char* k) { auto it = pt.shape.find(k); return it == pt.shape.end() ? 0 : it->second; };
+    const int64_t Tn = g("T");
+    const size_t es = sizeof(T);
+    const float eps = 1e-6f;
+    std::function<void(char*)> body;
+    size_t bytes = 0;
+    if (pt.op == "rmsnorm") {
+        int64_t H = g("H");
+        size_t x = Pool::align(Tn * H * es), w = Pool::align(H * es);
+        bytes = 2 * x + w;
+        int th = threads_for(H / 8);
+        body = [=, &c](char* b) { rmsnorm_kernel<T><<<Tn, th, 0, c.stream>>>((T*)(b + x), (const T*)b, (const T*)(b + 2 * x), (int)H, eps); };
+    } else if (pt.op == "fused_add_rmsnorm") {
+        int64_t H = g("H");
+        size_t x = Pool::align(Tn * H * es), w = Pool::align(H * es);
+        bytes = 2 * x + w;
+        int th = threads_for(H / 8);
+        body = [=, &c](char* b) { fused_add_rmsnorm_kernel<T><<<Tn, th, 0, c.stream>>>((T*)b, (T*)(b + x), (const T*)(b + 2 * x), (int)H, eps); };
+    } else if (pt.op == "add") {
+        int64_t H = g("H");
+        size_t x = Pool::align(Tn * H * es);
+        bytes = 3 * x;
+        size_t nvec = (size_t)Tn * H / 8;
+        unsigned blocks = (unsigned)((nvec + 255) / 256);
+        body = [=, &c](char* b) { add_kernel<T><<<blocks, 256, 0, c.stream>>>((T*)(b + 2 * x), (const T*)b, (const T*)(b + x), nvec); };
+    } else if (pt.op == "silu_mul") {
+        int64_t I = g("I");
+        size_t in = Pool::align(Tn * 2 * I * es), o = Pool::align(Tn * I * es);
+        bytes = in + o;
+        int th = threads_for(I / 8);
+        body = [=, &c](char* b) { silu_mul_kernel<T><<<Tn, th, 0, c.stream>>>((T*)(b + in), (const T*)b, (int)I); };
+    } else if (pt.op == "softmax") {
+        int64_t V = g("V");
+        size_t x = Pool::align(Tn * V * es);
+        bytes = 2 * x;
+        body = [=, &c](char* b) { softmax_kernel<T><<<Tn, 1024, 0, c.stream>>>((T*)(b + x), (const T*)b, (int)V); };
+    } else if (pt.op == "rotary") {
+        int64_t Hq = g("Hq"), Hkv = g("Hkv"), D = g("D");
+        size_t q = Pool::align(Tn * Hq * D * es), k = Pool::align(Tn * Hkv * D * es);
+        bytes = q + k;
+        int items = (int)((Hq + Hkv) * (D / 2 / 8));
+        int th = std::min(512, std::max(32, (items + 31) / 32 * 32));
+        (void)max_pos;
+        body = [=, &c](char* b) { rotary_neox_kernel<T><<<Tn, th, 0, c.stream>>>((T*)b, (T*)(b + q), d_pos, cos_sin, (int)Hq, (int)Hkv, (int)D); };
+    } else if (pt.op == "kv_cache_write") {
+        int64_t Hkv = g("Hkv"), D = g("D");
+        size_t kb = Pool::align(Tn * Hkv * D * es);
+        bytes = 2 * kb;
+        int th = threads_for(Hkv * D / 8);
+        // the cache is sized for 64 Ki tokens of the largest head configuration; index by slot
+        int64_t row_elems = Hkv * D;
+        int64_t slots_fit = cache_slots * 8 * 128 / row_elems;
+        (void)slots_fit;
+        body = [=, &c](char* b) { kv_cache_write_kernel<T><<<Tn, th, 0, c.stream>>>((const T*)b, (const T*)(b + kb), k_cache, v_cache, d_slots, (int)Hkv, (int)D); };
+    }
+    int sets = c.pool.sets_for(bytes);
+    Measurement m;
+    if (!body || sets == 0) { m.error = "unsupported or too large"; return m; }
+    return measure(c.stream, [&](int i) { body(c.pool.slot(bytes, i, sets)); }, 10, 100, 1000);
+}
+
+int run_elementwise(Ctx& c, CsvOut& out) {
+    auto pts = ew_points(c.args.quick);
+    if (c.args.dry_run) {
+        std::printf("dry-run elementwise points=%zu\n", pts.size());
+        return 0;
+    }
+    std::mt19937_64 rng(c.args.seed + 3);
+    const int64_t max_T = 32768, max_pos = 32768;
+    // positions: random in [0, max_pos); slots: distinct random slots of a paged cache whose
+    // capacity is 4x the largest T (so consecutive tokens land in scattered blocks).
+    const int64_t cache_slots = 4 * max_T;
+    std::vector<int64_t> pos(max_T), slots(cache_slots);
+    for (auto& p : pos) p = (int64_t)(rng() % max_pos);
+    for (int64_t i = 0; i < cache_slots; ++i) slots[i] = i;
+    std::shuffle(slots.begin(), slots.end(), rng);
+    int64_t *d_pos = nullptr, *d_slots = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_pos, max_T * sizeof(int64_t)));
+    CUDA_CHECK(cudaMalloc(&d_slots, max_T * sizeof(int64_t)));
+    CUDA_CHECK(cudaMemcpy(d_pos, pos.data(), max_T * sizeof(int64_t), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_slots, slots.data(), max_T * sizeof(int64_t), cudaMemcpyHostToDevice));
+    // cos/sin cache and paged KV cache (largest head config: 32 x 128)
+    const size_t cs_bytes = (size_t)max_pos * 128 * 2;
+    const size_t cache_bytes = (size_t)cache_slots * 32 * 128 * 2;
+    char *d_cs = nullptr, *d_kc = nullptr, *d_vc = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_cs, cs_bytes));
+    CUDA_CHECK(cudaMalloc(&d_kc, cache_bytes));
+    CUDA_CHECK(cudaMalloc(&d_vc, cache_bytes));
+    fill_random(d_cs, cs_bytes, 2, 99, c.stream);  // bf16 bits; also used as fp16 (only timing)
+    CUDA_CHECK(cudaStreamSynchronize(c.stream));
+
+    double t0 = wall_s();
+    int done = 0, failed = 0;
+    for (auto& pt : pts) {
+        if (wall_s() - t0 > c.args.budget_s) break;
+        int kind = pt.dtype == "fp16" ? 1 : 2;
+        fill_pool(c, kind);
+        Measurement m = pt.dtype == "fp16"
+            ? run_ew_typed<__half>(c, pt, d_pos, d_slots, (__half*)d_cs, max_pos, (__half*)d_kc, (__half*)d_vc, cache_slots)
+            : run_ew_typed<__nv_bfloat16>(c, pt, d_pos, d_slots, (__nv_bfloat16*)d_cs, max_pos, (__nv_bfloat16*)d_kc, (__nv_bfloat16*)d_vc, cache_slots);
+        if (!m.ok) {
+            ++failed;
+            std::fprintf(stderr, "%s %s: %s\n", pt.op.c_str(), pt.dtype.c_str(), m.error.c_str());
+            continue;
+        }
+        Row r;
+        r.op = pt.op;
+        r.dtype = pt.dtype;
+        r.shape = pt.shape;
+        r.m = &m;
+        r.sweep = "default";
+        r.source = "perfloom kernels.cuh";
+        out.write(r);
+        if (++done % 50 == 0) sample_clock(c);
+    }
+    std::printf("elementwise: %d measured, %d failed of %zu points in %.1f s\n", done, failed, pts.size(), wall_s() - t0);
+    cudaFree(d_pos); cudaFree(d_slots); cudaFree(d_cs); cudaFree(d_kc); cudaFree(d_vc);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Ctx c;
+    c.args = parse(argc, argv);
+    if (c.args.dry_run) {
+        CsvOut dummy;
+        if (c.args.sweep == "gemm") {
+            c.prop.major = 9;
+            return run_gemm(c, dummy);
+        }
+        if (c.args.sweep == "tiles") return run_tiles(c, dummy);
+        return run_elementwise(c, dummy);
+    }
+    double t_start = wall_s();
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaGetDeviceProperties(&c.prop, 0));
+    CuptiTimer::instance().start();
+    CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasLtCreate(&c.lt));
+    CUDA_CHECK(cudaMalloc(&c.ws, c.ws_bytes));
+    CUDA_CHECK(cudaMalloc(&c.d_one, sizeof(float)));
+    float one = 1.f;
+    CUDA_CHECK(cudaMemcpy(c.d_one, &one, sizeof(float), cudaMemcpyHostToDevice));
+    c.pool.init((size_t)(c.args.pool_gb * (1ull << 30)), (size_t)c.prop.l2CacheSize);
+    std::printf("perfloom-collect: %s, %d SMs, L2 %d MB, pool %.1f GB, rotation cycle %.0f MB\n",
+                c.prop.name, c.prop.multiProcessorCount, c.prop.l2CacheSize >> 20,
+                c.pool.bytes / 1073741824.0, c.pool.cycle_bytes / 1048576.0);
+    warm_gpu(c, c.args.quick ? 0.3 : 1.5);
+
+    CsvOut out;
+    out.open(c.args.out, env_lines(c));
+    int rc = 0;
+    if (c.args.sweep == "gemm") rc = run_gemm(c, out);
+    else if (c.args.sweep == "tiles") rc = run_tiles(c, out);
+    else rc = run_elementwise(c, out);
+    out.finish(env_after(c, wall_s() - t_start));
+    std::printf("wrote %zu rows to %s\n", out.count(), c.args.out.c_str());
+    cublasLtDestroy(c.lt);
+    return rc;
+}

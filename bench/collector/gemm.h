@@ -1,0 +1,246 @@
+// cuBLASLt GEMM in perfloom's layout: C[M,N] = A[M,K] · W^T with W (N,K) row-major and A, C
+// row-major. In cuBLASLt's column-major terms this is D(N x M) = op(W)(N x K) · A^T(K x M) with
+// transa = T, transb = N ("TN"), the layout fp8 requires. cuBLASLt's tile names are "rows x cols"
+// of its D, so a tile's first number runs along N and its second along M.
+#pragma once
+
+#include "common.h"
+#include "cublaslt_names.h"
+
+#include <random>
+#include <set>
+#include <tuple>
+
+namespace perfloom {
+
+struct GemmType {
+    const char* name;
+    cudaDataType_t ab, cd;
+    cublasComputeType_t compute;
+    cudaDataType_t scale;
+    int fill_kind;  // see fill_random_kernel
+    size_t ab_bytes, cd_bytes;
+    bool fp8;
+};
+
+inline const std::vector<GemmType>& gemm_types() {
+    static const std::vector<GemmType> t = {
+        {"fp16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, 2, 2, false},
+        {"bf16", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, 2, 2, 2, false},
+        {"fp8e4m3", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, 3, 1, 2, true},
+        {"tf32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, 0, 4, 4, false},
+        {"fp32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, 0, 4, 4, false},
+        {"int8", CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I, 4, 1, 4, false},
+    };
+    return t;
+}
+
+inline const GemmType* find_gemm_type(const std::string& n) {
+    for (auto& t : gemm_types())
+        if (n == t.name) return &t;
+    return nullptr;
+}
+
+inline std::string id_name(const IdName* tab, size_t n, int id) {
+    for (size_t i = 0; i < n; ++i)
+        if (tab[i].id == id) return tab[i].name;
+    return "id" + std::to_string(id);
+}
+inline std::string tile_name(int id) {
+    return id_name(kTileNames, sizeof(kTileNames) / sizeof(kTileNames[0]), id);
+}
+inline std::string stages_name(int id) {
+    return id_name(kStagesNames, sizeof(kStagesNames) / sizeof(kStagesNames[0]), id);
+}
+inline std::string cluster_name(int id) {
+    return id_name(kClusterNames, sizeof(kClusterNames) / sizeof(kClusterNames[0]), id);
+}
+inline std::string reduction_name(uint32_t r) {
+    switch (r) {
+        case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
+        case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
+        case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute_type";
+        case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output_type";
+        default: return "r" + std::to_string(r);
+    }
+}
+
+struct AlgoInfo {
+    int algo_id = -1;
+    uint32_t tile = 0, stages = 0, reduction = 0, swizzle = 0, custom = 0;
+    int32_t splitk = 1;
+    uint16_t cluster = 0;
+    auto key() const { return std::make_tuple(algo_id, tile, stages, splitk, reduction, swizzle, custom, cluster); }
+};
+
+inline AlgoInfo algo_info(const cublasLtMatmulAlgo_t& a) {
+    AlgoInfo i;
+    size_t w = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &i.algo_id, sizeof(i.algo_id), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &i.tile, sizeof(i.tile), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &i.stages, sizeof(i.stages), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &i.splitk, sizeof(i.splitk), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &i.reduction, sizeof(i.reduction), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &i.swizzle, sizeof(i.swizzle), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &i.custom, sizeof(i.custom), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &i.cluster, sizeof(i.cluster), &w);
+    return i;
+}
+
+// A candidate configuration: the algo and what cuBLASLt said about it.
+struct GemmConfig {
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace = 0;
+    float waves = 0;
+    int heuristic_rank = 0;  // 1 = cuBLASLt's first choice; 0 = enumerated, not returned by the heuristic
+    AlgoInfo info;
+};
+
+class GemmProblem {
+public:
+    GemmProblem(cublasLtHandle_t h, const GemmType& t, int64_t M, int64_t N, int64_t K,
+                const float* d_one, size_t ws_bytes)
+        : h_(h), t_(t), M_(M), N_(N), K_(K), ws_bytes_(ws_bytes) {
+        CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, t.compute, t.scale));
+        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+        if (t.fp8) {  // per-tensor scales of 1, as torch._scaled_mm passes them
+            CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d_one, sizeof(d_one)));
+            CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d_one, sizeof(d_one)));
+        }
+        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, t.ab, K, N, K));  // W as stored: K x N col-major
+        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, t.ab, K, M, K));  // A: K x M col-major
+        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, t.cd, N, M, N));  // C: N x M col-major
+        CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes_, sizeof(ws_bytes_)));
+    }
+    ~GemmProblem() {
+        cublasLtMatmulPreferenceDestroy(pref_);
+        cublasLtMatrixLayoutDestroy(c_);
+        cublasLtMatrixLayoutDestroy(b_);
+        cublasLtMatrixLayoutDestroy(a_);
+        cublasLtMatmulDescDestroy(op_);
+    }
+    GemmProblem(const GemmProblem&) = delete;
+    GemmProblem& operator=(const GemmProblem&) = delete;
+
+    size_t bytes_w() const { return (size_t)N_ * K_ * t_.ab_bytes; }
+    size_t bytes_a() const { return (size_t)M_ * K_ * t_.ab_bytes; }
+    size_t bytes_c() const { return (size_t)M_ * N_ * t_.cd_bytes; }
+    size_t bytes_all() const { return Pool::align(bytes_w()) + Pool::align(bytes_a()) + Pool::align(bytes_c()); }
+    double flops() const { return 2.0 * M_ * N_ * K_; }
+
+    std::vector<GemmConfig> heuristic(int count) {
+        std::vector<cublasLtMatmulHeuristicResult_t> res(count);
+        int got = 0;
+        cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h_, op_, a_, b_, c_, c_, pref_, count, res.data(), &got);
+        std::vector<GemmConfig> out;
+        if (s != CUBLAS_STATUS_SUCCESS) return out;
+        for (int i = 0; i < got; ++i) {
+            if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+            GemmConfig c;
+            c.algo = res[i].algo;
+            c.workspace = res[i].workspaceSize;
+            c.waves = res[i].wavesCount;
+            c.heuristic_rank = i + 1;
+            c.info = algo_info(c.algo);
+            out.push_back(c);
+        }
+        return out;
+    }
+
+    // Random valid configurations from cuBLASLt's algorithm capabilities (tile x stages x split-K
+    // x swizzle), checked with cublasLtMatmulAlgoCheck; those already in `seen` are skipped.
+    std::vector<GemmConfig> enumerate(int want, int attempts, std::mt19937_64& rng,
+                                      std::set<decltype(AlgoInfo{}.key())>& seen) {
+        std::vector<GemmConfig> out;
+        int ids[256];
+        int nids = 0;
+        if (cublasLtMatmulAlgoGetIds(h_, t_.compute, t_.scale, t_.ab, t_.ab, t_.cd, t_.cd, 256, ids, &nids) != CUBLAS_STATUS_SUCCESS || nids == 0)
+            return out;
+        struct Caps { int id; std::vector<uint32_t> tiles, stages; int splitk; uint32_t red_mask; int swizzle; };
+        std::vector<Caps> caps;
+        for (int i = 0; i < nids; ++i) {
+            cublasLtMatmulAlgo_t algo;
+            if (cublasLtMatmulAlgoInit(h_, t_.compute, t_.scale, t_.ab, t_.ab, t_.cd, t_.cd, ids[i], &algo) != CUBLAS_STATUS_SUCCESS) continue;
+            Caps c{ids[i], {}, {}, 0, 0, 0};
+            size_t w = 0;
+            if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
+                c.tiles.resize(w / sizeof(uint32_t));
+                cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, c.tiles.data(), w, &w);
+            }
+            if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
+                c.stages.resize(w / sizeof(uint32_t));
+                cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, c.stages.data(), w, &w);
+            }
+            cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &c.splitk, sizeof(c.splitk), &w);
+            cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &c.red_mask, sizeof(c.red_mask), &w);
+            cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &c.swizzle, sizeof(c.swizzle), &w);
+            if (c.tiles.empty()) c.tiles.push_back(CUBLASLT_MATMUL_TILE_UNDEFINED);
+            if (c.stages.empty()) c.stages.push_back(CUBLASLT_MATMUL_STAGES_UNDEFINED);
+            caps.push_back(std::move(c));
+        }
+        if (caps.empty()) return out;
+        const int32_t splits[] = {1, 1, 2, 3, 4, 8};
+        for (int a = 0; a < attempts && (int)out.size() < want; ++a) {
+            const Caps& c = caps[rng() % caps.size()];
+            cublasLtMatmulAlgo_t algo;
+            if (cublasLtMatmulAlgoInit(h_, t_.compute, t_.scale, t_.ab, t_.ab, t_.cd, t_.cd, c.id, &algo) != CUBLAS_STATUS_SUCCESS) continue;
+            uint32_t tile = c.tiles[rng() % c.tiles.size()];
+            uint32_t stages = c.stages[rng() % c.stages.size()];
+            int32_t sk = c.splitk ? splits[rng() % 6] : 1;
+            uint32_t red = CUBLASLT_REDUCTION_SCHEME_NONE;
+            if (sk > 1) {
+                if (c.red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+                else if (c.red_mask & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE) red = CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+                else if (c.red_mask & CUBLASLT_REDUCTION_SCHEME_INPLACE) red = CUBLASLT_REDUCTION_SCHEME_INPLACE;
+                else sk = 1;
+            }
+            uint32_t swz = c.swizzle ? (uint32_t)(rng() % 2) : 0;
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof(sk));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof(red));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof(swz));
+            cublasLtMatmulHeuristicResult_t r{};
+            if (cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r) != CUBLAS_STATUS_SUCCESS) continue;
+            if (r.workspaceSize > ws_bytes_) continue;
+            GemmConfig g;
+            g.algo = algo;
+            g.workspace = r.workspaceSize;
+            g.waves = r.wavesCount;
+            g.heuristic_rank = 0;
+            g.info = algo_info(algo);
+            if (!seen.insert(g.info.key()).second) continue;
+            out.push_back(g);
+        }
+        return out;
+    }
+
+    cublasStatus_t run(const GemmConfig& c, const void* A, const void* W, void* C, void* ws,
+                       cudaStream_t s) const {
+        const void* alpha = t_.scale == CUDA_R_32I ? (const void*)&ione_ : (const void*)&fone_;
+        const void* beta = t_.scale == CUDA_R_32I ? (const void*)&izero_ : (const void*)&fzero_;
+        return cublasLtMatmul(h_, op_, alpha, W, a_, A, b_, beta, C, c_, C, c_, &c.algo, ws,
+                              ws_bytes_, s);
+    }
+
+    int64_t M() const { return M_; }
+    int64_t N() const { return N_; }
+    int64_t K() const { return K_; }
+    const GemmType& type() const { return t_; }
+
+private:
+    cublasLtHandle_t h_;
+    const GemmType& t_;
+    int64_t M_, N_, K_;
+    size_t ws_bytes_;
+    cublasLtMatmulDesc_t op_ = nullptr;
+    cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+    cublasLtMatmulPreference_t pref_ = nullptr;
+    float fone_ = 1.f, fzero_ = 0.f;
+    int32_t ione_ = 1, izero_ = 0;
+};
+
+}  // namespace perfloom

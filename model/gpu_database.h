@@ -1,0 +1,58 @@
+#pragma once
+// The GPU database: the files of gpus/, embedded in the binary at build time, plus any files the
+// user adds from a folder. Every file is validated; a bad one is refused with its name, the field
+// and the reason, and nothing of it is kept.
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "model/gpu_spec.h"
+
+namespace perfloom {
+
+class GpuSpecError : public std::runtime_error {
+ public:
+  GpuSpecError(std::string file, std::string field, std::string reason);
+  const std::string& file() const { return file_; }
+  const std::string& field() const { return field_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_, field_, reason_;
+};
+
+// Parses and validates one GPU file. `file_label` names the file in error messages.
+GpuSpec parse_gpu_spec(std::string_view json_text, const std::string& file_label);
+
+nlohmann::json gpu_spec_to_json(const GpuSpec& gpu);
+
+class GpuDatabase {
+ public:
+  // The files of gpus/ that were embedded at build time. Throws GpuSpecError if one is invalid.
+  static GpuDatabase builtin();
+
+  // Adds one file's GPU; a GPU whose id already exists replaces it (a user's corrected spec),
+  // but an alias that names a different GPU is refused.
+  void add(GpuSpec gpu);
+  void add_json(std::string_view json_text, const std::string& file_label);
+  // Adds every *.json of a folder, in name order. All or nothing: on the first bad file it throws
+  // and the database is left as it was.
+  void add_directory(const std::filesystem::path& dir);
+
+  // By id, name or alias, case-insensitively; nullptr if none.
+  const GpuSpec* find(std::string_view id_or_alias) const;
+  // Like find(), but throws std::invalid_argument naming the close matches.
+  const GpuSpec& get(std::string_view id_or_alias) const;
+
+  const std::vector<GpuSpec>& all() const { return gpus_; }
+  std::size_t size() const { return gpus_.size(); }
+
+ private:
+  std::vector<GpuSpec> gpus_;
+};
+
+}  // namespace perfloom

@@ -1,0 +1,58 @@
+#pragma once
+// One GPU's specification, read from a file in gpus/. Every rate is a dense (non-sparse) figure.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/dtype.h"
+
+namespace perfloom {
+
+struct Interconnect {
+  double nvlink_bandwidth_gb_s = 0.0;  // total, both directions, as datasheets state it; 0: none
+  int pcie_gen = 0;
+  double pcie_bandwidth_gb_s = 0.0;    // x16, both directions
+};
+
+struct GpuSpec {
+  std::string id;                  // short id, e.g. "h100-sxm"
+  std::string name;                // marketing name
+  std::string vendor;              // "nvidia", "amd", "intel"
+  std::vector<std::string> aliases;  // driver-reported names and common short names
+  std::string architecture;        // "hopper", "ampere", ...
+  std::string compute_capability;  // "9.0"
+
+  int sm_count = 0;
+  double boost_clock_mhz = 0.0;    // the clock the vendor's peak rates are computed at
+  double max_clock_mhz = 0.0;      // 0: not given
+  std::map<std::string, double> tensor_flops_per_sm_per_clock;  // keys: fp16 bf16 tf32 fp8 int8 fp4
+  int fp32_lanes_per_sm = 0;
+  int fp64_lanes_per_sm = 0;       // 0: not given
+  double sfu_ops_per_sm_per_clock = 16.0;
+
+  double memory_gib = 0.0;
+  std::string memory_type;
+  double memory_bandwidth_gb_s = 0.0;
+  double l2_cache_mib = 0.0;
+  double shared_memory_per_sm_kib = 0.0;
+  double max_shared_memory_per_block_kib = 0.0;
+  int registers_per_sm = 65536;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  Interconnect interconnect;
+  double tdp_w = 0.0;              // 0: not given
+
+  std::map<std::string, std::string> sources;  // field name -> document and figure used
+  std::string source_file;                     // e.g. "gpus/h100-sxm.json"
+
+  // Dense tensor-core throughput in FLOP/s (OP/s for int8) at the boost clock, or nothing
+  // when the GPU has no tensor-core path for this dtype. fp32 is answered from the FMA lanes.
+  std::optional<double> peak_flops_per_s(Dtype d) const;
+  double fp32_flops_per_s() const;  // 2 FLOPs per FMA lane per clock
+  double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_gb_s * 1e9; }
+  double clock_hz() const { return boost_clock_mhz * 1e6; }
+  bool supports(Dtype d) const { return d == Dtype::fp32 || peak_flops_per_s(d).has_value(); }
+};
+
+}  // namespace perfloom

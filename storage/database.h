@@ -1,0 +1,45 @@
+#pragma once
+// The SQLite database: one file, WAL, foreign keys on, schema versioned by PRAGMA user_version
+// and brought forward by migrations. Each thread opens its own Database (DESIGN.md, Threads).
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+struct sqlite3;
+
+namespace perfloom::storage {
+
+class DatabaseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Database {
+ public:
+  // The per-user default: $XDG_DATA_HOME/perfloom/perfloom.db, else ~/.local/share/perfloom/.
+  static std::filesystem::path default_path();
+
+  // Opens (creating if needed) and migrates to the current schema. Refuses a file that is not an
+  // SQLite database, or one whose schema is newer than this build understands.
+  explicit Database(const std::filesystem::path& path);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  static constexpr int kSchemaVersion = 1;
+  int schema_version() const;
+  const std::filesystem::path& path() const { return path_; }
+  sqlite3* handle() const { return db_; }
+
+  void exec(const std::string& sql);
+  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; any exception rolls everything back.
+  void transaction(const std::function<void()>& body);
+
+ private:
+  void migrate();
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace perfloom::storage

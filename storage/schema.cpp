@@ -1,0 +1,85 @@
+#include "storage/schema.h"
+
+namespace perfloom::storage {
+
+const std::vector<std::string>& schema_migrations() {
+  static const std::vector<std::string> steps = {
+      // 0 -> 1: sources, kernels, measurements, predictions, simulations.
+      R"sql(
+CREATE TABLE sources (
+  id            INTEGER PRIMARY KEY,
+  path          TEXT NOT NULL,
+  format        TEXT NOT NULL,
+  content_hash  TEXT NOT NULL UNIQUE,
+  gpu_id        TEXT,
+  gpu_name      TEXT,
+  bytes         INTEGER NOT NULL,
+  imported_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  provenance    TEXT
+);
+CREATE TABLE kernels (
+  id            INTEGER PRIMARY KEY,
+  source_id     INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+  seq           INTEGER NOT NULL,
+  name          TEXT NOT NULL,
+  family        TEXT NOT NULL DEFAULT 'unknown',
+  op            TEXT,
+  dtype         TEXT,
+  shape_json    TEXT,
+  grid          TEXT,
+  block         TEXT,
+  registers_per_thread INTEGER,
+  shared_memory_bytes  INTEGER,
+  launched_by   TEXT,
+  start_us      REAL
+);
+CREATE INDEX kernels_source ON kernels(source_id, seq);
+CREATE INDEX kernels_family ON kernels(family);
+CREATE TABLE measurements (
+  id            INTEGER PRIMARY KEY,
+  kernel_id     INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+  latency_us    REAL NOT NULL CHECK (latency_us >= 0),
+  method        TEXT NOT NULL,
+  repetitions   INTEGER NOT NULL DEFAULT 1,
+  p10_us        REAL,
+  p90_us        REAL
+);
+CREATE INDEX measurements_kernel ON measurements(kernel_id);
+CREATE TABLE predictions (
+  id            INTEGER PRIMARY KEY,
+  kernel_id     INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+  gpu_id        TEXT NOT NULL,
+  model_version TEXT NOT NULL,
+  pred_us       REAL NOT NULL,
+  lo_us         REAL,
+  hi_us         REAL,
+  ceiling_us    REAL,
+  bound         TEXT,
+  UNIQUE (kernel_id, gpu_id, model_version)
+);
+CREATE INDEX predictions_gpu ON predictions(gpu_id, model_version);
+CREATE TABLE simulations (
+  id            INTEGER PRIMARY KEY,
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  model         TEXT NOT NULL,
+  gpu_id        TEXT NOT NULL,
+  config_json   TEXT NOT NULL,
+  summary_json  TEXT
+);
+CREATE TABLE simulation_requests (
+  simulation_id INTEGER NOT NULL REFERENCES simulations(id) ON DELETE CASCADE,
+  request       INTEGER NOT NULL,
+  arrival_s     REAL NOT NULL,
+  input_tokens  INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  ttft_ms       REAL,
+  tpot_ms       REAL,
+  e2e_ms        REAL,
+  PRIMARY KEY (simulation_id, request)
+);
+)sql",
+  };
+  return steps;
+}
+
+}  // namespace perfloom::storage
