@@ -1,0 +1,98 @@
+#pragma once
+// A kernel as perfloom reasons about it: what it computes (op, dtype, shape), and, when a trace
+// says so, how it was launched and which tile configuration it used.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/dtype.h"
+
+namespace perfloom {
+
+// Kernel families: each has one calculator in model/families/ (DESIGN.md).
+enum class Family { gemm, attention, norm, elementwise, moe, communication, unknown };
+
+// What a kernel computes. Names match the kernel-list CSV of CONTRACT.md where it has them.
+enum class Op {
+  gemm, bmm,
+  attn_prefill, attn_decode,
+  rmsnorm, fused_add_rmsnorm, layernorm, fused_add_layernorm,
+  silu_mul, gelu_mul, add, softmax, rotary, embedding, kv_cache_write, copy,
+  moe,
+  allreduce, allgather, reducescatter, sendrecv, alltoall,
+  unknown,
+};
+
+// The pipes whose demand the analytical model counts; `launch` is the fixed cost of any kernel
+// and `link` the GPU-to-GPU interconnect of communication kernels.
+enum class Pipe { tensor, fma, sfu, dram, l2, smem, launch, link };
+inline constexpr int kPipeCount = 8;
+
+std::string_view family_name(Family f);
+std::optional<Family> parse_family(std::string_view s);
+std::string_view op_name(Op op);
+std::optional<Op> parse_op(std::string_view s);
+Family family_of(Op op);
+std::string_view pipe_name(Pipe p);
+
+// Shape dimensions; only those an op needs are set (CONTRACT.md kernel-list table):
+//   gemm M,N,K; bmm Bt,M,N,K; attn_prefill B,S,Hq,Hkv,D; attn_decode B,L,Hq,Hkv,D;
+//   rmsnorm/layernorm/add/fused_add_* T,H; silu_mul/gelu_mul T,I; softmax T,V;
+//   rotary T,Hq,Hkv,D; kv_cache_write T,Hkv,D; embedding T,H,V; copy bytes;
+//   moe T,E,topk,H,I; allreduce/allgather/reducescatter/sendrecv/alltoall bytes,ranks.
+struct Shape {
+  int64_t M = 0, N = 0, K = 0, Bt = 0;
+  int64_t B = 0, S = 0, L = 0, Hq = 0, Hkv = 0, D = 0;
+  int64_t T = 0, H = 0, I = 0, V = 0;
+  int64_t E = 0, topk = 0;
+  int64_t bytes = 0, ranks = 0;
+  bool causal = true;  // attention prefill
+  // Ragged (varlen) prefill: per-sequence query lengths; when set, B and S are derived from it.
+  std::vector<int64_t> seqlens;
+};
+
+// The names of the shape columns an op needs, in contract order.
+const std::vector<std::string_view>& shape_columns(Op op);
+// Reads/writes a named dimension ("M", "Hkv", ...); nullptr for an unknown name.
+int64_t* shape_field(Shape& s, std::string_view name);
+int64_t shape_value(const Shape& s, std::string_view name);
+
+// A GEMM tile configuration as libraries name it: CTA tile MxNxK, cluster, stages, split-K.
+struct TileConfig {
+  int tile_m = 0, tile_n = 0, tile_k = 0;
+  int cluster_m = 1, cluster_n = 1;
+  int stages = 0;        // 0: unknown
+  int split_k = 1;
+  bool stream_k = false;  // persistent stream-K / tile scheduler
+  bool operator==(const TileConfig&) const = default;
+};
+
+// Launch arguments as a trace reports them.
+struct LaunchArgs {
+  std::array<int64_t, 3> grid{0, 0, 0};
+  std::array<int64_t, 3> block{0, 0, 0};
+  int registers_per_thread = 0;
+  int64_t shared_memory_bytes = 0;  // static + dynamic
+  int64_t ctas() const { return grid[0] * std::max<int64_t>(grid[1], 1) * std::max<int64_t>(grid[2], 1); }
+  int64_t threads_per_cta() const {
+    return block[0] * std::max<int64_t>(block[1], 1) * std::max<int64_t>(block[2], 1);
+  }
+  bool known() const { return grid[0] > 0 && block[0] > 0; }
+};
+
+struct KernelDesc {
+  Op op = Op::unknown;
+  Dtype dtype = Dtype::bf16;
+  Shape shape;
+  std::optional<TileConfig> tile;     // from the kernel name or a tuner; else the model picks
+  std::optional<LaunchArgs> launch;   // from a trace
+  std::string name;                   // kernel name as profiled, if any
+};
+
+// Checks that every dimension the op needs is positive; returns the reason when not.
+std::optional<std::string> validate_shape(Op op, const Shape& s);
+
+}  // namespace perfloom
