@@ -1,0 +1,128 @@
+#include "model/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace perfloom {
+
+PipeDemand& PipeDemand::operator+=(const PipeDemand& o) {
+  tensor_flops += o.tensor_flops;
+  fma_flops += o.fma_flops;
+  sfu_ops += o.sfu_ops;
+  dram_bytes += o.dram_bytes;
+  l2_bytes += o.l2_bytes;
+  smem_bytes += o.smem_bytes;
+  link_bytes += o.link_bytes;
+  return *this;
+}
+
+PipeDemand PipeDemand::scaled(double f) const {
+  PipeDemand d = *this;
+  d.tensor_flops *= f;
+  d.fma_flops *= f;
+  d.sfu_ops *= f;
+  d.dram_bytes *= f;
+  d.l2_bytes *= f;
+  d.smem_bytes *= f;
+  d.link_bytes *= f;
+  return d;
+}
+
+namespace {
+// L2 bandwidth is not on datasheets. These are per-SM bytes per clock, set optimistic so that the
+// ceiling stays a lower bound: A100's whitepaper gives 5120 B/clk for 108 SMs (47 per SM); Hopper
+// and Blackwell are taken higher, older parts lower. A calibration file replaces them.
+double l2_bytes_per_clk_per_sm(const std::string& arch) {
+  if (arch == "hopper" || arch == "blackwell") return 64;
+  if (arch == "ampere" || arch == "ada" || arch == "cdna3" || arch == "cdna2" || arch == "cdna4") return 48;
+  return 32;
+}
+}  // namespace
+
+HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
+  HardwareRates hw;
+  hw.clock_hz = gpu.clock_hz();
+  hw.sms = gpu.sm_count;
+  if (auto key = tensor_rate_key(dtype)) {
+    auto it = gpu.tensor_flops_per_sm_per_clock.find(std::string(*key));
+    if (it != gpu.tensor_flops_per_sm_per_clock.end()) hw.tensor_flops_per_clk = it->second;
+  }
+  hw.fma_flops_per_clk = 2.0 * gpu.fp32_lanes_per_sm;
+  hw.sfu_ops_per_clk = gpu.sfu_ops_per_sm_per_clock;
+  hw.dram_bytes_per_clk = gpu.memory_bandwidth_bytes_per_s() / hw.clock_hz;
+  hw.l2_bytes_per_clk = l2_bytes_per_clk_per_sm(gpu.architecture) * gpu.sm_count;
+  hw.smem_bytes_per_clk = 128;  // 32 banks x 4 bytes on every NVIDIA architecture since Kepler
+  const double link_gb_s = gpu.interconnect.nvlink_bandwidth_gb_s > 0 ? gpu.interconnect.nvlink_bandwidth_gb_s
+                                                                       : gpu.interconnect.pcie_bandwidth_gb_s;
+  hw.link_bytes_per_s = link_gb_s > 0 ? link_gb_s * 1e9 / 2.0 : 16e9;  // datasheets give both directions
+  hw.launch_floor_us = 1.0;
+  hw.max_smem_per_sm_bytes = gpu.shared_memory_per_sm_kib * 1024.0;
+  hw.max_smem_per_block_bytes = gpu.max_shared_memory_per_block_kib * 1024.0;
+  hw.max_threads_per_sm = gpu.max_threads_per_sm;
+  hw.max_blocks_per_sm = gpu.max_blocks_per_sm;
+  hw.registers_per_sm = gpu.registers_per_sm;
+  hw.l2_bytes = gpu.l2_cache_mib * 1024.0 * 1024.0;
+  return hw;
+}
+
+int occupancy(int threads_per_cta, int registers_per_thread, double smem_bytes_per_cta, const HardwareRates& hw) {
+  int by_threads = threads_per_cta > 0 ? hw.max_threads_per_sm / threads_per_cta : hw.max_blocks_per_sm;
+  int by_regs = registers_per_thread > 0 && threads_per_cta > 0
+                    ? hw.registers_per_sm / (registers_per_thread * threads_per_cta)
+                    : hw.max_blocks_per_sm;
+  int by_smem = smem_bytes_per_cta > 0 ? static_cast<int>(hw.max_smem_per_sm_bytes / smem_bytes_per_cta)
+                                       : hw.max_blocks_per_sm;
+  return std::max(1, std::min({by_threads, by_regs, by_smem, hw.max_blocks_per_sm}));
+}
+
+CtaPlan plan_uniform_ctas(double ctas, int ctas_per_sm, int threads_per_cta, const HardwareRates& hw) {
+  CtaPlan p;
+  p.ctas = std::max(1.0, std::ceil(ctas));
+  p.ctas_per_sm = std::max(1, ctas_per_sm);
+  p.threads_per_cta = threads_per_cta;
+  const double slots = static_cast<double>(hw.sms) * p.ctas_per_sm;
+  p.waves = std::ceil(p.ctas / slots);
+  p.last_wave_fill = (p.ctas - (p.waves - 1) * slots) / slots;
+  // CTAs are handed out round-robin: the busiest SM gets ceil(ctas / SMs) of them.
+  p.busiest_sm_share = std::ceil(p.ctas / hw.sms) / p.ctas;
+  p.active_sm_fraction = std::min(1.0, p.ctas / hw.sms);
+  return p;
+}
+
+void finish_analysis(Analysis& a, const HardwareRates& hw) {
+  const PipeDemand& d = a.demand;
+  auto idx = [](Pipe p) { return static_cast<std::size_t>(p); };
+  const double sms = hw.sms;
+  auto on_sm = [&](Pipe p, double work, double per_sm_rate) {
+    if (work <= 0) return;
+    if (per_sm_rate <= 0) per_sm_rate = 1e-9;  // caller checks support; keeps the math finite
+    a.cycles_balanced[idx(p)] = work / (per_sm_rate * sms);
+    a.cycles_busiest[idx(p)] = work * a.plan.busiest_sm_share / per_sm_rate;
+  };
+  on_sm(Pipe::tensor, d.tensor_flops, hw.tensor_flops_per_clk);
+  on_sm(Pipe::fma, d.fma_flops, hw.fma_flops_per_clk);
+  on_sm(Pipe::sfu, d.sfu_ops, hw.sfu_ops_per_clk);
+  on_sm(Pipe::smem, d.smem_bytes, hw.smem_bytes_per_clk);
+  // DRAM and L2 are shared by all SMs: the balanced figure is the bound.
+  a.cycles_balanced[idx(Pipe::dram)] = a.cycles_busiest[idx(Pipe::dram)] = d.dram_bytes / hw.dram_bytes_per_clk;
+  a.cycles_balanced[idx(Pipe::l2)] = a.cycles_busiest[idx(Pipe::l2)] = d.l2_bytes / hw.l2_bytes_per_clk;
+  const double link_cycles = d.link_bytes / hw.link_bytes_per_s * hw.clock_hz;
+  a.cycles_balanced[idx(Pipe::link)] = a.cycles_busiest[idx(Pipe::link)] = link_cycles;
+  const double launch_cycles = hw.launch_floor_us * 1e-6 * hw.clock_hz;
+  a.cycles_balanced[idx(Pipe::launch)] = a.cycles_busiest[idx(Pipe::launch)] = launch_cycles;
+
+  Pipe bound = Pipe::launch;
+  double worst = 0;
+  for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem, Pipe::link}) {
+    if (a.cycles_busiest[idx(p)] > worst) {
+      worst = a.cycles_busiest[idx(p)];
+      bound = p;
+    }
+  }
+  const double work_us = worst / hw.clock_hz * 1e6;
+  // The launch floor is paid by every kernel; a kernel whose pipes need less than it is launch-bound.
+  a.bound = work_us + a.extra_us < hw.launch_floor_us ? Pipe::launch : bound;
+  a.ceiling_us = work_us + a.extra_us + hw.launch_floor_us;
+}
+
+}  // namespace perfloom

@@ -1,0 +1,81 @@
+#pragma once
+// The analytical pipeline model's result for one kernel on one GPU (DESIGN.md, idea 1): the work
+// each pipe must do, how CTAs fill the SMs in waves, the ideal cycles per pipe, the roofline
+// ceiling, the bottleneck, and the feature vector the learned model reads.
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/kernel.h"
+
+namespace perfloom {
+
+// Work per pipe, in that pipe's unit: FLOPs for tensor and fma (2 per FMA), operations for sfu,
+// bytes for dram, l2 and smem, bytes over the interconnect for link.
+struct PipeDemand {
+  double tensor_flops = 0, fma_flops = 0, sfu_ops = 0;
+  double dram_bytes = 0, l2_bytes = 0, smem_bytes = 0;
+  double link_bytes = 0;
+  PipeDemand& operator+=(const PipeDemand& o);
+  PipeDemand scaled(double f) const;
+};
+
+// How the kernel's CTAs fill the GPU.
+struct CtaPlan {
+  double ctas = 0;            // CTAs launched
+  int ctas_per_sm = 1;        // concurrent CTAs per SM (occupancy)
+  int threads_per_cta = 128;
+  double waves = 0;           // ceil(ctas / (SMs x ctas_per_sm))
+  double last_wave_fill = 1;  // fraction of the slots the last wave uses, (0, 1]
+  double busiest_sm_share = 0;  // fraction of all per-SM work that the busiest SM does (1/SMs when balanced)
+  double active_sm_fraction = 1;  // SMs with any work / SMs
+};
+
+struct Analysis {
+  Family family = Family::unknown;
+  Op op = Op::unknown;
+  PipeDemand demand;
+  double useful_flops = 0;   // the op's arithmetic without tile padding (for TFLOP/s reports)
+  CtaPlan plan;
+  std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
+  std::string tile_origin;         // "kernel name", "heuristic", "given"
+  // Ideal cycles per pipe at the boost clock, indexed by Pipe: balanced over all SMs, and for the
+  // busiest SM after the CTA schedule. Launch and link are in cycles too.
+  std::array<double, kPipeCount> cycles_balanced{};
+  std::array<double, kPipeCount> cycles_busiest{};
+  double ceiling_us = 0;     // a lower bound on the kernel's duration
+  Pipe bound = Pipe::launch; // the pipe that sets the ceiling
+  double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
+};
+
+// Per-SM, per-clock rates of a GPU's pipes, from its spec (and, later, a calibration file).
+struct HardwareRates {
+  double clock_hz = 0;
+  int sms = 0;
+  double tensor_flops_per_clk = 0;  // per SM, for the kernel's dtype; 0 if none
+  double fma_flops_per_clk = 0;     // per SM
+  double sfu_ops_per_clk = 0;       // per SM
+  double dram_bytes_per_clk = 0;    // whole GPU
+  double l2_bytes_per_clk = 0;      // whole GPU
+  double smem_bytes_per_clk = 0;    // per SM
+  double link_bytes_per_s = 0;      // one direction, per GPU
+  double launch_floor_us = 0;       // shortest duration any kernel has
+  double max_smem_per_sm_bytes = 0, max_smem_per_block_bytes = 0;
+  int max_threads_per_sm = 2048, max_blocks_per_sm = 32, registers_per_sm = 65536;
+  double l2_bytes = 0;
+};
+
+HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype);
+
+// Fills ctas_per_sm, waves, last_wave_fill, busiest share and active fraction for `ctas` equal CTAs.
+CtaPlan plan_uniform_ctas(double ctas, int ctas_per_sm, int threads_per_cta, const HardwareRates& hw);
+// Concurrent CTAs per SM from the CTA's threads, registers and shared memory.
+int occupancy(int threads_per_cta, int registers_per_thread, double smem_bytes_per_cta, const HardwareRates& hw);
+
+// Turns demand and plan into cycles per pipe, ceiling and bound. `busiest_share` of the on-SM pipes'
+// demand lands on the busiest SM.
+void finish_analysis(Analysis& a, const HardwareRates& hw);
+
+}  // namespace perfloom

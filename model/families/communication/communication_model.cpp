@@ -1,0 +1,60 @@
+// Collectives over NVLink or PCIe (NCCL ring and tree algorithms): bytes on the link per GPU,
+// plus a per-step latency. `bytes` is the full buffer: the all-reduced tensor, the all-gather
+// output, the reduce-scatter input, one rank's all-to-all send total, one send/recv message.
+#include <algorithm>
+#include <cmath>
+
+#include "model/families/family_models.h"
+
+namespace perfloom {
+
+Analysis analyze_communication(const KernelDesc& k, const GpuSpec& gpu) {
+  const HardwareRates hw = hardware_rates(gpu, k.dtype);
+  const double n = static_cast<double>(std::max<int64_t>(1, k.shape.ranks));
+  const double bytes = static_cast<double>(k.shape.bytes);
+  const bool nvlink = gpu.interconnect.nvlink_bandwidth_gb_s > 0;
+  const double step_us = nvlink ? 1.5 : 4.0;  // one hop of NCCL's low-latency protocol
+  double link_factor = 0, steps = 0, reduce_ops = 0;
+  switch (k.op) {
+    case Op::allreduce:
+      link_factor = 2.0 * (n - 1) / n;
+      // Ring: 2(n-1) steps; tree: 2 log2(n). NCCL takes whichever is faster for the size.
+      steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)) + 1.0);
+      reduce_ops = bytes / dtype_bytes(k.dtype) * (n - 1) / n;
+      break;
+    case Op::allgather:
+    case Op::reducescatter:
+      link_factor = (n - 1) / n;
+      steps = n - 1;
+      if (k.op == Op::reducescatter) reduce_ops = bytes / dtype_bytes(k.dtype) * (n - 1) / n;
+      break;
+    case Op::alltoall:
+      link_factor = (n - 1) / n;
+      steps = 1;
+      break;
+    case Op::sendrecv:
+      link_factor = 1;
+      steps = 1;
+      break;
+    default: throw UnsupportedKernel("not a communication op");
+  }
+  Analysis a;
+  a.family = Family::communication;
+  a.op = k.op;
+  if (n > 1) {
+    a.demand.link_bytes = bytes * link_factor;
+    a.demand.dram_bytes = bytes * (1.0 + 2.0 * link_factor);  // read the input, write and read staged chunks
+    a.demand.fma_flops = reduce_ops;
+    a.extra_us = steps * step_us;
+  } else {
+    a.demand.dram_bytes = 2.0 * bytes;  // one rank: a local copy
+  }
+  a.demand.l2_bytes = a.demand.dram_bytes;
+  // NCCL runs one CTA per channel; up to 32 channels on NVLink systems, fewer over PCIe.
+  a.plan = plan_uniform_ctas(nvlink ? std::min(32.0, std::max(2.0, std::ceil(bytes / 262144.0))) : 2, 1, 512, hw);
+  a.plan.busiest_sm_share = 1.0 / a.plan.ctas;
+  finish_analysis(a, hw);
+  return a;
+}
+
+}  // namespace perfloom

@@ -1,0 +1,142 @@
+#include "model/families/gemm/gemm_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model/families/family_models.h"
+
+namespace perfloom {
+
+double gemm_output_bytes(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::fp32:
+    case Dtype::tf32: return 4;
+    case Dtype::int8: return 4;  // int32 accumulators written out
+    default: return 2;           // fp16/bf16, and fp8/fp4 GEMMs write bf16
+  }
+}
+
+const std::vector<TileConfig>& gemm_tile_candidates(const GpuSpec& gpu, Dtype dtype) {
+  // Hopper and Blackwell: warpgroup MMA wants M tiles of 64 per warpgroup; cuBLAS's nvjet kernels
+  // also run narrow N tiles (64x8 ... 64x64) for skinny problems, with the operands swapped.
+  static const std::vector<TileConfig> sm90 = {
+      {128, 256, 64}, {256, 128, 64}, {128, 128, 64}, {128, 64, 64}, {64, 256, 64}, {64, 128, 64},
+      {64, 64, 64},   {64, 32, 128},  {64, 16, 128},  {64, 8, 128}};
+  // Ampere and Ada: mma.sync kernels (ampere_*_s16816gemm, cutlass_80_*).
+  static const std::vector<TileConfig> sm80 = {
+      {256, 128, 32}, {128, 256, 32}, {128, 128, 32}, {128, 64, 32}, {64, 128, 32}, {64, 64, 64},
+      {64, 32, 64},   {32, 64, 64},   {16, 64, 128}};
+  // Volta/Turing and fp32 SIMT GEMMs (volta_sgemm_128x64 ...).
+  static const std::vector<TileConfig> simt = {{128, 128, 8}, {128, 64, 8}, {64, 64, 8}, {64, 32, 8}, {32, 32, 8}};
+  if (dtype == Dtype::fp32 || gpu.architecture == "pascal") return simt;
+  if (gpu.architecture == "hopper" || gpu.architecture == "blackwell") return sm90;
+  return sm80;
+}
+
+namespace {
+
+bool on_tensor_cores(Dtype d, const HardwareRates& hw) { return d != Dtype::fp32 && hw.tensor_flops_per_clk > 0; }
+
+// Relative throughput a tile reaches on the tensor pipe: a small tile re-reads operands from
+// shared memory for few FLOPs and cannot hide latency. 1 for 128x128 and larger.
+double tile_efficiency(const TileConfig& t) {
+  const double area = static_cast<double>(t.tile_m) * t.tile_n;
+  return std::min(1.0, std::pow(area / (128.0 * 128.0), 0.35));
+}
+
+double estimate_cycles(const GemmProblem& p, const TileConfig& t, const HardwareRates& hw) {
+  Analysis a;
+  gemm_demand(p, t, hw, a);
+  const double compute_rate = on_tensor_cores(p.dtype, hw) ? hw.tensor_flops_per_clk : hw.fma_flops_per_clk;
+  const double compute = (a.demand.tensor_flops + a.demand.fma_flops) * a.plan.busiest_sm_share / compute_rate /
+                         tile_efficiency(t);
+  const double mem = std::max(a.demand.dram_bytes / hw.dram_bytes_per_clk, a.demand.l2_bytes / hw.l2_bytes_per_clk);
+  return std::max(compute, mem) + (t.split_k > 1 ? 2000.0 : 0.0);  // a split-K reduction costs a pass
+}
+
+}  // namespace
+
+void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates& hw, Analysis& a) {
+  const double in_b = dtype_bytes(p.dtype), out_b = gemm_output_bytes(p.dtype);
+  const double tiles_m = std::ceil(p.M / t.tile_m), tiles_n = std::ceil(p.N / t.tile_n);
+  const double split = std::max(1, t.split_k);
+  const double k_per_cta = std::ceil(p.K / split / t.tile_k) * t.tile_k;
+  const double ctas = p.batch * tiles_m * tiles_n * split;
+  const double executed_flops = ctas * 2.0 * t.tile_m * t.tile_n * k_per_cta;
+  a.useful_flops = 2.0 * p.batch * p.M * p.N * p.K;
+
+  PipeDemand d;
+  if (on_tensor_cores(p.dtype, hw)) {
+    d.tensor_flops = executed_flops;
+    d.fma_flops = 2.0 * p.batch * p.M * p.N;  // epilogue: scale and convert
+  } else {
+    d.fma_flops = executed_flops;
+  }
+  // Compulsory traffic: each operand once, the output once; split-K adds fp32 partials.
+  d.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
+  d.l2_bytes = ctas * (t.tile_m + t.tile_n) * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
+  d.smem_bytes = ctas * (t.tile_m + t.tile_n) * k_per_cta * in_b;
+  if (split > 1) {
+    const double partials = p.batch * p.M * p.N * 4.0 * split;
+    d.dram_bytes += 2.0 * partials;
+    d.l2_bytes += 2.0 * partials;
+  }
+  a.demand = d;
+
+  // Shared memory per CTA: as many pipeline stages as fit in one CTA's budget (2..7).
+  const double stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * in_b;
+  const int stages = t.stages > 0 ? t.stages
+                                  : std::clamp(static_cast<int>(hw.max_smem_per_block_bytes * 0.9 / stage_bytes), 2, 7);
+  const int threads = on_tensor_cores(p.dtype, hw) ? (t.tile_m * t.tile_n >= 128 * 128 ? 256 : 128) : 256;
+  const int per_sm = std::min(occupancy(threads, 0, stages * stage_bytes, hw), 4);
+  a.plan = plan_uniform_ctas(ctas, per_sm, threads, hw);
+  a.tile = t;
+  a.tile->stages = stages;
+}
+
+TileConfig choose_gemm_tile(const GemmProblem& p, const GpuSpec& gpu, const HardwareRates& hw) {
+  TileConfig best;
+  double best_cycles = INFINITY;
+  for (TileConfig t : gemm_tile_candidates(gpu, p.dtype)) {
+    const double tiles = p.batch * std::ceil(p.M / t.tile_m) * std::ceil(p.N / t.tile_n);
+    // Split-K only when the output tiles leave most SMs idle and K is long enough to cut.
+    const int max_split = tiles < hw.sms / 2 ? static_cast<int>(std::min(16.0, std::floor(p.K / (4.0 * t.tile_k)))) : 1;
+    for (int s = 1; s <= std::max(1, max_split); s = s < 4 ? s + 1 : s * 2) {
+      t.split_k = s;
+      const double c = estimate_cycles(p, t, hw);
+      if (c < best_cycles * 0.999) {
+        best_cycles = c;
+        best = t;
+      }
+    }
+  }
+  return best;
+}
+
+Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
+  const HardwareRates hw = hardware_rates(gpu, k.dtype);
+  if (k.dtype != Dtype::fp32 && hw.tensor_flops_per_clk <= 0)
+    throw UnsupportedKernel(gpu.id + " has no " + std::string(dtype_name(k.dtype)) + " tensor-core path");
+  GemmProblem p{k.op == Op::bmm ? static_cast<double>(k.shape.Bt) : 1.0, static_cast<double>(k.shape.M),
+                static_cast<double>(k.shape.N), static_cast<double>(k.shape.K), k.dtype};
+  Analysis a;
+  a.family = Family::gemm;
+  a.op = k.op;
+  TileConfig tile;
+  std::string origin;
+  if (k.tile && k.tile->tile_m > 0 && k.tile->tile_n > 0) {
+    tile = *k.tile;
+    if (tile.tile_k <= 0) tile.tile_k = 64;
+    origin = k.name.empty() ? "given" : "kernel name";
+  } else {
+    tile = choose_gemm_tile(p, gpu, hw);
+    origin = "heuristic";
+  }
+  gemm_demand(p, tile, hw, a);
+  a.tile_origin = origin;
+  finish_analysis(a, hw);
+  return a;
+}
+
+}  // namespace perfloom

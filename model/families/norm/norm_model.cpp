@@ -1,0 +1,33 @@
+// RMSNorm and LayerNorm, with and without a fused residual add: one CTA per row, 16-byte vector
+// loads, a block reduction, one rsqrt per row (vLLM's rms_norm_kernel and friends).
+#include <algorithm>
+#include <cmath>
+
+#include "model/families/family_models.h"
+
+namespace perfloom {
+
+Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
+  const HardwareRates hw = hardware_rates(gpu, k.dtype);
+  const double T = static_cast<double>(k.shape.T), H = static_cast<double>(k.shape.H);
+  const double b = dtype_bytes(k.dtype), elems = T * H;
+  const bool fused = k.op == Op::fused_add_rmsnorm || k.op == Op::fused_add_layernorm;
+  const bool layer = k.op == Op::layernorm || k.op == Op::fused_add_layernorm;
+  PipeDemand d;
+  // Reads x (and the residual), writes y (and the updated residual); weights (and bias) once.
+  d.dram_bytes = elems * b * (fused ? 4.0 : 2.0) + H * b * (layer ? 2.0 : 1.0);
+  d.l2_bytes = d.dram_bytes + T * H * b * (layer ? 2.0 : 1.0);  // every row re-reads the weights from L2
+  d.fma_flops = elems * ((layer ? 8.0 : 6.0) + (fused ? 1.0 : 0.0));
+  d.sfu_ops = T;
+  Analysis a;
+  a.family = Family::norm;
+  a.op = k.op;
+  a.demand = d;
+  a.useful_flops = d.fma_flops;
+  const int threads = static_cast<int>(std::clamp(std::ceil(H / (16.0 / b) / 32.0) * 32.0, 32.0, 1024.0));
+  a.plan = plan_uniform_ctas(T, occupancy(threads, 32, 0, hw), threads, hw);
+  finish_analysis(a, hw);
+  return a;
+}
+
+}  // namespace perfloom
