@@ -1,0 +1,62 @@
+#include "model/features.h"
+
+#include <cmath>
+
+namespace perfloom {
+
+namespace {
+float lg(double x) { return static_cast<float>(std::log2(1.0 + std::max(0.0, x))); }
+constexpr Pipe kWorkPipes[] = {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem};
+}  // namespace
+
+const std::vector<std::string_view>& feature_names() {
+  static const std::vector<std::string_view> names = {
+      "log2_cyc_bal_tensor", "log2_cyc_bal_fma", "log2_cyc_bal_sfu", "log2_cyc_bal_dram", "log2_cyc_bal_l2",
+      "log2_cyc_bal_smem", "log2_cyc_max_tensor", "log2_cyc_max_fma", "log2_cyc_max_sfu", "log2_cyc_max_dram",
+      "log2_cyc_max_l2", "log2_cyc_max_smem", "log2_cyc_work", "log2_waves", "last_wave_fill", "log2_ctas",
+      "ctas_per_sm", "imbalance", "active_sm_fraction", "sm_count", "clock_ghz", "dtype_bytes",
+      "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
+      "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
+      "log2_l2_mib", "log2_launch_floor_cycles"};
+  return names;
+}
+
+std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a) {
+  const HardwareRates hw = hardware_rates(gpu, k.dtype);
+  std::vector<float> f;
+  f.reserve(feature_names().size());
+  for (Pipe p : kWorkPipes) f.push_back(lg(a.cycles_balanced[static_cast<std::size_t>(p)]));
+  double work = 0;
+  for (Pipe p : kWorkPipes) {
+    f.push_back(lg(a.cycles_busiest[static_cast<std::size_t>(p)]));
+    work = std::max(work, a.cycles_busiest[static_cast<std::size_t>(p)]);
+  }
+  f.push_back(lg(work));
+  f.push_back(lg(a.plan.waves));
+  f.push_back(static_cast<float>(a.plan.last_wave_fill));
+  f.push_back(lg(a.plan.ctas));
+  f.push_back(static_cast<float>(a.plan.ctas_per_sm));
+  f.push_back(static_cast<float>(a.plan.busiest_sm_share * gpu.sm_count));
+  f.push_back(static_cast<float>(a.plan.active_sm_fraction));
+  f.push_back(static_cast<float>(gpu.sm_count));
+  f.push_back(static_cast<float>(gpu.boost_clock_mhz / 1000.0));
+  f.push_back(static_cast<float>(dtype_bytes(k.dtype)));
+  f.push_back(static_cast<float>(std::log2((a.useful_flops + 1.0) / (a.demand.dram_bytes + 1.0))));
+  const TileConfig t = a.tile.value_or(TileConfig{});
+  f.push_back(static_cast<float>(t.tile_m));
+  f.push_back(static_cast<float>(t.tile_n));
+  f.push_back(static_cast<float>(t.tile_k));
+  f.push_back(static_cast<float>(t.split_k));
+  f.push_back(static_cast<float>(static_cast<int>(a.bound)));
+  const auto& cols = shape_columns(k.op);
+  for (std::size_t i = 0; i < 5; ++i)
+    f.push_back(i < cols.size() ? lg(static_cast<double>(shape_value(k.shape, cols[i]))) : 0.0f);
+  f.push_back(static_cast<float>(static_cast<int>(k.op)));
+  f.push_back(lg(hw.dram_bytes_per_clk));
+  f.push_back(lg(hw.tensor_flops_per_clk));
+  f.push_back(lg(gpu.l2_cache_mib));
+  f.push_back(lg(hw.launch_floor_us * 1e-6 * hw.clock_hz));
+  return f;
+}
+
+}  // namespace perfloom

@@ -1,0 +1,18 @@
+#pragma once
+// The feature vector the learned model reads: the analytical model's ideal cycles per pipe, the
+// wave plan, the tile, the shape and the GPU's rates. Hardware enters only through these, which is
+// why a model trained on some GPUs transfers to others (DESIGN.md, idea 1).
+#include <string_view>
+#include <vector>
+
+#include "model/analysis.h"
+
+namespace perfloom {
+
+// Bumped whenever the layout or meaning of a feature changes; model files record it.
+inline constexpr int kFeatureVersion = 1;
+
+const std::vector<std::string_view>& feature_names();
+std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);
+
+}  // namespace perfloom

@@ -1,0 +1,249 @@
+// Hand-computed cases per kernel family of the analytical pipeline model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/families/family_models.h"
+#include "model/families/gemm/gemm_model.h"
+#include "model/features.h"
+#include "model/gpu_database.h"
+#include "model/predictor.h"
+
+using namespace perfloom;
+
+namespace {
+const GpuDatabase& db() {
+  static const GpuDatabase d = GpuDatabase::builtin();
+  return d;
+}
+const GpuSpec& h100() { return db().get("h100-sxm"); }
+constexpr double kH100Hz = 1830e6;
+
+KernelDesc gemm(int64_t M, int64_t N, int64_t K, Dtype dt = Dtype::bf16) {
+  KernelDesc k;
+  k.op = Op::gemm;
+  k.dtype = dt;
+  k.shape.M = M;
+  k.shape.N = N;
+  k.shape.K = K;
+  return k;
+}
+double cycles(const Analysis& a, Pipe p) { return a.cycles_busiest[static_cast<std::size_t>(p)]; }
+}  // namespace
+
+TEST(GemmModel, SquareBf16WithAGivenTileFollowsTheWaves) {
+  KernelDesc k = gemm(8192, 8192, 8192);
+  k.tile = TileConfig{128, 256, 64};
+  Analysis a = analyze_kernel(k, h100());
+  // 64 x 32 = 2048 CTAs; the busiest of 132 SMs runs ceil(2048/132) = 16 of them.
+  EXPECT_DOUBLE_EQ(a.plan.ctas, 2048);
+  EXPECT_DOUBLE_EQ(a.plan.busiest_sm_share * 2048, 16);
+  const double per_cta = 2.0 * 128 * 256 * 8192;
+  EXPECT_NEAR(cycles(a, Pipe::tensor), 16 * per_cta / 4096, 1);
+  EXPECT_NEAR(a.cycles_balanced[0], 2048 * per_cta / (4096.0 * 132), 1);
+  EXPECT_EQ(a.bound, Pipe::tensor);
+  EXPECT_NEAR(a.ceiling_us, 16 * per_cta / 4096 / kH100Hz * 1e6 + 1.0, 0.01);
+  // Compulsory DRAM traffic: A and B once (bf16), C once (bf16).
+  EXPECT_DOUBLE_EQ(a.demand.dram_bytes, 3.0 * 8192 * 8192 * 2);
+  EXPECT_DOUBLE_EQ(a.useful_flops, 2.0 * 8192 * 8192 * 8192);
+}
+
+TEST(GemmModel, DecodeShapedGemmIsMemoryBound) {
+  Analysis a = analyze_kernel(gemm(1, 4096, 4096), h100());
+  EXPECT_EQ(a.bound, Pipe::dram);
+  // The weight (32 MiB) dominates: 4096*4096*2 bytes at 3.35 TB/s is 10.0 us.
+  EXPECT_NEAR(a.ceiling_us, 4096.0 * 4096 * 2 / 3.35e12 * 1e6 + 1.0, 0.2);
+  EXPECT_EQ(a.tile_origin, "heuristic");
+}
+
+TEST(GemmModel, HeuristicSplitsKWhenOutputTilesLeaveSmsIdle) {
+  const GpuSpec& g = h100();
+  HardwareRates hw = hardware_rates(g, Dtype::bf16);
+  TileConfig t = choose_gemm_tile({1, 128, 128, 65536, Dtype::bf16}, g, hw);
+  EXPECT_GT(t.split_k, 1) << t.tile_m << "x" << t.tile_n;
+  TileConfig big = choose_gemm_tile({1, 8192, 8192, 8192, Dtype::bf16}, g, hw);
+  EXPECT_EQ(big.split_k, 1);
+  EXPECT_GE(big.tile_m * big.tile_n, 128 * 128);
+}
+
+TEST(GemmModel, Fp32RunsOnFmaLanesAndMissingDtypesAreRefused) {
+  Analysis a = analyze_kernel(gemm(4096, 4096, 4096, Dtype::fp32), db().get("v100-sxm2"));
+  EXPECT_EQ(a.demand.tensor_flops, 0);
+  EXPECT_EQ(a.bound, Pipe::fma);
+  EXPECT_THROW(analyze_kernel(gemm(64, 64, 64, Dtype::fp8e4m3), db().get("a100-sxm-80gb")), UnsupportedKernel);
+  EXPECT_THROW(analyze_kernel(gemm(64, 64, 64, Dtype::bf16), db().get("t4")), UnsupportedKernel);
+  EXPECT_THROW(analyze_kernel(gemm(0, 64, 64), h100()), UnsupportedKernel);
+}
+
+TEST(GemmModel, BmmScalesWithTheBatch) {
+  KernelDesc one = gemm(512, 512, 512);
+  KernelDesc many = one;
+  many.op = Op::bmm;
+  many.shape.Bt = 64;
+  Analysis a1 = analyze_kernel(one, h100()), a64 = analyze_kernel(many, h100());
+  EXPECT_DOUBLE_EQ(a64.useful_flops, 64 * a1.useful_flops);
+  EXPECT_GT(a64.plan.ctas, a1.plan.ctas);
+}
+
+TEST(AttentionModel, CausalPrefillDoesAboutHalfTheWork) {
+  KernelDesc k;
+  k.op = Op::attn_prefill;
+  k.shape.B = 4;
+  k.shape.S = 4096;
+  k.shape.Hq = 32;
+  k.shape.Hkv = 8;
+  k.shape.D = 128;
+  Analysis causal = analyze_kernel(k, h100());
+  k.shape.causal = false;
+  Analysis full = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(full.useful_flops, 4.0 * 4 * 32 * 4096.0 * 4096 * 128);
+  EXPECT_NEAR(causal.useful_flops / full.useful_flops, 0.5, 0.001);
+  EXPECT_NEAR(causal.demand.tensor_flops / full.demand.tensor_flops, 0.5, 0.02);
+  EXPECT_EQ(causal.bound, Pipe::tensor);
+  // Q, K, V and O each cross DRAM once.
+  EXPECT_DOUBLE_EQ(causal.demand.dram_bytes, 4.0 * 4096 * 128 * 2 * (2 * 32 + 2 * 8));
+}
+
+TEST(AttentionModel, RaggedPrefillEqualsItsSequences) {
+  KernelDesc k;
+  k.op = Op::attn_prefill;
+  k.shape.Hq = 8;
+  k.shape.Hkv = 8;
+  k.shape.D = 128;
+  k.shape.seqlens = {1000, 3000};
+  Analysis ragged = analyze_kernel(k, h100());
+  double expect = 0;
+  for (double L : {1000.0, 3000.0}) expect += 4.0 * 128 * 8 * L * (L + 1) / 2;
+  EXPECT_DOUBLE_EQ(ragged.useful_flops, expect);
+}
+
+TEST(AttentionModel, DecodeReadsTheKvCacheOnceAndSplitsSmallBatches) {
+  KernelDesc k;
+  k.op = Op::attn_decode;
+  k.shape.B = 1;
+  k.shape.L = 4096;
+  k.shape.Hq = 32;
+  k.shape.Hkv = 8;
+  k.shape.D = 128;
+  Analysis a = analyze_kernel(k, h100());
+  EXPECT_EQ(a.bound, Pipe::dram);
+  ASSERT_TRUE(a.tile.has_value());
+  EXPECT_GT(a.tile->split_k, 1) << "8 CTAs on 132 SMs call for split-KV";
+  const double kv = 4096.0 * 8 * 128 * 2 * 2;
+  EXPECT_GE(a.demand.dram_bytes, kv);
+  EXPECT_LT(a.demand.dram_bytes, kv * 1.1);
+  k.shape.B = 256;
+  Analysis big = analyze_kernel(k, h100());
+  EXPECT_EQ(big.tile->split_k, 1);
+}
+
+TEST(NormModel, RmsNormAndFusedAddCountTheirBytes) {
+  KernelDesc k;
+  k.op = Op::rmsnorm;
+  k.shape.T = 4096;
+  k.shape.H = 4096;
+  Analysis a = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(a.demand.dram_bytes, 2.0 * 4096 * 4096 * 2 + 4096 * 2);
+  EXPECT_EQ(a.bound, Pipe::dram);
+  EXPECT_DOUBLE_EQ(a.plan.ctas, 4096);
+  k.op = Op::fused_add_rmsnorm;
+  Analysis f = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(f.demand.dram_bytes, 4.0 * 4096 * 4096 * 2 + 4096 * 2);
+  k.shape.T = 1;
+  Analysis tiny = analyze_kernel(k, h100());
+  EXPECT_EQ(tiny.bound, Pipe::launch);
+  EXPECT_NEAR(tiny.plan.active_sm_fraction, 1.0 / 132, 1e-9);
+}
+
+TEST(ElementwiseModel, SiluMulSoftmaxAndKvWrite) {
+  KernelDesc k;
+  k.op = Op::silu_mul;
+  k.shape.T = 2048;
+  k.shape.I = 14336;
+  Analysis a = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(a.demand.dram_bytes, 3.0 * 2048 * 14336 * 2);
+  EXPECT_DOUBLE_EQ(a.demand.sfu_ops, 2.0 * 2048 * 14336);
+  k = {};
+  k.op = Op::softmax;
+  k.dtype = Dtype::fp32;
+  k.shape.T = 8;
+  k.shape.V = 128256;
+  Analysis s = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(s.demand.dram_bytes, 2.0 * 8 * 128256 * 4);
+  k = {};
+  k.op = Op::kv_cache_write;
+  k.shape.T = 100;
+  k.shape.Hkv = 8;
+  k.shape.D = 128;
+  Analysis w = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(w.demand.dram_bytes, 2.0 * (2.0 * 100 * 8 * 128) * 2 + 800);
+}
+
+TEST(MoeModel, DecodeReadsOnlyTheActiveExperts) {
+  KernelDesc k;
+  k.op = Op::moe;
+  k.shape.T = 1;
+  k.shape.E = 8;
+  k.shape.topk = 2;
+  k.shape.H = 4096;
+  k.shape.I = 14336;
+  Analysis one = analyze_kernel(k, h100());
+  const double expert_bytes = (2.0 * 14336 * 4096 + 14336 * 4096) * 2;
+  EXPECT_GE(one.demand.dram_bytes, 2 * expert_bytes);
+  EXPECT_LT(one.demand.dram_bytes, 2.2 * expert_bytes);
+  k.shape.T = 4096;
+  Analysis many = analyze_kernel(k, h100());
+  EXPECT_GE(many.demand.dram_bytes, 8 * expert_bytes);
+  EXPECT_NE(many.bound, Pipe::dram) << "4096 tokens reuse every expert's weights";
+}
+
+TEST(CommunicationModel, RingAllReduceOverNvlink) {
+  KernelDesc k;
+  k.op = Op::allreduce;
+  k.shape.bytes = 64 << 20;
+  k.shape.ranks = 8;
+  Analysis a = analyze_kernel(k, h100());
+  EXPECT_EQ(a.bound, Pipe::link);
+  const double link_us = (64 << 20) * 2.0 * 7 / 8 / 450e9 * 1e6;
+  EXPECT_NEAR(a.ceiling_us, link_us + 7 * 1.5 + 1.0, 0.5);
+  Analysis pcie = analyze_kernel(k, db().get("l40s"));
+  EXPECT_GT(pcie.ceiling_us, 4 * a.ceiling_us);
+}
+
+TEST(UnknownModel, KeepsLaunchArgumentsAndTheFloor) {
+  KernelDesc k;
+  k.name = "my_custom_kernel";
+  k.launch = LaunchArgs{{264, 1, 1}, {256, 1, 1}, 32, 0};
+  Analysis a = analyze_kernel(k, h100());
+  EXPECT_EQ(a.family, Family::unknown);
+  EXPECT_DOUBLE_EQ(a.plan.ctas, 264);
+  EXPECT_EQ(a.bound, Pipe::launch);
+}
+
+TEST(Features, HaveTheDeclaredLayoutAndAreFinite) {
+  for (const KernelDesc& k : {gemm(1, 4096, 4096), gemm(8192, 8192, 8192, Dtype::fp8e4m3)}) {
+    Analysis a = analyze_kernel(k, h100());
+    auto f = make_features(k, h100(), a);
+    ASSERT_EQ(f.size(), feature_names().size());
+    for (float x : f) EXPECT_TRUE(std::isfinite(x));
+  }
+}
+
+TEST(Roofline, CeilingIsBelowThePredictionAndTheIntervalBracketsIt) {
+  Prediction p = predict_roofline(gemm(4096, 4096, 4096), h100());
+  EXPECT_LT(p.ceiling_us, p.pred_us);
+  EXPECT_LE(p.lo_us, p.pred_us);
+  EXPECT_GE(p.hi_us, p.pred_us);
+  EXPECT_EQ(p.method, "roofline");
+}
+
+TEST(CrossGpu, FasterGpusPredictShorterTimes) {
+  KernelDesc k = gemm(4096, 4096, 4096);
+  EXPECT_LT(predict_roofline(k, db().get("b200")).pred_us, predict_roofline(k, h100()).pred_us);
+  EXPECT_LT(predict_roofline(k, h100()).pred_us, predict_roofline(k, db().get("a100-sxm-80gb")).pred_us);
+  KernelDesc n;
+  n.op = Op::rmsnorm;
+  n.shape.T = 8192;
+  n.shape.H = 8192;
+  EXPECT_LT(predict_roofline(n, db().get("h200")).pred_us, predict_roofline(n, h100()).pred_us);
+}
