@@ -17,7 +17,8 @@ namespace {
 struct Command {
   QString synopsis;
   QString summary;
-  std::function<int(CliContext&, const QStringList&)> run;
+  std::function<int(CliContext&, const QCommandLineParser&)> run;
+  QList<QCommandLineOption> options;  // besides the options of every command
 };
 
 const std::map<QString, Command>& commands() {
@@ -26,7 +27,13 @@ const std::map<QString, Command>& commands() {
        {"perfloom gpus [ID...] [--json]",
         "the GPU database: id, name, aliases, architecture, SMs, clock, dense peak per dtype, memory "
         "bandwidth, L2, memory size; with IDs, every figure of those GPUs and its source",
-        cmdGpus}},
+        [](CliContext& c, const QCommandLineParser& p) { return cmdGpus(c, p.positionalArguments()); }}},
+      {"predict",
+       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv]",
+        "predict each kernel of a kernel list on each GPU: pred_us, lo_us..hi_us, ceiling_us and the bound pipe",
+        cmdPredict,
+        {QCommandLineOption("kernels", "kernel list CSV", "IN.csv"), QCommandLineOption("gpu", "GPU ids", "ID[,ID...]"),
+         QCommandLineOption("out", "output CSV", "OUT.csv")}}},
   };
   return table;
 }
@@ -92,6 +99,7 @@ int runCli(const QStringList& args) {
   QCommandLineOption gpusDirOpt("gpus-dir", "extra GPU files", "DIR");
   QCommandLineOption helpOpt(QStringList{"h", "help"}, "help");
   parser.addOptions({dbOpt, jsonOpt, gpusDirOpt, helpOpt});
+  parser.addOptions(it->second.options);
   QStringList argv = args;
   argv.front() = "perfloom " + first;  // QCommandLineParser skips argv[0]
   if (!parser.parse(argv)) {
@@ -107,7 +115,7 @@ int runCli(const QStringList& args) {
                    parser.isSet(dbOpt) ? std::filesystem::path(parser.value(dbOpt).toStdString())
                                        : storage::Database::default_path(),
                    loadGpuDatabase(parser.value(gpusDirOpt))};
-    return it->second.run(ctx, parser.positionalArguments());
+    return it->second.run(ctx, parser);
   } catch (const std::exception& e) {
     std::cerr << "perfloom " << first.toStdString() << ": " << e.what() << "\n";
     return 1;

@@ -33,7 +33,8 @@ namespace {
 // ceiling stays a lower bound: A100's whitepaper gives 5120 B/clk for 108 SMs (47 per SM); Hopper
 // and Blackwell are taken higher, older parts lower. A calibration file replaces them.
 double l2_bytes_per_clk_per_sm(const std::string& arch) {
-  if (arch == "hopper" || arch == "blackwell") return 64;
+  if (arch == "blackwell") return 96;
+  if (arch == "hopper") return 64;
   if (arch == "ampere" || arch == "ada" || arch == "cdna3" || arch == "cdna2" || arch == "cdna4") return 48;
   return 32;
 }

@@ -9,6 +9,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libxgboost-dev               # XGBoost C API (no CMake config: cmake/FindXGBoost.cmake)
   nlohmann-json3-dev
+  zlib1g-dev                   # gzip-compressed datasets and traces
   libgtest-dev googletest
   fonts-dejavu-core            # without a font, offscreen text renders as boxes
   xvfb xauth                   # a virtual display for screenshots and GUI runs without a screen

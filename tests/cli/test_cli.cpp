@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <unistd.h>
 
 #include "run_process.h"
@@ -82,4 +83,72 @@ TEST(Cli, BadUserGpuFileIsRefusedWithFileFieldAndReason) {
   EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("l2_cache_mib"), std::string::npos) << r.err;
   fs::remove_all(dir);
+}
+
+namespace {
+std::string writeTemp(const std::string& name, const std::string& text) {
+  fs::path p = fs::temp_directory_path() / (std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+}  // namespace
+
+TEST(CliPredict, PredictsEveryRowOnEveryGpuAndKeepsExtraColumns) {
+  const std::string in = writeTemp("kernels.csv",
+                                   "op,dtype,M,N,K,T,H,note\n"
+                                   "gemm,bf16,4096,4096,4096,,,\"square, big\"\n"
+                                   "rmsnorm,bf16,,,,4096,4096,norm\n");
+  auto r = runPerfloom("predict --kernels " + in + " --gpu h100,a100-sxm-80gb " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header, "op,dtype,M,N,K,T,H,note,gpu,pred_us,lo_us,hi_us,ceiling_us,bound,method,error");
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_NE(rows[0].find("\"square, big\",h100-sxm,"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find(",tensor,roofline,"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[3].find("norm,a100-sxm-80gb,"), std::string::npos) << rows[3];
+  EXPECT_NE(rows[3].find(",dram,"), std::string::npos) << rows[3];
+}
+
+TEST(CliPredict, BadRowsGetAnErrorColumnTheOthersAreStillWrittenExitTwo) {
+  const std::string in = writeTemp("bad-kernels.csv",
+                                   "op,dtype,M,N,K\n"
+                                   "gemm,fp8,1,4096,4096\n"
+                                   "gemm,bf16,x,4096,4096\n"
+                                   "conv,bf16,1,1,1\n"
+                                   "gemm,bf16,128,128,128\n");
+  const std::string out = (fs::temp_directory_path() / (std::to_string(::getpid()) + "-pred.csv")).string();
+  auto r = runPerfloom("predict --kernels " + in + " --gpu a100 --out " + out + " " + kDb);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  std::ifstream f(out);
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(text.find("line 2: a100-sxm-80gb has no fp8e4m3 tensor-core path"), std::string::npos) << text;
+  EXPECT_NE(text.find("M is not a whole number"), std::string::npos) << text;
+  EXPECT_NE(text.find("unknown op \"\"conv\"\""), std::string::npos) << text;
+  EXPECT_NE(text.find("gemm,bf16,128,128,128,a100-sxm-80gb,"), std::string::npos) << text;
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+}
+
+TEST(CliPredict, JsonOutputAndUnusableFiles) {
+  const std::string in = writeTemp("one.csv", "op,dtype,T,I\nsilu_mul,bf16,16,14336\n");
+  auto r = runPerfloom("predict --json --kernels " + in + " --gpu h200 " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = json::parse(r.out);
+  ASSERT_EQ(doc["predictions"].size(), 1u);
+  EXPECT_GT(doc["predictions"][0]["pred_us"].get<double>(), doc["predictions"][0]["ceiling_us"].get<double>());
+  EXPECT_EQ(doc["predictions"][0]["gpu"], "h200");
+
+  auto missing = runPerfloom("predict --kernels /nonexistent/k.csv --gpu h100 " + kDb);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/k.csv"), std::string::npos) << missing.err;
+  const std::string noop = writeTemp("noop.csv", "kind,M\ngemm,1\n");
+  auto bad = runPerfloom("predict --kernels " + noop + " --gpu h100 " + kDb);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("`op` and `dtype`"), std::string::npos) << bad.err;
+  auto nogpu = runPerfloom("predict --kernels " + in + " " + kDb);
+  EXPECT_NE(nogpu.exit_code, 0);
+  EXPECT_NE(nogpu.err.find("--gpu"), std::string::npos) << nogpu.err;
 }

@@ -29,9 +29,25 @@ const std::vector<TileConfig>& gemm_tile_candidates(const GpuSpec& gpu, Dtype dt
       {64, 32, 64},   {32, 64, 64},   {16, 64, 128}};
   // Volta/Turing and fp32 SIMT GEMMs (volta_sgemm_128x64 ...).
   static const std::vector<TileConfig> simt = {{128, 128, 8}, {128, 64, 8}, {64, 64, 8}, {64, 32, 8}, {32, 32, 8}};
-  if (dtype == Dtype::fp32 || gpu.architecture == "pascal") return simt;
-  if (gpu.architecture == "hopper" || gpu.architecture == "blackwell") return sm90;
-  return sm80;
+  // Blackwell's tcgen05 MMA pairs two CTAs on a 256-wide tile.
+  static const std::vector<TileConfig> sm100 = [] {
+    auto v = sm90;
+    v.insert(v.begin(), TileConfig{256, 256, 64});
+    return v;
+  }();
+  // Libraries swap the operands of skinny problems, so every tile also runs transposed.
+  auto both = [](const std::vector<TileConfig>& base) {
+    std::vector<TileConfig> out = base;
+    for (const auto& t : base)
+      if (t.tile_m != t.tile_n) out.push_back(TileConfig{t.tile_n, t.tile_m, t.tile_k});
+    return out;
+  };
+  static const std::vector<TileConfig> simt_all = both(simt), sm80_all = both(sm80), sm90_all = both(sm90),
+                                       sm100_all = both(sm100);
+  if (dtype == Dtype::fp32 || gpu.architecture == "pascal") return simt_all;
+  if (gpu.architecture == "blackwell") return sm100_all;
+  if (gpu.architecture == "hopper") return sm90_all;
+  return sm80_all;
 }
 
 namespace {
@@ -48,11 +64,14 @@ double tile_efficiency(const TileConfig& t) {
 double estimate_cycles(const GemmProblem& p, const TileConfig& t, const HardwareRates& hw) {
   Analysis a;
   gemm_demand(p, t, hw, a);
-  const double compute_rate = on_tensor_cores(p.dtype, hw) ? hw.tensor_flops_per_clk : hw.fma_flops_per_clk;
-  const double compute = (a.demand.tensor_flops + a.demand.fma_flops) * a.plan.busiest_sm_share / compute_rate /
-                         tile_efficiency(t);
-  const double mem = std::max(a.demand.dram_bytes / hw.dram_bytes_per_clk, a.demand.l2_bytes / hw.l2_bytes_per_clk);
-  return std::max(compute, mem) + (t.split_k > 1 ? 2000.0 : 0.0);  // a split-K reduction costs a pass
+  finish_analysis(a, hw);
+  double worst = 0;
+  for (Pipe pipe : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem}) {
+    double c = a.cycles_busiest[static_cast<std::size_t>(pipe)];
+    if (pipe == Pipe::tensor || pipe == Pipe::fma) c /= tile_efficiency(t);
+    worst = std::max(worst, c);
+  }
+  return worst + (t.split_k > 1 ? 2000.0 : 0.0);  // a split-K reduction costs a pass
 }
 
 }  // namespace
