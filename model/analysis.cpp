@@ -94,16 +94,33 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   const PipeDemand& d = a.demand;
   auto idx = [](Pipe p) { return static_cast<std::size_t>(p); };
   const double sms = hw.sms;
-  auto on_sm = [&](Pipe p, double work, double per_sm_rate) {
-    if (work <= 0) return;
-    if (per_sm_rate <= 0) per_sm_rate = 1e-9;  // caller checks support; keeps the math finite
-    a.cycles_balanced[idx(p)] = work / (per_sm_rate * sms);
-    a.cycles_busiest[idx(p)] = work * a.plan.busiest_sm_share / per_sm_rate;
+  auto rate_of = [&](Pipe p) {
+    switch (p) {
+      case Pipe::tensor: return hw.tensor_flops_per_clk > 0 ? hw.tensor_flops_per_clk : 1e-9;
+      case Pipe::fma: return hw.fma_flops_per_clk;
+      case Pipe::sfu: return hw.sfu_ops_per_clk;
+      case Pipe::smem: return hw.smem_bytes_per_clk;
+      default: return 1.0;
+    }
   };
-  on_sm(Pipe::tensor, d.tensor_flops, hw.tensor_flops_per_clk);
-  on_sm(Pipe::fma, d.fma_flops, hw.fma_flops_per_clk);
-  on_sm(Pipe::sfu, d.sfu_ops, hw.sfu_ops_per_clk);
-  on_sm(Pipe::smem, d.smem_bytes, hw.smem_bytes_per_clk);
+  auto work_of = [](const PipeDemand& x, Pipe p) {
+    switch (p) {
+      case Pipe::tensor: return x.tensor_flops;
+      case Pipe::fma: return x.fma_flops;
+      case Pipe::sfu: return x.sfu_ops;
+      case Pipe::smem: return x.smem_bytes;
+      case Pipe::dram: return x.dram_bytes;
+      case Pipe::l2: return x.l2_bytes;
+      case Pipe::link: return x.link_bytes;
+      default: return 0.0;
+    }
+  };
+  constexpr Pipe kOnSm[] = {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::smem};
+  for (Pipe p : kOnSm) {
+    const double work = work_of(d, p);
+    a.cycles_balanced[idx(p)] = work / (rate_of(p) * sms);
+    a.cycles_busiest[idx(p)] = work * a.plan.busiest_sm_share / rate_of(p);
+  }
   // DRAM and L2 are shared by all SMs: the balanced figure is the bound.
   a.cycles_balanced[idx(Pipe::dram)] = a.cycles_busiest[idx(Pipe::dram)] = d.dram_bytes / hw.dram_bytes_per_clk;
   a.cycles_balanced[idx(Pipe::l2)] = a.cycles_busiest[idx(Pipe::l2)] = d.l2_bytes / hw.l2_bytes_per_clk;
@@ -112,6 +129,7 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   const double launch_cycles = hw.launch_floor_us * 1e-6 * hw.clock_hz;
   a.cycles_balanced[idx(Pipe::launch)] = a.cycles_busiest[idx(Pipe::launch)] = launch_cycles;
 
+  // The bound: the slowest pipe with cold caches on the busiest SM.
   Pipe bound = Pipe::launch;
   double worst = 0;
   for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem, Pipe::link}) {
@@ -120,10 +138,27 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
       bound = p;
     }
   }
-  const double work_us = worst / hw.clock_hz * 1e6;
-  // The launch floor is paid by every kernel; a kernel whose pipes need less than it is launch-bound.
-  a.bound = work_us + a.extra_us < hw.launch_floor_us ? Pipe::launch : bound;
-  a.ceiling_us = work_us + a.extra_us + hw.launch_floor_us;
+  a.bound = worst / hw.clock_hz * 1e6 + a.extra_us < hw.launch_floor_us ? Pipe::launch : bound;
+  a.roofline_us = worst / hw.clock_hz * 1e6 + a.extra_us + hw.launch_floor_us;
+
+  // The ceiling: a lower bound under any cache state and, unless the schedule is exact, any tiling.
+  const PipeDemand& least = a.least_demand ? *a.least_demand : d;
+  double ceiling = 0;
+  for (Pipe p : kOnSm) {
+    double c = a.schedule_exact ? a.cycles_busiest[idx(p)] : work_of(least, p) / (rate_of(p) * sms);
+    // Kernels may emulate part of their exponentials with polynomials on the FMA lanes
+    // (FlashAttention-4 does on Blackwell): about 8 FLOPs each, so SFU work can drain faster.
+    if (p == Pipe::sfu) c *= rate_of(Pipe::sfu) / (rate_of(Pipe::sfu) + hw.fma_flops_per_clk / 8.0);
+    a.ceiling_cycles_by_pipe[idx(p)] = c;
+    ceiling = std::max(ceiling, c);
+  }
+  a.ceiling_cycles_by_pipe[idx(Pipe::dram)] = std::max(0.0, least.dram_bytes - hw.l2_bytes) / hw.dram_bytes_per_clk;
+  a.ceiling_cycles_by_pipe[idx(Pipe::l2)] = least.l2_bytes / hw.l2_bytes_per_clk;
+  a.ceiling_cycles_by_pipe[idx(Pipe::link)] = link_cycles;
+  a.ceiling_cycles_by_pipe[idx(Pipe::launch)] = launch_cycles;
+  for (Pipe p : {Pipe::dram, Pipe::l2, Pipe::link}) ceiling = std::max(ceiling, a.ceiling_cycles_by_pipe[idx(p)]);
+  // The launch floor is paid by every kernel.
+  a.ceiling_us = ceiling / hw.clock_hz * 1e6 + a.extra_us + hw.launch_floor_us;
 }
 
 }  // namespace perfloom

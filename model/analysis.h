@@ -39,14 +39,30 @@ struct Analysis {
   PipeDemand demand;
   double useful_flops = 0;   // the op's arithmetic without tile padding (for TFLOP/s reports)
   CtaPlan plan;
+  // The least work any implementation must do, for the ceiling when the CTA schedule is not known
+  // exactly (a library may pick another tile, split-K or stream-K): FLOPs padded only to the MMA
+  // granularity, operands read once per the largest tile. Unset: the same as `demand`.
+  std::optional<PipeDemand> least_demand;
+  // True when the CTA decomposition is known (a tile read from the kernel name, a one-CTA-per-row
+  // kernel): the ceiling then charges the busiest SM; otherwise work spread evenly over all SMs.
+  bool schedule_exact = false;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
   std::string tile_origin;         // "kernel name", "heuristic", "given"
   // Ideal cycles per pipe at the boost clock, indexed by Pipe: balanced over all SMs, and for the
   // busiest SM after the CTA schedule. Launch and link are in cycles too.
   std::array<double, kPipeCount> cycles_balanced{};
   std::array<double, kPipeCount> cycles_busiest{};
-  double ceiling_us = 0;     // a lower bound on the kernel's duration
-  Pipe bound = Pipe::launch; // the pipe that sets the ceiling
+  // A lower bound on the kernel's duration, whatever the caches hold: compulsory bytes that fit
+  // in L2 may be served from it (benchmarks repeat kernels; a serving step's activations were
+  // just written by the previous kernel).
+  double ceiling_us = 0;
+  double ceiling_cycles_by_pipe[kPipeCount] = {};  // what each pipe contributes to the ceiling
+  // The pipe that limits the kernel when its operands stream from DRAM (cold caches), judged on
+  // the busiest SM: what a kernel inside a serving step usually faces for its weights.
+  Pipe bound = Pipe::launch;
+  // The roofline time with cold caches on the busiest SM (the bound's time plus fixed costs):
+  // the estimate a roofline-only model makes, and what the baseline predictor scales.
+  double roofline_us = 0;
   double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // The predictor facade that the CLI, the GUI and the simulator call. Today it is the roofline
-// baseline: the analytical ceiling divided by a fixed efficiency per kernel family, fitted on the
-// public measurements (bench/results/roofline_baseline.md). The learned model plugs in here.
+// baseline: the analytical roofline time (cold caches, busiest SM) divided by a fixed efficiency
+// per kernel family, fitted on the public measurements (bench/results/roofline_baseline.md).
+// The learned model plugs in behind the same interface.
 #include <string>
 
 #include "model/analysis.h"
@@ -20,7 +21,7 @@ struct Prediction {
   Analysis analysis;
 };
 
-// Per-family efficiency of the roofline baseline: ceiling / measured at the median, and the
+// Per-family efficiency of the roofline baseline: roofline time / measured at the median, and the
 // 10th and 90th percentiles of that ratio.
 struct FamilyEfficiency {
   double median = 0.5, p10 = 0.3, p90 = 0.8;
@@ -29,5 +30,21 @@ FamilyEfficiency roofline_efficiency(Family f);
 
 // Throws UnsupportedKernel when the kernel cannot run on the GPU as described.
 Prediction predict_roofline(const KernelDesc& k, const GpuSpec& gpu);
+
+// What the CLI, the GUI, the simulator and the tuner hold: one interface, several models behind it.
+// Implementations are immutable after construction and safe to call from many threads.
+class KernelPredictor {
+ public:
+  virtual ~KernelPredictor() = default;
+  // Throws UnsupportedKernel when the kernel cannot run on the GPU as described.
+  virtual Prediction predict(const KernelDesc& k, const GpuSpec& gpu) const = 0;
+  virtual std::string name() const = 0;
+};
+
+class RooflinePredictor : public KernelPredictor {
+ public:
+  Prediction predict(const KernelDesc& k, const GpuSpec& gpu) const override { return predict_roofline(k, gpu); }
+  std::string name() const override { return "roofline"; }
+};
 
 }  // namespace perfloom

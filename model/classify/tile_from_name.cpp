@@ -89,7 +89,7 @@ bool plausible(int m, int n) { return m > 0 && n > 0 && m <= 1024 && n <= 1024; 
 
 // nvjet_[smNN_]<types>_<M>x<N>_<K>x<stages>_<clusterM>x<clusterN>[_2cta]_<v|h>_bz[_coopA][_splitK]..._TNT
 bool parse_nvjet(std::string_view name, TileNameInfo& out) {
-  size_t pos = ifind(name, "nvjet_");
+  size_t pos = name.find("nvjet_");
   if (pos == std::string_view::npos) return false;
   std::string_view seg = ident_from(name, pos);
   TileConfig t;
@@ -118,7 +118,7 @@ bool parse_nvjet(std::string_view name, TileNameInfo& out) {
 
 // sm80/sm90 xmma: ..._tilesize128x128x64_stage4_warpsize2x2x1_..._cgasize1x2x1_..._segment_k_on...
 bool parse_xmma(std::string_view name, TileNameInfo& out) {
-  size_t pos = ifind(name, "xmma_");
+  size_t pos = name.find("xmma_");
   if (pos == std::string_view::npos) return false;
   // Back up to the start of the identifier (sm90_xmma_...).
   while (pos > 0 && is_ident(name[pos - 1])) --pos;
@@ -197,7 +197,7 @@ void parse_after_gemm(std::string_view seg, TileNameInfo& out, TileConfig& t, bo
 }
 
 bool parse_cutlass3x(std::string_view name, TileNameInfo& out) {
-  size_t pos = ifind(name, "cutlass3x_");
+  size_t pos = name.find("cutlass3x_");
   if (pos == std::string_view::npos) return false;
   std::string_view seg = ident_from(name, pos);
   TileConfig t;
@@ -212,7 +212,7 @@ bool parse_cutlass3x(std::string_view name, TileNameInfo& out) {
 bool parse_cutlass2(std::string_view name, TileNameInfo& out) {
   // The first "cutlass_..." identifier with a gemm/conv token ("cutlass__5x_cudnn::Kernel<" has none).
   std::string_view seg;
-  for (size_t pos = 0; (pos = ifind(name, "cutlass_", pos)) != std::string_view::npos; pos += 8) {
+  for (size_t pos = 0; (pos = name.find("cutlass_", pos)) != std::string_view::npos; pos += 8) {
     if (pos > 0 && is_ident(name[pos - 1])) continue;
     std::string_view cand = ident_from(name, pos);
     bool gemmish = false;
@@ -228,7 +228,7 @@ bool parse_cutlass2(std::string_view name, TileNameInfo& out) {
   parse_after_gemm(seg, out, t, have);
   out.format = "cutlass2";
   // cuBLAS ships CUTLASS 2 kernels and launches them as cutlass::Kernel2<cutlass_80_...>.
-  out.column_major = ifind(name, "kernel2<") != std::string_view::npos;
+  out.column_major = name.find("Kernel2<") != std::string_view::npos;
   if (have && plausible(t.tile_m, t.tile_n)) out.tile = t;
   return true;
 }
@@ -310,7 +310,7 @@ bool read_c_triple(std::string_view s, size_t pos, std::array<int, 3>& d) {
 // cutlass::device_kernel<...GemmUniversal<..., CollectiveMma<MainloopSm90...<Stages, Cluster, ...>, Tile, ...
 bool parse_cute_template(std::string_view name, TileNameInfo& out) {
   std::string_view s = name.substr(0, std::min<size_t>(name.size(), 8192));
-  if (ifind(s, "cute::") == std::string_view::npos || ifind(s, "gemm") == std::string_view::npos) return false;
+  if (s.find("cute::") == std::string_view::npos || s.find("Gemm") == std::string_view::npos) return false;
   TileConfig t;
   bool have = false;
   size_t ml = s.find("MainloopSm");

@@ -55,7 +55,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   const double b = dtype_bytes(k.dtype), D = static_cast<double>(s.D);
   const double hq = static_cast<double>(s.Hq), hkv = static_cast<double>(s.Hkv);
 
-  PipeDemand d;
+  PipeDemand d, least;
   double useful = 0, tokens = 0;
   double ctas = 0, max_cta_flops = 0;
   for (int64_t len : lens) ctas += static_cast<double>((len + t.q_rows - 1) / t.q_rows) * hq;
@@ -76,6 +76,11 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
       d.l2_bytes += (t.q_rows * D + 2.0 * kv * D) * b * hq;
       d.smem_bytes += (t.q_rows * D + 2.0 * kv_exec * D) * b * hq;
       max_cta_flops = std::max(max_cta_flops, flops);
+      // Least: rows and keys padded only to the MMA's 16.
+      const double rows16 = std::ceil((q_end - static_cast<double>(i * t.q_rows)) / 16.0) * 16.0;
+      const double kv16 = std::ceil(kv / 16.0) * 16.0;
+      least.tensor_flops += 4.0 * rows16 * kv16 * D * hq;
+      least.sfu_ops += rows16 * kv16 * hq;
       if (exact_schedule) cta_work.insert(cta_work.end(), static_cast<std::size_t>(s.Hq), flops);
     }
     useful += 4.0 * D * hq * (s.causal ? L * (L + 1) / 2.0 : L * L);
@@ -86,6 +91,11 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   a.family = Family::attention;
   a.op = k.op;
   a.demand = d;
+  least.fma_flops = least.sfu_ops * 4.0;
+  least.dram_bytes = d.dram_bytes;
+  least.l2_bytes = d.dram_bytes;
+  least.smem_bytes = tokens * D * b * (hq + 2.0 * hkv);
+  a.least_demand = least;
   a.useful_flops = useful;
   const int threads = (gpu.architecture == "hopper" || gpu.architecture == "blackwell") ? 384 : 128;
   const double smem_cta = (t.q_rows * D + 2.0 * 2.0 * t.kv_cols * D) * b;

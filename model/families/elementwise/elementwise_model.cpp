@@ -88,6 +88,7 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     ctas = std::ceil(rows * row_elems / (threads * vec * 4.0));
   }
   a.plan = plan_uniform_ctas(ctas, occupancy(threads, 32, 0, hw), threads, hw);
+  a.schedule_exact = row_per_cta;
   finish_analysis(a, hw);
   return a;
 }

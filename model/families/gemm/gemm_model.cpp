@@ -103,6 +103,17 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   }
   a.demand = d;
 
+  // The least any tiling must do: FLOPs without tile padding, operands read from L2 once per
+  // 256-wide block (the largest tiles, or 128-wide ones sharing loads across a cluster).
+  PipeDemand least = d;
+  if (on_tensor_cores(p.dtype, hw)) least.tensor_flops = a.useful_flops;
+  else least.fma_flops = a.useful_flops;
+  least.l2_bytes = p.batch * ((p.M * std::ceil(p.N / 256.0) + p.N * std::ceil(p.M / 256.0)) * p.K * in_b +
+                              p.M * p.N * out_b);
+  least.smem_bytes = least.l2_bytes;
+  least.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
+  a.least_demand = least;
+
   // Shared memory per CTA: as many pipeline stages as fit in one CTA's budget (2..7).
   const double stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * in_b;
   const int stages = t.stages > 0 ? t.stages
@@ -154,6 +165,12 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
   }
   gemm_demand(p, tile, hw, a);
   a.tile_origin = origin;
+  // A tile read from the kernel name fixes the CTA grid; stream-K spreads the work evenly anyway.
+  a.schedule_exact = origin != "heuristic" && !tile.stream_k;
+  if (a.schedule_exact) {
+    a.least_demand->l2_bytes = a.demand.l2_bytes;
+    a.least_demand->smem_bytes = a.demand.smem_bytes;
+  }
   finish_analysis(a, hw);
   return a;
 }

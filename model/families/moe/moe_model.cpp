@@ -32,6 +32,9 @@ Analysis analyze_moe(const KernelDesc& k, const GpuSpec& gpu) {
   a.op = k.op;
   a.demand = up.demand;
   a.demand += down.demand;
+  PipeDemand least = *up.least_demand;
+  least += *down.least_demand;
+  a.least_demand = least;
   // Activations are gathered by token index; the intermediate is written and read back once
   // (the activation kernel between the two GEMMs is a separate kernel).
   a.demand.dram_bytes += assignments * 2.0 * I * dtype_bytes(k.dtype) * 2.0;
@@ -47,6 +50,7 @@ Analysis analyze_moe(const KernelDesc& k, const GpuSpec& gpu) {
   for (std::size_t i = 0; i < a.cycles_busiest.size(); ++i)
     a.cycles_busiest[i] = up.cycles_busiest[i] + down.cycles_busiest[i];
   a.ceiling_us = up.ceiling_us + down.ceiling_us;
+  a.roofline_us = up.roofline_us + down.roofline_us;
   a.bound = up.ceiling_us >= down.ceiling_us ? up.bound : down.bound;
   return a;
 }

@@ -26,6 +26,7 @@ Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   a.useful_flops = d.fma_flops;
   const int threads = static_cast<int>(std::clamp(std::ceil(H / (16.0 / b) / 32.0) * 32.0, 32.0, 1024.0));
   a.plan = plan_uniform_ctas(T, occupancy(threads, 32, 0, hw), threads, hw);
+  a.schedule_exact = true;  // one CTA per row
   finish_analysis(a, hw);
   return a;
 }

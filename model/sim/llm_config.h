@@ -1,0 +1,127 @@
+#pragma once
+// An LLM's architecture as the simulator needs it, read from a Hugging Face `config.json`
+// (DESIGN.md, idea 2). The bundled configs of resources/llm/ are embedded in the binary, so a
+// bundled id (`llama-3-8b`) works from anywhere; anything else is read as a path.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/dtype.h"
+
+namespace perfloom::sim {
+
+// A config that cannot be used: which file, which field, and why.
+class LlmConfigError : public std::runtime_error {
+ public:
+  LlmConfigError(std::string file, std::string field, std::string reason);
+  const std::string& file() const { return file_; }
+  const std::string& field() const { return field_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_, field_, reason_;
+};
+
+// How the linear-layer weights are stored.
+//   none  : in `dtype` (bf16/fp16).
+//   fp8   : fp8 e4m3 with block or per-channel scales; GEMMs run in fp8 where the GPU has an fp8
+//           tensor path (W8A8 with dynamic activation scales, as vLLM runs DeepSeek-V3), else
+//           weight-only (Marlin-style fp8 weights, 16-bit compute).
+//   int4  : AWQ/GPTQ 4-bit integers with 16-bit group scales: weight-only, 16-bit compute.
+//   mxfp4 : OCP MX fp4 (gpt-oss experts) with one 8-bit scale per 32 weights: weight-only here.
+// Weight-only GEMMs read `weight_bytes` per weight and compute in `dtype`; model/sim/step_cost.cpp
+// explains how their time is predicted from 16-bit GEMMs.
+enum class WeightQuant { none, fp8, int4, int8, mxfp4 };
+std::string_view weight_quant_name(WeightQuant q);
+
+struct LlmConfig {
+  std::string id;            // bundled id, or the path the config was read from
+  std::string source;        // "resources/llm/llama-3-8b.json" or the path
+  std::string architecture;  // "LlamaForCausalLM", ...
+  std::string model_type;    // "llama", ... (informative)
+
+  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0;
+  int64_t head_dim = 0;       // may differ from hidden / heads (Qwen3-32B, gpt-oss)
+  int64_t intermediate = 0;   // dense MLP width (Mixtral, gpt-oss: each expert's width)
+  int64_t vocab = 0;
+  int64_t max_position_embeddings = 0;
+  bool tied_embeddings = false;
+  bool qkv_bias = false;      // Qwen2, gpt-oss: bias on the QKV projection (fused in the GEMM epilogue)
+  bool o_bias = false;        // gpt-oss
+  bool qk_norm = false;       // Qwen3: RMSNorm of each q and k head before rotary
+
+  // Mixture of experts; num_experts == 0 for a dense model.
+  int64_t num_experts = 0, experts_per_token = 0, moe_intermediate = 0;
+  int64_t shared_experts = 0;  // DeepSeek: always-on experts, each moe_intermediate wide
+  bool expert_bias = false;    // gpt-oss: biases in the expert GEMMs
+  std::vector<bool> moe_layers;  // per layer: the MLP is the MoE block
+
+  // Multi-head latent attention (DeepSeek-V2/V3).
+  bool mla = false;
+  int64_t q_lora_rank = 0;  // 0: q is projected straight from the hidden state (DeepSeek-V2-Lite)
+  int64_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  int64_t mtp_layers = 0;   // DeepSeek-V3 num_nextn_predict_layers: not run, not counted
+
+  // Sliding-window attention: the window and the layers that use it.
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;
+  bool attention_sinks = false;  // gpt-oss: one learned sink logit per head
+
+  Dtype dtype = Dtype::bf16;  // activations, KV cache and unquantized weights (torch_dtype)
+  WeightQuant quant = WeightQuant::none;
+  std::string quant_method;         // as the config names it
+  double quant_weight_bytes = 2.0;  // bytes per quantized weight, scales included
+  bool quant_attention = true;      // attention projections quantized too (gpt-oss: no)
+  bool quant_dense_mlp = true;      // dense MLPs and shared experts quantized too
+
+  bool is_moe_layer(int64_t i) const { return num_experts > 0 && moe_layers[static_cast<std::size_t>(i)]; }
+  bool is_sliding_layer(int64_t i) const {
+    return sliding_window > 0 && sliding_layers[static_cast<std::size_t>(i)];
+  }
+  bool has_moe() const { return num_experts > 0; }
+  int64_t moe_layer_count() const;
+  int64_t full_attention_layer_count() const;
+  // Per-head dimension of q and k (MLA: nope + rope) and of v.
+  int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
+  int64_t v_dim() const { return mla ? v_head_dim : head_dim; }
+  double act_bytes() const { return dtype_bytes(dtype); }
+};
+
+// Parameters by part, for one copy of the model (no MTP layers).
+struct ParamCount {
+  double embedding = 0, lm_head = 0;  // lm_head 0 when tied
+  double attention = 0;               // every layer's attention, norms of q/k/latents included
+  double dense_mlp = 0;               // dense layers' MLPs
+  double routed_experts = 0, shared_experts = 0, routers = 0;
+  double layer_norms = 0;             // the two RMSNorms per layer and the final one
+  double total() const {
+    return embedding + lm_head + attention + dense_mlp + routed_experts + shared_experts + routers + layer_norms;
+  }
+  // Parameters one token touches (routed experts: top-k of them).
+  double active = 0;
+};
+ParamCount count_parameters(const LlmConfig& cfg);
+
+// Parameters of one layer, by part (used to size each pipeline stage's weights).
+struct LayerParams {
+  double attention = 0;       // projections split by tensor parallelism
+  double attention_replicated = 0;  // MLA's q_a/kv_a projections and latent norms: every rank holds them
+  double mlp = 0;             // dense MLP, or the routed experts of a MoE layer
+  double shared = 0;          // shared experts
+  double router = 0;          // replicated
+  double norms = 0;           // replicated
+};
+LayerParams layer_parameters(const LlmConfig& cfg, int64_t layer);
+
+// Parses one config.json; `file_label` names the file in errors. Throws LlmConfigError.
+LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_label);
+
+// The bundled model ids, sorted.
+std::vector<std::string> bundled_llm_ids();
+// A bundled id (case-insensitive) or a path to a config.json. Throws LlmConfigError when the
+// file is bad, std::invalid_argument when it names neither.
+LlmConfig load_llm_config(const std::string& id_or_path);
+
+}  // namespace perfloom::sim

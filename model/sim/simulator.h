@@ -1,0 +1,103 @@
+#pragma once
+// The serving simulator: a discrete-event loop in the style of vLLM v1's scheduler (DESIGN.md,
+// idea 2). Each step it schedules, first-come first-served:
+//   1. the running requests, in admission order: a decode token each, or the next chunk of a
+//      prompt, within the token budget (max_num_batched_tokens); when the KV cache has no block for
+//      one, the newest running request is preempted (its blocks freed, to be recomputed later) until
+//      the block fits or the request itself was the one preempted;
+//   2. if nothing was preempted, waiting requests in arrival order (preempted ones first), while
+//      fewer than max_num_seqs run and budget is left, their cached prefix blocks taken for free
+//      and the rest of their prompt (a chunk of it under chunked prefill) scheduled.
+// The step's kernels are predicted (step.h, step_cost.h); when it ends, every request whose prompt
+// is complete samples one token. Pipeline parallelism keeps up to PP steps in flight, a new one
+// starting when the slowest stage is free; a request is in at most one of them.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "model/gpu_spec.h"
+#include "model/predictor.h"
+#include "model/sim/llm_config.h"
+#include "model/sim/memory.h"
+#include "model/sim/step.h"
+#include "model/sim/step_cost.h"
+#include "model/sim/workload.h"
+
+namespace perfloom::sim {
+
+struct SchedulerConfig {
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool chunked_prefill = true;
+  bool prefix_caching = true;  // vLLM v1's default
+  bool cuda_graphs = true;     // vLLM's default (no --enforce-eager)
+};
+
+struct SimulationConfig {
+  Parallelism par;
+  SchedulerConfig sched;
+  MemoryOptions memory;  // block size, utilization, KV dtype; its token limits follow `sched`
+  Overheads overheads;
+  bool record_steps = true;  // keep the per-step timeline
+};
+
+struct RequestRecord {
+  int64_t id = 0;
+  double arrival_s = 0, first_token_s = 0, finish_s = 0;
+  int64_t input_tokens = 0, output_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens found in the prefix cache (summed over admissions)
+  int preemptions = 0;
+  double ttft_ms() const { return (first_token_s - arrival_s) * 1e3; }
+  double e2e_ms() const { return (finish_s - arrival_s) * 1e3; }
+  // Time per output token after the first; 0 for a single-token output.
+  double tpot_ms() const {
+    return output_tokens > 1 ? (finish_s - first_token_s) * 1e3 / static_cast<double>(output_tokens - 1) : 0.0;
+  }
+};
+
+struct StepRecord {
+  double start_s = 0, duration_ms = 0;
+  int32_t seqs = 0, prefill_seqs = 0, decode_seqs = 0;
+  int64_t tokens = 0, prefill_tokens = 0;
+  int64_t waiting = 0;       // requests waiting after scheduling
+  int64_t kv_blocks_used = 0;
+  int32_t preempted = 0;     // requests preempted while scheduling this step
+  bool graphs = false;
+};
+
+struct LatencyStats {
+  int64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+LatencyStats latency_stats(std::vector<double> values_ms);
+
+struct SimulationResult {
+  std::string model, gpu, workload;
+  WorkloadKind kind = WorkloadKind::batch;
+  Parallelism par;
+  SchedulerConfig sched;   // as applied (batch workloads raise the limits)
+  MemoryPlan memory;
+  std::vector<RequestRecord> requests;  // in arrival order
+  std::vector<StepRecord> steps;
+  std::array<double, kBreakdownCount> breakdown_us{};  // summed over all steps
+  int64_t step_count = 0, preemptions = 0, cached_tokens = 0;
+  double duration_s = 0;  // first arrival to last token
+  LatencyStats ttft_ms, tpot_ms, e2e_ms;
+  double output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0;
+  // batch workloads (CONTRACT.md): the prefill, the median decode step, all of it
+  double prefill_ms = 0, median_decode_ms = 0, total_ms = 0;
+  std::size_t predictions = 0, prediction_cache_hits = 0;
+};
+
+// Throws std::invalid_argument / std::runtime_error with the reason (model too big, TP that does not
+// divide the heads, a request longer than the whole KV cache, ...).
+SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor,
+                          const Workload& workload, const SimulationConfig& config);
+
+// The summary; with `details`, the per-request records and the per-step timeline too.
+nlohmann::json simulation_to_json(const SimulationResult& r, bool details);
+
+}  // namespace perfloom::sim

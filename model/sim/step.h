@@ -1,0 +1,81 @@
+#pragma once
+// One forward step of an LLM server as a list of kernels, built the way vLLM runs it (DESIGN.md,
+// idea 2): per layer fused add+RMSNorm, QKV GEMM, rotary, KV-cache write, attention (ragged
+// prefill and paged decode, both in one step under chunked prefill), O projection, all-reduce,
+// fused add+RMSNorm, gate-up GEMM, SiLU-and-mul, down GEMM, all-reduce; MoE layers use the fused
+// `moe` kernel; then the final norm, the LM head for the sampled tokens only, and sampling.
+// Identical layers are one entry with a count, so a step costs a few dozen predictions, not
+// thousands.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "model/kernel.h"
+#include "model/sim/llm_config.h"
+
+namespace perfloom::sim {
+
+struct Parallelism {
+  int tp = 1;  // tensor parallel: heads, MLP columns and vocabulary split over tp GPUs
+  int pp = 1;  // pipeline parallel: layers split over pp stages
+  int ep = 1;  // expert parallel (MoE layers only): 1, or equal to tp (experts split over the TP group)
+};
+
+// Throws std::invalid_argument, saying which dimension does not divide and why, when the model
+// cannot be split this way. KV heads: when tp > num_key_value_heads and tp is a multiple of it,
+// each KV head is replicated on tp / Hkv ranks, as vLLM does; otherwise tp must divide them.
+void validate_parallelism(const LlmConfig& cfg, const Parallelism& par);
+
+// The layers [first, last) of each pipeline stage: vLLM's split, equal shares with the remainder
+// going to the last stages.
+std::vector<std::pair<int64_t, int64_t>> pipeline_stages(int64_t layers, int pp);
+
+// KV heads held by one tensor-parallel rank (replicated heads count once per rank).
+int64_t kv_heads_per_rank(const LlmConfig& cfg, int tp);
+
+// One sequence's share of a step.
+struct SeqWork {
+  int64_t new_tokens = 0;  // query tokens computed now (1 for a decode)
+  int64_t context = 0;     // tokens already in the KV cache before this step
+};
+
+// A kernel of the step, `count` times (identical layers), on pipeline stage `stage`.
+struct StepKernel {
+  KernelDesc kernel;
+  int64_t count = 1;
+  const char* label = "";  // "qkv_proj", "attn_decode", ...
+  int stage = 0;
+  // Weight-only quantized GEMM/MoE: the weights take weight_ratio x the bytes of kernel.dtype.
+  double weight_ratio = 1.0;
+};
+
+struct StepPlan {
+  std::vector<StepKernel> kernels;
+  int stages = 1;
+  int64_t seqs = 0, tokens = 0;            // sequences and query tokens in the step
+  int64_t prefill_seqs = 0, prefill_tokens = 0;
+  int64_t decode_seqs = 0;
+};
+
+struct StepOptions {
+  // Decode context lengths are averaged over the batch and rounded up to a multiple of this
+  // (the simulator uses the KV block size so that predictions are reused; 1: exact).
+  int64_t context_quantum = 1;
+  bool fp8_tensor_cores = true;  // the GPU runs fp8 GEMMs (else fp8 weights are weight-only)
+  Dtype kv_dtype = Dtype::bf16;  // the KV cache's element type (attention reads it)
+  bool kv_dtype_set = false;     // false: the model's dtype
+};
+
+// A sequence counts as a decode when it computes one token on top of a non-empty cache.
+inline bool is_decode(const SeqWork& s) { return s.new_tokens == 1 && s.context > 0; }
+
+StepPlan build_step(const LlmConfig& cfg, const Parallelism& par, const std::vector<SeqWork>& batch,
+                    const StepOptions& opt = {});
+
+// The (query, key) score count of causal attention for `c` new tokens after `p` cached ones, within
+// a sliding window `w` (0: none); and the ragged causal sequence lengths with the same scores and
+// about the same query rows, which the attention model (queries over as many keys) can predict.
+double attention_scores(int64_t c, int64_t p, int64_t w);
+void append_equivalent_seqlens(std::vector<int64_t>& seqlens, int64_t c, int64_t p, int64_t w);
+
+}  // namespace perfloom::sim

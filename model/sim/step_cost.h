@@ -1,0 +1,96 @@
+#pragma once
+// The time of a step: every kernel predicted by a KernelPredictor (memoised by op, dtype, shape
+// and GPU), plus launch and host overheads.
+//
+// Overheads (constants below; measure-free first guesses, to be calibrated on a real GPU):
+// - Eager mode: the host issues each kernel through PyTorch's dispatcher and cudaLaunchKernel,
+//   about 4 us per launch on a server CPU (PyTorch eager per-op overhead is commonly measured at
+//   3-10 us; 4 us is the cudaLaunchKernel-plus-dispatch floor of a compiled vLLM model). When the
+//   GPU runs kernels faster than the host issues them, the host sets the pace: a stage takes
+//   max(GPU time, kernels x 4 us). This is the steady state of the launch queue; the host's lead
+//   over the GPU is never more than that.
+// - CUDA graphs: one graph launch per stage and step (10 us, cudaGraphLaunch plus the copies into
+//   the graph's static input buffers); kernels then run back to back. vLLM captures graphs up to
+//   512 tokens per step (its default max capture size); larger steps run eager.
+// - Host work per step (scheduling, preparing inputs and block tables, output processing): 250 us
+//   plus 3 us per scheduled sequence. First guesses in line with vLLM v1 profiles, where the CPU
+//   side of a decode step is a few hundred microseconds for small batches and around 1 ms at 256
+//   sequences.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/predictor.h"
+#include "model/sim/step.h"
+
+namespace perfloom::sim {
+
+struct Overheads {
+  double eager_launch_us = 4.0;
+  double graph_launch_us = 10.0;
+  double host_step_us = 250.0;
+  double host_per_seq_us = 3.0;
+  int64_t max_graph_tokens = 512;
+};
+
+// Breakdown columns: the six kernel families, then the launch overhead and host time.
+inline constexpr int kBreakdownCount = 8;
+inline constexpr int kBreakdownLaunch = 6;
+inline constexpr int kBreakdownHost = 7;
+const char* breakdown_name(int i);  // "gemm", ..., "communication", "launch", "host"
+
+struct KernelTime {
+  const StepKernel* kernel = nullptr;  // into the plan the cost was computed for
+  double us_each = 0;
+  Family family = Family::unknown;
+};
+
+struct StepCost {
+  double latency_us = 0;   // the step, start to last token: stages + overheads
+  double kernels_us = 0;   // predicted kernels, communication included, all stages
+  double launch_us = 0;    // eager launches the GPU waited for, or graph launches
+  double host_us = 0;
+  double interval_us = 0;  // pipeline parallel: the next step can start this much later
+  bool graphs = false;     // ran under CUDA graphs
+  std::array<double, kBreakdownCount> breakdown_us{};
+  std::vector<KernelTime> kernels;  // filled when asked for
+};
+
+class StepCostModel {
+ public:
+  // The predictor and GPU must outlive the model. Not thread-safe: one per simulation.
+  StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads = {});
+
+  // `graphs`: run under CUDA graphs when the step is small enough to have been captured.
+  StepCost cost(const StepPlan& plan, bool graphs, bool with_kernels = false);
+  // One kernel's predicted time, memoised. Throws UnsupportedKernel from the predictor.
+  double kernel_us(const StepKernel& k);
+
+  const GpuSpec& gpu() const { return gpu_; }
+  const Overheads& overheads() const { return overheads_; }
+  std::size_t cache_size() const { return cache_.size(); }
+  std::size_t cache_hits() const { return hits_; }
+  std::size_t cache_misses() const { return misses_; }
+
+ private:
+  struct Key {
+    std::array<int64_t, 22> v{};
+    std::vector<int64_t> seqlens;
+    bool operator==(const Key& o) const { return v == o.v && seqlens == o.seqlens; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
+  double predict_uncached(const StepKernel& k) const;
+
+  const KernelPredictor& predictor_;
+  const GpuSpec& gpu_;
+  Overheads overheads_;
+  std::unordered_map<Key, double, KeyHash> cache_;
+  std::size_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace perfloom::sim
