@@ -62,6 +62,7 @@ namespace perfloom {
 // CUPTI kernel timer.
 //
 // Every measured launch sequence is bracketed by a tiny marker kernel (perfloom_marker_kernel).
+// Memsets and memcpys count as part of the operation that issued them.
 // All work runs on one stream, so after sorting the activity records by start time the kernels
 // (and memsets) between two consecutive markers belong to one repetition. This needs no
 // correlation bookkeeping and also keeps cuBLASLt's programmatic dependent launches from
@@ -106,6 +107,7 @@ public:
                                                    &CuptiTimer::buffer_completed));
         CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
         CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+        CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
         started_ = true;
     }
 
@@ -161,6 +163,13 @@ private:
                 a.start_ns = m->start;
                 a.end_ns = m->end;
                 a.name = "memset";
+                got.push_back(std::move(a));
+            } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+                auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+                ActRecord a;
+                a.start_ns = m->start;
+                a.end_ns = m->end;
+                a.name = "memcpy";
                 got.push_back(std::move(a));
             }
         }

@@ -218,6 +218,64 @@ public:
         return out;
     }
 
+    // Variations of a heuristic result (on Hopper: the nvjet algorithm, whose heuristic list
+    // stops at 8): other tiles, stage counts, cluster shapes and split-K of the same algo,
+    // checked with cublasLtMatmulAlgoCheck; those already in `seen` are skipped.
+    std::vector<GemmConfig> vary(const GemmConfig& base, int want, int attempts, std::mt19937_64& rng,
+                                 std::set<decltype(AlgoInfo{}.key())>& seen) {
+        std::vector<GemmConfig> out;
+        std::vector<uint32_t> tiles, stages;
+        size_t w = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_TILE_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
+            tiles.resize(w / sizeof(uint32_t));
+            cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles.data(), w, &w);
+        }
+        if (cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_STAGES_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
+            stages.resize(w / sizeof(uint32_t));
+            cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages.data(), w, &w);
+        }
+        int32_t splitk_ok = 0;
+        uint32_t red_mask = 0;
+        cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok, sizeof(splitk_ok), &w);
+        cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &red_mask, sizeof(red_mask), &w);
+        if (tiles.empty()) tiles.push_back(base.info.tile);
+        if (stages.empty()) stages.push_back(base.info.stages);
+        const uint16_t clusters[] = {base.info.cluster, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+                                     CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_2x2x1};
+        const int32_t splits[] = {1, 1, 1, 2, 3, 4};
+        for (int a = 0; a < attempts && (int)out.size() < want; ++a) {
+            cublasLtMatmulAlgo_t algo = base.algo;
+            uint32_t tile = tiles[rng() % tiles.size()];
+            uint32_t st = (rng() % 2) ? base.info.stages : stages[rng() % stages.size()];
+            uint16_t cl = clusters[rng() % 6];
+            int32_t sk = splitk_ok ? splits[rng() % 6] : 1;
+            uint32_t red = CUBLASLT_REDUCTION_SCHEME_NONE;
+            if (sk > 1) {
+                if (red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+                else if (red_mask & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE) red = CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+                else if (red_mask & CUBLASLT_REDUCTION_SCHEME_INPLACE) red = CUBLASLT_REDUCTION_SCHEME_INPLACE;
+                else sk = 1;
+            }
+            if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile)) != CUBLAS_STATUS_SUCCESS) continue;
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &st, sizeof(st));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cl, sizeof(cl));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof(sk));
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof(red));
+            cublasLtMatmulHeuristicResult_t r{};
+            if (cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r) != CUBLAS_STATUS_SUCCESS) continue;
+            if (r.workspaceSize > ws_bytes_) continue;
+            GemmConfig g;
+            g.algo = algo;
+            g.workspace = r.workspaceSize;
+            g.waves = r.wavesCount;
+            g.heuristic_rank = -1;
+            g.info = algo_info(algo);
+            if (!seen.insert(g.info.key()).second) continue;
+            out.push_back(g);
+        }
+        return out;
+    }
+
     cublasStatus_t run(const GemmConfig& c, const void* A, const void* W, void* C, void* ws,
                        cudaStream_t s) const {
         const void* alpha = t_.scale == CUDA_R_32I ? (const void*)&ione_ : (const void*)&fone_;

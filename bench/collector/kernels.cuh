@@ -22,20 +22,43 @@ template <> struct Pack2<__nv_bfloat16> {
     static __device__ __forceinline__ T2 from_f2(float2 f) { return __float22bfloat162_rn(f); }
 };
 
-// 8 elements of 2 bytes in one 16-byte register quad.
+// 8 elements of 2 bytes in one 16-byte register quad. Held as a uint4 so that a copy from global
+// memory is one 128-bit load (a struct of four T2 members is copied word by word).
 template <typename T> struct alignas(16) Vec8 {
-    typename Pack2<T>::T2 h[4];
+    uint4 raw;
     __device__ __forceinline__ void to_float(float* f) const {
+        const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            float2 v = Pack2<T>::to_f2(h[i]);
+            typename Pack2<T>::T2 h;
+            memcpy(&h, &w[i], 4);
+            float2 v = Pack2<T>::to_f2(h);
             f[2 * i] = v.x;
             f[2 * i + 1] = v.y;
         }
     }
     __device__ __forceinline__ void from_float(const float* f) {
+        uint32_t w[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = Pack2<T>::from_f2(make_float2(f[2 * i], f[2 * i + 1]));
+        for (int i = 0; i < 4; ++i) {
+            typename Pack2<T>::T2 h = Pack2<T>::from_f2(make_float2(f[2 * i], f[2 * i + 1]));
+            memcpy(&w[i], &h, 4);
+        }
+        raw = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    // One 128-bit load: read-only data through the non-coherent path, in-place data plainly.
+    static __device__ __forceinline__ Vec8 ldg(const void* p) {
+        Vec8 v;
+        v.raw = __ldg(reinterpret_cast<const uint4*>(p));
+        return v;
+    }
+    static __device__ __forceinline__ Vec8 ld(const void* p) {
+        Vec8 v;
+        asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.raw.x), "=r"(v.raw.y), "=r"(v.raw.z), "=r"(v.raw.w)
+                     : "l"(p)
+                     : "memory");
+        return v;
     }
 };
 
@@ -77,15 +100,15 @@ __global__ void rmsnorm_kernel(T* __restrict__ out, const T* __restrict__ in,
     float ss = 0.f;
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float f[8];
-        x[i].to_float(f);
+        Vec8<T>::ldg(&x[i]).to_float(f);
 #pragma unroll
         for (int j = 0; j < 8; ++j) ss += f[j] * f[j];
     }
     float inv = rsqrtf(block_sum(ss) / H + eps);
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float f[8], g[8];
-        x[i].to_float(f);
-        wv[i].to_float(g);
+        Vec8<T>::ldg(&x[i]).to_float(f);
+        Vec8<T>::ldg(&wv[i]).to_float(g);
 #pragma unroll
         for (int j = 0; j < 8; ++j) f[j] = f[j] * inv * g[j];
         Vec8<T> o;
@@ -106,8 +129,8 @@ __global__ void fused_add_rmsnorm_kernel(T* __restrict__ x_io, T* __restrict__ r
     float ss = 0.f;
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float a[8], b[8];
-        x[i].to_float(a);
-        r[i].to_float(b);
+        Vec8<T>::ld(&x[i]).to_float(a);
+        Vec8<T>::ld(&r[i]).to_float(b);
 #pragma unroll
         for (int j = 0; j < 8; ++j) a[j] += b[j];
         Vec8<T> s;
@@ -120,8 +143,8 @@ __global__ void fused_add_rmsnorm_kernel(T* __restrict__ x_io, T* __restrict__ r
     float inv = rsqrtf(block_sum(ss) / H + eps);
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float f[8], g[8];
-        r[i].to_float(f);
-        wv[i].to_float(g);
+        Vec8<T>::ld(&r[i]).to_float(f);
+        Vec8<T>::ldg(&wv[i]).to_float(g);
 #pragma unroll
         for (int j = 0; j < 8; ++j) f[j] = f[j] * inv * g[j];
         Vec8<T> o;
@@ -139,8 +162,8 @@ __global__ void silu_mul_kernel(T* __restrict__ out, const T* __restrict__ in, i
     Vec8<T>* y = reinterpret_cast<Vec8<T>*>(out + (size_t)blockIdx.x * I);
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float a[8], b[8];
-        g[i].to_float(a);
-        u[i].to_float(b);
+        Vec8<T>::ldg(&g[i]).to_float(a);
+        Vec8<T>::ldg(&u[i]).to_float(b);
 #pragma unroll
         for (int j = 0; j < 8; ++j) a[j] = a[j] / (1.f + __expf(-a[j])) * b[j];
         Vec8<T> o;
@@ -158,8 +181,8 @@ __global__ void add_kernel(T* __restrict__ out, const T* __restrict__ a, const T
     const Vec8<T>* av = reinterpret_cast<const Vec8<T>*>(a);
     const Vec8<T>* bv = reinterpret_cast<const Vec8<T>*>(b);
     float x[8], y[8];
-    av[i].to_float(x);
-    bv[i].to_float(y);
+    Vec8<T>::ldg(&av[i]).to_float(x);
+    Vec8<T>::ldg(&bv[i]).to_float(y);
 #pragma unroll
     for (int j = 0; j < 8; ++j) x[j] += y[j];
     Vec8<T> o;
@@ -176,7 +199,7 @@ __global__ void softmax_kernel(T* __restrict__ out, const T* __restrict__ in, in
     float m = -INFINITY, s = 0.f;
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float f[8];
-        x[i].to_float(f);
+        Vec8<T>::ldg(&x[i]).to_float(f);
         float lm = m;
 #pragma unroll
         for (int j = 0; j < 8; ++j) lm = fmaxf(lm, f[j]);
@@ -205,7 +228,7 @@ __global__ void softmax_kernel(T* __restrict__ out, const T* __restrict__ in, in
     float inv = 1.f / gs, mx = gm;
     for (int i = threadIdx.x; i < nv; i += blockDim.x) {
         float f[8];
-        x[i].to_float(f);
+        Vec8<T>::ldg(&x[i]).to_float(f);
 #pragma unroll
         for (int j = 0; j < 8; ++j) f[j] = __expf(f[j] - mx) * inv;
         Vec8<T> o;
@@ -231,10 +254,10 @@ __global__ void rotary_neox_kernel(T* __restrict__ q, T* __restrict__ k,
         Vec8<T>* lo = reinterpret_cast<Vec8<T>*>(base + c);
         Vec8<T>* hi = reinterpret_cast<Vec8<T>*>(base + half + c);
         float x1[8], x2[8], co[8], si[8];
-        lo->to_float(x1);
-        hi->to_float(x2);
-        reinterpret_cast<const Vec8<T>*>(cs + c)->to_float(co);
-        reinterpret_cast<const Vec8<T>*>(cs + half + c)->to_float(si);
+        Vec8<T>::ld(lo).to_float(x1);
+        Vec8<T>::ld(hi).to_float(x2);
+        Vec8<T>::ldg(cs + c).to_float(co);
+        Vec8<T>::ldg(cs + half + c).to_float(si);
         float o1[8], o2[8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) {

@@ -1,0 +1,347 @@
+// perfloom-calibrate: measures what a GPU achieves (not what its datasheet promises) in well
+// under two minutes and writes a calibration JSON (schema perfloom-calibration/1) that the
+// predictor uses in place of datasheet rates. All kernel times come from CUPTI.
+// Usage: perfloom-calibrate [--out calibration.json] [--quick]
+#include "common.h"
+#include "gemm.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace perfloom;
+
+namespace {
+
+// --- DRAM / L2 ----------------------------------------------------------------------------------
+__global__ void read_kernel(const float4* __restrict__ p, size_t n, float* __restrict__ sink) {
+    float acc = 0.f;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        float4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+               d = __ldcs(p + i + 3 * stride);
+        acc += a.x + b.y + c.z + d.w;
+    }
+    for (; i < n; i += stride) acc += __ldcs(p + i).x;
+    if (acc == 1234.5678f) *sink = acc;
+}
+
+__global__ void write_kernel(float4* __restrict__ p, size_t n, float v) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    float4 w = make_float4(v, v, v, v);
+    for (; i < n; i += stride) __stcs(p + i, w);
+}
+
+__global__ void copy_kernel(float4* __restrict__ dst, const float4* __restrict__ src, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (; i + stride < n; i += 2 * stride) {
+        float4 a = __ldcs(src + i), b = __ldcs(src + i + stride);
+        __stcs(dst + i, a);
+        __stcs(dst + i + stride, b);
+    }
+    for (; i < n; i += stride) __stcs(dst + i, __ldcs(src + i));
+}
+
+// L2: every thread reads the whole (L2-resident) buffer `passes` times with L1-bypassing loads.
+__global__ void l2_read_kernel(const float4* __restrict__ p, size_t n, int passes, float* sink) {
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t start = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (int r = 0; r < passes; ++r) {
+        size_t i = (start + (size_t)r * 7919 * blockDim.x) % stride;  // vary the block->line map
+        for (; i + stride < n; i += 2 * stride) {
+            float4 a = __ldcg(p + i), b = __ldcg(p + i + stride);
+            acc += a.x + b.w;
+        }
+        for (; i < n; i += stride) acc += __ldcg(p + i).y;
+    }
+    if (acc == 1234.5678f) *sink = acc;
+}
+
+// --- shared memory -------------------------------------------------------------------------------
+constexpr int kSmemFloat4 = 2048;  // 32 KiB
+__global__ void smem_kernel(int iters, float* sink) {
+    __shared__ float4 s[kSmemFloat4];
+    for (int i = threadIdx.x; i < kSmemFloat4; i += blockDim.x)
+        s[i] = make_float4(i, i + 1, i + 2, i + 3);
+    __syncthreads();
+    float4 acc = make_float4(0, 0, 0, 0);
+    int idx = threadIdx.x;
+#pragma unroll 8
+    for (int it = 0; it < iters; ++it) {
+        float4 v = s[(idx + it * 32) & (kSmemFloat4 - 1)];
+        acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+    }
+    float a = acc.x + acc.y + acc.z + acc.w;
+    if (a == 1234.5678f) *sink = a;
+}
+
+// --- FP32 FMA and SFU ----------------------------------------------------------------------------
+__global__ void fma_kernel(int iters, float* sink, float b, float c) {
+    float x[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) x[k] = threadIdx.x * 0.001f + k;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) x[k] = fmaf(x[k], b, c);
+    }
+    float a = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a += x[k];
+    if (a == 1234.5678f) *sink = a;
+}
+
+template <int OP>  // 0: ex2.approx, 1: sin.approx
+__global__ void sfu_kernel(int iters, float* sink) {
+    float x[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) x[k] = threadIdx.x * 1e-4f + k * 0.01f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            if (OP == 0) asm("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[k]));
+            else asm("sin.approx.ftz.f32 %0, %0;" : "+f"(x[k]));
+        }
+    }
+    float a = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a += x[k];
+    if (a == 1234.5678f) *sink = a;
+}
+
+__global__ void empty_kernel() {}
+
+struct Json {
+    std::ostringstream s;
+    bool first = true;
+    void key(const std::string& k) { s << (first ? "" : ",") << "\n  \"" << k << "\": "; first = false; }
+    void str(const std::string& k, const std::string& v) { key(k); s << "\"" << v << "\""; }
+    void num(const std::string& k, double v) {
+        key(k);
+        if (std::isfinite(v)) s << v; else s << "null";
+    }
+    void raw(const std::string& k, const std::string& v) { key(k); s << v; }
+};
+
+std::string json_escape(const std::string& v) {
+    std::string o;
+    for (char c : v) { if (c == '"' || c == '\\') o += '\\'; o += c; }
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string out = "calibration.json";
+    bool quick = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--out" && i + 1 < argc) out = argv[++i];
+        else if (a == "--quick") quick = true;
+        else { std::fprintf(stderr, "usage: perfloom-calibrate [--out FILE.json] [--quick]\n"); return 2; }
+    }
+    double t_start = wall_s();
+    CUDA_CHECK(cudaSetDevice(0));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    auto& nv = Nvml::instance();
+    int clock_before = nv.sm_clock_mhz();
+    CuptiTimer::instance().start();
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, 64));
+    const int sms = prop.multiProcessorCount;
+    const size_t l2 = (size_t)prop.l2CacheSize;
+    std::map<std::string, double> m;
+    std::map<std::string, double> tensor;
+    std::vector<std::string> notes;
+    auto med = [](const Measurement& x) { return x.ok ? x.st.median : NAN; };
+
+    // ---- DRAM --------------------------------------------------------------------------------
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t dram_bytes = std::min<size_t>(std::max<size_t>(2ull << 30, 40 * l2), free_b / 4);
+    dram_bytes &= ~(size_t)0xFFFF;
+    char* buf = nullptr;
+    CUDA_CHECK(cudaMalloc(&buf, dram_bytes * 2));
+    fill_random(buf, dram_bytes * 2, 0, 7, s);
+    const int threads = 512;
+    const int blocks = sms * 4;
+    {
+        size_t n = dram_bytes / 16;
+        auto r = measure(s, [&](int i) { read_kernel<<<blocks, threads, 0, s>>>((const float4*)(buf + (i % 2) * dram_bytes), n, sink); }, 10, 30, 20000);
+        m["dram_read_gb_s"] = dram_bytes / (med(r) * 1e-6) / 1e9;
+        auto w = measure(s, [&](int i) { write_kernel<<<blocks, threads, 0, s>>>((float4*)(buf + (i % 2) * dram_bytes), n, 1.f); }, 10, 30, 20000);
+        m["dram_write_gb_s"] = dram_bytes / (med(w) * 1e-6) / 1e9;
+        size_t half = dram_bytes / 2 / 16;
+        auto c = measure(s, [&](int i) {
+            char* a = buf + (i % 2) * dram_bytes;
+            copy_kernel<<<blocks, threads, 0, s>>>((float4*)(a + dram_bytes / 2), (const float4*)a, half);
+        }, 10, 30, 20000);
+        m["dram_copy_gb_s"] = dram_bytes / (med(c) * 1e-6) / 1e9;  // bytes read + written
+        auto d2d = measure(s, [&](int i) {
+            char* a = buf + (i % 2) * dram_bytes;
+            cudaMemcpyAsync(a + dram_bytes / 2, a, dram_bytes / 2, cudaMemcpyDeviceToDevice, s);
+        }, 10, 30, 20000);
+        m["dram_memcpy_d2d_gb_s"] = dram_bytes / (med(d2d) * 1e-6) / 1e9;
+    }
+    // ---- L2 ----------------------------------------------------------------------------------
+    {
+        size_t l2_ws = (l2 / 4) & ~(size_t)0xFFF;
+        size_t n = l2_ws / 16;
+        int passes = quick ? 16 : 64;
+        auto r = measure(s, [&](int) { l2_read_kernel<<<sms * 4, 512, 0, s>>>((const float4*)buf, n, passes, sink); }, 10, 30, 5000);
+        m["l2_gb_s"] = (double)l2_ws * passes / (med(r) * 1e-6) / 1e9;
+        m["l2_working_set_bytes"] = (double)l2_ws;
+    }
+    // ---- shared memory -----------------------------------------------------------------------
+    {
+        int iters = quick ? 4096 : 16384;
+        int th = 1024, bl = sms * 2;
+        auto r = measure(s, [&](int) { smem_kernel<<<bl, th, 0, s>>>(iters, sink); }, 10, 30, 5000);
+        double bytes = (double)bl * th * iters * 16;
+        m["smem_gb_s_per_sm"] = bytes / (med(r) * 1e-6) / 1e9 / sms;
+    }
+    // ---- FP32 FMA, SFU -----------------------------------------------------------------------
+    {
+        int iters = quick ? 4096 : 16384;
+        int th = 256, bl = sms * 16;
+        auto r = measure(s, [&](int) { fma_kernel<<<bl, th, 0, s>>>(iters, sink, 0.9999f, 0.0001f); }, 10, 30, 5000);
+        m["fp32_tflops"] = 2.0 * 8 * iters * (double)bl * th / (med(r) * 1e-6) / 1e12;
+        int siters = quick ? 1024 : 4096;
+        auto e = measure(s, [&](int) { sfu_kernel<0><<<bl, th, 0, s>>>(siters, sink); }, 10, 30, 5000);
+        m["sfu_gops"] = 8.0 * siters * (double)bl * th / (med(e) * 1e-6) / 1e9;
+        auto sn = measure(s, [&](int) { sfu_kernel<1><<<bl, th, 0, s>>>(siters, sink); }, 10, 30, 5000);
+        m["sfu_sin_gops"] = 8.0 * siters * (double)bl * th / (med(sn) * 1e-6) / 1e9;
+    }
+    // ---- tensor throughput through cuBLASLt ---------------------------------------------------
+    {
+        cublasLtHandle_t lt;
+        CUBLAS_CHECK(cublasLtCreate(&lt));
+        size_t ws_bytes = 32u << 20;
+        void* ws = nullptr;
+        CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+        float* d_one = nullptr;
+        CUDA_CHECK(cudaMalloc(&d_one, sizeof(float)));
+        float one = 1.f;
+        CUDA_CHECK(cudaMemcpy(d_one, &one, sizeof(float), cudaMemcpyHostToDevice));
+        const int64_t n = quick ? 4096 : 8192;
+        const int cc = prop.major * 10 + prop.minor;
+        for (const char* dt : {"fp16", "bf16", "fp8e4m3", "int8", "tf32", "fp32"}) {
+            const GemmType& t = *find_gemm_type(dt);
+            if (t.fp8 && cc < 89) continue;
+            GemmProblem p(lt, t, n, n, n, d_one, ws_bytes);
+            if (p.bytes_all() > dram_bytes * 2) continue;
+            fill_random(buf, dram_bytes * 2, t.fill_kind, 11, s);
+            CUDA_CHECK(cudaStreamSynchronize(s));
+            char* A = buf;
+            char* W = A + Pool::align(p.bytes_a());
+            char* C = W + Pool::align(p.bytes_w());
+            auto cfgs = p.heuristic(3);
+            double best = NAN;
+            std::string kname;
+            for (auto& g : cfgs) {
+                cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+                auto r = measure(s, [&](int) { cublasStatus_t x = p.run(g, A, W, C, ws, s); if (x != CUBLAS_STATUS_SUCCESS) st = x; }, 10, 20, 20000);
+                if (!r.ok || st != CUBLAS_STATUS_SUCCESS) continue;
+                double tf = p.flops() / (r.st.median * 1e-6) / 1e12;
+                if (!(best >= tf)) { best = tf; kname = r.kernel_names; }
+            }
+            std::string key = std::string(dt) == "fp32" ? "fp32_sgemm" : dt;
+            if (std::isfinite(best)) tensor[key] = best;
+            else notes.push_back(std::string("no cuBLASLt algorithm ran for ") + dt);
+            std::printf("  gemm %-8s %6.1f T(FL)OP/s  %s\n", dt, best, kname.substr(0, 100).c_str());
+        }
+        cudaFree(ws);
+        cudaFree(d_one);
+        cublasLtDestroy(lt);
+    }
+    int clock_load = nv.sm_clock_mhz();
+    // ---- launch overhead ----------------------------------------------------------------------
+    {
+        auto r = measure(s, [&](int) { empty_kernel<<<1, 32, 0, s>>>(); }, 50, 200, 1000);
+        m["empty_kernel_us"] = med(r);
+        const int N = quick ? 2000 : 10000;
+        CuptiTimer::instance().drain();
+        for (int i = 0; i < 100; ++i) empty_kernel<<<1, 32, 0, s>>>();
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        double t0 = wall_s();
+        for (int i = 0; i < N; ++i) empty_kernel<<<1, 32, 0, s>>>();
+        double t1 = wall_s();
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        double t2 = wall_s();
+        m["launch_overhead_us"] = (t1 - t0) / N * 1e6;  // host time to enqueue one launch
+        auto recs = CuptiTimer::instance().drain();
+        if (recs.size() >= (size_t)N) {
+            auto& first = recs[recs.size() - N];
+            auto& last = recs.back();
+            m["back_to_back_kernel_us"] = (last.end_ns - first.start_ns) * 1e-3 / N;
+        }
+        (void)t2;
+        // one launch and a synchronisation, as a host loop without graphs pays it
+        std::vector<double> rt;
+        for (int i = 0; i < 200; ++i) {
+            double a = wall_s();
+            empty_kernel<<<1, 32, 0, s>>>();
+            cudaStreamSynchronize(s);
+            rt.push_back((wall_s() - a) * 1e6);
+        }
+        m["launch_sync_roundtrip_us"] = stats_of(rt).median;
+        CuptiTimer::instance().drain();
+    }
+    int clock_after = nv.sm_clock_mhz();
+    double elapsed = wall_s() - t_start;
+
+    // ---- JSON ------------------------------------------------------------------------------------
+    Json j;
+    j.str("schema", "perfloom-calibration/1");
+    j.str("gpu_name", json_escape(prop.name));
+    j.str("compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor));
+    j.str("driver", json_escape(nv.driver()));
+    j.str("cuda_runtime", cuda_runtime_string());
+    j.str("cublaslt_version", cublaslt_version_string());
+    j.num("sm_count", sms);
+    j.num("l2_bytes", (double)l2);
+    j.num("memory_bytes", (double)prop.totalGlobalMem);
+    j.num("clock_mhz_before", clock_before);
+    j.num("clock_mhz_under_load", clock_load);
+    j.num("clock_mhz_after", clock_after);
+    j.num("clock_mhz_max", nv.max_sm_clock_mhz());
+    j.num("mem_clock_mhz", nv.mem_clock_mhz());
+    j.num("power_limit_w", nv.power_limit_w());
+    j.str("date", utc_now());
+    j.str("timing", "CUPTI activity records, median of >= 10 repetitions");
+    j.num("elapsed_s", elapsed);
+    std::ostringstream ms;
+    ms << "{";
+    bool first = true;
+    auto put = [&](const std::string& k, double v) {
+        ms << (first ? "" : ",") << "\n    \"" << k << "\": ";
+        if (std::isfinite(v)) ms << v; else ms << "null";
+        first = false;
+    };
+    for (auto& [k, v] : m) put(k, v);
+    ms << (first ? "" : ",") << "\n    \"tensor_tflops\": {";
+    bool f2 = true;
+    for (auto& [k, v] : tensor) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
+    ms << "}\n  }";
+    j.raw("measured", ms.str());
+    std::string nt = "[";
+    for (size_t i = 0; i < notes.size(); ++i) nt += (i ? ", \"" : "\"") + json_escape(notes[i]) + "\"";
+    nt += "]";
+    j.raw("notes", nt);
+    std::ofstream o(out);
+    o << "{" << j.s.str() << "\n}\n";
+    o.close();
+
+    std::printf("perfloom-calibrate: %s (%d SMs), %.1f s -> %s\n", prop.name, sms, elapsed, out.c_str());
+    for (auto& [k, v] : m) std::printf("  %-26s %12.2f\n", k.c_str(), v);
+    for (auto& [k, v] : tensor) std::printf("  tensor_tflops.%-12s %12.1f\n", k.c_str(), v);
+    std::printf("  clock MHz before/load/after: %d / %d / %d\n", clock_before, clock_load, clock_after);
+    cudaFree(buf);
+    return 0;
+}

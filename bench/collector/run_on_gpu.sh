@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# One GPU run of perfloom's collector: build, calibrate, collect (GEMM default + tile sweeps,
+# elementwise/norm kernels), attention through PyTorch, and a short table at the end.
+#
+#   bench/collector/run_on_gpu.sh [--quick] [OUTDIR]
+#
+# Results land in OUTDIR/<gpu-id>/ (default OUTDIR: $OUT if set, else ./collector-out):
+#   calibration.json gemm.csv tiles.csv elementwise.csv attention.csv trace.json.gz env.txt log.txt
+# Needs: nvcc (CUDA >= 12 with CUPTI and cuBLASLt), cmake + ninja (else nvcc is called directly),
+# python3 with torch for the attention part. A full run takes about 7 minutes on an H100.
+set -u -o pipefail
+
+QUICK=""
+OUTDIR="${OUT:-$PWD/collector-out}"
+for a in "$@"; do
+  case "$a" in
+    --quick) QUICK="--quick" ;;
+    *) OUTDIR="$a" ;;
+  esac
+done
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+T0=$(date +%s)
+
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)"
+case "$gpu_name" in
+  *H100*PCIe*) GPU_ID=h100-pcie ;;
+  *H100*NVL*) GPU_ID=h100-nvl ;;
+  *H100*) GPU_ID=h100-sxm ;;
+  *H200*NVL*) GPU_ID=h200-nvl ;;
+  *H200*) GPU_ID=h200 ;;
+  *) GPU_ID="$(echo "${gpu_name:-unknown-gpu}" | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//' -e 's/-$//')" ;;
+esac
+D="$OUTDIR/$GPU_ID"
+mkdir -p "$D"
+LOG="$D/log.txt"
+: > "$LOG"
+log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
+
+log "perfloom collector run on '$gpu_name' -> $D ${QUICK}"
+
+# ---- environment ---------------------------------------------------------------------------------
+{
+  echo "gpu_id=$GPU_ID"
+  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "mode=${QUICK:-full}"
+  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode,ecc.mode.current --format=csv -i 0 2>&1
+  echo "--- nvidia-smi -q (clocks, power, application clocks)"
+  nvidia-smi -q -d CLOCK,POWER,PERFORMANCE -i 0 2>&1 | sed -n '1,80p'
+  echo "--- toolchain"
+  nvcc --version 2>&1 | tail -2
+  cmake --version 2>&1 | head -1
+  ninja --version 2>&1 | sed 's/^/ninja /'
+  python3 -c 'import torch, sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
+  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+  echo "kernel=$(uname -r)"
+} > "$D/env.txt" 2>&1
+log "environment written"
+
+# ---- build ---------------------------------------------------------------------------------------
+cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1 | tr -d ' .')"
+[ -n "$cc" ] || cc=90
+BUILD=/tmp/perfloom-collector-build
+BIN=""
+# CUPTI and cuBLASLt next to nvcc, or (fallback) from the CUDA wheels PyTorch ships with.
+NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+CUDA_ROOT="$(dirname "$(dirname "$NVCC")")"
+EXTRA_INC=""; EXTRA_LIB=""
+for dir in "$CUDA_ROOT/include" "$CUDA_ROOT/extras/CUPTI/include" "$CUDA_ROOT"/targets/*/include; do
+  [ -f "$dir/cupti.h" ] && { EXTRA_INC="$dir"; break; }
+done
+if [ -z "$EXTRA_INC" ]; then
+  h="$(find / -xdev -name cupti.h -path '*include*' 2>/dev/null | head -1)"
+  [ -n "$h" ] && EXTRA_INC="$(dirname "$h")"
+fi
+for dir in "$CUDA_ROOT/lib64" "$CUDA_ROOT/extras/CUPTI/lib64" "$CUDA_ROOT"/targets/*/lib; do
+  ls "$dir"/libcupti.so* >/dev/null 2>&1 && { EXTRA_LIB="$dir"; break; }
+done
+if [ -z "$EXTRA_LIB" ]; then
+  l="$(find / -xdev -name 'libcupti.so*' 2>/dev/null | head -1)"
+  [ -n "$l" ] && EXTRA_LIB="$(dirname "$l")"
+fi
+log "nvcc=$NVCC cupti include=${EXTRA_INC:-?} lib=${EXTRA_LIB:-?} sm_$cc"
+
+if command -v cmake >/dev/null && command -v ninja >/dev/null; then
+  rm -rf "$BUILD"
+  if cmake -S "$HERE" -B "$BUILD" -G Ninja -DCMAKE_CUDA_COMPILER="$NVCC" -DPERFLOOM_CUDA_ARCHS="$cc" \
+       ${EXTRA_LIB:+-DCMAKE_LIBRARY_PATH="$EXTRA_LIB"} ${EXTRA_INC:+-DCMAKE_INCLUDE_PATH="$EXTRA_INC"} >>"$LOG" 2>&1 \
+     && cmake --build "$BUILD" -j 16 >>"$LOG" 2>&1; then
+    BIN="$BUILD/bin"
+  else
+    log "cmake build failed; trying nvcc directly"
+  fi
+fi
+if [ -z "$BIN" ]; then
+  mkdir -p "$BUILD/bin"
+  ok=1
+  for p in collect calibrate; do
+    "$NVCC" -O3 -std=c++17 -gencode arch=compute_$cc,code=sm_$cc --expt-relaxed-constexpr -lineinfo \
+      ${EXTRA_INC:+-I"$EXTRA_INC"} ${EXTRA_LIB:+-L"$EXTRA_LIB"} \
+      -o "$BUILD/bin/perfloom-$p" "$HERE/$p.cu" -lcublasLt -lcupti -ldl >>"$LOG" 2>&1 &
+  done
+  wait || ok=0
+  [ -x "$BUILD/bin/perfloom-collect" ] && [ -x "$BUILD/bin/perfloom-calibrate" ] && BIN="$BUILD/bin"
+fi
+[ -n "$EXTRA_LIB" ] && export LD_LIBRARY_PATH="$EXTRA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -z "$BIN" ]; then
+  log "BUILD FAILED (see log.txt); only the attention part will run"
+else
+  log "built $BIN"
+fi
+
+# ---- budgets (seconds) ---------------------------------------------------------------------------
+if [ -n "$QUICK" ]; then
+  B_GEMM=20; B_TILES=15; B_EW=10; B_ATTN=25
+else
+  B_GEMM=150; B_TILES=85; B_EW=35; B_ATTN=80
+fi
+
+finish_csv() {  # a crashed collector leaves FILE.partial: keep its rows
+  local f="$1"
+  if [ ! -s "$f" ] && [ -s "$f.partial" ]; then mv "$f.partial" "$f"; log "kept partial $f"; fi
+  rm -f "$f.partial"
+}
+
+if [ -n "$BIN" ]; then
+  log "calibrate"
+  timeout 170 "$BIN/perfloom-calibrate" $QUICK --out "$D/calibration.json" 2>&1 | tee -a "$LOG"
+  for sw in gemm tiles elementwise; do
+    case $sw in gemm) b=$B_GEMM; f=gemm.csv ;; tiles) b=$B_TILES; f=tiles.csv ;; elementwise) b=$B_EW; f=elementwise.csv ;; esac
+    log "collect $sw (budget ${b}s)"
+    t_sw=$(date +%s)
+    timeout $(( b + 90 )) "$BIN/perfloom-collect" --sweep $sw $QUICK --budget-s $b --out "$D/$f" 2>&1 | tail -n 60 | tee -a "$LOG"
+    rc=${PIPESTATUS[0]}
+    finish_csv "$D/$f"
+    left=$(( b - ($(date +%s) - t_sw) ))
+    if [ "$sw" = tiles ] && [ "$rc" -ne 0 ] && [ "$left" -gt 10 ]; then
+      # a configuration broke the CUDA context: go on with the heuristic's own configurations only
+      log "tiles exited with $rc; rerunning without variations for ${left}s"
+      timeout $(( left + 60 )) "$BIN/perfloom-collect" --sweep tiles $QUICK --no-vary --seed 4242 --budget-s $left \
+        --out "$D/tiles_b.csv" 2>&1 | tail -n 20 | tee -a "$LOG"
+      finish_csv "$D/tiles_b.csv"
+      [ -s "$D/tiles_b.csv" ] && grep -v '^#' "$D/tiles_b.csv" | tail -n +2 >> "$D/tiles.csv"
+      rm -f "$D/tiles_b.csv"
+    fi
+  done
+fi
+
+log "attention (torch.profiler, budget ${B_ATTN}s)"
+PYTHONUNBUFFERED=1 timeout $(( B_ATTN + 120 )) python3 "$HERE/attention_torch.py" $QUICK --budget-s $B_ATTN \
+  --out "$D/attention.csv" --trace "$D/trace.json.gz" 2>&1 | tail -n 40 | tee -a "$LOG"
+
+# files over 15 MB travel gzipped
+for f in "$D"/*.csv; do
+  [ -f "$f" ] || continue
+  if [ "$(stat -c %s "$f")" -gt 15000000 ]; then gzip -9 -f "$f"; log "gzipped $f"; fi
+done
+
+# ---- summary -------------------------------------------------------------------------------------
+log "done in $(( $(date +%s) - T0 ))s"
+python3 - "$D" <<'EOF' 2>&1 | tee -a "$LOG"
+import csv, gzip, json, os, sys
+d = sys.argv[1]
+def rows(name):
+    p = os.path.join(d, name)
+    if not os.path.exists(p) and os.path.exists(p + ".gz"): p += ".gz"
+    if not os.path.exists(p): return []
+    op = gzip.open if p.endswith(".gz") else open
+    with op(p, "rt") as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+print(f"==== summary {os.path.basename(d)} ====")
+g = rows("gemm.csv")
+by = {}
+for r in g: by[r["dtype"]] = by.get(r["dtype"], 0) + 1
+print(f"gemm.csv        rows={len(g):6d}  " + " ".join(f"{k}={v}" for k, v in sorted(by.items())))
+t = rows("tiles.csv")
+pts = {(r["dtype"], r["M"], r["N"], r["K"]) for r in t}
+print(f"tiles.csv       rows={len(t):6d}  distinct (shape,dtype) sweeps={len(pts)}")
+e = rows("elementwise.csv")
+by = {}
+for r in e: by[r["op"]] = by.get(r["op"], 0) + 1
+print(f"elementwise.csv rows={len(e):6d}  " + " ".join(f"{k}={v}" for k, v in sorted(by.items())))
+a = rows("attention.csv")
+by = {}
+for r in a: by[r["op"]] = by.get(r["op"], 0) + 1
+print(f"attention.csv   rows={len(a):6d}  " + " ".join(f"{k}={v}" for k, v in sorted(by.items())))
+for r in g:
+    if r["dtype"] == "bf16" and r["M"] == "8192" and r["N"] == "28672" and r["K"] == "4096":
+        f = 2 * 8192 * 28672 * 4096 / float(r["latency_us"]) / 1e6
+        print(f"check: bf16 8192x28672x4096 {r['latency_us']} us = {f:.0f} TFLOP/s ({r['tile']})")
+try:
+    c = json.load(open(os.path.join(d, "calibration.json")))
+    m = c["measured"]
+    print("calibration: " + ", ".join(f"{k}={v:.4g}" for k, v in m.items() if isinstance(v, (int, float))))
+    print("tensor_tflops: " + ", ".join(f"{k}={v:.0f}" for k, v in m.get("tensor_tflops", {}).items()))
+    print(f"clock MHz before/after: {c.get('clock_mhz_before')} / {c.get('clock_mhz_after')}")
+except Exception as ex:
+    print("calibration.json missing or unreadable:", ex)
+for f in sorted(os.listdir(d)):
+    print(f"  {f:20s} {os.path.getsize(os.path.join(d, f)) / 1e6:8.2f} MB")
+EOF
