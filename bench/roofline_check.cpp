@@ -16,6 +16,7 @@
 
 #include "model/families/family_models.h"
 #include "model/gpu_database.h"
+#include "storage/collector_csv.h"
 #include "storage/public_datasets.h"
 
 using namespace perfloom;
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
   const GpuDatabase gpus = GpuDatabase::builtin();
   std::vector<Sample> samples;
   std::map<std::string, int> skipped, impossible;
-  storage::visit_public_datasets(root, gpus, [&](storage::MeasuredKernel&& m) {
+  auto visit = [&](storage::MeasuredKernel&& m) {
     if (m.latency_us <= 0) return;
     const GpuSpec* gpu = gpus.find(m.gpu_id);
     if (!gpu) { skipped["unknown gpu"]++; return; }
@@ -86,7 +87,10 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       skipped[std::string("unsupported: ") + e.what()]++;
     }
-  });
+  };
+  storage::visit_public_datasets(root, gpus, visit);
+  // The project's own measurements (bench/data/<gpu-id>/*.csv from perfloom-collect).
+  storage::visit_collector_folder(std::filesystem::path(root).parent_path(), gpus, visit);
 
   // Fixed efficiency per family: the median of ceiling / measured over every GPU.
   std::map<std::string, std::vector<double>> eff_by_family;

@@ -424,14 +424,17 @@ LlmConfig load_llm_config(const std::string& id_or_path) {
     }
   }
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(id_or_path, ec))
+  std::filesystem::path path = id_or_path;
+  if (std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(path / "config.json", ec))
+    path /= "config.json";  // a model folder as downloaded from the Hub
+  if (!std::filesystem::is_regular_file(path, ec))
     throw std::invalid_argument("unknown model \"" + id_or_path + "\": not a bundled id (" + join(bundled_llm_ids(), ", ") +
                                 ") and no config.json file of that name");
-  std::ifstream in(id_or_path, std::ios::binary);
-  if (!in) throw LlmConfigError(id_or_path, "", "cannot be read");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw LlmConfigError(path.string(), "", "cannot be read");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_llm_config(ss.str(), id_or_path);
+  return parse_llm_config(ss.str(), path.string());
 }
 
 }  // namespace perfloom::sim

@@ -120,7 +120,8 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
 
 // The bundled model ids, sorted.
 std::vector<std::string> bundled_llm_ids();
-// A bundled id (case-insensitive) or a path to a config.json. Throws LlmConfigError when the
+// A bundled id (case-insensitive), a path to a config.json, or a model folder holding one. Throws
+// LlmConfigError when the
 // file is bad, std::invalid_argument when it names neither.
 LlmConfig load_llm_config(const std::string& id_or_path);
 

@@ -101,6 +101,7 @@ MemoryPlan plan_memory(const LlmConfig& c, const Parallelism& par, const GpuSpec
           ", but only " + gib(m.usable_gib) + " usable (" + gib(gpu.memory_gib) + " x gpu_memory_utilization " +
           std::to_string(opt.gpu_memory_utilization).substr(0, 4) + ") minus " + gib(m.activation_gib) + " of activations and " +
           gib(m.reserve_gib) + " reserved; use more GPUs (--tp, --pp), a GPU with more memory, or a quantized model");
+    if (per_token <= 0) continue;  // a stage of sliding-window layers only: its windows do not limit the cache
     const double blocks = std::floor(left * kGiB / (per_token * static_cast<double>(opt.block_size)));
     if (blocks < 1)
       throw std::runtime_error(where + " leaves no room for a single KV-cache block (" + gib(left) + " free per GPU)");
@@ -109,6 +110,7 @@ MemoryPlan plan_memory(const LlmConfig& c, const Parallelism& par, const GpuSpec
       m.kv_gib = left;
     }
   }
+  if (min_blocks < 0) throw std::runtime_error(c.id + " has no layer that caches every token");
   m.num_blocks = opt.num_blocks_override > 0 ? opt.num_blocks_override : static_cast<int64_t>(min_blocks);
   return m;
 }

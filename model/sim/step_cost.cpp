@@ -33,9 +33,9 @@ std::size_t StepCostModel::KeyHash::operator()(const Key& k) const {
 
 // Weight-only quantized GEMMs (int4/mxfp4, or fp8 without fp8 tensor cores) read 4-bit or 8-bit
 // weights and compute in 16 bits. Their time is the larger of: the 16-bit GEMM whose weight matrix
-// has the same bytes (N scaled by the byte ratio: the memory-bound side, right for decode), and the
-// tensor-core part of the full 16-bit GEMM (the compute-bound side, right for prefill). The
-// dequantisation work in the main loop is ignored.
+// has the same bytes (N, or the MoE's I, scaled by the byte ratio: the memory-bound side, right for
+// decode), and the full 16-bit GEMM's time in proportion of its useful tensor work to its ceiling
+// (the compute-bound side, right for prefill). The dequantisation work in the main loop is ignored.
 double StepCostModel::predict_uncached(const StepKernel& k) const {
   if (k.weight_ratio == 1.0) return predictor_.predict(k.kernel, gpu_).pred_us;
   const Prediction full = predictor_.predict(k.kernel, gpu_);
@@ -43,8 +43,10 @@ double StepCostModel::predict_uncached(const StepKernel& k) const {
   int64_t* scaled = k.kernel.op == Op::moe ? &q.shape.I : &q.shape.N;
   *scaled = std::max<int64_t>(1, std::llround(static_cast<double>(*scaled) * k.weight_ratio));
   const Prediction mem = predictor_.predict(q, gpu_);
-  const double tensor_us =
-      full.analysis.cycles_busiest[static_cast<std::size_t>(Pipe::tensor)] / gpu_.clock_hz() * 1e6;
+  // The useful (unpadded) tensor work at the GPU's peak, scaled by the 16-bit GEMM's predicted
+  // efficiency: about the whole 16-bit time for a large M, almost nothing for a decode's M.
+  const double peak = gpu_.peak_flops_per_s(k.kernel.dtype).value_or(gpu_.fp32_flops_per_s());
+  const double tensor_us = full.analysis.useful_flops / peak * 1e6;
   const double compute_us = full.ceiling_us > 0 ? full.pred_us * std::min(1.0, tensor_us / full.ceiling_us) : 0.0;
   return std::max(mem.pred_us, compute_us);
 }

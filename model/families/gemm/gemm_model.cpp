@@ -94,7 +94,9 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   }
   // Compulsory traffic: each operand once, the output once; split-K adds fp32 partials.
   d.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
-  d.l2_bytes = ctas * (t.tile_m + t.tile_n) * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
+  // A thread-block cluster multicasts each operand tile to the CTAs that share it.
+  const double l2_per_k = t.tile_m / std::max(1, t.cluster_n) + t.tile_n / std::max(1, t.cluster_m);
+  d.l2_bytes = ctas * l2_per_k * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
   d.smem_bytes = ctas * (t.tile_m + t.tile_n) * k_per_cta * in_b;
   if (split > 1) {
     const double partials = p.batch * p.M * p.N * 4.0 * split;
@@ -159,6 +161,14 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
     tile = *k.tile;
     if (tile.tile_k <= 0) tile.tile_k = 64;
     origin = k.name.empty() ? "given" : "kernel name";
+    // The launch grid tells what the name may not: more CTAs than output tiles is split-K
+    // (segment-K), fewer is a persistent kernel walking the tiles (stream-K or a tile scheduler).
+    if (k.launch && k.launch->known() && tile.split_k <= 1) {
+      const double tiles = p.batch * std::ceil(p.M / tile.tile_m) * std::ceil(p.N / tile.tile_n);
+      const double ctas = static_cast<double>(k.launch->ctas());
+      if (ctas >= 2 * tiles) tile.split_k = static_cast<int>(std::lround(ctas / tiles));
+      else if (ctas < tiles) tile.stream_k = true;
+    }
   } else {
     tile = choose_gemm_tile(p, gpu, hw);
     origin = "heuristic";

@@ -1,0 +1,188 @@
+#include "storage/collector_csv.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <fstream>
+#include <zlib.h>
+
+#include "storage/csv_reader.h"
+
+namespace perfloom::storage {
+
+namespace {
+
+constexpr std::string_view kMagic = "# format=perfloom-collector/1";
+
+// "128x256x64" -> {128, 256, 64}; "UNDEFINED" or text -> {}.
+std::vector<int> dims(const std::string& s) {
+  std::vector<int> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t j = i;
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+    if (j == i) return {};
+    out.push_back(std::stoi(s.substr(i, j - i)));
+    if (j < s.size() && s[j] != 'x') return out;
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool sniff_collector_csv(std::string_view first) { return first.substr(0, kMagic.size()) == kMagic; }
+
+CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
+                                  const MeasuredKernelSink& sink, DatasetLoadReport* report) {
+  const std::string label = path.string();
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) throw std::runtime_error(label + ": cannot be opened");
+  std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });
+  CollectorFile file;
+  // The environment block: lines starting with '#', before the header.
+  std::string pending;  // the first non-comment line, handed to the CSV reader
+  std::size_t line_no = 0;
+  char buf[8192];
+  while (gzgets(gz, buf, sizeof buf)) {
+    ++line_no;
+    std::string line(buf);
+    while (!line.empty() && line.back() != '\n' && !gzeof(gz) && gzgets(gz, buf, sizeof buf)) line += buf;
+    if (line_no == 1 && !sniff_collector_csv(line))
+      throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) + "\")");
+    if (line.rfind("#", 0) != 0) {
+      pending = line;
+      break;
+    }
+    std::string kv = line.substr(1);
+    while (!kv.empty() && (kv.back() == '\n' || kv.back() == '\r')) kv.pop_back();
+    if (!kv.empty() && kv.front() == ' ') kv.erase(0, 1);
+    if (auto eq = kv.find('='); eq != std::string::npos) file.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (line_no == 0) throw std::runtime_error(label + ": empty file");
+  const std::string gpu_name = file.environment["gpu_name"];
+  const GpuSpec* gpu = gpus.find(gpu_name);
+  if (!gpu) throw std::runtime_error(label + ": gpu_name \"" + gpu_name + "\" is not in the GPU database");
+  const std::size_t header_line = line_no;
+  bool pending_used = false;
+  CsvReader reader(
+      [&, gz](char* out, std::size_t cap) -> std::size_t {
+        if (!pending_used) {
+          pending_used = true;
+          std::size_t n = std::min(cap, pending.size());
+          std::copy(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n), out);
+          pending.erase(0, n);
+          if (!pending.empty()) pending_used = false;
+          return n;
+        }
+        int n = gzread(gz, out, static_cast<unsigned>(cap));
+        if (n < 0) throw std::runtime_error(label + ": read error");
+        return static_cast<std::size_t>(n);
+      },
+      label);
+  if (!reader.read_header()) throw std::runtime_error(label + ": no header row");
+  const std::size_t c_op = reader.require_column("op"), c_dtype = reader.require_column("dtype"),
+                    c_lat = reader.require_column("latency_us");
+  const auto c_name = reader.column("kernel_name"), c_tile = reader.column("tile"), c_stages = reader.column("stages"),
+             c_split = reader.column("splitk"), c_cluster = reader.column("cluster"), c_sweep = reader.column("sweep"),
+             c_source = reader.column("source"), c_rank = reader.column("heuristic_rank");
+  DatasetLoadReport local;
+  DatasetLoadReport& rep = report ? *report : local;
+  rep.file = label;
+  const std::string sweep_env = file.environment["sweep"];
+  std::vector<std::string> f;
+  while (reader.next(f)) {
+    ++rep.rows;
+    const std::size_t line = reader.line() + header_line - 1;
+    auto skip = [&](const std::string& why) {
+      ++rep.skipped;
+      ++rep.skip_counts[why];
+      if (rep.skip_reasons.size() < 5) rep.skip_reasons.push_back("line " + std::to_string(line) + ": " + why);
+    };
+    if (f.size() < reader.header().size()) {
+      skip("short row");
+      continue;
+    }
+    auto op = parse_op(f[c_op]);
+    auto dt = parse_dtype(f[c_dtype]);
+    auto lat = parse_double(f[c_lat]);
+    if (!op || *op == Op::unknown) { skip("unknown op " + f[c_op]); continue; }
+    if (!dt) { skip("unknown dtype " + f[c_dtype]); continue; }
+    if (!lat || *lat <= 0) { skip("latency_us is not a positive number"); continue; }
+    MeasuredKernel m;
+    m.kernel.op = *op;
+    m.kernel.dtype = *dt;
+    bool bad = false;
+    for (auto col : shape_columns(*op)) {
+      auto c = reader.column(col);
+      auto v = c ? parse_int(f[*c]) : std::nullopt;
+      if (!v) { skip(std::string("missing or bad ") + std::string(col)); bad = true; break; }
+      *shape_field(m.kernel.shape, col) = *v;
+    }
+    if (bad) continue;
+    if (auto why = validate_shape(*op, m.kernel.shape)) { skip(*why); continue; }
+    if (c_name) m.kernel.name = f[*c_name];
+    if (c_tile && (*op == Op::gemm || *op == Op::bmm)) {
+      // cuBLASLt orientation: first number along N, second along M, third along K.
+      auto t = dims(f[*c_tile]);
+      if (t.size() >= 2) {
+        TileConfig tc;
+        tc.tile_n = t[0];
+        tc.tile_m = t[1];
+        auto st = c_stages ? dims(f[*c_stages]) : std::vector<int>{};
+        tc.tile_k = t.size() >= 3 ? t[2] : (!st.empty() ? st[0] : 64);
+        if (st.size() >= 2) tc.stages = st[1];
+        if (c_split)
+          if (auto s = parse_int(f[*c_split]); s && *s > 0) tc.split_k = static_cast<int>(*s);
+        if (c_cluster) {
+          auto cl = dims(f[*c_cluster]);
+          if (cl.size() >= 2) {
+            tc.cluster_n = cl[0];
+            tc.cluster_m = cl[1];
+          }
+        }
+        m.kernel.tile = tc;
+      }
+    }
+    if (auto cg = reader.column("grid"), cb = reader.column("block"); cg && cb) {
+      auto g = dims(f[*cg]), b = dims(f[*cb]);
+      if (g.size() == 3 && b.size() == 3) {
+        LaunchArgs la;
+        la.grid = {g[0], g[1], g[2]};
+        la.block = {b[0], b[1], b[2]};
+        if (auto cr = reader.column("regs")) la.registers_per_thread = static_cast<int>(parse_int(f[*cr]).value_or(0));
+        if (auto cs = reader.column("smem_bytes")) la.shared_memory_bytes = parse_int(f[*cs]).value_or(0);
+        m.kernel.launch = la;
+      }
+    }
+    m.gpu_id = gpu->id;
+    m.latency_us = *lat;
+    const std::string sweep = c_sweep ? f[*c_sweep] : sweep_env;
+    m.dataset = "collector/" + gpu->id + "/" + (sweep.empty() ? sweep_env : sweep);
+    m.note = "method=" + std::string(reader.column("method") ? f[*reader.column("method")] : "") +
+             (c_source ? ";source=" + f[*c_source] : "") + (c_rank ? ";heuristic_rank=" + f[*c_rank] : "");
+    ++rep.kept;
+    sink(std::move(m));
+  }
+  return file;
+}
+
+void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
+                            std::vector<DatasetLoadReport>* reports) {
+  if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": not a folder");
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || e.path().extension() != ".csv") continue;
+    std::ifstream in(e.path());
+    std::string first;
+    std::getline(in, first);
+    if (sniff_collector_csv(first)) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    DatasetLoadReport rep;
+    visit_collector_csv(f, gpus, sink, &rep);
+    if (reports) reports->push_back(std::move(rep));
+  }
+}
+
+}  // namespace perfloom::storage

@@ -1,0 +1,30 @@
+#pragma once
+// Reader of the perfloom collector CSV (bench/collector/FORMAT.md): `# key=value` environment
+// lines, one header row, RFC 4180 rows. Each row becomes a MeasuredKernel with the tile the
+// library really ran (from the `tile`, `stages`, `splitk` and `cluster` columns).
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "storage/public_datasets.h"
+
+namespace perfloom::storage {
+
+struct CollectorFile {
+  std::map<std::string, std::string> environment;  // the `# key=value` lines
+};
+
+// True when the first bytes are a collector CSV's first line.
+bool sniff_collector_csv(std::string_view first_bytes);
+
+// Streams the rows to `sink`. Throws std::runtime_error naming the file (and line) when the file
+// is missing, is not a collector CSV, names an unknown GPU, or lacks a required column; a bad row
+// is skipped and counted in `report`.
+CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
+                                  const MeasuredKernelSink& sink, DatasetLoadReport* report = nullptr);
+
+// Every collector CSV under `root` (bench/data/<gpu-id>/*.csv).
+void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
+                            std::vector<DatasetLoadReport>* reports = nullptr);
+
+}  // namespace perfloom::storage
