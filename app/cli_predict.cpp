@@ -1,5 +1,6 @@
 // `perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv]` (CONTRACT.md).
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 
 #include "app/cli_commands.h"
 #include "model/families/family_models.h"
+#include "model/learned_predictor.h"
 #include "model/predictor.h"
 #include "storage/kernel_list_csv.h"
 
@@ -42,20 +44,45 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
 
   std::vector<std::string> header = list.header;
   for (const char* c : {"gpu", "pred_us", "lo_us", "hi_us", "ceiling_us", "bound", "method", "error"}) header.push_back(c);
+  std::string warning;
+  const auto predictor = make_default_predictor(&warning);
+  if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
+  // Every valid row on every GPU, in one batch per GPU.
+  std::vector<KernelDesc> kernels;
+  for (const auto& row : list.rows)
+    if (row.kernel) kernels.push_back(*row.kernel);
+  std::map<std::string, std::vector<Prediction>> batch;
+  std::map<std::string, std::vector<std::string>> batch_errors;
+  for (const GpuSpec* gpu : gpus) {
+    auto& preds = batch[gpu->id];
+    auto& errs = batch_errors[gpu->id];
+    if (const auto* learned = dynamic_cast<const LearnedPredictor*>(predictor.get())) {
+      preds = learned->predict_batch(kernels, *gpu, &errs);
+    } else {
+      for (const auto& k : kernels) {
+        try {
+          preds.push_back(predictor->predict(k, *gpu));
+          errs.emplace_back();
+        } catch (const UnsupportedKernel& e) {
+          preds.emplace_back();
+          errs.emplace_back(e.what());
+        }
+      }
+    }
+  }
   std::vector<std::vector<std::string>> rows;
   nlohmann::json json_rows = nlohmann::json::array();
   bool any_error = false;
+  std::size_t kernel_index = 0;
   for (const auto& row : list.rows) {
+    const std::size_t ki = row.kernel ? kernel_index++ : 0;
     for (const GpuSpec* gpu : gpus) {
       std::vector<std::string> out = row.fields;
       std::string error = row.error.empty() ? "" : "line " + std::to_string(row.line) + ": " + row.error;
       Prediction p;
       if (error.empty()) {
-        try {
-          p = predict_roofline(*row.kernel, *gpu);
-        } catch (const UnsupportedKernel& e) {
-          error = "line " + std::to_string(row.line) + ": " + e.what();
-        }
+        p = batch[gpu->id][ki];
+        if (!batch_errors[gpu->id][ki].empty()) error = "line " + std::to_string(row.line) + ": " + batch_errors[gpu->id][ki];
       }
       out.push_back(gpu->id);
       if (error.empty()) {

@@ -7,6 +7,7 @@
 #include "app/cli.h"
 #include "app/cli_context.h"
 #include "storage/database.h"
+#include "ui/export_chart_command.h"
 #include "ui/main_window.h"
 
 namespace {
@@ -42,11 +43,20 @@ int runGui(int argc, char** argv) {
   }
 }
 
+// `export-chart` draws with QtGui, so it needs a QApplication; with no display it renders offscreen.
+int runExportChart(int argc, char** argv, const QStringList& args) {
+  if (!haveDisplay()) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("perfloom");
+  return perfloom::ui::runExportChart(args);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QStringList args;
   for (int i = 1; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
+  if (args.value(0) == "export-chart") return runExportChart(argc, argv, args);
   if (perfloom::app::isCliInvocation(args)) {
     QCoreApplication app(argc, argv);
     return perfloom::app::runCli(args);

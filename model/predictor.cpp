@@ -10,10 +10,10 @@ FamilyEfficiency roofline_efficiency(Family f) {
   // p10 / p50 / p90 of roofline time / measured over the public datasets, every GPU together:
   // `perfloom-roofline-check`, bench/results/roofline_baseline.md.
   switch (f) {
-    case Family::gemm: return {0.561, 0.199, 0.843};
-    case Family::attention: return {0.202, 0.094, 0.621};
-    case Family::norm: return {0.448, 0.340, 0.609};
-    case Family::elementwise: return {0.556, 0.188, 1.034};
+    case Family::gemm: return {0.569, 0.203, 0.847};
+    case Family::attention: return {0.206, 0.095, 0.625};
+    case Family::norm: return {0.452, 0.341, 0.611};
+    case Family::elementwise: return {0.559, 0.190, 1.030};
     // No public measurements yet: MoE as a GEMM pair, collectives from NCCL's typical bus
     // efficiency. Not fitted; the collector's data will replace them.
     case Family::moe: return {0.45, 0.2, 0.8};

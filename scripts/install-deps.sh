@@ -10,6 +10,8 @@ PACKAGES=(
   libxgboost-dev               # XGBoost C API (no CMake config: cmake/FindXGBoost.cmake)
   nlohmann-json3-dev
   zlib1g-dev                   # gzip-compressed datasets and traces
+  libssl-dev                   # SHA-256 of imported files (OpenSSL libcrypto)
+  clang libclang-rt-dev        # libFuzzer for the importer fuzz targets (tests/fuzz)
   libgtest-dev googletest
   fonts-dejavu-core            # without a font, offscreen text renders as boxes
   xvfb xauth                   # a virtual display for screenshots and GUI runs without a screen

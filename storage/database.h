@@ -27,7 +27,7 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   int schema_version() const;
   const std::filesystem::path& path() const { return path_; }
   sqlite3* handle() const { return db_; }

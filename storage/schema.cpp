@@ -78,6 +78,19 @@ CREATE TABLE simulation_requests (
   PRIMARY KEY (simulation_id, request)
 );
 )sql",
+      // 1 -> 2: what the importers record (storage/kernel_store.h), and predictions by source for the
+      // views (kernels by source is kernels_source). Every extra index costs each imported kernel.
+      R"sql(
+ALTER TABLE sources ADD COLUMN kernel_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE kernels ADD COLUMN library TEXT;
+ALTER TABLE kernels ADD COLUMN tile_json TEXT;
+ALTER TABLE measurements ADD COLUMN gpu_id TEXT;
+ALTER TABLE measurements ADD COLUMN counters_json TEXT;
+ALTER TABLE measurements ADD COLUMN note TEXT;
+ALTER TABLE predictions ADD COLUMN source_id INTEGER REFERENCES sources(id) ON DELETE CASCADE;
+UPDATE predictions SET source_id = (SELECT k.source_id FROM kernels k WHERE k.id = predictions.kernel_id);
+CREATE INDEX predictions_source ON predictions(source_id, gpu_id, model_version);
+)sql",
   };
   return steps;
 }

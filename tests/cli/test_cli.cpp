@@ -108,7 +108,7 @@ TEST(CliPredict, PredictsEveryRowOnEveryGpuAndKeepsExtraColumns) {
   while (std::getline(lines, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_NE(rows[0].find("\"square, big\",h100-sxm,"), std::string::npos) << rows[0];
-  EXPECT_NE(rows[0].find(",tensor,roofline,"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find(",tensor,xgboost,"), std::string::npos) << rows[0];
   EXPECT_NE(rows[3].find("norm,a100-sxm-80gb,"), std::string::npos) << rows[3];
   EXPECT_NE(rows[3].find(",dram,"), std::string::npos) << rows[3];
 }
@@ -151,4 +151,12 @@ TEST(CliPredict, JsonOutputAndUnusableFiles) {
   auto nogpu = runPerfloom("predict --kernels " + in + " " + kDb);
   EXPECT_NE(nogpu.exit_code, 0);
   EXPECT_NE(nogpu.err.find("--gpu"), std::string::npos) << nogpu.err;
+}
+
+TEST(CliPredict, WithoutUsableModelsWarnsAndFallsBackToTheRoofline) {
+  const std::string in = writeTemp("fallback.csv", "op,dtype,M,N,K\ngemm,bf16,4096,4096,4096\n");
+  auto r = runPerfloom("predict --kernels " + in + " --gpu h100 " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: learned models not used"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(",tensor,roofline,"), std::string::npos) << r.out;
 }

@@ -8,6 +8,12 @@
 #include "ui/gpu_table_model.h"
 #include "ui/gpu_view.h"
 #include "ui/main_window.h"
+#include "ui/bottleneck_view.h"
+#include "ui/simulator_view.h"
+#include "ui/whatif_view.h"
+#include <QAbstractItemModelTester>
+#include <QSettings>
+#include <QStandardPaths>
 
 using namespace perfloom;
 
@@ -20,6 +26,88 @@ class TestMainWindow : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QCOMPARE(w.tabs()->count(), ui::MainWindow::viewNames().size());
     for (int i = 0; i < w.tabs()->count(); ++i) QCOMPARE(w.tabs()->tabText(i), ui::MainWindow::viewNames()[i]);
+  }
+
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("perfloom-tests");
+    QCoreApplication::setApplicationName("perfloom-ui-tests");
+    // Settings must never be the user's: ctest points XDG_CONFIG_HOME into the build tree.
+    QVERIFY(!qEnvironmentVariableIsEmpty("XDG_CONFIG_HOME"));
+    QSettings().clear();
+  }
+
+  void viewsReplaceThePlaceholders() {
+    ui::MainWindow w(GpuDatabase::builtin(), "/tmp/perfloom-ui-test.db");
+    QCOMPARE(w.tabs()->widget(1), static_cast<QWidget*>(w.whatIfView()));
+    QCOMPARE(w.tabs()->widget(2), static_cast<QWidget*>(w.bottleneckView()));
+    QCOMPARE(w.tabs()->widget(3), static_cast<QWidget*>(w.simulatorView()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.bottleneckView()->busy(), 10000);
+    QVERIFY(!w.bottleneckView()->result().gpus.empty());
+    // F5 recomputes the current view: a new job, a new generation.
+    w.tabs()->setCurrentWidget(w.bottleneckView());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const quint64 before = w.bottleneckView()->generation();
+    QTest::keyClick(&w, Qt::Key_F5);
+    QVERIFY(w.bottleneckView()->generation() > before);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.bottleneckView()->busy(), 10000);
+  }
+
+  void geometryAndTabAreRestored() {
+    const QString file = QSettings().fileName();
+    QVERIFY2(file.startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")), qPrintable(file));
+    {
+      ui::MainWindow w(GpuDatabase::builtin(), "/tmp/perfloom-ui-test.db");
+      w.resize(901, 603);
+      w.tabs()->setCurrentIndex(5);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QTest::keyClick(&w, Qt::Key_W, Qt::ControlModifier);  // Ctrl+W closes and saves
+      QVERIFY(!w.isVisible());
+    }
+    ui::MainWindow again(GpuDatabase::builtin(), "/tmp/perfloom-ui-test.db");
+    QCOMPARE(again.size(), QSize(901, 603));
+    QCOMPARE(again.tabs()->currentIndex(), 5);
+    QSettings().clear();
+  }
+
+  void simulatorModelPassesTheModelTesterAndSweeps() {
+    ui::SimulatorTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    ui::SimulatorRequest req;
+    req.model = "llama-3.2-1b";
+    req.gpus = {GpuDatabase::builtin().get("h100-sxm"), GpuDatabase::builtin().get("a100-sxm-80gb")};
+    req.workload = "poisson:rate=1,n=20,input=256,output=32,seed=1";
+    req.rates = ui::parse_rates("2,8");
+    int calls = 0;
+    const ui::SimulatorResult r = ui::run_simulations(req, [&](int, int total, const QString&) { ++calls; return total == 4; });
+    QCOMPARE(r.runs.size(), std::size_t(4));
+    QVERIFY(calls >= 4);
+    for (const auto& run : r.runs) {
+      QVERIFY2(run.error.isEmpty(), qPrintable(run.error));
+      QVERIFY(run.ttft_ms.p50 > 0);
+    }
+    QCOMPARE(r.runs[1].rate, 8.0);
+    model.setResult(r);
+    QCOMPARE(model.rowCount(), 4);
+    QCOMPARE(ui::workload_with_rate("poisson:rate=1,n=20", 4), QString("poisson:rate=4,n=20"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ui::parse_rates("1,0"));
+    // Cancel: the progress callback says stop, nothing more runs.
+    const ui::SimulatorResult c = ui::run_simulations(req, [](int done, int, const QString&) { return done < 1; });
+    QVERIFY(c.canceled);
+    QCOMPARE(c.runs.size(), std::size_t(1));
+    model.setResult({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void simulatorViewRunsInTheBackground() {
+    GpuDatabase gpus = GpuDatabase::builtin();
+    ui::SimulatorView view(gpus);
+    view.setSelection("llama-3.2-1b", {"h100-sxm"}, 1, "poisson:rate=1,n=10,input=128,output=16,seed=1", "1,2");
+    QVERIFY(view.busy());
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 20000);
+    QCOMPARE(view.result().runs.size(), std::size_t(2));
+    QCOMPARE(view.tableModel()->rowCount(), 2);
   }
 
   void gpuModelPassesTheModelTester() {

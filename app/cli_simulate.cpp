@@ -1,0 +1,100 @@
+// `perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json] [--json]`
+// (CONTRACT.md): a serving simulation.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_commands.h"
+#include "model/learned_predictor.h"
+#include "model/predictor.h"
+#include "model/sim/simulator.h"
+
+namespace perfloom::app {
+
+int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
+  for (const char* required : {"model", "gpu", "workload"})
+    if (!args.isSet(required)) {
+      std::cerr << "perfloom simulate: needs --" << required
+                << " (perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json])\n";
+      return 2;
+    }
+  sim::SimulationConfig sc;
+  sc.par.tp = static_cast<int>(cliInteger(args, "tp", 1, 1));
+  sc.par.pp = static_cast<int>(cliInteger(args, "pp", 1, 1));
+  sc.par.ep = args.isSet("ep") ? static_cast<int>(cliInteger(args, "ep", 1, 1)) : 1;
+  sc.sched.max_num_seqs = cliInteger(args, "max-num-seqs", sc.sched.max_num_seqs, 1);
+  sc.sched.max_num_batched_tokens = cliInteger(args, "max-num-batched-tokens", sc.sched.max_num_batched_tokens, 1);
+  sc.sched.chunked_prefill = !args.isSet("no-chunked-prefill");
+  sc.sched.prefix_caching = !args.isSet("no-prefix-caching");
+  sc.sched.cuda_graphs = !args.isSet("eager");
+  sc.memory.block_size = cliInteger(args, "block-size", sc.memory.block_size, 1);
+  sc.memory.num_blocks_override = cliInteger(args, "kv-blocks", 0, 1);
+  if (args.isSet("gpu-memory-utilization")) {
+    bool ok = false;
+    sc.memory.gpu_memory_utilization = args.value("gpu-memory-utilization").toDouble(&ok);
+    if (!ok) throw std::invalid_argument("--gpu-memory-utilization must be a number in (0, 1]");
+  }
+  if (args.isSet("kv-cache-dtype")) {
+    const auto d = parse_dtype(args.value("kv-cache-dtype").toStdString());
+    if (!d) throw std::invalid_argument("--kv-cache-dtype: unknown dtype \"" + args.value("kv-cache-dtype").toStdString() + "\"");
+    sc.memory.kv_dtype = *d;
+    sc.memory.kv_dtype_set = true;
+  }
+  const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
+  const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
+  const sim::Workload workload = sim::parse_workload(args.value("workload").toStdString());
+  sc.record_steps = args.isSet("out");
+  std::string warning;
+  const auto predictor_ptr = make_default_predictor(&warning);  // the learned models, else the roofline
+  if (!warning.empty()) std::cerr << "perfloom simulate: warning: " << warning << "\n";
+  const KernelPredictor& predictor = *predictor_ptr;
+  const sim::SimulationResult r = sim::simulate(cfg, gpu, predictor, workload, sc);
+
+  if (args.isSet("out")) {
+    const std::string path = args.value("out").toStdString();
+    std::ofstream f(path);
+    if (!f) throw std::runtime_error(path + ": cannot be written");
+    f << sim::simulation_to_json(r, true).dump(1) << "\n";
+    if (!f) throw std::runtime_error(path + ": write failed");
+  }
+  if (ctx.json) {
+    std::cout << sim::simulation_to_json(r, false).dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s on %s, TP %d, PP %d%s: KV cache %lld tokens (%lld blocks of %lld), weights %.1f GiB per GPU\n",
+              r.model.c_str(), r.gpu.c_str(), r.par.tp, r.par.pp, r.par.ep > 1 ? (", EP " + std::to_string(r.par.ep)).c_str() : "",
+              static_cast<long long>(r.memory.kv_tokens()), static_cast<long long>(r.memory.num_blocks),
+              static_cast<long long>(r.memory.block_size), r.memory.weights_gib);
+  std::printf("%zu requests in %.3f s, %lld steps, %lld preemptions, %lld prompt tokens from the prefix cache\n",
+              r.requests.size(), r.duration_s, static_cast<long long>(r.step_count), static_cast<long long>(r.preemptions),
+              static_cast<long long>(r.cached_tokens));
+  if (workload.kind == sim::WorkloadKind::batch) {
+    std::printf("prefill_ms: %.3f\n", r.prefill_ms);
+    std::printf("median_decode_ms: %.3f\n", r.median_decode_ms);
+    std::printf("total_ms: %.3f\n", r.total_ms);
+  }
+  std::printf("%-10s %12s %12s %12s %12s\n", "", "mean", "p50", "p90", "p99");
+  auto row = [](const char* name, const sim::LatencyStats& s) {
+    std::printf("%-10s %12.3f %12.3f %12.3f %12.3f\n", name, s.mean, s.p50, s.p90, s.p99);
+  };
+  row("ttft_ms", r.ttft_ms);
+  row("tpot_ms", r.tpot_ms);
+  row("e2e_ms", r.e2e_ms);
+  std::printf("throughput: %.1f output tokens/s, %.1f total tokens/s, %.3f requests/s\n", r.output_tokens_per_s,
+              r.total_tokens_per_s, r.requests_per_s);
+  double total = 0;
+  for (double v : r.breakdown_us) total += v;
+  std::printf("breakdown_us:");
+  for (int i = 0; i < sim::kBreakdownCount; ++i) {
+    const double us = r.breakdown_us[static_cast<std::size_t>(i)];
+    if (us > 0) std::printf(" %s %.0f (%.1f%%)", sim::breakdown_name(i), us, total > 0 ? 100.0 * us / total : 0.0);
+  }
+  std::printf("\n");
+  if (args.isSet("out")) std::fprintf(stderr, "perfloom simulate: records and timeline written to %s\n", args.value("out").toStdString().c_str());
+  return 0;
+}
+
+}  // namespace perfloom::app

@@ -1,0 +1,91 @@
+// `perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C)
+//  [--tp N] [--pp N] [--graphs] [--json]` (CONTRACT.md): the latency of one forward step.
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_commands.h"
+#include "model/learned_predictor.h"
+#include "model/predictor.h"
+#include "model/sim/step_report.h"
+
+namespace perfloom::app {
+
+int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t fallback, int64_t min) {
+  if (!args.isSet(name)) return fallback;
+  bool ok = false;
+  const qlonglong v = args.value(name).toLongLong(&ok);
+  if (!ok || v < min)
+    throw std::invalid_argument("--" + name.toStdString() + " must be an integer of at least " + std::to_string(min) +
+                                " (got \"" + args.value(name).toStdString() + "\")");
+  return v;
+}
+
+int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
+  for (const char* required : {"model", "gpu", "phase", "batch"})
+    if (!args.isSet(required)) {
+      std::cerr << "perfloom step: needs --" << required
+                << " (perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C))\n";
+      return 2;
+    }
+  sim::StepQuery q;
+  const QString phase = args.value("phase");
+  if (phase == "prefill") q.phase = sim::Phase::prefill;
+  else if (phase == "decode") q.phase = sim::Phase::decode;
+  else {
+    std::cerr << "perfloom step: --phase must be prefill or decode (got \"" << phase.toStdString() << "\")\n";
+    return 2;
+  }
+  q.batch = cliInteger(args, "batch", 1, 1);
+  q.tokens = cliInteger(args, "tokens", 0, 1);
+  q.context = cliInteger(args, "context", 0, 0);
+  if (q.phase == sim::Phase::prefill && !args.isSet("tokens")) {
+    std::cerr << "perfloom step: a prefill step needs --tokens T (new tokens per sequence)\n";
+    return 2;
+  }
+  if (q.phase == sim::Phase::decode && !args.isSet("context")) {
+    std::cerr << "perfloom step: a decode step needs --context C (cached tokens per sequence)\n";
+    return 2;
+  }
+  if (q.phase == sim::Phase::decode && args.isSet("tokens")) {
+    std::cerr << "perfloom step: --tokens applies to prefill; a decode step computes one token per sequence\n";
+    return 2;
+  }
+  q.par.tp = static_cast<int>(cliInteger(args, "tp", 1, 1));
+  q.par.pp = static_cast<int>(cliInteger(args, "pp", 1, 1));
+  q.graphs = args.isSet("graphs");
+  const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
+  const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
+  std::string warning;
+  const auto predictor_ptr = make_default_predictor(&warning);  // the learned models, else the roofline
+  if (!warning.empty()) std::cerr << "perfloom step: warning: " << warning << "\n";
+  const KernelPredictor& predictor = *predictor_ptr;
+  const sim::StepPrediction p = sim::predict_step(cfg, gpu, predictor, q);
+
+  if (ctx.json) {
+    std::cout << sim::step_to_json(cfg, gpu, q, p).dump(2) << "\n";
+    return 0;
+  }
+  std::printf("latency_us: %.1f\n", p.cost.latency_us);
+  std::printf("%s on %s, %s, batch %lld, %s %lld, TP %d%s, %s\n", cfg.id.c_str(), gpu.id.c_str(), phase.toStdString().c_str(),
+              static_cast<long long>(q.batch), q.phase == sim::Phase::prefill ? "tokens" : "context",
+              static_cast<long long>(q.phase == sim::Phase::prefill ? q.tokens : q.context), q.par.tp,
+              q.par.pp > 1 ? (", PP " + std::to_string(q.par.pp)).c_str() : "",
+              p.cost.graphs ? "CUDA graphs" : "eager");
+  std::printf("breakdown_us:\n");
+  for (int i = 0; i < sim::kBreakdownCount; ++i) {
+    const double us = p.cost.breakdown_us[static_cast<std::size_t>(i)];
+    if (us <= 0) continue;
+    std::printf("  %-14s %12.1f  %5.1f%%\n", sim::breakdown_name(i), us, 100.0 * us / p.cost.latency_us);
+  }
+  std::printf("kernels (per layer kind; count = layers):\n");
+  for (const sim::KernelTime& kt : p.cost.kernels)
+    std::printf("  %-22s %-18s x%-4lld %10.2f us each %12.1f us\n", kt.kernel->label,
+                std::string(op_name(kt.kernel->kernel.op)).c_str(), static_cast<long long>(kt.kernel->count), kt.us_each,
+                kt.us_each * static_cast<double>(kt.kernel->count));
+  return 0;
+}
+
+}  // namespace perfloom::app

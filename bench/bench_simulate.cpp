@@ -1,0 +1,48 @@
+// Speed of the serving simulator (issue 7): 10,000 Poisson requests of Llama-3.1-70B at TP 4 on
+// H100s, input 1024 and output 256 tokens, at 20 requests/s (more than the deployment serves, so
+// it runs full batches throughout). Goal: under 2 s of wall time on a 2-core machine.
+//   perfloom-bench-simulate [REQUESTS] [RATE]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "model/gpu_database.h"
+#include "model/predictor.h"
+#include "model/sim/simulator.h"
+
+using namespace perfloom;
+
+int main(int argc, char** argv) {
+  const long n = argc > 1 ? std::atol(argv[1]) : 10000;
+  const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
+  char rate_text[32];
+  std::snprintf(rate_text, sizeof rate_text, "%g", rate);
+  const std::string spec = std::string("poisson:rate=") + rate_text + ",n=" + std::to_string(n) + ",input=1024,output=256,seed=1";
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    const GpuDatabase gpus = GpuDatabase::builtin();
+    const sim::LlmConfig cfg = sim::load_llm_config("llama-3.1-70b");
+    const sim::Workload workload = sim::parse_workload(spec);
+    sim::SimulationConfig sc;
+    sc.par.tp = 4;
+    const RooflinePredictor predictor;
+    const auto t1 = std::chrono::steady_clock::now();
+    const sim::SimulationResult r = sim::simulate(cfg, gpus.get("h100-sxm"), predictor, workload, sc);
+    const auto t2 = std::chrono::steady_clock::now();
+    const double setup_s = std::chrono::duration<double>(t1 - t0).count();
+    const double sim_s = std::chrono::duration<double>(t2 - t1).count();
+    std::printf("workload %s, llama-3.1-70b, TP 4, h100-sxm\n", spec.c_str());
+    std::printf("simulated %.1f s of serving: %lld steps, %lld preemptions, KV cache %lld tokens\n", r.duration_s,
+                static_cast<long long>(r.step_count), static_cast<long long>(r.preemptions),
+                static_cast<long long>(r.memory.kv_tokens()));
+    std::printf("ttft p50 %.1f ms, tpot p50 %.2f ms, %.0f output tokens/s\n", r.ttft_ms.p50, r.tpot_ms.p50,
+                r.output_tokens_per_s);
+    std::printf("kernel predictions: %zu computed, %zu from the cache\n", r.predictions, r.prediction_cache_hits);
+    std::printf("wall time: %.3f s (setup %.3f s, simulation %.3f s)\n", setup_s + sim_s, setup_s, sim_s);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "perfloom-bench-simulate: %s\n", e.what());
+    return 1;
+  }
+}

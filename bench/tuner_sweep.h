@@ -1,0 +1,121 @@
+#pragma once
+// Reads a collector tile-configuration sweep (bench/data/<gpu>/tiles.csv, FORMAT.md) or its
+// default-heuristic GEMM file (gemm.csv) into the tuner's samples. Shared by perfloom-tuner-fit
+// and perfloom-tuner-eval. Orientation: the CSV's `tile` and `cluster` are cuBLASLt's (first
+// number along N); TunerSample holds perfloom's (tile_m along M).
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/tuner/tuner_fit.h"
+#include "storage/csv_reader.h"
+
+namespace perfloom::bench {
+
+struct SweepRow {
+  tuner::TunerSample sample;
+  bool modelled = false;   // an nvjet kernel with a known tile: what the wave model describes
+  int algo_id = -1;
+  int reps = 0;
+  std::string kernel;      // the longest kernel's name as the collector wrote it (first 80 chars)
+  std::string source;
+};
+
+struct Sweep {
+  std::map<std::string, std::string> environment;  // the `# key=value` lines
+  std::vector<SweepRow> rows;
+};
+
+namespace detail {
+inline std::vector<int> dims(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    auto v = storage::parse_int(part);
+    if (!v) return {};
+    out.push_back(static_cast<int>(*v));
+  }
+  return out;
+}
+}  // namespace detail
+
+// Throws std::runtime_error naming the file when it is missing or lacks a column.
+inline Sweep read_sweep(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot be opened");
+  Sweep sweep;
+  std::string line, body;
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) == 0) {
+      std::string kv = line.substr(1);
+      if (!kv.empty() && kv.front() == ' ') kv.erase(0, 1);
+      if (auto eq = kv.find('='); eq != std::string::npos) sweep.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
+      continue;
+    }
+    body += line;
+    body += '\n';
+  }
+  auto reader = storage::CsvReader::from_string(std::move(body), path);
+  if (!reader.read_header()) throw std::runtime_error(path + ": no header row");
+  const auto c_op = reader.require_column("op"), c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"),
+             c_n = reader.require_column("N"), c_k = reader.require_column("K"), c_lat = reader.require_column("latency_us"),
+             c_tile = reader.require_column("tile"), c_stages = reader.require_column("stages"),
+             c_split = reader.require_column("splitk"), c_cluster = reader.require_column("cluster"),
+             c_name = reader.require_column("kernel_name"), c_algo = reader.require_column("algo_id"),
+             c_rank = reader.require_column("heuristic_rank"), c_grid = reader.require_column("grid"),
+             c_reps = reader.require_column("reps"), c_source = reader.require_column("source");
+  std::vector<std::string> f;
+  while (reader.next(f)) {
+    if (f.size() < reader.header().size() || f[c_op] != "gemm") continue;
+    auto dt = parse_dtype(f[c_dt]);
+    auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
+    auto lat = storage::parse_double(f[c_lat]);
+    if (!dt || !M || !N || !K || !lat || *lat <= 0) continue;
+    SweepRow r;
+    r.sample.shape = tuner::GemmShape{*M, *N, *K, *dt};
+    r.sample.latency_us = *lat;
+    r.sample.heuristic_rank = static_cast<int>(storage::parse_int(f[c_rank]).value_or(0));
+    r.algo_id = static_cast<int>(storage::parse_int(f[c_algo]).value_or(-1));
+    r.reps = static_cast<int>(storage::parse_int(f[c_reps]).value_or(0));
+    r.source = f[c_source];
+    // The main kernel: the first name that is not a memset or a split-K reduction.
+    std::string names = f[c_name];
+    std::string main_kernel;
+    std::stringstream ks(names);
+    std::string part;
+    while (std::getline(ks, part, ';')) {
+      while (!part.empty() && part.front() == ' ') part.erase(0, 1);
+      while (!part.empty() && part.back() == ' ') part.pop_back();
+      if (part.empty() || part == "memset" || part.find("splitKreduce") != std::string::npos) continue;
+      main_kernel = part;
+      break;
+    }
+    r.kernel = main_kernel.substr(0, 80);
+    const auto t = detail::dims(f[c_tile]);
+    if (t.size() >= 2) {
+      TileConfig& tc = r.sample.config;
+      tc.tile_n = t[0];
+      tc.tile_m = t[1];
+      const auto st = detail::dims(f[c_stages].substr(0, f[c_stages].find("xAUTO")));
+      tc.tile_k = t.size() >= 3 ? t[2] : (!st.empty() ? st[0] : 64);
+      if (st.size() >= 2) tc.stages = st[1];
+      tc.split_k = static_cast<int>(std::max<long long>(1, storage::parse_int(f[c_split]).value_or(1)));
+      const auto cl = detail::dims(f[c_cluster]);
+      if (cl.size() >= 2) {
+        tc.cluster_n = cl[0];
+        tc.cluster_m = cl[1];
+      }
+      r.modelled = main_kernel.rfind("nvjet", 0) == 0;
+    }
+    const auto g = detail::dims(f[c_grid]);
+    if (g.size() == 3) r.sample.launched_ctas = g[0] * g[1] * g[2];
+    sweep.rows.push_back(std::move(r));
+  }
+  return sweep;
+}
+
+}  // namespace perfloom::bench

@@ -1,0 +1,214 @@
+#include "model/learned_predictor.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "model/families/family_models.h"
+#include "model/features.h"
+#include "model/resources.h"
+
+namespace perfloom {
+
+namespace {
+constexpr const char* kSchema = "perfloom-models/1";
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw ModelLoadError(p.string() + ": missing or unreadable");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+LearnedPredictor::LearnedPredictor(std::vector<FamilyModel> models, nlohmann::json manifest)
+    : manifest_(std::move(manifest)) {
+  for (auto& m : models) {
+    Family f = m.family;
+    models_.emplace(f, std::move(m));
+  }
+}
+
+std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::path& dir) {
+  const auto manifest_path = dir / "manifest.json";
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(read_file(manifest_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw ModelLoadError(manifest_path.string() + ": not valid JSON: " + e.what());
+  }
+  if (!manifest.is_object() || !manifest.contains("families") || !manifest["families"].is_object())
+    throw ModelLoadError(manifest_path.string() + ": not a perfloom model manifest (expected an object with \"families\")");
+  if (manifest.value("schema", "") != kSchema)
+    throw ModelLoadError(manifest_path.string() + ": schema is " + manifest.value("schema", "missing") + ", expected " +
+                         kSchema);
+  if (manifest.value("feature_version", -1) != kFeatureVersion)
+    throw ModelLoadError(manifest_path.string() + ": trained on feature version " +
+                         std::to_string(manifest.value("feature_version", -1)) + ", this build computes version " +
+                         std::to_string(kFeatureVersion) + "; run `perfloom train`");
+  std::vector<std::string> names;
+  for (auto n : feature_names()) names.emplace_back(n);
+  if (manifest.value("features", nlohmann::json::array()) != nlohmann::json(names))
+    throw ModelLoadError(manifest_path.string() + ": trained on other features than this build computes; run `perfloom train`");
+  std::vector<FamilyModel> models;
+  for (auto& [fname, info] : manifest.at("families").items()) {
+    auto fam = parse_family(fname);
+    if (!fam) throw ModelLoadError(manifest_path.string() + ": unknown family \"" + fname + "\"");
+    const auto file = dir / info.value("file", fname + ".json");
+    FamilyModel m;
+    m.family = *fam;
+    try {
+      m.booster = XgbBooster::load_json(read_file(file), file.string());
+    } catch (const XgbError& e) {
+      throw ModelLoadError(e.what());
+    }
+    if (m.booster.num_features() != names.size())
+      throw ModelLoadError(file.string() + ": expects " + std::to_string(m.booster.num_features()) +
+                           " features, this build computes " + std::to_string(names.size()));
+    m.log_q10 = info.value("log_residual_q10", 0.0);
+    m.log_q90 = info.value("log_residual_q90", 0.0);
+    m.train_rows = info.value("train_rows", 0);
+    m.calibration_rows = info.value("calibration_rows", 0);
+    m.calibration_mape = info.value("calibration_mape", 0.0);
+    models.push_back(std::move(m));
+  }
+  return std::make_unique<LearnedPredictor>(std::move(models), std::move(manifest));
+}
+
+void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::json& extra) const {
+  std::filesystem::create_directories(dir);
+  nlohmann::json manifest = extra;
+  manifest["schema"] = kSchema;
+  manifest["feature_version"] = kFeatureVersion;
+  std::vector<std::string> names;
+  for (auto n : feature_names()) names.emplace_back(n);
+  manifest["features"] = names;
+  manifest["families"] = nlohmann::json::object();
+  for (const auto& [fam, m] : models_) {
+    const std::string fname(family_name(fam));
+    std::ofstream(dir / (fname + ".json"), std::ios::binary) << m.booster.save_json();
+    manifest["families"][fname] = {{"file", fname + ".json"},
+                                   {"train_rows", m.train_rows},
+                                   {"calibration_rows", m.calibration_rows},
+                                   {"calibration_mape", m.calibration_mape},
+                                   {"log_residual_q10", m.log_q10},
+                                   {"log_residual_q90", m.log_q90},
+                                   {"rows_by_gpu", m.rows_by_gpu}};
+  }
+  std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
+}
+
+namespace {
+// Everything the analysis reads from a kernel: equal keys give equal predictions.
+std::string memo_key(const KernelDesc& k) {
+  std::string key;
+  key.reserve(96);
+  key += std::to_string(static_cast<int>(k.op));
+  key += '|';
+  key += std::to_string(static_cast<int>(k.dtype));
+  for (auto c : shape_columns(k.op)) {
+    key += '|';
+    key += std::to_string(shape_value(k.shape, c));
+  }
+  key += k.shape.causal ? "|c" : "|n";
+  for (auto l : k.shape.seqlens) key += ',' + std::to_string(l);
+  if (k.tile) {
+    const TileConfig& t = *k.tile;
+    for (int v : {t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n, t.stages, t.split_k, int(t.stream_k)})
+      key += ':' + std::to_string(v);
+  }
+  if (k.launch) {
+    for (auto v : k.launch->grid) key += '/' + std::to_string(v);
+    for (auto v : k.launch->block) key += '/' + std::to_string(v);
+    key += '/' + std::to_string(k.launch->registers_per_thread) + '/' + std::to_string(k.launch->shared_memory_bytes);
+  }
+  if (k.op == Op::unknown || (k.tile && !k.name.empty())) key += '#' + k.name;
+  return key;
+}
+}  // namespace
+
+std::vector<Prediction> LearnedPredictor::predict_batch(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
+                                                        std::vector<std::string>* errors) const {
+  // Traces repeat the same kernels thousands of times: predict each distinct one once.
+  std::unordered_map<std::string, std::size_t> first;
+  std::vector<std::size_t> source(kernels.size());
+  std::vector<KernelDesc> unique;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    auto [it, inserted] = first.emplace(memo_key(kernels[i]), unique.size());
+    if (inserted) unique.push_back(kernels[i]);
+    source[i] = it->second;
+  }
+  std::vector<std::string> unique_errors;
+  std::vector<Prediction> unique_out = predict_distinct(unique, gpu, errors ? &unique_errors : nullptr);
+  std::vector<Prediction> out(kernels.size());
+  if (errors) errors->assign(kernels.size(), "");
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    out[i] = unique_out[source[i]];
+    if (errors) (*errors)[i] = unique_errors[source[i]];
+  }
+  return out;
+}
+
+std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
+                                                           std::vector<std::string>* errors) const {
+  std::vector<Prediction> out(kernels.size());
+  if (errors) errors->assign(kernels.size(), "");
+  std::map<Family, std::vector<std::size_t>> by_family;
+  std::map<Family, std::vector<float>> features;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    Prediction& p = out[i];
+    try {
+      p.analysis = analyze_kernel(kernels[i], gpu);
+    } catch (const UnsupportedKernel& e) {
+      if (!errors) throw;
+      (*errors)[i] = e.what();
+      continue;
+    }
+    p.family = p.analysis.family;
+    p.ceiling_us = p.analysis.ceiling_us;
+    p.bound = p.analysis.bound;
+    if (models_.count(p.family)) {
+      auto f = make_features(kernels[i], gpu, p.analysis);
+      auto& fv = features[p.family];
+      fv.insert(fv.end(), f.begin(), f.end());
+      by_family[p.family].push_back(i);
+    } else {
+      // No measurements of this family trained a model: the roofline baseline answers.
+      Prediction r = predict_roofline(kernels[i], gpu);
+      r.method = "roofline (no learned model for " + std::string(family_name(p.family)) + ")";
+      p = std::move(r);
+    }
+  }
+  const std::size_t cols = feature_names().size();
+  for (auto& [fam, idx] : by_family) {
+    const FamilyModel& m = models_.at(fam);
+    auto y = m.booster.predict(features[fam].data(), idx.size(), cols);
+    for (std::size_t j = 0; j < idx.size(); ++j) {
+      Prediction& p = out[idx[j]];
+      const double roof = p.analysis.roofline_us;
+      p.pred_us = std::max(p.ceiling_us, roof * std::exp(static_cast<double>(y[j])));
+      p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(m.log_q10));
+      p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(m.log_q90));
+      p.method = "xgboost";
+    }
+  }
+  return out;
+}
+
+Prediction LearnedPredictor::predict(const KernelDesc& k, const GpuSpec& gpu) const {
+  return predict_distinct({k}, gpu, nullptr).front();
+}
+
+std::shared_ptr<const KernelPredictor> make_default_predictor(std::string* warning) {
+  const auto dir = resources_dir() / "models";
+  try {
+    return LearnedPredictor::load(dir);
+  } catch (const std::exception& e) {
+    if (warning) *warning = std::string("learned models not used (") + e.what() + "); predictions are the roofline baseline";
+    return std::make_shared<RooflinePredictor>();
+  }
+}
+
+}  // namespace perfloom

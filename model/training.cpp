@@ -1,0 +1,178 @@
+#include "model/training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "model/families/family_models.h"
+#include "model/features.h"
+
+namespace perfloom {
+
+namespace {
+
+std::string kernel_key(const KernelDesc& k) {
+  std::ostringstream os;
+  os << op_name(k.op) << '|' << dtype_name(k.dtype);
+  for (auto c : shape_columns(k.op)) os << '|' << shape_value(k.shape, c);
+  return os.str();
+}
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(pos);
+  return i + 1 < v.size() ? v[i] + (pos - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+}
+
+}  // namespace
+
+void add_untiled_copies(std::vector<TrainingSample>& samples) {
+  const std::size_t n = samples.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!samples[i].kernel.tile && !samples[i].kernel.launch) continue;
+    TrainingSample copy = samples[i];
+    copy.kernel.tile.reset();
+    copy.kernel.launch.reset();
+    copy.kernel.name.clear();
+    copy.dataset += "+untiled";
+    samples.push_back(std::move(copy));
+  }
+}
+
+std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples, const GpuDatabase& gpus,
+                                      std::map<std::string, std::size_t>* skipped) {
+  std::vector<PreparedRow> rows;
+  rows.reserve(samples.size());
+  auto skip = [&](const std::string& why) {
+    if (skipped) ++(*skipped)[why];
+  };
+  for (const auto& s : samples) {
+    const GpuSpec* gpu = gpus.find(s.gpu_id);
+    if (!gpu) { skip("unknown GPU " + s.gpu_id); continue; }
+    if (!(s.measured_us > 0)) { skip("no positive measurement"); continue; }
+    try {
+      Analysis a = analyze_kernel(s.kernel, *gpu);
+      if (auto peak = gpu->peak_flops_per_s(s.kernel.dtype); peak && a.useful_flops / *peak * 1e6 > s.measured_us * 1.02) {
+        skip("faster than the useful FLOPs at the dense peak (impossible data)");
+        continue;
+      }
+      PreparedRow r;
+      r.family = a.family;
+      r.features = make_features(s.kernel, *gpu, a);
+      r.roofline_us = a.roofline_us;
+      r.ceiling_us = a.ceiling_us;
+      r.measured_us = s.measured_us;
+      r.gpu_id = gpu->id;
+      r.dataset = s.dataset;
+      r.key = kernel_key(s.kernel);
+      rows.push_back(std::move(r));
+    } catch (const UnsupportedKernel& e) {
+      skip(std::string("unsupported: ") + e.what());
+    }
+  }
+  return rows;
+}
+
+std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& o) {
+  std::vector<FamilyModel> out;
+  const std::size_t cols = feature_names().size();
+  for (Family fam : {Family::gemm, Family::attention, Family::norm, Family::elementwise, Family::moe,
+                     Family::communication}) {
+    // The dataset (source and table) of each row: weights make each dataset count about the same
+    // as a few thousand rows, so 100k B200 GEMMs do not drown 400 norms of a T4.
+    std::map<std::string, std::size_t> per_dataset;
+    std::vector<const PreparedRow*> fam_rows;
+    for (const auto& r : rows)
+      if (r.family == fam) {
+        fam_rows.push_back(&r);
+        ++per_dataset[r.gpu_id + "|" + r.dataset];
+      }
+    if (fam_rows.size() < 50) continue;
+    std::vector<float> X, Xc, y, yc, w;
+    std::vector<const PreparedRow*> calib;
+    FamilyModel m;
+    m.family = fam;
+    for (const PreparedRow* r : fam_rows) {
+      // Deterministic split by the kernel's key and GPU: the same kernel never lands on both sides.
+      const bool is_calib = static_cast<double>(fnv1a(r->key + r->gpu_id) % 10000) / 10000.0 < o.calibration_fraction;
+      const float label = static_cast<float>(std::log(r->measured_us / r->roofline_us));
+      if (is_calib) {
+        Xc.insert(Xc.end(), r->features.begin(), r->features.end());
+        yc.push_back(label);
+        calib.push_back(r);
+      } else {
+        X.insert(X.end(), r->features.begin(), r->features.end());
+        y.push_back(label);
+        w.push_back(static_cast<float>(std::min(1.0, 3000.0 / static_cast<double>(per_dataset[r->gpu_id + "|" + r->dataset]))));
+        ++m.rows_by_gpu[r->gpu_id];
+      }
+    }
+    if (y.empty()) continue;
+    const std::map<std::string, std::string> params = {
+        {"objective", "reg:squarederror"}, {"tree_method", "hist"},       {"max_depth", std::to_string(o.max_depth)},
+        {"eta", std::to_string(o.eta)},    {"subsample", "0.8"},           {"colsample_bytree", "0.8"},
+        {"min_child_weight", "2"},         {"seed", std::to_string(o.seed)}, {"nthread", std::to_string(o.threads)},
+        {"max_bin", "256"},                {"verbosity", "0"}};
+    m.booster = XgbBooster::train(X, y.size(), cols, y, w, params, o.rounds);
+    m.train_rows = y.size();
+    m.calibration_rows = yc.size();
+    if (!yc.empty()) {
+      auto pred = m.booster.predict(Xc.data(), yc.size(), cols);
+      std::vector<double> resid, p, meas;
+      for (std::size_t i = 0; i < yc.size(); ++i) {
+        resid.push_back(yc[i] - pred[i]);
+        p.push_back(calib[i]->roofline_us * std::exp(pred[i]));
+        meas.push_back(calib[i]->measured_us);
+      }
+      m.log_q10 = quantile(resid, 0.1);
+      m.log_q90 = quantile(resid, 0.9);
+      m.calibration_mape = error_stats(p, meas).mape;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string training_data_hash(const std::vector<PreparedRow>& rows) {
+  std::vector<std::string> keys;
+  keys.reserve(rows.size());
+  for (const auto& r : rows) {
+    std::ostringstream os;
+    os.precision(9);
+    os << r.gpu_id << '|' << r.dataset << '|' << r.key << '|' << r.measured_us;
+    keys.push_back(os.str());
+  }
+  std::sort(keys.begin(), keys.end());
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& k : keys) h = fnv1a(k + "\n", h);
+  std::ostringstream os;
+  os << std::hex << h;
+  return "fnv1a64:" + os.str();
+}
+
+ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  ErrorStats s;
+  std::vector<double> ape;
+  for (std::size_t i = 0; i < predicted.size() && i < measured.size(); ++i)
+    if (measured[i] > 0) ape.push_back(std::abs(predicted[i] - measured[i]) / measured[i] * 100.0);
+  s.n = ape.size();
+  if (ape.empty()) return s;
+  double sum = 0;
+  for (double a : ape) sum += a;
+  s.mape = sum / static_cast<double>(ape.size());
+  s.median_ape = quantile(ape, 0.5);
+  s.p90_ape = quantile(ape, 0.9);
+  return s;
+}
+
+}  // namespace perfloom

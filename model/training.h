@@ -1,0 +1,73 @@
+#pragma once
+// Training and evaluating the learned efficiency models (DESIGN.md, idea 1): per kernel family one
+// XGBoost booster learns log(measured / roofline time) from the analytical features, so that
+// latency = roofline time x exp(prediction). Hardware enters only through the features.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/analysis.h"
+#include "model/gpu_database.h"
+#include "model/xgb_booster.h"
+
+namespace perfloom {
+
+struct TrainingSample {
+  KernelDesc kernel;
+  std::string gpu_id;
+  double measured_us = 0;
+  std::string dataset;  // provenance, e.g. "aiconfigurator/h100_sxm/gemm/vllm-0.14.0"
+};
+
+// A sample after the analytical model: what training and evaluation need.
+struct PreparedRow {
+  Family family = Family::unknown;
+  std::vector<float> features;
+  double roofline_us = 0, ceiling_us = 0, measured_us = 0;
+  std::string gpu_id, dataset;
+  std::string key;  // op, dtype and shape: the same kernel on another GPU has the same key
+};
+
+// Most kernels reach the predictor without a tile (a kernel list, the simulator), yet our own
+// measurements carry the tile the library ran. Each measured tiled kernel is therefore also
+// learned as it looks without its tile and launch grid, so that both kinds of input are covered.
+void add_untiled_copies(std::vector<TrainingSample>& samples);
+
+// Analyses every sample on its GPU; samples that cannot run as described, or whose time beats
+// the useful work at the GPU's dense peak (impossible data), are counted in `skipped` by reason.
+std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples, const GpuDatabase& gpus,
+                                      std::map<std::string, std::size_t>* skipped = nullptr);
+
+struct TrainOptions {
+  int rounds = 300;
+  int max_depth = 8;
+  double eta = 0.08;
+  int threads = 2;
+  int seed = 7;
+  double calibration_fraction = 0.1;  // held out to size the prediction interval
+};
+
+struct FamilyModel {
+  Family family = Family::unknown;
+  XgbBooster booster;
+  double log_q10 = 0, log_q90 = 0;  // residual quantiles (log measured/predicted) on held-out rows
+  std::size_t train_rows = 0, calibration_rows = 0;
+  double calibration_mape = 0;
+  std::map<std::string, std::size_t> rows_by_gpu;
+};
+
+// One model per family that has rows. Rows are weighted so that no single dataset dominates.
+std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& options);
+
+// A stable hash of the training rows (datasets, GPUs, measurements), recorded in the manifest.
+std::string training_data_hash(const std::vector<PreparedRow>& rows);
+
+// Accuracy of predictions against measurements: absolute percentage errors.
+struct ErrorStats {
+  std::size_t n = 0;
+  double mape = 0, median_ape = 0, p90_ape = 0;
+};
+ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);
+
+}  // namespace perfloom

@@ -1,0 +1,182 @@
+#include "model/tuner/tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "model/families/family_models.h"
+#include "model/families/gemm/gemm_model.h"
+#include "model/predictor.h"
+
+namespace perfloom::tuner {
+
+namespace {
+
+void check_shape(const GemmShape& s, const GpuSpec& gpu) {
+  if (s.M <= 0 || s.N <= 0 || s.K <= 0)
+    throw std::invalid_argument("GEMM dimensions must be positive, got " + std::to_string(s.M) + "," +
+                                std::to_string(s.N) + "," + std::to_string(s.K));
+  constexpr int64_t kMax = int64_t{1} << 31;  // cuBLASLt's dimensions are 32-bit
+  if (s.M >= kMax || s.N >= kMax || s.K >= kMax)
+    throw std::invalid_argument("GEMM dimensions must be below 2^31, got " + std::to_string(s.M) + "," +
+                                std::to_string(s.N) + "," + std::to_string(s.K));
+  if (!gpu.supports(s.dtype))
+    throw UnsupportedKernel(gpu.id + " has no " + std::string(dtype_name(s.dtype)) + " tensor-core path");
+}
+
+bool same_config(const TileConfig& a, const TileConfig& b) {
+  return a.tile_m == b.tile_m && a.tile_n == b.tile_n && a.tile_k == b.tile_k && std::max(1, a.split_k) == std::max(1, b.split_k) &&
+         std::max(1, a.cluster_m) == std::max(1, b.cluster_m) && std::max(1, a.cluster_n) == std::max(1, b.cluster_n);
+}
+
+void sort_by_score(std::vector<RankedConfig>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const RankedConfig& a, const RankedConfig& b) { return a.score < b.score; });
+}
+
+RankedConfig evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw, const GemmShape& shape,
+                      const TileConfig& config) {
+  RankedConfig r;
+  r.config = config;
+  const WaveFeatures f = wave_features(shape, config, hw, concurrent_ctas(config, shape.dtype, hw, table.slots_by_cluster));
+  r.grid = f.grid;
+  const Coefficients* coef = &group.global;
+  r.class_samples = 0;
+  if (auto it = group.classes.find(class_of(config)); it != group.classes.end()) {
+    coef = &it->second.coef;
+    r.class_samples = it->second.samples;
+  }
+  double lat = 0;
+  for (std::size_t i = 0; i < kFeatureCount; ++i) lat += (*coef)[i] * f.x[i];
+  // A linear fit can dip below what the hardware allows far from its data: never below 80% of the
+  // compulsory DRAM time or a microsecond.
+  r.pred_us = std::max({lat, 0.8 * f.x[kDramFeature], 1.0});
+  r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
+  return r;
+}
+
+const GroupTable& group_for(const TunerTable& table, const GemmShape& shape) {
+  auto it = table.groups.find(dtype_group(shape.dtype));
+  if (it == table.groups.end())
+    throw TunerTableError((table.label.empty() ? "tuner table" : table.label) + " has no fit for " +
+                          std::string(dtype_name(shape.dtype)));
+  return it->second;
+}
+
+}  // namespace
+
+RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                 const TileConfig& config) {
+  RankedConfig r = evaluate(table, group_for(table, shape), hardware_rates(gpu, shape.dtype), shape, config);
+  r.reason = describe_grid(r.grid);
+  return r;
+}
+
+std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                          const std::vector<TileConfig>& configs, bool with_reasons) {
+  const GroupTable& group = group_for(table, shape);
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  std::vector<RankedConfig> out;
+  out.reserve(configs.size());
+  for (const auto& c : configs) out.push_back(evaluate(table, group, hw, shape, c));
+  sort_by_score(out);
+  if (with_reasons)
+    for (auto& r : out) r.reason = describe_grid(r.grid);
+  return out;
+}
+
+std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want) {
+  const BucketKey q = bucket_of(shape.M, shape.N, shape.K);
+  std::vector<std::pair<int, const std::vector<TileConfig>*>> near;
+  near.reserve(group.buckets.size());
+  for (const auto& [key, configs] : group.buckets)
+    near.emplace_back(std::abs(key.m - q.m) + std::abs(key.n - q.n) + std::abs(key.k - q.k), &configs);
+  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<TileConfig> out;
+  auto add = [&](const TileConfig& c) {
+    for (const auto& o : out)
+      if (same_config(o, c)) return;
+    out.push_back(c);
+  };
+  for (std::size_t i = 0; i < near.size(); ++i) {
+    // Every bucket at the nearest distance counts, then farther ones until there are enough.
+    if (out.size() >= want && near[i].first > near.front().first) break;
+    for (const auto& c : *near[i].second) add(c);
+  }
+  for (const auto& c : group.common) add(c);
+  return out;
+}
+
+RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config) {
+  KernelDesc k;
+  k.op = Op::gemm;
+  k.dtype = shape.dtype;
+  k.shape.M = shape.M;
+  k.shape.N = shape.N;
+  k.shape.K = shape.K;
+  k.tile = config;
+  const Prediction p = predict_roofline(k, gpu);
+  RankedConfig r;
+  r.config = config;
+  if (p.analysis.tile) r.config.stages = p.analysis.tile->stages;
+  r.pred_us = r.score = p.pred_us;
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  r.grid = wave_grid(shape, config, std::max(1, static_cast<int>(hw.sms * p.analysis.plan.ctas_per_sm)));
+  r.reason = describe_grid(r.grid) + "; " + std::string(pipe_name(p.bound)) + "-bound";
+  return r;
+}
+
+std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape) {
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  std::vector<RankedConfig> out;
+  std::vector<TileConfig> tiles;  // the candidate list repeats tiles that are their own transpose
+  for (const TileConfig& t : gemm_tile_candidates(gpu, shape.dtype))
+    if (std::none_of(tiles.begin(), tiles.end(), [&](const TileConfig& o) { return same_config(o, t); })) tiles.push_back(t);
+  for (TileConfig t : tiles) {
+    const double tiles = std::ceil(static_cast<double>(shape.M) / t.tile_m) * std::ceil(static_cast<double>(shape.N) / t.tile_n);
+    // Split-K as choose_gemm_tile considers it: only when the output tiles leave most SMs idle.
+    const int max_split =
+        tiles < hw.sms / 2.0 ? static_cast<int>(std::min(16.0, std::floor(shape.K / (4.0 * t.tile_k)))) : 1;
+    for (int s = 1; s <= std::max(1, max_split); s = s < 4 ? s + 1 : s * 2) {
+      t.split_k = s;
+      out.push_back(evaluate_analytical(gpu, shape, t));
+    }
+  }
+  sort_by_score(out);
+  return out;
+}
+
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table) {
+  if (top_k == 0) throw std::invalid_argument("top must be at least 1");
+  check_shape(shape, gpu);
+  TuneResult r;
+  const GroupTable* group = nullptr;
+  if (table) {
+    if (auto it = table->groups.find(dtype_group(shape.dtype)); it != table->groups.end()) group = &it->second;
+  }
+  std::vector<TileConfig> candidates;
+  if (group) candidates = table_candidates(*group, shape);
+  if (!candidates.empty()) {
+    r.method = "wave-table";
+    r.note = "wave model fitted on " + std::to_string(group->shapes) + " measured " + dtype_group(shape.dtype) +
+             " shapes (" + (table->label.empty() ? table->gpu_id : table->label) + ")";
+    r.ranked = rank_with_table(*table, gpu, shape, candidates, false);
+    if (r.ranked.size() > top_k) r.ranked.resize(top_k);
+    for (auto& c : r.ranked) c.reason = describe_grid(c.grid);
+  } else {
+    r.method = "analytical";
+    r.note = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +
+                         (group ? " candidates" : " fit") +
+                         "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)"
+                   : "no tuner table for " + gpu.id +
+                         "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)";
+    r.ranked = rank_analytical(gpu, shape);
+  }
+  if (r.ranked.size() > top_k) r.ranked.resize(top_k);
+  return r;
+}
+
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k) {
+  return tune_gemm(shape, gpu, top_k, bundled_tuner_table(gpu));
+}
+
+}  // namespace perfloom::tuner

@@ -1,0 +1,56 @@
+#pragma once
+// The wave-aware GEMM tuner (DESIGN.md, idea 3): ranked tile configurations with predicted
+// latency, waves and the reason, in microseconds per query. With a fitted table for the GPU
+// (resources/tuner/<gpu-id>.json) the candidates come from the query's shape bucket and the
+// latency from the wave model's class coefficients ("wave-table"). Without one, the analytical
+// GEMM model's candidate tiles are ranked by the roofline predictor with the tile given
+// ("analytical").
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/tuner/tuner_table.h"
+
+namespace perfloom::tuner {
+
+struct RankedConfig {
+  TileConfig config;
+  double pred_us = 0;
+  double score = 0;        // what the ranking sorts by (the latency, with the support penalty)
+  WaveGrid grid;
+  int class_samples = -1;  // points the class's fit saw; -1 for the analytical model
+  std::string reason;      // "1 wave, 97% full, 112 K-iterations"
+};
+
+struct TuneResult {
+  std::string method;  // "wave-table" or "analytical"
+  std::string note;    // which table, or why there was none
+  std::vector<RankedConfig> ranked;
+};
+
+// The table's prediction for one configuration. Throws TunerTableError when the table has no fit
+// for the shape's dtype group.
+RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                 const TileConfig& config);
+// Every configuration predicted and sorted by score, best first (reasons only when asked: a
+// string per candidate is most of a query's cost).
+std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                          const std::vector<TileConfig>& configs, bool with_reasons = true);
+// The candidates of a query: the configurations of the nearest shape buckets (octaves of M, N and
+// K, nearest first, at least `want` of them) and the group's most frequent winners.
+std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want = 8);
+
+// The analytical model's candidate tiles (with split-K where the output leaves SMs idle), each
+// predicted by the roofline predictor with the tile set, best first.
+std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape);
+// One configuration through the analytical model.
+RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
+
+// The query. `table` may be null (analytical). Throws std::invalid_argument for a non-positive
+// dimension or top_k, UnsupportedKernel when the GPU has no path for the dtype.
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table);
+// The same with the bundled table of the GPU, if there is one.
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k);
+
+}  // namespace perfloom::tuner

@@ -1,0 +1,163 @@
+#include "model/tuner/tuner_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "model/tuner/least_squares.h"
+
+namespace perfloom::tuner {
+
+namespace {
+std::vector<double> row_of(const WaveFeatures& f) { return {f.x.begin(), f.x.end()}; }
+
+Coefficients to_coef(const std::vector<double>& v) {
+  Coefficients c{};
+  std::copy(v.begin(), v.end(), c.begin());
+  return c;
+}
+
+// Configurations that differ only in the stage count run as one candidate.
+auto config_key(const TileConfig& t) {
+  return std::tuple(t.tile_m, t.tile_n, t.tile_k, std::max(1, t.split_k), std::max(1, t.cluster_m), std::max(1, t.cluster_n));
+}
+
+auto shape_key(const GemmShape& s) { return std::tuple(static_cast<int>(s.dtype), s.M, s.N, s.K); }
+}  // namespace
+
+SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const GpuSpec& gpu) {
+  SlotsByCluster out;
+  for (const auto& s : samples) {
+    if (s.launched_ctas <= 0) continue;
+    const TileConfig& t = s.config;
+    const int cs = std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
+    const int64_t tiles = ((s.shape.M + t.tile_m - 1) / t.tile_m) * ((s.shape.N + t.tile_n - 1) / t.tile_n) *
+                          std::max(1, t.split_k);
+    // A persistent kernel launches at most one CTA per slot; fewer CTAs than tiles reveals the slots.
+    if (s.launched_ctas < tiles && s.launched_ctas <= 4 * gpu.sm_count) out[cs] = std::max(out[cs], s.launched_ctas);
+  }
+  return out;
+}
+
+TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& opt,
+                           const std::string& source) {
+  if (samples.empty()) throw std::invalid_argument("tuner fit: no samples");
+  TunerTable table;
+  table.gpu_id = gpu.id;
+  table.sm_count = gpu.sm_count;
+  table.source = source;
+  table.support_penalty = opt.support_penalty;
+  table.slots_by_cluster = measured_slots(samples, gpu);
+
+  std::map<std::string, std::vector<const TunerSample*>> by_group;
+  for (const auto& s : samples) {
+    if (!(s.latency_us > 0) || !std::isfinite(s.latency_us)) continue;
+    by_group[dtype_group(s.shape.dtype)].push_back(&s);
+  }
+  for (auto& [name, rows] : by_group) {
+    GroupTable g;
+    const HardwareRates hw = hardware_rates(gpu, rows.front()->shape.dtype);
+    std::vector<WaveFeatures> feats;
+    feats.reserve(rows.size());
+    for (const TunerSample* s : rows) {
+      const HardwareRates h = s->shape.dtype == rows.front()->shape.dtype ? hw : hardware_rates(gpu, s->shape.dtype);
+      feats.push_back(wave_features(s->shape, s->config, h, concurrent_ctas(s->config, s->shape.dtype, h, table.slots_by_cluster)));
+    }
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> shape_best;
+    for (const TunerSample* s : rows) {
+      auto [it, fresh] = shape_best.try_emplace(shape_key(s->shape), s->latency_us);
+      if (!fresh) it->second = std::min(it->second, s->latency_us);
+    }
+    // The group's fit, relative error. With shape effects, every shape also gets a free scale
+    // (alternating least squares), so that the coefficients learn how configurations of one
+    // shape differ rather than how far off the whole shape is.
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> scale;
+    for (const TunerSample* s : rows) scale[shape_key(s->shape)] = 1.0;
+    std::vector<double> global;
+    for (int round = 0; round <= opt.shape_effect_rounds; ++round) {
+      LeastSquares all(kFeatureCount);
+      std::map<TileClassKey, LeastSquares> per_class;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const double y = rows[i]->latency_us * scale[shape_key(rows[i]->shape)];
+        const double far = rows[i]->latency_us > opt.far_from_best * shape_best[shape_key(rows[i]->shape)] ? opt.far_weight : 1.0;
+        const double w = far / (y * y);
+        const auto x = row_of(feats[i]);
+        all.add(x, y, w);
+        per_class.try_emplace(class_of(rows[i]->config), kFeatureCount).first->second.add(x, y, w);
+      }
+      global = all.solve(1e-9);
+      g.global = to_coef(global);
+      g.classes.clear();
+      for (const auto& [key, ls] : per_class)
+        g.classes[key] = ClassFit{to_coef(ls.solve(opt.class_ridge, global)), static_cast<int>(ls.rows())};
+      if (round == opt.shape_effect_rounds) {
+        std::erase_if(g.classes, [&](const auto& kv) { return kv.second.samples < opt.min_class_samples; });
+        break;
+      }
+      // Per shape the scale that best matches the current predictions: sum r^2 / sum r, r = pred / y.
+      std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::pair<double, double>> acc;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Coefficients& c = g.classes.at(class_of(rows[i]->config)).coef;  // all classes kept until the last round
+        double p = 0;
+        for (std::size_t j = 0; j < kFeatureCount; ++j) p += c[j] * feats[i].x[j];
+        const double r = p / rows[i]->latency_us;
+        auto& a = acc[shape_key(rows[i]->shape)];
+        a.first += r * r;
+        a.second += r;
+      }
+      double log_sum = 0;
+      for (auto& [k, a] : acc) {
+        scale[k] = a.second > 0 ? std::clamp(a.first / a.second, 0.25, 4.0) : 1.0;
+        log_sum += std::log(scale[k]);
+      }
+      const double norm = std::exp(log_sum / static_cast<double>(acc.size()));
+      for (auto& [k, v] : scale) v /= norm;
+    }
+    g.samples = static_cast<int>(rows.size());
+
+    // Buckets: per shape its fastest few configurations; a bucket ranks them by how close to the
+    // best they came, summed over its shapes.
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::vector<const TunerSample*>> shapes;
+    for (const TunerSample* s : rows) shapes[shape_key(s->shape)].push_back(s);
+    g.shapes = static_cast<int>(shapes.size());
+    std::map<BucketKey, std::map<decltype(config_key(TileConfig{})), std::pair<double, TileConfig>>> bucket_scores;
+    std::map<decltype(config_key(TileConfig{})), std::pair<double, TileConfig>> wins;
+    for (auto& [key, list] : shapes) {
+      std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->latency_us < b->latency_us; });
+      const double best = list.front()->latency_us;
+      const GemmShape& sh = list.front()->shape;
+      auto& scores = bucket_scores[bucket_of(sh.M, sh.N, sh.K)];
+      int taken = 0;
+      std::vector<decltype(config_key(TileConfig{}))> seen;
+      for (const TunerSample* s : list) {
+        if (taken >= opt.candidates_per_shape || s->latency_us > best * opt.candidate_within) break;
+        const auto ck = config_key(s->config);
+        if (std::find(seen.begin(), seen.end(), ck) != seen.end()) continue;
+        seen.push_back(ck);
+        TileConfig c = s->config;
+        c.stages = 0;
+        auto& slot = scores.try_emplace(ck, 0.0, c).first->second;
+        slot.first += best / s->latency_us;
+        if (taken == 0) wins.try_emplace(ck, 0.0, c).first->second.first += 1.0;
+        ++taken;
+      }
+    }
+    for (auto& [bk, scores] : bucket_scores) {
+      std::vector<std::pair<double, TileConfig>> v;
+      for (auto& [ck, sc] : scores) v.push_back(sc);
+      std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      auto& out = g.buckets[bk];
+      for (std::size_t i = 0; i < v.size() && static_cast<int>(i) < opt.bucket_cap; ++i) out.push_back(v[i].second);
+    }
+    std::vector<std::pair<double, TileConfig>> w;
+    for (auto& [ck, sc] : wins) w.push_back(sc);
+    std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; i < w.size() && static_cast<int>(i) < opt.common_count; ++i) g.common.push_back(w[i].second);
+    table.groups.emplace(name, std::move(g));
+  }
+  return table;
+}
+
+}  // namespace perfloom::tuner

@@ -1,0 +1,45 @@
+#pragma once
+// Fitting the tuner's tables from measured (shape, configuration, latency) points: a cuBLASLt
+// tile-configuration sweep (bench/data/<gpu>/tiles.csv) or the points a sampling plan asked for.
+#include <string>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/tuner/tuner_table.h"
+
+namespace perfloom::tuner {
+
+struct TunerSample {
+  GemmShape shape;
+  TileConfig config;        // perfloom's orientation: tile_m along M
+  double latency_us = 0;
+  int launched_ctas = 0;    // CTAs of the launch grid (0: unknown); persistent kernels cap it at the slots
+  int heuristic_rank = 0;   // the collector's: 1 = cuBLASLt's default choice (informational)
+};
+
+struct FitOptions {
+  double class_ridge = 3.0;        // pull of a class's coefficients toward its group's fit
+  double support_penalty = 0.10;   // ranking prefers classes the fit saw often (tuner_table.h)
+  double candidate_within = 1.10;  // configurations this close to a shape's best become candidates
+  int candidates_per_shape = 4;
+  int bucket_cap = 8;              // candidates kept per shape bucket
+  int common_count = 6;            // most frequent winners of a group, candidates of every query
+  // Rows slower than `far_from_best` x their shape's best weigh `far_weight` in the fits: the
+  // ranking needs the model right among the fast configurations more than among the slow ones.
+  double far_from_best = 1e30;
+  double far_weight = 1.0;
+  int shape_effect_rounds = 0;     // alternating rounds with a free scale per shape (0: none)
+  int min_class_samples = 2;       // rarer classes are not stored: they use the group's coefficients
+};
+
+// Concurrent CTAs per cluster size as the launch grids of persistent kernels show them (the
+// largest grid launched with fewer CTAs than there were tiles).
+SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const GpuSpec& gpu);
+
+// Least squares per dtype group (relative error: every row weighted by 1 / latency^2), then per
+// configuration class a ridge fit pulled toward the group's coefficients; buckets from the
+// fastest configurations per shape. Throws std::invalid_argument when `samples` is empty.
+TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& options = {},
+                           const std::string& source = "");
+
+}  // namespace perfloom::tuner

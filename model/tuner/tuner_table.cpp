@@ -1,0 +1,335 @@
+#include "model/tuner/tuner_table.h"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+namespace perfloom::embedded {
+std::vector<std::pair<std::string_view, std::string_view>> tuner_files();  // generated
+}
+
+namespace perfloom::tuner {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::string_view kSchema = "perfloom-tuner/1";
+
+[[noreturn]] void fail(const std::string& label, const std::string& field, const std::string& reason) {
+  throw TunerTableError(label + (field.empty() ? "" : ": field '" + field + "'") + ": " + reason);
+}
+
+std::optional<int> parse_positive(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+std::string tile_text(const TileClassKey& k) {
+  return std::to_string(k.tile_m) + "x" + std::to_string(k.tile_n) + "x" + std::to_string(k.tile_k);
+}
+
+json coef_json(const Coefficients& c) {
+  // Seven significant digits: far below the model's error, and a third of the text.
+  json a = json::array();
+  for (double v : c) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.7g", v);
+    a.push_back(std::strtod(buf, nullptr));
+  }
+  return a;
+}
+
+Coefficients coef_from(const json& j, const std::string& label, const std::string& field) {
+  if (!j.is_array()) fail(label, field, "is not an array of numbers");
+  if (j.size() != kFeatureCount)
+    fail(label, field, "has " + std::to_string(j.size()) + " coefficients, this build's model has " +
+                           std::to_string(kFeatureCount));
+  Coefficients c{};
+  for (std::size_t i = 0; i < kFeatureCount; ++i) {
+    if (!j[i].is_number()) fail(label, field, "coefficient " + std::to_string(i) + " is not a number");
+    c[i] = j[i].get<double>();
+    if (!std::isfinite(c[i])) fail(label, field, "coefficient " + std::to_string(i) + " is not finite");
+  }
+  return c;
+}
+
+const json& need(const json& obj, const char* key, const std::string& label, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(label, where.empty() ? key : where + "." + key, "is missing");
+  return *it;
+}
+
+int need_int(const json& obj, const char* key, const std::string& label, const std::string& where, int min) {
+  const json& v = need(obj, key, label, where);
+  const std::string f = where.empty() ? key : where + "." + key;
+  if (!v.is_number_integer()) fail(label, f, "is not an integer");
+  const auto x = v.get<int64_t>();
+  if (x < min) fail(label, f, "is " + std::to_string(x) + ", below " + std::to_string(min));
+  return static_cast<int>(x);
+}
+}  // namespace
+
+TileClassKey class_of(const TileConfig& t) { return {t.tile_m, t.tile_n, t.tile_k, t.split_k > 1}; }
+
+BucketKey bucket_of(int64_t M, int64_t N, int64_t K) {
+  auto octave = [](int64_t x) { return x <= 1 ? 0 : static_cast<int>(std::floor(std::log2(static_cast<double>(x)))); };
+  return {octave(M), octave(N), octave(K)};
+}
+
+std::string config_to_string(const TileConfig& t) {
+  std::string s = std::to_string(t.tile_m) + "x" + std::to_string(t.tile_n) + "x" + std::to_string(t.tile_k) + "/s" +
+                  std::to_string(std::max(1, t.split_k)) + "/c" + std::to_string(std::max(1, t.cluster_m)) + "x" +
+                  std::to_string(std::max(1, t.cluster_n));
+  if (t.stages > 0) s += "/st" + std::to_string(t.stages);
+  return s;
+}
+
+TileConfig config_from_string(std::string_view text) {
+  auto bad = [&](const std::string& why) -> TileConfig {
+    throw TunerTableError("configuration '" + std::string(text) + "': " + why +
+                          " (expected MxNxK/sS/cAxB[/stN], e.g. 128x256x64/s1/c1x2)");
+  };
+  const auto parts = split(text, '/');
+  if (parts.size() < 3 || parts.size() > 4) return bad("wrong number of '/' parts");
+  const auto dims = split(parts[0], 'x');
+  if (dims.size() != 3) return bad("tile is not MxNxK");
+  TileConfig t;
+  auto m = parse_positive(dims[0]), n = parse_positive(dims[1]), k = parse_positive(dims[2]);
+  if (!m || !n || !k) return bad("tile sizes must be positive integers");
+  t.tile_m = *m;
+  t.tile_n = *n;
+  t.tile_k = *k;
+  if (parts[1].size() < 2 || parts[1][0] != 's') return bad("split-K part is not sN");
+  auto s = parse_positive(parts[1].substr(1));
+  if (!s) return bad("split-K must be a positive integer");
+  t.split_k = *s;
+  if (parts[2].size() < 2 || parts[2][0] != 'c') return bad("cluster part is not cAxB");
+  const auto cl = split(parts[2].substr(1), 'x');
+  if (cl.size() != 2) return bad("cluster part is not cAxB");
+  auto cm = parse_positive(cl[0]), cn = parse_positive(cl[1]);
+  if (!cm || !cn) return bad("cluster sizes must be positive integers");
+  t.cluster_m = *cm;
+  t.cluster_n = *cn;
+  if (parts.size() == 4) {
+    if (parts[3].size() < 3 || parts[3].substr(0, 2) != "st") return bad("stages part is not stN");
+    auto st = parse_positive(parts[3].substr(2));
+    if (!st) return bad("stages must be a positive integer");
+    t.stages = *st;
+  }
+  return t;
+}
+
+std::string tuner_table_to_json(const TunerTable& table) {
+  // Hand-laid out: one line per class and per bucket keeps the file small and diffable.
+  auto q = [](const std::string& s) { return json(s).dump(); };
+  std::ostringstream os;
+  os << "{\n \"schema\": " << q(std::string(kSchema)) << ",\n \"gpu\": " << q(table.gpu_id)
+     << ",\n \"sm_count\": " << table.sm_count << ",\n \"source\": " << q(table.source) << ",\n \"features\": [";
+  for (std::size_t i = 0; i < kFeatureCount; ++i) os << (i ? ", " : "") << q(std::string(feature_names()[i]));
+  os << "],\n \"support_penalty\": " << json(table.support_penalty).dump() << ",\n \"slots_by_cluster\": {";
+  bool first = true;
+  for (const auto& [cs, slots] : table.slots_by_cluster) {
+    os << (first ? "" : ", ") << q(std::to_string(cs)) << ": " << slots;
+    first = false;
+  }
+  os << "},\n \"groups\": {";
+  first = true;
+  for (const auto& [name, g] : table.groups) {
+    os << (first ? "" : ",") << "\n  " << q(name) << ": {\n   \"shapes\": " << g.shapes << ", \"samples\": " << g.samples
+       << ",\n   \"global\": " << coef_json(g.global).dump() << ",\n   \"classes\": [";
+    first = false;
+    bool f2 = true;
+    for (const auto& [key, fit] : g.classes) {
+      json c = {{"tile", tile_text(key)}, {"split", key.split}, {"samples", fit.samples}, {"coef", coef_json(fit.coef)}};
+      os << (f2 ? "\n    " : ",\n    ") << c.dump();
+      f2 = false;
+    }
+    os << "\n   ],\n   \"buckets\": [";
+    f2 = true;
+    for (const auto& [key, configs] : g.buckets) {
+      json c = json::array();
+      for (const auto& t : configs) c.push_back(config_to_string(t));
+      json b = {{"m", key.m}, {"n", key.n}, {"k", key.k}, {"configs", c}};
+      os << (f2 ? "\n    " : ",\n    ") << b.dump();
+      f2 = false;
+    }
+    json common = json::array();
+    for (const auto& t : g.common) common.push_back(config_to_string(t));
+    os << "\n   ],\n   \"common\": " << common.dump() << "\n  }";
+  }
+  os << "\n }\n}\n";
+  return os.str();
+}
+
+TunerTable parse_tuner_table(std::string_view json_text, const std::string& label) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    fail(label, "", std::string("not valid JSON (") + e.what() + ")");
+  }
+  if (!j.is_object()) fail(label, "", "is not a JSON object");
+  const json& schema = need(j, "schema", label, "");
+  if (!schema.is_string() || schema.get<std::string>() != kSchema)
+    fail(label, "schema", "is " + schema.dump() + ", expected \"" + std::string(kSchema) + "\"");
+  TunerTable t;
+  t.label = label;
+  const json& gpu = need(j, "gpu", label, "");
+  if (!gpu.is_string() || gpu.get<std::string>().empty()) fail(label, "gpu", "is not a GPU id");
+  t.gpu_id = gpu.get<std::string>();
+  t.sm_count = need_int(j, "sm_count", label, "", 1);
+  if (auto it = j.find("source"); it != j.end() && it->is_string()) t.source = it->get<std::string>();
+  const json& feats = need(j, "features", label, "");
+  std::vector<std::string> expected;
+  for (auto f : feature_names()) expected.emplace_back(f);
+  if (!feats.is_array() || feats != json(expected))
+    fail(label, "features", "are " + feats.dump() + ", this build's model uses " + json(expected).dump() +
+                                "; refit the table with perfloom-tuner-fit");
+  const json& pen = need(j, "support_penalty", label, "");
+  if (!pen.is_number() || !std::isfinite(pen.get<double>()) || pen.get<double>() < 0)
+    fail(label, "support_penalty", "must be a non-negative number");
+  t.support_penalty = pen.get<double>();
+  if (auto it = j.find("slots_by_cluster"); it != j.end()) {
+    if (!it->is_object()) fail(label, "slots_by_cluster", "is not an object");
+    for (auto s = it->begin(); s != it->end(); ++s) {
+      auto cs = parse_positive(s.key());
+      if (!cs || !s.value().is_number_integer() || s.value().get<int64_t>() <= 0)
+        fail(label, "slots_by_cluster." + s.key(), "must map a positive cluster size to a positive CTA count");
+      t.slots_by_cluster[*cs] = s.value().get<int>();
+    }
+  }
+  const json& groups = need(j, "groups", label, "");
+  if (!groups.is_object() || groups.empty()) fail(label, "groups", "must be a non-empty object");
+  for (auto g = groups.begin(); g != groups.end(); ++g) {
+    const std::string where = "groups." + g.key();
+    const json& gj = g.value();
+    if (!gj.is_object()) fail(label, where, "is not an object");
+    GroupTable gt;
+    gt.shapes = need_int(gj, "shapes", label, where, 0);
+    gt.samples = need_int(gj, "samples", label, where, 0);
+    gt.global = coef_from(need(gj, "global", label, where), label, where + ".global");
+    const json& classes = need(gj, "classes", label, where);
+    if (!classes.is_array()) fail(label, where + ".classes", "is not an array");
+    for (std::size_t i = 0; i < classes.size(); ++i) {
+      const std::string cw = where + ".classes[" + std::to_string(i) + "]";
+      const json& c = classes[i];
+      if (!c.is_object()) fail(label, cw, "is not an object");
+      const json& tile = need(c, "tile", label, cw);
+      if (!tile.is_string()) fail(label, cw + ".tile", "is not a string");
+      TileConfig tc;
+      try {
+        tc = config_from_string(tile.get<std::string>() + "/s1/c1x1");
+      } catch (const TunerTableError& e) {
+        fail(label, cw + ".tile", e.what());
+      }
+      const json& split = need(c, "split", label, cw);
+      if (!split.is_boolean()) fail(label, cw + ".split", "is not true/false");
+      TileClassKey key{tc.tile_m, tc.tile_n, tc.tile_k, split.get<bool>()};
+      ClassFit fit;
+      fit.samples = need_int(c, "samples", label, cw, 0);
+      fit.coef = coef_from(need(c, "coef", label, cw), label, cw + ".coef");
+      if (!gt.classes.emplace(key, fit).second) fail(label, cw, "repeats class " + tile.get<std::string>());
+    }
+    auto configs_from = [&](const json& arr, const std::string& w) {
+      if (!arr.is_array()) fail(label, w, "is not an array");
+      std::vector<TileConfig> out;
+      for (std::size_t i = 0; i < arr.size(); ++i) {
+        if (!arr[i].is_string()) fail(label, w + "[" + std::to_string(i) + "]", "is not a string");
+        try {
+          out.push_back(config_from_string(arr[i].get<std::string>()));
+        } catch (const TunerTableError& e) {
+          fail(label, w + "[" + std::to_string(i) + "]", e.what());
+        }
+      }
+      return out;
+    };
+    const json& buckets = need(gj, "buckets", label, where);
+    if (!buckets.is_array()) fail(label, where + ".buckets", "is not an array");
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      const std::string bw = where + ".buckets[" + std::to_string(i) + "]";
+      const json& b = buckets[i];
+      if (!b.is_object()) fail(label, bw, "is not an object");
+      BucketKey key{need_int(b, "m", label, bw, 0), need_int(b, "n", label, bw, 0), need_int(b, "k", label, bw, 0)};
+      auto configs = configs_from(need(b, "configs", label, bw), bw + ".configs");
+      if (configs.empty()) fail(label, bw + ".configs", "is empty");
+      if (!gt.buckets.emplace(key, std::move(configs)).second) fail(label, bw, "repeats a bucket");
+    }
+    gt.common = configs_from(need(gj, "common", label, where), where + ".common");
+    t.groups.emplace(g.key(), std::move(gt));
+  }
+  return t;
+}
+
+void check_table_matches(const TunerTable& table, const GpuSpec& gpu) {
+  const std::string label = table.label.empty() ? "tuner table" : table.label;
+  if (table.gpu_id != gpu.id)
+    throw TunerTableError(label + ": fitted for GPU '" + table.gpu_id + "', not for '" + gpu.id + "'");
+  if (table.sm_count != gpu.sm_count)
+    throw TunerTableError(label + ": fitted on " + std::to_string(table.sm_count) + " SMs but " + gpu.id + " has " +
+                          std::to_string(gpu.sm_count) + "; the wave counts would be wrong");
+}
+
+namespace {
+struct Bundled {
+  std::map<std::string, std::variant<TunerTable, std::string>> by_id;  // a table or why it is unusable
+};
+
+const Bundled& bundled() {
+  static const Bundled b = [] {
+    Bundled out;
+    for (const auto& [path, text] : embedded::tuner_files()) {
+      std::string p(path);
+      const auto slash = p.find_last_of('/');
+      std::string id = p.substr(slash == std::string::npos ? 0 : slash + 1);
+      if (id.size() > 5 && id.substr(id.size() - 5) == ".json") id.resize(id.size() - 5);
+      try {
+        TunerTable t = parse_tuner_table(text, p);
+        if (t.gpu_id != id) throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
+        out.by_id.emplace(id, std::move(t));
+      } catch (const TunerTableError& e) {
+        out.by_id.emplace(id, std::string(e.what()));
+      }
+    }
+    return out;
+  }();
+  return b;
+}
+}  // namespace
+
+const TunerTable* bundled_tuner_table(const GpuSpec& gpu) {
+  const auto& b = bundled();
+  auto it = b.by_id.find(gpu.id);
+  if (it == b.by_id.end()) return nullptr;
+  if (const auto* err = std::get_if<std::string>(&it->second)) throw TunerTableError(*err);
+  const TunerTable& t = std::get<TunerTable>(it->second);
+  check_table_matches(t, gpu);
+  return &t;
+}
+
+std::vector<std::string> bundled_tuner_gpus() {
+  std::vector<std::string> ids;
+  for (const auto& [id, v] : bundled().by_id) ids.push_back(id);
+  return ids;
+}
+
+}  // namespace perfloom::tuner

@@ -1,0 +1,87 @@
+#pragma once
+// The tuner's two lookup tables for one GPU (DESIGN.md, idea 3), and their JSON form
+// (resources/tuner/<gpu-id>.json, schema perfloom-tuner/1, embedded in the binary):
+//   1. per shape bucket (dtype group, octave of M, N and K) the few configurations that were
+//      fastest at the measured shapes in it: the candidates of a query;
+//   2. per configuration class (tile M x N x K, split-K or not) the fitted coefficients of the
+//      wave model (wave_model.h): a candidate's latency is one dot product.
+// A query therefore costs a bucket lookup and a dozen dot products: microseconds.
+#include <array>
+#include <compare>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/tuner/wave_model.h"
+
+namespace perfloom::tuner {
+
+class TunerTableError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using Coefficients = std::array<double, kFeatureCount>;
+
+// Configurations of one class share coefficients; cluster shape and stages change only the slots.
+struct TileClassKey {
+  int tile_m = 0, tile_n = 0, tile_k = 0;
+  bool split = false;
+  auto operator<=>(const TileClassKey&) const = default;
+};
+TileClassKey class_of(const TileConfig& t);
+
+struct ClassFit {
+  Coefficients coef{};  // the whole model of the class (global fit + the class's ridge deviation)
+  int samples = 0;      // measured (shape, configuration) points of the class in the fit
+};
+
+// Octaves: floor(log2(dim)).
+struct BucketKey {
+  int m = 0, n = 0, k = 0;
+  auto operator<=>(const BucketKey&) const = default;
+};
+BucketKey bucket_of(int64_t M, int64_t N, int64_t K);
+
+struct GroupTable {
+  Coefficients global{};                 // a class the table has not seen uses these
+  std::map<TileClassKey, ClassFit> classes;
+  std::map<BucketKey, std::vector<TileConfig>> buckets;  // best first
+  std::vector<TileConfig> common;        // configurations that won most often in the group
+  int shapes = 0, samples = 0;           // what the fit saw
+};
+
+struct TunerTable {
+  std::string gpu_id;
+  int sm_count = 0;
+  std::string source;           // what it was fitted on
+  double support_penalty = 0;   // ranking score = latency x (1 + penalty / sqrt(1 + class samples))
+  SlotsByCluster slots_by_cluster;  // concurrent CTAs per cluster size, measured
+  std::map<std::string, GroupTable> groups;  // by dtype_group()
+  std::string label;            // where it was read from, for messages
+};
+
+// "128x256x64/s1/c1x2" (tile M x N x K in perfloom's orientation, split-K, cluster M x N), with
+// "/st4" appended when the stage count is known.
+std::string config_to_string(const TileConfig& t);
+// Throws TunerTableError naming the text when it is not in that form.
+TileConfig config_from_string(std::string_view text);
+
+// Parses and validates a table: schema, feature list, finite coefficients of the right length,
+// well-formed configurations. Throws TunerTableError with `label`, the field and the reason.
+TunerTable parse_tuner_table(std::string_view json_text, const std::string& label);
+std::string tuner_table_to_json(const TunerTable& table);
+
+// Throws TunerTableError when the table was fitted for another GPU (id or SM count differ).
+void check_table_matches(const TunerTable& table, const GpuSpec& gpu);
+
+// The table embedded for this GPU (resources/tuner/<id>.json), or nullptr when there is none.
+// Throws TunerTableError when the embedded file is corrupt or was fitted for another GPU.
+const TunerTable* bundled_tuner_table(const GpuSpec& gpu);
+// Ids of the GPUs that have an embedded table.
+std::vector<std::string> bundled_tuner_gpus();
+
+}  // namespace perfloom::tuner

@@ -1,0 +1,110 @@
+#include "model/tuner/wave_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "model/families/gemm/gemm_model.h"
+
+namespace perfloom::tuner {
+
+std::string dtype_group(Dtype d) {
+  switch (d) {
+    case Dtype::fp16:
+    case Dtype::bf16: return "16bit";
+    case Dtype::fp8e4m3:
+    case Dtype::fp8e5m2: return "fp8";
+    default: return std::string(dtype_name(d));
+  }
+}
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int cluster_size(const TileConfig& t) { return std::max(1, t.cluster_m) * std::max(1, t.cluster_n); }
+}  // namespace
+
+int concurrent_ctas(const TileConfig& t, Dtype dtype, const HardwareRates& hw, const SlotsByCluster& measured) {
+  const int cs = cluster_size(t);
+  if (auto it = measured.find(cs); it != measured.end() && it->second > 0) return it->second;
+  const double stage_bytes = static_cast<double>(t.tile_m + t.tile_n) * std::max(1, t.tile_k) * dtype_bytes(dtype);
+  const double smem = t.stages > 0 ? t.stages * stage_bytes : hw.max_smem_per_block_bytes;
+  const int per_sm = occupancy(384, 168, smem, hw);
+  double ctas = static_cast<double>(hw.sms) * per_sm;
+  if (cs >= 4) ctas *= 120.0 / 132.0;  // GPC fragmentation, as measured on H100/H200
+  const int whole = static_cast<int>(std::floor(ctas / cs + 1e-9)) * cs;
+  return std::max(cs, whole);
+}
+
+WaveGrid wave_grid(const GemmShape& s, const TileConfig& t, int slot_count) {
+  if (s.M <= 0 || s.N <= 0 || s.K <= 0) throw std::invalid_argument("GEMM dimensions must be positive");
+  if (t.tile_m <= 0 || t.tile_n <= 0 || t.tile_k <= 0) throw std::invalid_argument("tile sizes must be positive");
+  if (slot_count <= 0) throw std::invalid_argument("concurrent CTA slots must be positive");
+  WaveGrid g;
+  g.tiles_m = ceil_div(s.M, t.tile_m);
+  g.tiles_n = ceil_div(s.N, t.tile_n);
+  g.split_k = std::max(1, t.split_k);
+  g.ctas = g.tiles_m * g.tiles_n * g.split_k;
+  g.slot_count = slot_count;
+  g.waves = ceil_div(g.ctas, slot_count);
+  g.last_wave_fill = static_cast<double>(g.ctas - (g.waves - 1) * slot_count) / slot_count;
+  g.k_iters = ceil_div(ceil_div(s.K, g.split_k), t.tile_k);
+  return g;
+}
+
+double mma_iteration_us(const TileConfig& t, Dtype dtype, const HardwareRates& hw) {
+  // Warpgroup MMA: one side of the tile in 64-row steps, the other at least 64 wide to keep the
+  // tensor core busy (narrow tiles re-read the 64-row operand from shared memory per MMA).
+  int mdim = t.tile_m, ndim = t.tile_n;
+  if (t.tile_n % 64 == 0 && (t.tile_m % 64 != 0 || t.tile_n >= t.tile_m)) std::swap(mdim, ndim);
+  const double padded_m = std::ceil(mdim / 64.0) * 64.0;
+  const double padded_n = std::max(ndim, 64);
+  const double rate = hw.tensor_flops_per_clk > 0 && dtype != Dtype::fp32 ? hw.tensor_flops_per_clk : hw.fma_flops_per_clk;
+  return 2.0 * padded_m * padded_n * t.tile_k / (rate * hw.clock_hz) * 1e6;
+}
+
+const std::array<std::string_view, kFeatureCount>& feature_names() {
+  static const std::array<std::string_view, kFeatureCount> names = {"one", "u",         "f",      "u*f",  "w1",
+                                                                    "w1*u", "dram_us", "splitk_us", "splitk", "l2_us"};
+  return names;
+}
+
+WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw, int slot_count) {
+  WaveFeatures out;
+  out.grid = wave_grid(s, t, slot_count);
+  const WaveGrid& g = out.grid;
+  const double in_b = dtype_bytes(s.dtype), out_b = gemm_output_bytes(s.dtype);
+  const double dram_bytes_per_us = hw.dram_bytes_per_clk * hw.clock_hz * 1e-6;
+  const double l2_bytes_per_us = hw.l2_bytes_per_clk * hw.clock_hz * 1e-6;
+  const double M = static_cast<double>(s.M), N = static_cast<double>(s.N), K = static_cast<double>(s.K);
+  const double u = static_cast<double>(g.k_iters) * mma_iteration_us(t, s.dtype, hw);
+  const double f = g.last_wave_fill;
+  const double w1 = static_cast<double>(g.waves - 1);
+  const bool split = g.split_k > 1;
+  out.x = {1.0,
+           u,
+           f,
+           u * f,
+           w1,
+           w1 * u,
+           ((M * K + N * K) * in_b + M * N * out_b) / dram_bytes_per_us,
+           split ? M * N * 4.0 * static_cast<double>(g.split_k) * 2.0 / dram_bytes_per_us : 0.0,
+           split ? 1.0 : 0.0,
+           static_cast<double>(g.ctas) * static_cast<double>(g.k_iters) * (t.tile_m + t.tile_n) * t.tile_k * in_b /
+               l2_bytes_per_us};
+  return out;
+}
+
+std::string describe_grid(const WaveGrid& g) {
+  std::ostringstream os;
+  const int pct = static_cast<int>(std::lround(g.last_wave_fill * 100.0));
+  if (g.waves == 1)
+    os << "1 wave, " << pct << "% full";
+  else
+    os << g.waves << " waves, last " << pct << "% full";
+  os << ", " << g.k_iters << " K-iteration" << (g.k_iters == 1 ? "" : "s");
+  if (g.split_k > 1) os << ", split-K " << g.split_k;
+  return os.str();
+}
+
+}  // namespace perfloom::tuner

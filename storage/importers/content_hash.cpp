@@ -1,0 +1,111 @@
+#include "storage/importers/content_hash.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <vector>
+
+#include "storage/importers/importer.h"
+
+namespace perfloom::storage {
+
+namespace {
+
+struct Digest {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  Digest() {
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) throw std::runtime_error("OpenSSL SHA-256 unavailable");
+  }
+  ~Digest() { EVP_MD_CTX_free(ctx); }
+  void update(const void* p, std::size_t n) { EVP_DigestUpdate(ctx, p, n); }
+  std::string hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx, md, &n);
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < n; ++i) {
+      out.push_back(digits[md[i] >> 4]);
+      out.push_back(digits[md[i] & 15]);
+    }
+    return out;
+  }
+};
+
+void hash_file_into(Digest& d, const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ImportError(path.string(), "", std::string("cannot be opened: ") + std::strerror(errno));
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ImportError(path.string(), "", std::string("read error: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    d.update(buf.data(), static_cast<std::size_t>(n));
+  }
+}
+
+std::vector<std::filesystem::path> tree_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec))
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  if (ec) throw ImportError(dir.string(), "", "cannot list the folder: " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+std::string sha256_file(const std::filesystem::path& path) {
+  Digest d;
+  hash_file_into(d, path);
+  return d.hex();
+}
+
+std::string sha256_tree(const std::filesystem::path& dir) {
+  Digest d;
+  for (const auto& f : tree_files(dir)) {
+    std::string rel = std::filesystem::relative(f, dir).generic_string();
+    std::string header = rel + '\0' + std::to_string(std::filesystem::file_size(f)) + '\0';
+    d.update(header.data(), header.size());
+    hash_file_into(d, f);
+  }
+  return d.hex();
+}
+
+std::string sha256_bytes(std::string_view bytes) {
+  Digest d;
+  d.update(bytes.data(), bytes.size());
+  return d.hex();
+}
+
+std::string content_hash(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? sha256_tree(path) : sha256_file(path);
+}
+
+uint64_t content_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    auto n = std::filesystem::file_size(path, ec);
+    return ec ? 0 : n;
+  }
+  uint64_t total = 0;
+  for (const auto& f : tree_files(path)) total += std::filesystem::file_size(f, ec);
+  return total;
+}
+
+}  // namespace perfloom::storage

@@ -1,0 +1,19 @@
+#pragma once
+// SHA-256 of what is imported (OpenSSL's libcrypto), to recognise a file imported before.
+#include <filesystem>
+#include <string>
+
+namespace perfloom::storage {
+
+// Lower-case hex SHA-256 of the file's bytes as stored. Throws ImportError naming the file.
+std::string sha256_file(const std::filesystem::path& path);
+// Of a folder: every regular file under it, in path order, as (relative path, size, bytes).
+std::string sha256_tree(const std::filesystem::path& dir);
+// Of bytes in memory.
+std::string sha256_bytes(std::string_view bytes);
+// sha256_tree for a folder, sha256_file otherwise.
+std::string content_hash(const std::filesystem::path& path);
+// Bytes of a file, or of all regular files under a folder.
+uint64_t content_bytes(const std::filesystem::path& path);
+
+}  // namespace perfloom::storage

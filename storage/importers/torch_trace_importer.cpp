@@ -1,0 +1,680 @@
+#include "storage/importers/torch_trace_importer.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <sqlite3.h>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "storage/importers/input_file.h"
+#include "storage/importers/op_table.h"
+#include "storage/importers/scratch_db.h"
+#include "storage/public_datasets.h"
+
+namespace perfloom::storage {
+
+namespace {
+
+using Kind = JsonReader::Kind;
+
+constexpr std::size_t kMaxInputs = 64;       // "Input Dims" entries kept per op
+constexpr std::size_t kMaxRank = 16;         // dimensions kept per input
+constexpr std::size_t kMaxRuntime = 1 << 18; // launches remembered for kernels without External id
+constexpr std::size_t kMaxPending = 1 << 16; // kernels waiting for their launch record
+constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
+
+// Ops that only change tensor metadata or allocate: they never launch a kernel themselves (ops
+// that may copy, like reshape or contiguous, are not here), and they are about half the cpu_op
+// events of a trace, so the op table does not keep them.
+bool never_launches(std::string_view name) {
+  static const std::unordered_set<std::string_view> kNames = {
+      "aten::view",        "aten::_unsafe_view", "aten::as_strided", "aten::t",
+      "aten::transpose",   "aten::permute",      "aten::expand",     "aten::unsqueeze", "aten::squeeze",
+      "aten::slice",       "aten::select",       "aten::narrow",     "aten::split",     "aten::split_with_sizes",
+      "aten::chunk",       "aten::detach",       "aten::detach_",
+      "aten::alias",       "aten::empty",        "aten::empty_like", "aten::empty_strided",
+      "aten::resize_",     "aten::lift_fresh",   "aten::unbind",     "aten::numpy_T",
+      "aten::result_type", "aten::is_nonzero",   "aten::item",       "aten::_local_scalar_dense"};
+  return kNames.count(name) > 0;
+}
+
+// A kernel event as read.
+struct Kern {
+  int64_t seq = 0;
+  std::string name;
+  double ts = 0, dur = 0;
+  int64_t ext = 0, corr = 0;
+  bool has_corr = false;
+  int64_t device = -1;
+  std::optional<LaunchArgs> launch;
+};
+
+struct Launch {  // the runtime call that launched a kernel
+  int64_t ext = 0;
+  int64_t tid = 0;
+  double ts = 0;
+};
+
+// The fields of one event that the importer uses; reused from event to event.
+struct Event {
+  std::string ph, cat, name;
+  double ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false;
+  int64_t tid = 0;
+  int64_t ext = 0, corr = 0, device = -1;
+  bool has_ext = false, has_corr = false;
+  std::array<int64_t, 3> grid{}, block{};
+  bool has_grid = false, has_block = false;
+  int64_t regs = -1, smem = -1;
+  std::vector<std::vector<int64_t>> dims;
+  std::size_t n_dims = 0;
+  std::vector<std::string> types;
+  std::size_t n_types = 0;
+
+  void reset() {
+    ph.clear();
+    cat.clear();
+    name.clear();
+    has_ts = has_dur = has_ext = has_corr = has_grid = has_block = false;
+    ts = dur = 0;
+    tid = ext = corr = 0;
+    device = regs = smem = -1;
+    grid = block = {};
+    n_dims = n_types = 0;
+  }
+};
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+uint64_t get_varint(const unsigned char*& p) {
+  uint64_t v = 0;
+  int shift = 0;
+  while (*p & 0x80) {
+    v |= uint64_t(*p++ & 0x7F) << shift;
+    shift += 7;
+  }
+  v |= uint64_t(*p++) << shift;
+  return v;
+}
+uint64_t zz(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t unzz(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+class TraceParser {
+ public:
+  TraceParser(JsonReader& r, ImportSink& sink, const ImportControl& control, std::function<uint64_t()> raw_offset,
+              uint64_t raw_total)
+      : r_(r),
+        sink_(sink),
+        control_(control),
+        label_(r.label()),
+        raw_offset_(std::move(raw_offset)),
+        raw_total_(raw_total),
+        ops_(control.op_memory_bytes, r.label()) {}
+
+  void run() {
+    Kind k = r_.peek();
+    if (k == Kind::object) {
+      r_.begin_object();
+      while (r_.next_member()) {
+        if (r_.key() == "traceEvents") {
+          parse_events();
+        } else if (r_.key() == "deviceProperties") {
+          parse_devices();
+        } else {
+          r_.skip_value();
+        }
+      }
+    } else if (k == Kind::array) {
+      parse_events();  // the Chrome "JSON Array Format": the events alone
+    } else {
+      r_.fail(std::string("not a Chrome trace: the document is ") + JsonReader::kind_name(k) +
+              ", not an object with traceEvents");
+    }
+    r_.finish();
+    if (!saw_events_)
+      throw ImportError(label_, "", "not a Chrome trace: no traceEvents array (torch.profiler export_chrome_trace writes one)");
+    finish();
+  }
+
+ private:
+  [[noreturn]] void fail_event(const std::string& reason) {
+    throw ImportError(label_, "event " + std::to_string(event_index_) + " (" + r_.where() + ")", reason);
+  }
+
+  int64_t integer_field(const char* field) {
+    Kind k = r_.peek();
+    if (k != Kind::number) fail_event(std::string(field) + ": expected an integer, found " + JsonReader::kind_name(k));
+    auto n = r_.read_number();
+    if (!n.integral) fail_event(std::string(field) + ": expected an integer, found a fraction or an out-of-range number");
+    return n.integer;
+  }
+  double number_field(const char* field) {
+    Kind k = r_.peek();
+    if (k != Kind::number) fail_event(std::string(field) + ": expected a number, found " + JsonReader::kind_name(k));
+    return r_.read_number().value;
+  }
+  void string_field(const char* field, std::string& out) {
+    Kind k = r_.peek();
+    if (k != Kind::string) fail_event(std::string(field) + ": expected a string, found " + JsonReader::kind_name(k));
+    r_.read_string(out);
+  }
+  // pid and tid are numbers, or names ("Traces", "PyTorch Profiler") on annotation rows.
+  int64_t id_field(const char* field) {
+    Kind k = r_.peek();
+    if (k == Kind::number) {
+      auto n = r_.read_number();
+      return n.integral ? n.integer : static_cast<int64_t>(n.value);
+    }
+    if (k == Kind::string) {
+      r_.read_string(text_);
+      return static_cast<int64_t>(std::hash<std::string>()(text_) >> 1);
+    }
+    fail_event(std::string(field) + ": expected a number or a string, found " + JsonReader::kind_name(k));
+  }
+  void dims3_field(const char* field, std::array<int64_t, 3>& out) {
+    Kind k = r_.peek();
+    if (k != Kind::array) fail_event(std::string(field) + ": expected an array of 3 integers, found " + JsonReader::kind_name(k));
+    r_.begin_array();
+    std::size_t i = 0;
+    out = {1, 1, 1};
+    while (r_.next_element()) {
+      if (i == 3) fail_event(std::string(field) + ": more than 3 dimensions");
+      int64_t v = integer_field(field);
+      if (v < 0 || v > kMaxGrid) fail_event(std::string(field) + ": dimension " + std::to_string(v) + " out of range");
+      out[i++] = v;
+    }
+    if (i == 0) fail_event(std::string(field) + ": empty");
+  }
+
+  void parse_devices() {
+    Kind k = r_.peek();
+    if (k != Kind::array) r_.fail(std::string("deviceProperties: expected an array, found ") + JsonReader::kind_name(k));
+    r_.begin_array();
+    while (r_.next_element()) {
+      if (r_.peek() != Kind::object) r_.fail("deviceProperties: expected an object per device");
+      r_.begin_object();
+      int64_t id = static_cast<int64_t>(devices_.size());
+      std::string name;
+      while (r_.next_member()) {
+        if (r_.key() == "id") {
+          if (r_.peek() != Kind::number) r_.fail("deviceProperties: id must be a number");
+          auto n = r_.read_number();
+          id = n.integral ? n.integer : -1;
+        } else if (r_.key() == "name") {
+          if (r_.peek() != Kind::string) r_.fail("deviceProperties: name must be a string");
+          r_.read_string(name);
+        } else {
+          r_.skip_value();
+        }
+      }
+      if (devices_.size() < 1024) devices_[id] = name;
+    }
+  }
+
+  void parse_events() {
+    saw_events_ = true;
+    Kind k = r_.peek();
+    if (k != Kind::array) r_.fail(std::string("traceEvents: expected an array, found ") + JsonReader::kind_name(k));
+    r_.begin_array();
+    while (r_.next_element()) {
+      try {
+        parse_event();
+      } catch (const ImportCancelled&) {
+        throw;
+      } catch (const ImportError& e) {
+        if (e.where().rfind("event ", 0) == 0) throw;
+        throw ImportError(label_, "event " + std::to_string(event_index_) + " (" + e.where() + ")", e.reason());
+      }
+      ++event_index_;
+      if ((event_index_ & 1023) == 0) tick("reading events");
+    }
+  }
+
+  void tick(const char* stage) {
+    control_.check_cancel(label_);
+    if (!control_.progress) return;
+    uint64_t at = raw_offset_ ? raw_offset_() : r_.offset();
+    if (at >= last_progress_ + (uint64_t(8) << 20)) {
+      last_progress_ = at;
+      control_.progress(ImportProgress{at, raw_total_, kernels_emitted_, stage});
+    }
+  }
+
+  void parse_event() {
+    if (r_.peek() != Kind::object)
+      fail_event(std::string("expected an event object, found ") + JsonReader::kind_name(r_.peek()));
+    ev_.reset();
+    r_.begin_object();
+    while (r_.next_member()) {
+      const std::string_view key = r_.key();
+      switch (key.size()) {
+        case 2:
+          if (key == "ph") { string_field("ph", ev_.ph); continue; }
+          if (key == "ts") { ev_.ts = number_field("ts"); ev_.has_ts = true; continue; }
+          break;
+        case 3:
+          if (key == "cat") { string_field("cat", ev_.cat); continue; }
+          if (key == "dur") { ev_.dur = number_field("dur"); ev_.has_dur = true; continue; }
+          if (key == "tid") { ev_.tid = id_field("tid"); continue; }
+          break;
+        case 4:
+          if (key == "name") { string_field("name", ev_.name); continue; }
+          if (key == "args") { parse_args(); continue; }
+          break;
+      }
+      r_.skip_value();
+    }
+    handle_event();
+  }
+
+  void parse_args() {
+    Kind k = r_.peek();
+    if (k != Kind::object) fail_event(std::string("args: expected an object, found ") + JsonReader::kind_name(k));
+    r_.begin_object();
+    while (r_.next_member()) {
+      const std::string_view key = r_.key();  // string_view: unequal lengths compare in one step
+      if (key == "External id") {
+        ev_.ext = integer_field("args.External id");
+        ev_.has_ext = true;
+      } else if (key == "correlation") {
+        ev_.corr = integer_field("args.correlation");
+        ev_.has_corr = true;
+      } else if (key == "grid") {
+        dims3_field("args.grid", ev_.grid);
+        ev_.has_grid = true;
+      } else if (key == "block") {
+        dims3_field("args.block", ev_.block);
+        ev_.has_block = true;
+      } else if (key == "registers per thread") {
+        ev_.regs = integer_field("args.registers per thread");
+        if (ev_.regs < 0 || ev_.regs > 65536) fail_event("args.registers per thread: out of range");
+      } else if (key == "shared memory") {
+        ev_.smem = integer_field("args.shared memory");
+        if (ev_.smem < 0 || ev_.smem > (int64_t(1) << 40)) fail_event("args.shared memory: out of range");
+      } else if (key == "device") {
+        ev_.device = integer_field("args.device");
+      } else if (key == "Input Dims") {
+        parse_dims();
+      } else if (key == "Input type") {
+        parse_types();
+      } else {
+        r_.skip_value();
+      }
+    }
+  }
+
+  void parse_dims() {
+    Kind k = r_.peek();
+    if (k != Kind::array) fail_event(std::string("args.Input Dims: expected an array, found ") + JsonReader::kind_name(k));
+    r_.begin_array();
+    while (r_.next_element()) {
+      Kind ek = r_.peek();
+      if (ek == Kind::null) {
+        r_.read_null();
+        if (ev_.n_dims < kMaxInputs) {
+          if (ev_.dims.size() <= ev_.n_dims) ev_.dims.resize(ev_.n_dims + 1);
+          ev_.dims[ev_.n_dims++].clear();
+        }
+        continue;
+      }
+      if (ek != Kind::array)
+        fail_event(std::string("args.Input Dims: expected a list of dimensions, found ") + JsonReader::kind_name(ek));
+      std::vector<int64_t>* slot = nullptr;
+      if (ev_.n_dims < kMaxInputs) {
+        if (ev_.dims.size() <= ev_.n_dims) ev_.dims.resize(ev_.n_dims + 1);
+        slot = &ev_.dims[ev_.n_dims++];
+        slot->clear();
+      }
+      r_.begin_array();
+      bool nested = false;
+      while (r_.next_element()) {
+        Kind dk = r_.peek();
+        if (dk == Kind::number && !nested) {
+          int64_t v = integer_field("args.Input Dims");
+          if (slot && slot->size() < kMaxRank) slot->push_back(v);
+        } else if (dk == Kind::array) {
+          // A TensorList argument (aten::cat): its tensors' shapes; not one shape, so not kept.
+          nested = true;
+          if (slot) slot->clear();
+          r_.skip_value();
+        } else {
+          fail_event(std::string("args.Input Dims: expected integers, found ") + JsonReader::kind_name(dk));
+        }
+      }
+    }
+  }
+
+  void parse_types() {
+    Kind k = r_.peek();
+    if (k != Kind::array) fail_event(std::string("args.Input type: expected an array, found ") + JsonReader::kind_name(k));
+    r_.begin_array();
+    while (r_.next_element()) {
+      Kind ek = r_.peek();
+      if (ek != Kind::string)
+        fail_event(std::string("args.Input type: expected strings, found ") + JsonReader::kind_name(ek));
+      if (ev_.n_types < kMaxInputs) {
+        if (ev_.types.size() <= ev_.n_types) ev_.types.resize(ev_.n_types + 1);
+        r_.read_string(ev_.types[ev_.n_types++]);
+      } else {
+        r_.skip_value();
+      }
+    }
+  }
+
+  void handle_event() {
+    if (std::string_view(ev_.ph) != "X") return;
+    const std::string_view cat = ev_.cat;
+    if (cat == "kernel" || cat == "Kernel") {
+      on_kernel();
+    } else if (cat == "cpu_op" || cat == "Operator" || cat == "operator") {
+      if (!ev_.has_ext || ev_.ext == 0 || never_launches(ev_.name)) return;
+      ops_.add(ev_.ext, ev_.tid, ev_.ts, ev_.dur, ev_.name, ev_.dims, ev_.n_dims, ev_.types, ev_.n_types);
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") {
+      if (!ev_.has_corr) return;
+      Launch l{ev_.has_ext ? ev_.ext : 0, ev_.tid, ev_.ts};
+      // A CUDA graph launch starts many kernels under one correlation id.
+      auto [first, last] = pending_.equal_range(ev_.corr);
+      if (first != last) {
+        std::vector<Kern> ready;
+        for (auto it = first; it != last; ++it) ready.push_back(std::move(it->second));
+        pending_.erase(first, last);
+        std::sort(ready.begin(), ready.end(), [](const Kern& a, const Kern& b) { return a.seq < b.seq; });
+        for (Kern& k : ready) resolve_with_launch(std::move(k), l);
+      }
+      remember_launch(ev_.corr, l);
+    }
+  }
+
+  void remember_launch(int64_t corr, const Launch& l) {
+    if (launches_.size() >= kMaxRuntime) {
+      launches_.erase(launch_order_.front());
+      launch_order_.pop_front();
+    }
+    if (launches_.emplace(corr, l).second) launch_order_.push_back(corr);
+  }
+
+  void on_kernel() {
+    if (!ev_.has_ts || !ev_.has_dur) fail_event("a kernel event (cat \"kernel\") needs numeric ts and dur");
+    if (ev_.dur < 0) fail_event("a kernel event with a negative duration");
+    Kern k;
+    k.seq = kernels_seen_++;
+    k.name = ev_.name;
+    k.ts = ev_.ts;
+    k.dur = ev_.dur;
+    k.ext = ev_.has_ext ? ev_.ext : 0;
+    k.corr = ev_.corr;
+    k.has_corr = ev_.has_corr;
+    k.device = ev_.device;
+    if (ev_.has_grid || ev_.has_block || ev_.regs >= 0 || ev_.smem >= 0) {
+      LaunchArgs a;
+      if (ev_.has_grid) a.grid = ev_.grid;
+      if (ev_.has_block) a.block = ev_.block;
+      a.registers_per_thread = static_cast<int>(std::max<int64_t>(ev_.regs, 0));
+      a.shared_memory_bytes = std::max<int64_t>(ev_.smem, 0);
+      k.launch = a;
+    }
+    if (device_kernels_.size() < 1024 || device_kernels_.count(k.device)) ++device_kernels_[k.device];
+
+    if (k.ext > 0 && ops_.find(k.ext, op_)) {
+      emit(std::move(k), &op_);
+      return;
+    }
+    if (k.has_corr) {
+      if (auto it = launches_.find(k.corr); it != launches_.end()) {
+        resolve_with_launch(std::move(k), it->second);
+        return;
+      }
+      if (pending_.size() >= kMaxPending) {
+        // The launch records are far away in the file: park the oldest waiting kernels.
+        while (!pending_order_.empty()) {
+          int64_t oldest = pending_order_.front();
+          pending_order_.pop_front();
+          auto [first, last] = pending_.equal_range(oldest);
+          if (first == last) continue;
+          for (auto it = first; it != last; ++it) defer(it->second, nullptr);
+          pending_.erase(first, last);
+          break;
+        }
+      }
+      if (pending_order_.size() > 4 * kMaxPending) {
+        std::deque<int64_t> live;
+        for (int64_t c : pending_order_)
+          if (pending_.count(c)) live.push_back(c);
+        pending_order_.swap(live);
+      }
+      int64_t corr = k.corr;
+      if (!pending_.count(corr)) pending_order_.push_back(corr);
+      pending_.emplace(corr, std::move(k));
+      return;
+    }
+    defer(k, nullptr);
+  }
+
+  void resolve_with_launch(Kern&& k, const Launch& l) {
+    if (l.ext > 0 && ops_.find(l.ext, op_)) {
+      emit(std::move(k), &op_);
+      return;
+    }
+    defer(k, &l);
+  }
+
+  // A kernel whose op is not known yet: to the temporary database, resolved at the end.
+  void defer(const Kern& k, const Launch* l) {
+    if (!scratch_) {
+      scratch_ = std::make_unique<ScratchDb>(label_);
+      scratch_->exec("CREATE TABLE deferred (seq INTEGER PRIMARY KEY, rec BLOB)");
+      scratch_->exec("BEGIN");
+      defer_insert_ = Stmt(scratch_->prepare("INSERT OR REPLACE INTO deferred VALUES (?1, ?2)"));
+    }
+    rec_.clear();
+    put_varint(rec_, k.name.size());
+    rec_.append(k.name);
+    rec_.append(reinterpret_cast<const char*>(&k.ts), 8);
+    rec_.append(reinterpret_cast<const char*>(&k.dur), 8);
+    put_varint(rec_, zz(k.ext));
+    put_varint(rec_, zz(k.corr));
+    put_varint(rec_, k.has_corr);
+    put_varint(rec_, zz(k.device));
+    put_varint(rec_, k.launch.has_value());
+    if (k.launch) {
+      for (int64_t v : k.launch->grid) put_varint(rec_, zz(v));
+      for (int64_t v : k.launch->block) put_varint(rec_, zz(v));
+      put_varint(rec_, zz(k.launch->registers_per_thread));
+      put_varint(rec_, zz(k.launch->shared_memory_bytes));
+    }
+    put_varint(rec_, l != nullptr);
+    if (l) {
+      put_varint(rec_, zz(l->ext));
+      put_varint(rec_, zz(l->tid));
+      rec_.append(reinterpret_cast<const char*>(&l->ts), 8);
+    }
+    sqlite3_bind_int64(defer_insert_, 1, k.seq);
+    sqlite3_bind_blob(defer_insert_, 2, rec_.data(), static_cast<int>(rec_.size()), SQLITE_STATIC);
+    if (sqlite3_step(defer_insert_) != SQLITE_DONE) scratch_->fail("parking a kernel");
+    sqlite3_reset(defer_insert_);
+    ++deferred_;
+  }
+
+  static Kern decode_deferred(int64_t seq, const unsigned char* p, Launch& launch, bool& has_launch) {
+    Kern k;
+    k.seq = seq;
+    std::size_t n = get_varint(p);
+    k.name.assign(reinterpret_cast<const char*>(p), n);
+    p += n;
+    std::memcpy(&k.ts, p, 8);
+    std::memcpy(&k.dur, p + 8, 8);
+    p += 16;
+    k.ext = unzz(get_varint(p));
+    k.corr = unzz(get_varint(p));
+    k.has_corr = get_varint(p) != 0;
+    k.device = unzz(get_varint(p));
+    if (get_varint(p)) {
+      LaunchArgs a;
+      for (auto& v : a.grid) v = unzz(get_varint(p));
+      for (auto& v : a.block) v = unzz(get_varint(p));
+      a.registers_per_thread = static_cast<int>(unzz(get_varint(p)));
+      a.shared_memory_bytes = unzz(get_varint(p));
+      k.launch = a;
+    }
+    has_launch = get_varint(p) != 0;
+    launch = Launch{};
+    if (has_launch) {
+      launch.ext = unzz(get_varint(p));
+      launch.tid = unzz(get_varint(p));
+      std::memcpy(&launch.ts, p, 8);
+    }
+    return k;
+  }
+
+  void emit(Kern&& k, const OpInfo* op) {
+    ClassifyInput in;
+    in.kernel_name = std::move(k.name);
+    in.launch = k.launch;
+    if (op) {
+      in.framework_op = op->name;
+      in.input_dims = op->dims;
+      in.input_types = op->types;
+    }
+    ImportedKernel ik = classified_kernel(in);
+    ik.seq = k.seq;
+    ik.start_us = k.ts;
+    ImportedMeasurement m;
+    m.latency_us = k.dur;
+    m.method = "torch.profiler";
+    ik.measurement = std::move(m);
+    if (!op) ++without_op_;
+    sink_.kernel(std::move(ik));
+    ++kernels_emitted_;
+  }
+
+  void finish() {
+    if (kernels_seen_ == 0)
+      throw ImportError(label_, "", "no GPU kernel events (cat \"kernel\") among " + std::to_string(event_index_) +
+                                        " events: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
+    // Kernels whose launch record never came.
+    for (int64_t corr : pending_order_) {
+      auto [first, last] = pending_.equal_range(corr);
+      for (auto it = first; it != last; ++it) defer(it->second, nullptr);
+      pending_.erase(first, last);
+    }
+    pending_.clear();
+    if (scratch_) {
+      scratch_->exec("COMMIT");
+      tick("resolving launches");
+      Stmt all(scratch_->prepare("SELECT seq, rec FROM deferred ORDER BY seq"));
+      Launch launch;
+      bool has_launch = false;
+      std::size_t n = 0;
+      while (sqlite3_step(all) == SQLITE_ROW) {
+        Kern k = decode_deferred(sqlite3_column_int64(all, 0),
+                                 static_cast<const unsigned char*>(sqlite3_column_blob(all, 1)), launch, has_launch);
+        if (!has_launch && k.has_corr) {
+          if (auto it = launches_.find(k.corr); it != launches_.end()) launch = it->second, has_launch = true;
+        }
+        bool found = (k.ext > 0 && ops_.find(k.ext, op_)) || (has_launch && launch.ext > 0 && ops_.find(launch.ext, op_)) ||
+                     (has_launch && ops_.find_enclosing(launch.tid, launch.ts, op_));
+        emit(std::move(k), found ? &op_ : nullptr);
+        if ((++n & 1023) == 0) tick("resolving launches");
+      }
+    }
+    // The GPU: the device most kernels ran on.
+    int64_t device = -1;
+    uint64_t best = 0;
+    for (const auto& [d, n] : device_kernels_)
+      if (n > best) best = n, device = d;
+    auto it = devices_.find(device);
+    if (it == devices_.end() && devices_.size() == 1) it = devices_.begin();
+    if (it != devices_.end() && !it->second.empty()) {
+      std::string id = control_.gpus ? public_dataset_gpu_id(it->second, *control_.gpus) : std::string();
+      sink_.gpu(id, it->second);
+      if (id.empty())
+        sink_.warning("GPU \"" + it->second + "\" is not in the GPU database (perfloom gpus); add it with --gpus-dir");
+    } else {
+      sink_.warning("the trace has no deviceProperties for device " + std::to_string(device) + ": GPU unknown");
+    }
+    if (without_op_ > 0)
+      sink_.warning(std::to_string(without_op_) + " of " + std::to_string(kernels_emitted_) +
+                    " kernels have no framework op (CPU activity not profiled, or launched outside an op)");
+  }
+
+  JsonReader& r_;
+  ImportSink& sink_;
+  const ImportControl& control_;
+  std::string label_;
+  std::function<uint64_t()> raw_offset_;
+  uint64_t raw_total_ = 0;
+  uint64_t last_progress_ = 0;
+
+  Event ev_;
+  std::string text_;
+  OpTable ops_;
+  OpInfo op_;
+  std::map<int64_t, std::string> devices_;
+  std::unordered_map<int64_t, uint64_t> device_kernels_;
+  std::unordered_map<int64_t, Launch> launches_;
+  std::deque<int64_t> launch_order_;
+  std::unordered_multimap<int64_t, Kern> pending_;
+  std::deque<int64_t> pending_order_;
+
+  std::unique_ptr<ScratchDb> scratch_;
+  Stmt defer_insert_;
+  std::string rec_;
+  uint64_t deferred_ = 0;
+
+  bool saw_events_ = false;
+  uint64_t event_index_ = 0;
+  int64_t kernels_seen_ = 0;
+  uint64_t kernels_emitted_ = 0;
+  uint64_t without_op_ = 0;
+};
+
+std::string_view skip_bom_ws(std::string_view s) {
+  if (s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);
+  while (!s.empty() && (s[0] == ' ' || s[0] == '\n' || s[0] == '\r' || s[0] == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+}  // namespace
+
+int TorchTraceImporter::sniff(const SniffInput& in) const {
+  if (in.is_directory) return 0;
+  std::string_view s = skip_bom_ws(in.head);
+  if (s.empty()) return 0;
+  if (s[0] == '{') {
+    if (s.find("\"traceEvents\"") != std::string_view::npos) return 95;
+    if (s.find("\"schemaVersion\"") != std::string_view::npos && s.find("\"deviceProperties\"") != std::string_view::npos)
+      return 80;
+    return 0;
+  }
+  if (s[0] == '[') {
+    s.remove_prefix(1);
+    s = skip_bom_ws(s);
+    if (!s.empty() && s[0] == '{' && s.find("\"ph\"") != std::string_view::npos && s.find("\"ts\"") != std::string_view::npos)
+      return 60;
+  }
+  return 0;
+}
+
+void TorchTraceImporter::import_json(JsonReader& reader, ImportSink& sink, const ImportControl& control,
+                                     const std::function<uint64_t()>& raw_offset, uint64_t raw_total) {
+  TraceParser parser(reader, sink, control, raw_offset, raw_total);
+  parser.run();
+}
+
+void TorchTraceImporter::import(const std::filesystem::path& path, ImportSink& sink, const ImportControl& control) const {
+  InputFile file(path);
+  if (file.file_size() == 0) throw ImportError(path.string(), "", "empty file");
+  JsonReader reader([&file](char* buf, std::size_t cap) { return file.read(buf, cap); }, path.string());
+  import_json(reader, sink, control, [&file] { return file.raw_offset(); }, file.file_size());
+}
+
+}  // namespace perfloom::storage

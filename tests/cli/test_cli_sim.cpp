@@ -1,0 +1,162 @@
+// End-to-end: `perfloom step` and `perfloom simulate` as scripts run them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "run_process.h"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kDb = "--db /tmp/perfloom-cli-sim-test.db";
+
+fs::path temp(const std::string& name) {
+  return fs::temp_directory_path() / ("perfloom-cli-sim-" + std::to_string(::getpid()) + "-" + name);
+}
+}  // namespace
+
+TEST(CliSim, StepPrintsLatencyAndJsonBreakdown) {
+  auto text = runPerfloom("step --model llama-3-8b --gpu h100 --phase decode --batch 8 --context 1024 --graphs " + kDb);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("latency_us: ", 0), 0u) << text.out;
+
+  auto r = runPerfloom("step --model llama-3-8b --gpu h100-sxm --phase prefill --batch 2 --tokens 1024 --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  const double latency = j.at("latency_us").get<double>();
+  EXPECT_GT(latency, 1000.0);
+  double sum = 0;
+  for (const char* f : {"gemm", "attention", "norm", "elementwise", "moe", "communication", "launch", "host"}) {
+    ASSERT_TRUE(j["breakdown_us"].contains(f)) << f;
+    sum += j["breakdown_us"][f].get<double>();
+  }
+  EXPECT_NEAR(sum, latency, 1e-6 * latency);
+  EXPECT_GT(j["breakdown_us"]["gemm"].get<double>(), j["breakdown_us"]["norm"].get<double>());
+  ASSERT_TRUE(j["kernels"].is_array());
+  bool saw_prefill = false;
+  for (const auto& k : j["kernels"])
+    if (k["op"] == "attn_prefill") {
+      saw_prefill = true;
+      EXPECT_EQ(k["count"], 32);
+      EXPECT_EQ(k["shape"]["seqlens"], json::array({1024, 1024}));
+    }
+  EXPECT_TRUE(saw_prefill);
+}
+
+TEST(CliSim, StepGraphsAndEagerLaunchOverheads) {
+  auto eager = runPerfloom("step --model llama-3.2-1b --gpu h100 --phase decode --batch 1 --context 128 --json " + kDb);
+  auto graphs = runPerfloom("step --model llama-3.2-1b --gpu h100 --phase decode --batch 1 --context 128 --graphs --json " + kDb);
+  ASSERT_EQ(eager.exit_code, 0) << eager.err;
+  ASSERT_EQ(graphs.exit_code, 0) << graphs.err;
+  const json e = json::parse(eager.out), g = json::parse(graphs.out);
+  EXPECT_FALSE(e["cuda_graphs"].get<bool>());
+  EXPECT_TRUE(g["cuda_graphs"].get<bool>());
+  EXPECT_DOUBLE_EQ(g["launch_overhead_us"].get<double>(), 10.0);
+  // Eager: the host issues a launch every 4 us; the GPU waits when its kernels are quicker.
+  const double launches = e["kernel_launches"].get<double>(), kernels = e["kernels_us"].get<double>();
+  EXPECT_NEAR(e["launch_overhead_us"].get<double>(), std::max(0.0, 4.0 * launches - kernels), 1e-6);
+}
+
+TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
+  auto r = runPerfloom("step --model llama-3.1-70b --gpu h100 --phase decode --batch 32 --context 2048 --tp 4 --graphs --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(json::parse(r.out)["breakdown_us"]["communication"].get<double>(), 0.0);
+
+  const fs::path cfg = temp("config.json");
+  std::ifstream in(std::string(PERFLOOM_SOURCE_DIR) + "/resources/llm/qwen3-8b.json");
+  json q = json::parse(in);
+  q["num_hidden_layers"] = 4;
+  std::ofstream(cfg) << q.dump();
+  auto f = runPerfloom("step --model " + cfg.string() + " --gpu l40s --phase decode --batch 4 --context 100 --json " + kDb);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  for (const auto& k : json::parse(f.out)["kernels"])
+    if (k["label"] == "qkv_proj") EXPECT_EQ(k["count"], 4);
+  fs::remove(cfg);
+}
+
+TEST(CliSim, SimulateBatchPrintsTheContractFields) {
+  auto r = runPerfloom("simulate --model llama-3-8b --gpu h100 --workload batch:n=4,input=256,output=16 " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"prefill_ms: ", "median_decode_ms: ", "total_ms: ", "ttft_ms", "tpot_ms", "e2e_ms", "throughput:"})
+    EXPECT_NE(r.out.find(f), std::string::npos) << f << "\n" << r.out;
+
+  auto j = runPerfloom("simulate --model llama-3-8b --gpu h100 --workload batch:n=4,input=256,output=16 --json " + kDb);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  json d = json::parse(j.out);
+  EXPECT_GT(d["prefill_ms"].get<double>(), 0);
+  EXPECT_GT(d["median_decode_ms"].get<double>(), 0);
+  EXPECT_GT(d["total_ms"].get<double>(), d["prefill_ms"].get<double>());
+  for (const char* m : {"ttft_ms", "tpot_ms", "e2e_ms"})
+    for (const char* s : {"mean", "p50", "p90", "p99"}) EXPECT_TRUE(d[m].contains(s)) << m << "." << s;
+  EXPECT_GT(d["throughput"]["output_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(d["throughput"]["requests_per_s"].get<double>(), 0);
+}
+
+TEST(CliSim, SimulatePoissonWritesRecordsAndTimeline) {
+  const fs::path out = temp("out.json");
+  auto r = runPerfloom("simulate --model qwen2.5-7b --gpu h100 --workload poisson:rate=5,n=50,input=512,output=64,seed=3 --out " +
+                       out.string() + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out);
+  json d = json::parse(in);
+  ASSERT_EQ(d["records"].size(), 50u);
+  EXPECT_GT(d["timeline"].size(), 60u);
+  EXPECT_GT(d["records"][0]["ttft_ms"].get<double>(), 0);
+  EXPECT_EQ(d["records"][49]["output_tokens"], 64);
+  EXPECT_TRUE(d["breakdown_us"].contains("attention"));
+  fs::remove(out);
+}
+
+TEST(CliSim, SimulateTraceWithPrefixes) {
+  const fs::path csv = temp("trace.csv");
+  std::ofstream(csv) << "arrival_s,input_tokens,output_tokens,prefix_id,prefix_tokens\n0,2048,8,1,1024\n1,2048,8,1,1024\n2,512,8,,\n";
+  auto r = runPerfloom("simulate --model mixtral-8x7b --gpu h100 --tp 2 --workload trace:" + csv.string() + " --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["requests"], 3);
+  EXPECT_EQ(d["prefix_cache_hit_tokens"], 1024);
+  EXPECT_GT(d["breakdown_us"]["moe"].get<double>(), 0);
+  fs::remove(csv);
+}
+
+TEST(CliSim, BadInputsFailWithAReason) {
+  auto unknown = runPerfloom("step --model llama-9-1t --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("unknown model \"llama-9-1t\""), std::string::npos) << unknown.err;
+
+  auto big = runPerfloom("simulate --model llama-3.1-70b --gpu h100 --workload batch:n=1,input=10,output=10 " + kDb);
+  EXPECT_NE(big.exit_code, 0);
+  EXPECT_NE(big.err.find("does not fit in memory"), std::string::npos) << big.err;
+
+  auto tp = runPerfloom("step --model llama-3-8b --gpu h100 --phase decode --batch 1 --context 10 --tp 3 " + kDb);
+  EXPECT_NE(tp.exit_code, 0);
+  EXPECT_NE(tp.err.find("num_attention_heads"), std::string::npos) << tp.err;
+
+  auto spec = runPerfloom("simulate --model llama-3-8b --gpu h100 --workload poisson:rate=fast,n=1,input=1,output=1 " + kDb);
+  EXPECT_NE(spec.exit_code, 0);
+  EXPECT_NE(spec.err.find("rate must be"), std::string::npos) << spec.err;
+
+  auto phase = runPerfloom("step --model llama-3-8b --gpu h100 --batch 1 --context 10 " + kDb);
+  EXPECT_NE(phase.exit_code, 0);
+  EXPECT_NE(phase.err.find("--phase"), std::string::npos) << phase.err;
+
+  auto tokens = runPerfloom("step --model llama-3-8b --gpu h100 --phase prefill --batch 1 --context 10 " + kDb);
+  EXPECT_NE(tokens.exit_code, 0);
+  EXPECT_NE(tokens.err.find("--tokens"), std::string::npos) << tokens.err;
+
+  const fs::path cfg = temp("mamba.json");
+  std::ofstream(cfg) << R"({"architectures": ["MambaForCausalLM"], "hidden_size": 768})";
+  auto arch = runPerfloom("step --model " + cfg.string() + " --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
+  EXPECT_NE(arch.exit_code, 0);
+  EXPECT_NE(arch.err.find("unknown architecture 'MambaForCausalLM'"), std::string::npos) << arch.err;
+  EXPECT_NE(arch.err.find(cfg.string()), std::string::npos) << arch.err;
+  fs::remove(cfg);
+
+  auto missing = runPerfloom("simulate --model llama-3-8b --gpu h100 " + kDb);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("--workload"), std::string::npos) << missing.err;
+}

@@ -1,0 +1,109 @@
+// `perfloom tune` end to end: the real binary, as users and scripts run it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "run_process.h"
+
+using nlohmann::json;
+
+namespace {
+const std::string kDb = "--db /tmp/perfloom-cli-tune-test.db";
+
+std::size_t lines_starting_with_digit(const std::string& out) {
+  std::istringstream is(out);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(is, line))
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
+  auto r = runPerfloom("tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm --top 3 " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("method: wave-table"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pred_us"), std::string::npos);
+  EXPECT_NE(r.out.find("waves"), std::string::npos);
+  EXPECT_NE(r.out.find("% full"), std::string::npos) << r.out;
+  EXPECT_EQ(lines_starting_with_digit(r.out), 3u) << r.out;
+}
+
+TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
+  auto r = runPerfloom("tune --gemm 512,7168,2048 --dtype fp8e4m3 --gpu 'NVIDIA H200' --top 4 --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc.at("gpu"), "h200");
+  EXPECT_EQ(doc.at("method"), "wave-table");
+  EXPECT_EQ(doc.at("gemm").at("dtype"), "fp8e4m3");
+  ASSERT_EQ(doc.at("configs").size(), 4u);
+  int rank = 1;
+  for (const auto& c : doc["configs"]) {
+    EXPECT_EQ(c.at("rank"), rank++);
+    EXPECT_GT(c.at("pred_us").get<double>(), 0.0);
+    EXPECT_GE(c.at("waves").get<int>(), 1);
+    const double fill = c.at("last_wave_fill").get<double>();
+    EXPECT_GT(fill, 0.0);
+    EXPECT_LE(fill, 1.0);
+    EXPECT_GT(c.at("k_iters").get<int>(), 0);
+    EXPECT_FALSE(c.at("reason").get<std::string>().empty());
+    // cuBLASLt's orientation is the transpose of perfloom's.
+    EXPECT_EQ(c.at("cublaslt_tile").get<std::string>(),
+              std::to_string(c.at("tile_n").get<int>()) + "x" + std::to_string(c.at("tile_m").get<int>()));
+  }
+}
+
+TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
+  auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc.at("method"), "analytical");
+  EXPECT_NE(doc.at("note").get<std::string>().find("no tuner table for l40s"), std::string::npos);
+  EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
+}
+
+TEST(CliTune, BadInputFailsWithAReason) {
+  struct Case {
+    std::string args, says;
+  };
+  const std::vector<Case> cases = {
+      {"tune --dtype bf16 --gpu h100-sxm", "needs --gemm"},
+      {"tune --gemm 1,2 --dtype bf16 --gpu h100-sxm", "three positive integers"},
+      {"tune --gemm 64,-1,64 --dtype bf16 --gpu h100-sxm", "three positive integers"},
+      {"tune --gemm 64,64,64 --gpu h100-sxm", "needs --dtype"},
+      {"tune --gemm 64,64,64 --dtype bf17 --gpu h100-sxm", "unknown --dtype 'bf17'"},
+      {"tune --gemm 64,64,64 --dtype bf16", "needs --gpu"},
+      {"tune --gemm 64,64,64 --dtype bf16 --gpu h10", "unknown GPU"},
+      {"tune --gemm 64,64,64 --dtype bf16 --gpu h100-sxm --top 0", "--top must be an integer of at least 1"},
+      {"tune --gemm 64,64,64 --dtype fp8e4m3 --gpu a100-sxm-80gb", "no fp8e4m3 tensor-core path"},
+  };
+  for (const auto& c : cases) {
+    auto r = runPerfloom(c.args + " " + kDb);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}
+
+TEST(CliTune, PlanWritesACollectorShapeList) {
+  const std::string out = "/tmp/perfloom-cli-tune-plan-" + std::to_string(::getpid()) + ".csv";
+  auto r = runPerfloom("tune --plan --dtype bf16 --gpu h100-sxm --max-configs 3 --out " + out + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("points for 3 configurations"), std::string::npos) << r.err;
+  std::ifstream in(out);
+  std::string header, line;
+  ASSERT_TRUE(std::getline(in, header));
+  EXPECT_EQ(header.rfind("op,dtype,M,N,K,config,", 0), 0u) << header;
+  std::size_t rows = 0;
+  while (std::getline(in, line)) {
+    EXPECT_EQ(line.rfind("gemm,bf16,", 0), 0u) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3u * 9u * 2u);  // per configuration: half wave + 4 boundaries x 2 sides, at 2 K lengths
+  std::filesystem::remove(out);
+}

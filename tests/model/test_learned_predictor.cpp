@@ -1,0 +1,141 @@
+// The XGBoost wrapper, the learned predictor's model files, and the shipped models' sanity.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "model/features.h"
+#include "model/gpu_database.h"
+#include "model/learned_predictor.h"
+#include "model/xgb_booster.h"
+
+using namespace perfloom;
+namespace fs = std::filesystem;
+
+namespace {
+const GpuDatabase& db() {
+  static const GpuDatabase d = GpuDatabase::builtin();
+  return d;
+}
+fs::path tempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("perfloom-learned-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+KernelDesc gemm(int64_t M, int64_t N, int64_t K) {
+  KernelDesc k;
+  k.op = Op::gemm;
+  k.dtype = Dtype::bf16;
+  k.shape.M = M;
+  k.shape.N = N;
+  k.shape.K = K;
+  return k;
+}
+const fs::path kShipped = fs::path(PERFLOOM_SOURCE_DIR) / "resources" / "models";
+}  // namespace
+
+TEST(XgbBooster, LearnsASimpleFunctionAndRoundTripsThroughJson) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  const std::size_t rows = 2000, cols = 3;
+  std::vector<float> X(rows * cols), y(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) X[i * cols + j] = u(rng);
+    y[i] = 2.0f * X[i * cols] - X[i * cols + 1];
+  }
+  XgbBooster b = XgbBooster::train(X, rows, cols, y, {}, {{"max_depth", "4"}, {"eta", "0.3"}, {"nthread", "1"}}, 60);
+  const float probe[] = {0.8f, 0.2f, 0.5f};
+  EXPECT_NEAR(b.predict(probe, 1, cols)[0], 1.4, 0.1);
+  XgbBooster back = XgbBooster::load_json(b.save_json(), "round-trip");
+  EXPECT_EQ(back.num_features(), cols);
+  EXPECT_FLOAT_EQ(back.predict(probe, 1, cols)[0], b.predict(probe, 1, cols)[0]);
+  EXPECT_THROW(XgbBooster::load_json("{not a model", "broken.json"), XgbError);
+  EXPECT_THROW(XgbBooster::train(X, rows, cols, std::vector<float>(3), {}, {}, 1), XgbError);
+}
+
+TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
+  auto p = LearnedPredictor::load(kShipped);
+  ASSERT_TRUE(p->has_family(Family::gemm));
+  const GpuSpec& h100 = db().get("h100-sxm");
+  // Measured by perfloom-collect on an H100 SXM (bench/data/h100-sxm/gemm.csv). The training
+  // sources disagree on the same shapes (4096^3: CUPTI 154 us, vLLM's table 156, SGLang's 179;
+  // 8192^3: 1194, 1374, 1594), so the model sits among them: 30% is the honest tolerance here.
+  struct Case { int64_t M, N, K; double measured_us; };
+  for (const Case& c : {Case{4096, 4096, 4096, 153.9}, Case{8192, 8192, 8192, 1193.5}, Case{1, 4096, 4096, 15.6},
+                        Case{128, 4096, 14336, 51.8}}) {
+    Prediction pr = p->predict(gemm(c.M, c.N, c.K), h100);
+    SCOPED_TRACE(std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K));
+    EXPECT_EQ(pr.method, "xgboost");
+    EXPECT_NEAR(pr.pred_us, c.measured_us, 0.3 * c.measured_us);
+    EXPECT_GE(pr.pred_us, pr.ceiling_us);
+    EXPECT_LE(pr.lo_us, pr.pred_us);
+    EXPECT_GE(pr.hi_us, pr.pred_us);
+  }
+  // A family without training data answers with the roofline baseline and says so.
+  KernelDesc ar;
+  ar.op = Op::allreduce;
+  ar.shape.bytes = 1 << 24;
+  ar.shape.ranks = 8;
+  EXPECT_NE(p->predict(ar, h100).method.find("roofline"), std::string::npos);
+}
+
+TEST(LearnedPredictor, BatchEqualsSinglePredictionsAndReportsUnsupportedRows) {
+  auto p = LearnedPredictor::load(kShipped);
+  const GpuSpec& a100 = db().get("a100-sxm-80gb");
+  KernelDesc fp8 = gemm(64, 64, 64);
+  fp8.dtype = Dtype::fp8e4m3;
+  std::vector<KernelDesc> ks = {gemm(1, 4096, 4096), fp8, gemm(2048, 2048, 2048)};
+  std::vector<std::string> errors;
+  auto batch = p->predict_batch(ks, a100, &errors);
+  ASSERT_EQ(batch.size(), 3u);
+  EXPECT_TRUE(errors[0].empty());
+  EXPECT_NE(errors[1].find("no fp8e4m3 tensor-core path"), std::string::npos) << errors[1];
+  EXPECT_DOUBLE_EQ(batch[2].pred_us, p->predict(ks[2], a100).pred_us);
+}
+
+TEST(LearnedPredictor, RefusesMissingCorruptAndMismatchedModels) {
+  EXPECT_THROW(LearnedPredictor::load("/nonexistent/models"), ModelLoadError);
+  fs::path dir = tempDir("bad");
+  for (const auto& e : fs::directory_iterator(kShipped)) fs::copy_file(e.path(), dir / e.path().filename());
+  {
+    std::ifstream in(dir / "manifest.json");
+    nlohmann::json m = nlohmann::json::parse(in);
+    m["feature_version"] = kFeatureVersion + 1;
+    std::ofstream(dir / "manifest.json") << m.dump();
+  }
+  try {
+    LearnedPredictor::load(dir);
+    FAIL();
+  } catch (const ModelLoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("feature version"), std::string::npos) << e.what();
+  }
+  {
+    std::ifstream in(kShipped / "manifest.json");
+    std::ofstream(dir / "manifest.json") << in.rdbuf();
+  }
+  std::ofstream(dir / "gemm.json") << "{\"learner\": truncated";
+  try {
+    LearnedPredictor::load(dir);
+    FAIL();
+  } catch (const ModelLoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm.json"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "manifest.json") << "[]";
+  EXPECT_THROW(LearnedPredictor::load(dir), ModelLoadError);
+  fs::remove_all(dir);
+}
+
+TEST(LearnedPredictor, DefaultPredictorFallsBackToTheRooflineWithAWarning) {
+  fs::path dir = tempDir("empty");
+  setenv("PERFLOOM_RESOURCES", dir.c_str(), 1);
+  std::string warning;
+  auto p = make_default_predictor(&warning);
+  unsetenv("PERFLOOM_RESOURCES");
+  EXPECT_EQ(p->name(), "roofline");
+  EXPECT_NE(warning.find("manifest.json"), std::string::npos) << warning;
+  fs::remove_all(dir);
+}

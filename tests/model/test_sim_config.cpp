@@ -1,0 +1,249 @@
+// LLM configs: every bundled model parses with its published figures; bad configs fail clearly.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/sim/llm_config.h"
+
+using namespace perfloom;
+using namespace perfloom::sim;
+using nlohmann::json;
+
+namespace {
+
+double billions(const LlmConfig& c) { return count_parameters(c).total() / 1e9; }
+
+json bundled_json(const std::string& id) {
+  std::ifstream in(std::string(PERFLOOM_SOURCE_DIR) + "/resources/llm/" + id + ".json");
+  return json::parse(in);
+}
+
+// Parses `j` and returns the error it raises (or fails the test).
+LlmConfigError error_of(const json& j) {
+  try {
+    parse_llm_config(j.dump(), "bad/config.json");
+  } catch (const LlmConfigError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for " << j.dump();
+  return LlmConfigError("", "", "");
+}
+
+}  // namespace
+
+TEST(LlmConfig, EveryBundledModelParses) {
+  const auto ids = bundled_llm_ids();
+  for (const char* want : {"llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.2-1b", "llama-3.2-3b", "llama-2-7b",
+                           "llama-2-70b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-72b", "qwen3-8b", "qwen3-32b",
+                           "qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b"})
+    EXPECT_NE(std::find(ids.begin(), ids.end(), want), ids.end()) << want << " is not bundled";
+  for (const auto& id : ids) {
+    const LlmConfig c = load_llm_config(id);
+    EXPECT_EQ(c.id, id);
+    EXPECT_GT(c.layers, 0) << id;
+    EXPECT_GT(billions(c), 1.0) << id;
+    EXPECT_EQ(static_cast<int64_t>(c.moe_layers.size()), c.layers) << id;
+  }
+  EXPECT_EQ(load_llm_config("LLAMA-3-8B").id, "llama-3-8b");  // ids are case-insensitive
+}
+
+TEST(LlmConfig, Llama3_8BHasItsPublishedShape) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.layers, 32);
+  EXPECT_EQ(c.hidden, 4096);
+  EXPECT_EQ(c.heads, 32);
+  EXPECT_EQ(c.kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.intermediate, 14336);
+  EXPECT_EQ(c.vocab, 128256);
+  EXPECT_FALSE(c.tied_embeddings);
+  EXPECT_EQ(c.dtype, Dtype::bf16);
+  EXPECT_EQ(c.quant, WeightQuant::none);
+  EXPECT_FALSE(c.has_moe());
+  EXPECT_NEAR(billions(c), 8.03, 8.03 * 0.02);
+}
+
+TEST(LlmConfig, ParameterCountsMatchPublishedSizes) {
+  EXPECT_NEAR(billions(load_llm_config("llama-3.1-70b")), 70.6, 70.6 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("llama-2-7b")), 6.74, 6.74 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("llama-3.2-1b")), 1.24, 1.24 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("mixtral-8x7b")), 46.7, 46.7 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("deepseek-v3")), 671.0, 671.0 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("qwen3-30b-a3b")), 30.5, 30.5 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("qwen2.5-7b")), 7.61, 7.61 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("qwen3-32b")), 32.8, 32.8 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("gpt-oss-120b")), 116.8, 116.8 * 0.02);
+  EXPECT_NEAR(billions(load_llm_config("gpt-oss-20b")), 20.9, 20.9 * 0.02);
+  // Active parameters of the MoE models: 3.3B for Qwen3-30B-A3B, 12.9B for Mixtral.
+  EXPECT_NEAR(count_parameters(load_llm_config("qwen3-30b-a3b")).active / 1e9, 3.3, 0.1);
+  EXPECT_NEAR(count_parameters(load_llm_config("mixtral-8x7b")).active / 1e9, 12.9, 0.3);
+}
+
+TEST(LlmConfig, DeepSeekV3HasMlaAndSharedExpertMoe) {
+  const LlmConfig c = load_llm_config("deepseek-v3");
+  EXPECT_TRUE(c.mla);
+  EXPECT_EQ(c.q_lora_rank, 1536);
+  EXPECT_EQ(c.kv_lora_rank, 512);
+  EXPECT_EQ(c.qk_nope_head_dim, 128);
+  EXPECT_EQ(c.qk_rope_head_dim, 64);
+  EXPECT_EQ(c.v_head_dim, 128);
+  EXPECT_EQ(c.qk_head_dim(), 192);
+  EXPECT_EQ(c.heads, 128);
+  EXPECT_EQ(c.layers, 61);
+  EXPECT_EQ(c.num_experts, 256);
+  EXPECT_EQ(c.experts_per_token, 8);
+  EXPECT_EQ(c.shared_experts, 1);
+  EXPECT_EQ(c.moe_intermediate, 2048);
+  EXPECT_EQ(c.intermediate, 18432);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(c.is_moe_layer(i)) << i;
+  for (int i = 3; i < 61; ++i) EXPECT_TRUE(c.is_moe_layer(i)) << i;
+  EXPECT_EQ(c.moe_layer_count(), 58);
+  EXPECT_EQ(c.quant, WeightQuant::fp8);
+  EXPECT_NEAR(c.quant_weight_bytes, 1.0, 0.001);
+  EXPECT_EQ(c.mtp_layers, 1);
+
+  const LlmConfig lite = load_llm_config("deepseek-v2-lite");
+  EXPECT_EQ(lite.architecture, "DeepseekV2ForCausalLM");
+  EXPECT_EQ(lite.q_lora_rank, 0);  // null: q straight from the hidden state
+  EXPECT_EQ(lite.shared_experts, 2);
+  EXPECT_FALSE(lite.is_moe_layer(0));
+  EXPECT_TRUE(lite.is_moe_layer(1));
+  EXPECT_NEAR(billions(lite), 15.7, 15.7 * 0.02);
+}
+
+TEST(LlmConfig, QwenMoeGptOssAndHeadDims) {
+  const LlmConfig q = load_llm_config("qwen3-30b-a3b");
+  EXPECT_EQ(q.num_experts, 128);
+  EXPECT_EQ(q.experts_per_token, 8);
+  EXPECT_EQ(q.moe_intermediate, 768);
+  EXPECT_EQ(q.kv_heads, 4);
+  EXPECT_EQ(q.head_dim, 128);
+  EXPECT_EQ(q.moe_layer_count(), 48);
+  EXPECT_TRUE(q.qk_norm);
+
+  const LlmConfig q32 = load_llm_config("qwen3-32b");
+  EXPECT_EQ(q32.head_dim * q32.heads, 8192);  // not the hidden size
+  EXPECT_EQ(q32.hidden, 5120);
+
+  const LlmConfig q25 = load_llm_config("qwen2.5-7b");
+  EXPECT_TRUE(q25.qkv_bias);
+  EXPECT_EQ(q25.sliding_window, 0);  // use_sliding_window is false
+
+  const LlmConfig m = load_llm_config("mixtral-8x7b");
+  EXPECT_EQ(m.num_experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.moe_intermediate, 14336);
+
+  const LlmConfig g = load_llm_config("gpt-oss-120b");
+  EXPECT_EQ(g.num_experts, 128);
+  EXPECT_EQ(g.experts_per_token, 4);
+  EXPECT_EQ(g.head_dim, 64);
+  EXPECT_EQ(g.sliding_window, 128);
+  EXPECT_TRUE(g.is_sliding_layer(0));
+  EXPECT_FALSE(g.is_sliding_layer(1));
+  EXPECT_EQ(g.full_attention_layer_count(), 18);
+  EXPECT_TRUE(g.attention_sinks);
+  EXPECT_EQ(g.quant, WeightQuant::mxfp4);
+  EXPECT_FALSE(g.quant_attention);
+  EXPECT_EQ(load_llm_config("gpt-oss-20b").num_experts, 32);
+
+  const LlmConfig mistral = load_llm_config("mistral-7b");
+  EXPECT_EQ(mistral.sliding_window, 4096);
+  EXPECT_EQ(mistral.full_attention_layer_count(), 0);
+
+  const LlmConfig small = load_llm_config("llama-3.2-1b");
+  EXPECT_TRUE(small.tied_embeddings);
+  EXPECT_EQ(small.head_dim, 64);
+  EXPECT_EQ(load_llm_config("llama-2-7b").dtype, Dtype::fp16);
+}
+
+TEST(LlmConfig, Int4AwqIsAHalfByteWeightWithFp16Compute) {
+  const LlmConfig c = load_llm_config("qwen2.5-7b-instruct-awq");
+  EXPECT_EQ(c.quant, WeightQuant::int4);
+  EXPECT_EQ(c.quant_method, "awq");
+  EXPECT_DOUBLE_EQ(c.quant_weight_bytes, 0.5 + 2.0 / 128.0);
+  EXPECT_EQ(c.dtype, Dtype::fp16);
+}
+
+TEST(LlmConfig, ReadsAConfigFileByPath) {
+  const auto path = std::filesystem::temp_directory_path() / ("perfloom-llm-" + std::to_string(::getpid()) + ".json");
+  json j = bundled_json("llama-3-8b");
+  j["num_hidden_layers"] = 2;
+  std::ofstream(path) << j.dump();
+  const LlmConfig c = load_llm_config(path.string());
+  EXPECT_EQ(c.layers, 2);
+  EXPECT_EQ(c.id, path.string());
+  std::filesystem::remove(path);
+}
+
+TEST(LlmConfig, BadConfigsNameTheFileAndTheField) {
+  json j = bundled_json("llama-3-8b");
+  {
+    json b = j;
+    b["architectures"] = {"MambaForCausalLM"};
+    const auto e = error_of(b);
+    EXPECT_EQ(e.file(), "bad/config.json");
+    EXPECT_EQ(e.field(), "architectures");
+    EXPECT_NE(std::string(e.what()).find("unknown architecture 'MambaForCausalLM'"), std::string::npos) << e.what();
+  }
+  {
+    json b = j;
+    b.erase("hidden_size");
+    const auto e = error_of(b);
+    EXPECT_EQ(e.field(), "hidden_size");
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+  {
+    json b = j;
+    b["num_key_value_heads"] = 5;
+    EXPECT_EQ(error_of(b).field(), "num_key_value_heads");
+  }
+  {
+    json b = j;
+    b["num_hidden_layers"] = "thirty-two";
+    EXPECT_EQ(error_of(b).field(), "num_hidden_layers");
+  }
+  {
+    json b = j;
+    b["vocab_size"] = -1;
+    EXPECT_EQ(error_of(b).field(), "vocab_size");
+  }
+  {
+    json b = j;
+    b.erase("architectures");
+    EXPECT_EQ(error_of(b).field(), "architectures");
+  }
+  {
+    json b = bundled_json("gpt-oss-20b");
+    b["layer_types"].erase(0);
+    EXPECT_EQ(error_of(b).field(), "layer_types");
+  }
+  {
+    json b = bundled_json("mixtral-8x7b");
+    b["num_experts_per_tok"] = 9;
+    EXPECT_EQ(error_of(b).field(), "num_experts_per_tok");
+  }
+  {
+    json b = bundled_json("deepseek-v3");
+    b.erase("kv_lora_rank");
+    EXPECT_EQ(error_of(b).field(), "kv_lora_rank");
+  }
+  {
+    json b = j;
+    b["quantization_config"] = {{"quant_method", "bitsandbytes"}};
+    EXPECT_EQ(error_of(b).field(), "quantization_config.quant_method");
+  }
+  EXPECT_THROW(parse_llm_config("{not json", "x.json"), LlmConfigError);
+  try {
+    load_llm_config("no-such-model");
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown model \"no-such-model\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("llama-3-8b"), std::string::npos) << e.what();
+  }
+}

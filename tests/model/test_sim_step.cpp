@@ -1,0 +1,362 @@
+// Step kernel lists (counts and shapes per layer) and step cost.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/gpu_database.h"
+#include "model/predictor.h"
+#include "model/sim/memory.h"
+#include "model/sim/step.h"
+#include "model/sim/step_cost.h"
+#include "model/sim/step_report.h"
+
+using namespace perfloom;
+using namespace perfloom::sim;
+
+namespace {
+
+const GpuDatabase& db() {
+  static const GpuDatabase d = GpuDatabase::builtin();
+  return d;
+}
+
+std::vector<SeqWork> decodes(int64_t n, int64_t context) { return std::vector<SeqWork>(static_cast<std::size_t>(n), {1, context}); }
+
+const StepKernel& find(const StepPlan& p, const std::string& label, int nth = 0) {
+  for (const auto& k : p.kernels)
+    if (label == k.label && nth-- == 0) return k;
+  throw std::runtime_error("no kernel " + label);
+}
+
+int count_label(const StepPlan& p, const std::string& label) {
+  return static_cast<int>(std::count_if(p.kernels.begin(), p.kernels.end(), [&](const StepKernel& k) { return label == k.label; }));
+}
+
+std::vector<std::string> labels(const StepPlan& p) {
+  std::vector<std::string> out;
+  for (const auto& k : p.kernels) out.push_back(k.label);
+  return out;
+}
+
+}  // namespace
+
+TEST(SimStep, Llama3_8BDecodeLayerKernelsAndShapes) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  const StepPlan p = build_step(c, {}, decodes(8, 100));
+  const std::vector<std::string> want = {"embedding", "input_norm", "qkv_proj", "rotary", "kv_cache_write", "attn_decode",
+                                         "o_proj", "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj",
+                                         "final_norm", "lm_head", "sampling"};
+  EXPECT_EQ(labels(p), want);
+  EXPECT_EQ(p.seqs, 8);
+  EXPECT_EQ(p.tokens, 8);
+  EXPECT_EQ(p.decode_seqs, 8);
+  EXPECT_EQ(p.prefill_seqs, 0);
+  for (const auto& k : p.kernels) {
+    const bool per_layer = std::string(k.label) != "embedding" && std::string(k.label) != "final_norm" &&
+                           std::string(k.label) != "lm_head" && std::string(k.label) != "sampling";
+    EXPECT_EQ(k.count, per_layer ? 32 : 1) << k.label;
+  }
+  const Shape& qkv = find(p, "qkv_proj").kernel.shape;
+  EXPECT_EQ(qkv.M, 8);
+  EXPECT_EQ(qkv.N, (32 + 2 * 8) * 128);
+  EXPECT_EQ(qkv.K, 4096);
+  EXPECT_EQ(find(p, "o_proj").kernel.shape.K, 4096);
+  EXPECT_EQ(find(p, "gate_up_proj").kernel.shape.N, 2 * 14336);
+  EXPECT_EQ(find(p, "down_proj").kernel.shape.K, 14336);
+  EXPECT_EQ(find(p, "silu_mul").kernel.shape.I, 14336);
+  const Shape& a = find(p, "attn_decode").kernel.shape;
+  EXPECT_EQ(a.B, 8);
+  EXPECT_EQ(a.L, 101);  // the cached context plus the new token
+  EXPECT_EQ(a.Hq, 32);
+  EXPECT_EQ(a.Hkv, 8);
+  EXPECT_EQ(a.D, 128);
+  const Shape& lm = find(p, "lm_head").kernel.shape;
+  EXPECT_EQ(lm.M, 8);
+  EXPECT_EQ(lm.N, 128256);
+  EXPECT_EQ(find(p, "sampling").kernel.shape.V, 128256);
+  for (const auto& k : p.kernels) EXPECT_FALSE(validate_shape(k.kernel.op, k.kernel.shape).has_value()) << k.label;
+}
+
+TEST(SimStep, TensorParallelShardsAndAddsAllReduces) {
+  const LlmConfig c = load_llm_config("llama-3.1-70b");
+  const StepPlan p = build_step(c, {4, 1, 1}, decodes(16, 1000));
+  EXPECT_EQ(find(p, "qkv_proj").kernel.shape.N, (64 / 4 + 2 * 8 / 4) * 128);
+  EXPECT_EQ(find(p, "gate_up_proj").kernel.shape.N, 2 * 28672 / 4);
+  EXPECT_EQ(find(p, "down_proj").kernel.shape.K, 28672 / 4);
+  EXPECT_EQ(find(p, "lm_head").kernel.shape.N, 128256 / 4);
+  const StepKernel& ar = find(p, "attn_allreduce");
+  EXPECT_EQ(ar.kernel.op, Op::allreduce);
+  EXPECT_EQ(ar.kernel.shape.bytes, 16 * 8192 * 2);
+  EXPECT_EQ(ar.kernel.shape.ranks, 4);
+  EXPECT_EQ(ar.count, 80);
+  EXPECT_EQ(find(p, "mlp_allreduce").count, 80);
+  EXPECT_EQ(count_label(p, "embedding_allreduce"), 1);
+  EXPECT_EQ(count_label(p, "logits_gather"), 1);
+  // Eight KV heads over TP 16: each rank holds one, replicated.
+  const LlmConfig small = load_llm_config("llama-3-8b");
+  EXPECT_EQ(kv_heads_per_rank(small, 16), 1);
+  EXPECT_EQ(find(build_step(small, {16, 1, 1}, decodes(1, 10)), "qkv_proj").kernel.shape.N, (2 + 2) * 128);
+}
+
+TEST(SimStep, ParallelismThatDoesNotDivideIsRefused) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  try {
+    validate_parallelism(c, {3, 1, 1});
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("num_attention_heads (32)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(validate_parallelism(load_llm_config("llama-3.2-3b"), {16, 1, 1}), std::invalid_argument);  // 24 heads
+  EXPECT_THROW(validate_parallelism(c, {1, 40, 1}), std::invalid_argument);  // more stages than layers
+  EXPECT_THROW(validate_parallelism(c, {2, 1, 2}), std::invalid_argument);   // EP on a dense model
+  EXPECT_NO_THROW(validate_parallelism(c, {8, 4, 1}));
+}
+
+TEST(SimStep, MixedBatchHasRaggedPrefillAndDecode) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  const std::vector<SeqWork> batch = {{512, 0}, {100, 300}, {1, 50}, {1, 70}};
+  const StepPlan p = build_step(c, {}, batch);
+  EXPECT_EQ(p.tokens, 614);
+  EXPECT_EQ(p.prefill_tokens, 612);
+  EXPECT_EQ(p.prefill_seqs, 2);
+  EXPECT_EQ(p.decode_seqs, 2);
+  EXPECT_EQ(find(p, "qkv_proj").kernel.shape.M, 614);
+  const Shape& pre = find(p, "attn_prefill").kernel.shape;
+  // A fresh prompt keeps its length; a 100-token chunk after 300 cached tokens has 100*300 + 100*101/2
+  // scores, the same as one causal sequence of 264.
+  ASSERT_EQ(pre.seqlens.size(), 2u);
+  EXPECT_EQ(pre.seqlens[0], 512);
+  EXPECT_EQ(pre.seqlens[1], 264);
+  EXPECT_NEAR(attention_scores(100, 300, 0), 264.0 * 265.0 / 2.0, 300.0);
+  const Shape& dec = find(p, "attn_decode").kernel.shape;
+  EXPECT_EQ(dec.B, 2);
+  EXPECT_EQ(dec.L, 61);  // mean of 51 and 71
+  // The LM head runs once per sequence, not per token.
+  EXPECT_EQ(find(p, "lm_head").kernel.shape.M, 4);
+}
+
+TEST(SimStep, SlidingWindowScores) {
+  EXPECT_DOUBLE_EQ(attention_scores(10, 0, 0), 55.0);
+  EXPECT_DOUBLE_EQ(attention_scores(10, 0, 4), 1 + 2 + 3 + 4 * 7.0);
+  EXPECT_DOUBLE_EQ(attention_scores(5, 100, 4), 20.0);
+  std::vector<int64_t> lens;
+  append_equivalent_seqlens(lens, 1024, 0, 128);
+  double total = 0, rows = 0;
+  for (auto l : lens) {
+    total += l * (l + 1) / 2.0;
+    rows += static_cast<double>(l);
+  }
+  EXPECT_GT(lens.size(), 1u);
+  EXPECT_NEAR(total, attention_scores(1024, 0, 128), 0.12 * attention_scores(1024, 0, 128));
+  EXPECT_NEAR(rows, 1024, 100);
+}
+
+TEST(SimStep, MixtralUsesTheFusedMoeKernel) {
+  const LlmConfig c = load_llm_config("mixtral-8x7b");
+  const StepPlan p = build_step(c, {2, 1, 1}, decodes(32, 500));
+  const StepKernel& moe = find(p, "moe_experts");
+  EXPECT_EQ(moe.kernel.op, Op::moe);
+  EXPECT_EQ(moe.count, 32);
+  EXPECT_EQ(moe.kernel.shape.T, 32);
+  EXPECT_EQ(moe.kernel.shape.E, 8);
+  EXPECT_EQ(moe.kernel.shape.topk, 2);
+  EXPECT_EQ(moe.kernel.shape.H, 4096);
+  EXPECT_EQ(moe.kernel.shape.I, 14336 / 2);
+  EXPECT_EQ(find(p, "router").kernel.shape.N, 8);
+  EXPECT_EQ(count_label(p, "gate_up_proj"), 0);
+  EXPECT_EQ(count_label(p, "moe_allreduce"), 1);
+}
+
+TEST(SimStep, ExpertParallelAddsAllToAll) {
+  const LlmConfig c = load_llm_config("qwen3-30b-a3b");
+  const StepPlan p = build_step(c, {4, 1, 4}, decodes(64, 100));
+  const StepKernel& moe = find(p, "moe_experts");
+  EXPECT_EQ(moe.kernel.shape.E, 32);
+  EXPECT_EQ(moe.kernel.shape.T, 16);
+  EXPECT_EQ(moe.kernel.shape.I, 768);
+  EXPECT_EQ(find(p, "moe_dispatch").kernel.op, Op::alltoall);
+  EXPECT_EQ(find(p, "moe_dispatch").kernel.shape.bytes, 16 * 8 * 2048 * 2);
+  EXPECT_EQ(count_label(p, "moe_combine"), 1);
+  EXPECT_EQ(count_label(p, "moe_allreduce"), 0);
+  EXPECT_EQ(count_label(p, "q_norm"), 1);  // Qwen3 normalizes q and k per head
+}
+
+TEST(SimStep, DeepSeekV3MlaDecodeAtTp8) {
+  const LlmConfig c = load_llm_config("deepseek-v3");
+  const StepPlan p = build_step(c, {8, 1, 1}, decodes(32, 2000));
+  const StepKernel& a = find(p, "attn_decode_mla");
+  EXPECT_EQ(a.kernel.shape.Hq, 16);
+  EXPECT_EQ(a.kernel.shape.Hkv, 1);
+  EXPECT_EQ(a.kernel.shape.D, 512 + 64);
+  EXPECT_EQ(a.count, 3);  // the dense layers; the 58 MoE layers have their own entry
+  EXPECT_EQ(find(p, "attn_decode_mla", 1).count, 58);
+  EXPECT_EQ(find(p, "fused_qkv_a_proj").kernel.shape.N, 1536 + 512 + 64);
+  EXPECT_EQ(find(p, "q_b_proj").kernel.shape.N, 16 * 192);
+  EXPECT_EQ(find(p, "q_b_proj").kernel.dtype, Dtype::fp8e4m3);  // fp8 weights, fp8 tensor cores
+  EXPECT_EQ(find(p, "q_nope_w_uk").kernel.shape.Bt, 16);
+  EXPECT_EQ(find(p, "gate_up_proj").count, 3);  // the dense layers
+  EXPECT_EQ(find(p, "moe_experts").count, 58);
+  EXPECT_EQ(find(p, "moe_experts").kernel.shape.I, 2048 / 8);
+  EXPECT_EQ(find(p, "shared_gate_up_proj").kernel.shape.N, 2 * 2048 / 8);
+  // Without fp8 tensor cores the fp8 weights are read at one byte and multiplied in bf16.
+  StepOptions ampere;
+  ampere.fp8_tensor_cores = false;
+  const StepKernel& w = find(build_step(c, {8, 1, 1}, decodes(1, 10), ampere), "q_b_proj");
+  EXPECT_EQ(w.kernel.dtype, Dtype::bf16);
+  EXPECT_NEAR(w.weight_ratio, 0.5, 0.01);
+  // Prefill takes the un-absorbed path: latents up-projected for context and new tokens.
+  const StepPlan pre = build_step(c, {8, 1, 1}, {{128, 384}});
+  EXPECT_EQ(find(pre, "kv_b_proj").kernel.shape.M, 512);
+  EXPECT_EQ(find(pre, "attn_prefill").kernel.shape.D, 192);
+}
+
+TEST(SimStep, GptOssAlternatesSlidingAndFullLayers) {
+  const LlmConfig c = load_llm_config("gpt-oss-20b");
+  const StepPlan p = build_step(c, {}, decodes(4, 1000));
+  ASSERT_EQ(count_label(p, "attn_decode"), 2);
+  const StepKernel& full = find(p, "attn_decode", 0);
+  const StepKernel& window = find(p, "attn_decode", 1);
+  EXPECT_EQ(full.kernel.shape.L, 1001);
+  EXPECT_EQ(window.kernel.shape.L, 128);
+  EXPECT_EQ(full.count + window.count, 24);
+  const StepKernel& moe = find(p, "moe_experts");
+  EXPECT_EQ(moe.kernel.dtype, Dtype::bf16);
+  EXPECT_NEAR(moe.weight_ratio, (0.5 + 1.0 / 32.0) / 2.0, 1e-9);  // mxfp4 read, bf16 compute
+  EXPECT_DOUBLE_EQ(find(p, "qkv_proj").weight_ratio, 1.0);         // attention stays bf16
+}
+
+TEST(SimStep, PipelineStagesSplitLayersLikeVllm) {
+  auto s = pipeline_stages(61, 4);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0], (std::pair<int64_t, int64_t>{0, 15}));
+  EXPECT_EQ(s[2], (std::pair<int64_t, int64_t>{30, 46}));  // the remainder goes before the last stage
+  EXPECT_EQ(s[3].second, 61);
+  const StepPlan p = build_step(load_llm_config("llama-3-8b"), {1, 2, 1}, decodes(4, 10));
+  EXPECT_EQ(p.stages, 2);
+  EXPECT_EQ(find(p, "embedding").stage, 0);
+  EXPECT_EQ(find(p, "lm_head").stage, 1);
+  EXPECT_EQ(find(p, "pp_sendrecv").stage, 0);
+  EXPECT_EQ(find(p, "pp_sendrecv").kernel.shape.bytes, 2 * 4 * 4096 * 2);
+  EXPECT_EQ(find(p, "qkv_proj", 0).count + find(p, "qkv_proj", 1).count, 32);
+}
+
+TEST(SimStep, CostIsMemoisedAndBreaksDown) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  const GpuSpec& h100 = db().get("h100-sxm");
+  RooflinePredictor predictor;
+  StepCostModel model(predictor, h100);
+  const StepPlan p = build_step(c, {}, decodes(16, 512));
+  const StepCost first = model.cost(p, true, true);
+  const std::size_t misses = model.cache_misses();
+  EXPECT_EQ(misses, p.kernels.size() - 2);  // three fused_add_rmsnorm kernels share one shape
+  const StepCost again = model.cost(p, true);
+  EXPECT_EQ(model.cache_misses(), misses);
+  EXPECT_DOUBLE_EQ(first.latency_us, again.latency_us);
+  double sum = 0;
+  for (double v : first.breakdown_us) sum += v;
+  EXPECT_NEAR(sum, first.latency_us, 1e-6 * first.latency_us);
+  EXPECT_TRUE(first.graphs);
+  EXPECT_GT(first.breakdown_us[0], first.breakdown_us[1]);  // decode at 512 context: weights dominate
+  EXPECT_EQ(first.kernels.size(), p.kernels.size());
+  // Weights of 16 GB read once: a decode step cannot beat the memory bandwidth.
+  EXPECT_GT(first.latency_us, 16.06e9 / (h100.memory_bandwidth_gb_s * 1e9) * 1e6);
+}
+
+TEST(SimStep, EagerPaysLaunchesWhenTheHostIsSlower) {
+  // Every kernel takes 1 us on the GPU: the host's 4 us per launch sets the pace in eager mode.
+  class OneMicrosecond : public KernelPredictor {
+   public:
+    Prediction predict(const KernelDesc&, const GpuSpec&) const override {
+      Prediction p;
+      p.pred_us = 1.0;
+      return p;
+    }
+    std::string name() const override { return "1us"; }
+  } one_us;
+  const LlmConfig c = load_llm_config("llama-3.2-1b");
+  const GpuSpec& h100 = db().get("h100-sxm");
+  StepCostModel model(one_us, h100);
+  const StepPlan p = build_step(c, {}, decodes(1, 128));
+  const StepCost eager = model.cost(p, false), graphs = model.cost(p, true);
+  int64_t launches = 0;
+  for (const auto& k : p.kernels) launches += k.count;
+  EXPECT_DOUBLE_EQ(eager.kernels_us, static_cast<double>(launches));
+  EXPECT_DOUBLE_EQ(eager.latency_us - eager.host_us, launches * 4.0);
+  EXPECT_DOUBLE_EQ(eager.launch_us, launches * 3.0);
+  EXPECT_DOUBLE_EQ(graphs.latency_us - graphs.host_us, launches + 10.0);
+  EXPECT_DOUBLE_EQ(graphs.launch_us, 10.0);
+  // When the GPU is the slower side, eager costs the GPU time alone.
+  RooflinePredictor roofline;
+  StepCostModel real(roofline, h100);
+  const StepPlan big = build_step(c, {}, {{4096, 0}});
+  const StepCost prefill = real.cost(big, false);
+  EXPECT_DOUBLE_EQ(prefill.launch_us, 0.0);
+  // A prefill of 4096 tokens is past the largest captured graph: eager even when asked for graphs.
+  EXPECT_FALSE(real.cost(big, true).graphs);
+  // The host overhead grows with the batch.
+  EXPECT_GT(model.cost(build_step(c, {}, decodes(64, 128)), true).host_us, graphs.host_us);
+}
+
+TEST(SimStep, Int4WeightsMakeDecodeFasterThanFp16) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  RooflinePredictor predictor;
+  const LlmConfig awq = load_llm_config("qwen2.5-7b-instruct-awq");
+  LlmConfig fp16 = awq;
+  fp16.quant = WeightQuant::none;
+  StepQuery q;
+  q.phase = Phase::decode;
+  q.batch = 1;
+  q.context = 256;
+  q.graphs = true;
+  const double t_awq = predict_step(awq, h100, predictor, q).cost.breakdown_us[0];
+  const double t_fp16 = predict_step(fp16, h100, predictor, q).cost.breakdown_us[0];
+  EXPECT_LT(t_awq, 0.6 * t_fp16);
+  // Prefill of a long prompt is compute-bound: int4 weights save little there.
+  q.phase = Phase::prefill;
+  q.tokens = 4096;
+  q.context = 0;
+  const double p_awq = predict_step(awq, h100, predictor, q).cost.breakdown_us[0];
+  const double p_fp16 = predict_step(fp16, h100, predictor, q).cost.breakdown_us[0];
+  EXPECT_GT(p_awq, 0.8 * p_fp16);
+}
+
+TEST(SimStep, PredictStepChecksMemory) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  RooflinePredictor predictor;
+  StepQuery q;
+  q.phase = Phase::decode;
+  q.batch = 1;
+  q.context = 100;
+  try {
+    predict_step(load_llm_config("llama-3.1-70b"), h100, predictor, q);
+    ADD_FAILURE();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit in memory"), std::string::npos) << e.what();
+  }
+  q.par.tp = 4;
+  EXPECT_GT(predict_step(load_llm_config("llama-3.1-70b"), h100, predictor, q).cost.latency_us, 0);
+  q.par.tp = 1;
+  q.batch = 4096;
+  q.context = 100000;
+  EXPECT_THROW(predict_step(load_llm_config("llama-3-8b"), h100, predictor, q), std::runtime_error);  // KV too big
+}
+
+TEST(SimMemory, KvCacheCapacityFromGpuMemory) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(c, {}, 0, Dtype::bf16), 32 * 2 * 8 * 128 * 2.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(c, {2, 1, 1}, 0, Dtype::bf16), 32 * 2 * 4 * 128 * 2.0);
+  const MemoryPlan m = plan_memory(c, {}, h100, {});
+  EXPECT_NEAR(m.weights_gib, 8.03e9 * 2 / (1024.0 * 1024 * 1024), 0.2);
+  EXPECT_NEAR(m.kv_gib, 80 * 0.9 - m.weights_gib - m.activation_gib - 1.0, 1e-9);
+  EXPECT_EQ(m.num_blocks, static_cast<int64_t>(std::floor(m.kv_gib * 1024.0 * 1024 * 1024 / (131072.0 * 16))));
+  // MLA caches one 576-wide latent per layer, the same on every rank.
+  const LlmConfig ds = load_llm_config("deepseek-v3");
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(ds, {8, 1, 1}, 0, Dtype::bf16), 61 * 576 * 2.0);
+  // gpt-oss: only the full-attention layers hold every token.
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(load_llm_config("gpt-oss-20b"), {}, 0, Dtype::bf16), 12 * 2 * 8 * 64 * 2.0);
+  // DeepSeek-V3 in fp8 takes ~640 GiB: it fits eight H200s, not eight H100s.
+  EXPECT_THROW(plan_memory(ds, {8, 1, 1}, h100, {}), std::runtime_error);
+  EXPECT_NO_THROW(plan_memory(ds, {8, 1, 1}, db().get("h200"), {}));
+}

@@ -1,0 +1,390 @@
+// The wave tuner (model/tuner/): wave arithmetic, least squares, table lookup, JSON validation,
+// the sampling plan and the analytical fallback.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model/gpu_database.h"
+#include "model/tuner/least_squares.h"
+#include "model/tuner/sampling_plan.h"
+#include "model/tuner/tuner.h"
+#include "model/tuner/tuner_fit.h"
+
+using namespace perfloom;
+using namespace perfloom::tuner;
+
+namespace {
+
+const GpuDatabase& db() {
+  static const GpuDatabase d = GpuDatabase::builtin();
+  return d;
+}
+
+TileConfig tile(int m, int n, int k, int split = 1, int cm = 1, int cn = 1) {
+  TileConfig t;
+  t.tile_m = m;
+  t.tile_n = n;
+  t.tile_k = k;
+  t.split_k = split;
+  t.cluster_m = cm;
+  t.cluster_n = cn;
+  return t;
+}
+
+// A one-group table whose classes cost a constant each (only the "one" feature is non-zero).
+TunerTable constant_table(const std::vector<std::pair<TileConfig, double>>& classes, const std::vector<TileConfig>& bucket,
+                          BucketKey key) {
+  TunerTable t;
+  t.gpu_id = "h100-sxm";
+  t.sm_count = 132;
+  t.support_penalty = 0;
+  GroupTable g;
+  g.global[0] = 1000;
+  for (const auto& [cfg, cost] : classes) {
+    ClassFit f;
+    f.coef[0] = cost;
+    f.samples = 10;
+    g.classes[class_of(cfg)] = f;
+  }
+  g.buckets[key] = bucket;
+  g.shapes = 1;
+  t.groups["16bit"] = g;
+  return t;
+}
+
+}  // namespace
+
+// ---- waves and partial waves, by hand ----
+
+TEST(TunerWaves, OneWaveNotQuiteFull) {
+  // 384x5120x2560 on 128x128x64: 3 x 40 = 120 tiles on 132 slots: one wave, 120/132 full.
+  const WaveGrid g = wave_grid({384, 5120, 2560, Dtype::bf16}, tile(128, 128, 64), 132);
+  EXPECT_EQ(g.tiles_m, 3);
+  EXPECT_EQ(g.tiles_n, 40);
+  EXPECT_EQ(g.ctas, 120);
+  EXPECT_EQ(g.waves, 1);
+  EXPECT_NEAR(g.last_wave_fill, 120.0 / 132.0, 1e-12);
+  EXPECT_EQ(g.k_iters, 40);
+}
+
+TEST(TunerWaves, SeveralWavesWithAPartialLastOne) {
+  // 4096^3 on 256x128x64: 16 x 32 = 512 tiles; 3 full waves of 132 and 116 left over.
+  const WaveGrid g = wave_grid({4096, 4096, 4096, Dtype::bf16}, tile(256, 128, 64), 132);
+  EXPECT_EQ(g.ctas, 512);
+  EXPECT_EQ(g.waves, 4);
+  EXPECT_NEAR(g.last_wave_fill, 116.0 / 132.0, 1e-12);
+  EXPECT_EQ(g.k_iters, 64);
+}
+
+TEST(TunerWaves, RaggedTilesAndSplitK) {
+  // 8x7168x18432, tile 8x192x64, split-K 3: ceil(7168/192) = 38 tiles x 3 slices = 114 CTAs;
+  // K per slice 6144 = 96 iterations.
+  const WaveGrid g = wave_grid({8, 7168, 18432, Dtype::bf16}, tile(8, 192, 64, 3), 120);
+  EXPECT_EQ(g.tiles_n, 38);
+  EXPECT_EQ(g.split_k, 3);
+  EXPECT_EQ(g.ctas, 114);
+  EXPECT_EQ(g.waves, 1);
+  EXPECT_NEAR(g.last_wave_fill, 0.95, 1e-12);
+  EXPECT_EQ(g.k_iters, 96);
+  // K not a multiple of split x tile_k: the slices round up.
+  EXPECT_EQ(wave_grid({64, 64, 1000, Dtype::bf16}, tile(64, 64, 64, 3), 132).k_iters, 6);  // ceil(334/64)
+}
+
+TEST(TunerWaves, ExactlyOnTheBoundaryAndOnePast) {
+  // 264 CTAs on 132 slots: exactly two full waves; 265: a third wave with one CTA.
+  const WaveGrid on = wave_grid({128 * 12, 128 * 22, 512, Dtype::bf16}, tile(128, 128, 64), 132);
+  EXPECT_EQ(on.ctas, 264);
+  EXPECT_EQ(on.waves, 2);
+  EXPECT_DOUBLE_EQ(on.last_wave_fill, 1.0);
+  const WaveGrid past = wave_grid({128 * 5, 128 * 53, 512, Dtype::bf16}, tile(128, 128, 64), 132);
+  EXPECT_EQ(past.ctas, 265);
+  EXPECT_EQ(past.waves, 3);
+  EXPECT_NEAR(past.last_wave_fill, 1.0 / 132.0, 1e-12);
+  EXPECT_EQ(describe_grid(past), "3 waves, last 1% full, 8 K-iterations");
+  EXPECT_EQ(describe_grid(wave_grid({384, 5120, 2560, Dtype::bf16}, tile(128, 128, 64), 132)),
+            "1 wave, 91% full, 40 K-iterations");
+}
+
+TEST(TunerWaves, SlotsFromOccupancyAndClusters) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  // One warp-specialised CTA per SM; clusters of 4 and 8 lose SMs to GPC fragmentation (measured).
+  EXPECT_EQ(concurrent_ctas(tile(128, 128, 64), Dtype::bf16, hw), 132);
+  EXPECT_EQ(concurrent_ctas(tile(128, 128, 64, 1, 2, 1), Dtype::bf16, hw), 132);
+  EXPECT_EQ(concurrent_ctas(tile(128, 128, 64, 1, 1, 4), Dtype::bf16, hw), 120);
+  EXPECT_EQ(concurrent_ctas(tile(128, 128, 64, 1, 2, 4), Dtype::bf16, hw), 120);
+  // A small tile with few stages fits twice per SM by shared memory, but 384 threads x 168
+  // registers still allow one.
+  TileConfig small = tile(64, 64, 64);
+  small.stages = 2;
+  EXPECT_EQ(concurrent_ctas(small, Dtype::bf16, hw), 132);
+  // Measured slots win.
+  EXPECT_EQ(concurrent_ctas(tile(128, 128, 64, 1, 1, 4), Dtype::bf16, hw, {{4, 116}}), 116);
+  EXPECT_THROW(wave_grid({0, 1, 1, Dtype::bf16}, tile(64, 64, 64), 132), std::invalid_argument);
+  EXPECT_THROW(wave_grid({1, 1, 1, Dtype::bf16}, tile(64, 64, 64), 0), std::invalid_argument);
+}
+
+TEST(TunerWaves, FeaturesAreBilinearInFillAndKLoop) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  const TileConfig t = tile(128, 128, 64);
+  const WaveFeatures a = wave_features({384, 5120, 2560, Dtype::bf16}, t, hw, 132);
+  ASSERT_EQ(feature_names().size(), a.x.size());
+  EXPECT_DOUBLE_EQ(a.x[0], 1.0);
+  EXPECT_NEAR(a.x[1], 40 * mma_iteration_us(t, Dtype::bf16, hw), 1e-12);  // u = k x one iteration
+  EXPECT_DOUBLE_EQ(a.x[2], a.grid.last_wave_fill);
+  EXPECT_DOUBLE_EQ(a.x[3], a.x[1] * a.x[2]);
+  EXPECT_DOUBLE_EQ(a.x[4], 0.0);  // one wave: no extra full waves
+  EXPECT_DOUBLE_EQ(a.x[8], 0.0);  // no split-K
+  // One iteration of a 128x128x64 bf16 tile: 2 x 128 x 128 x 64 FLOPs at 4096 FLOPs/clk/SM.
+  EXPECT_NEAR(mma_iteration_us(t, Dtype::bf16, hw), 2.0 * 128 * 128 * 64 / 4096 / h100.clock_hz() * 1e6, 1e-12);
+  // Narrow tiles are padded to the MMA shape: an 8-wide tile costs as much as a 64-wide one.
+  EXPECT_DOUBLE_EQ(mma_iteration_us(tile(8, 192, 64), Dtype::bf16, hw), mma_iteration_us(tile(64, 192, 64), Dtype::bf16, hw));
+}
+
+// ---- least squares ----
+
+TEST(TunerLeastSquares, RecoversKnownBilinearCoefficients) {
+  // lat = a + b k + c f + d k f, sampled on a grid of K-loop lengths and fills.
+  const std::vector<double> truth = {3.5, 0.42, -1.25, 0.8};
+  LeastSquares ls(4);
+  for (double k : {4.0, 8.0, 16.0, 64.0, 128.0})
+    for (double f : {0.05, 0.3, 0.5, 0.75, 1.0}) {
+      const std::vector<double> x = {1.0, k, f, k * f};
+      double y = 0;
+      for (std::size_t i = 0; i < 4; ++i) y += truth[i] * x[i];
+      ls.add(x, y, 1.0 / (y * y));
+    }
+  const auto beta = ls.solve();
+  ASSERT_EQ(beta.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(beta[i], truth[i], 1e-9) << i;
+}
+
+TEST(TunerLeastSquares, RidgePullsTowardThePriorAndUndeterminedStaysThere) {
+  LeastSquares empty(3);
+  const std::vector<double> prior = {1, 2, 3};
+  EXPECT_EQ(empty.solve(1.0, prior), prior);
+  EXPECT_EQ(empty.solve(0.0, prior), prior);  // nothing determined: the prior
+  // One row determines only x0 + x1; a strong ridge keeps the solution near the prior.
+  LeastSquares one(2);
+  one.add({1, 1}, 10);
+  const auto strong = one.solve(1e6, {1, 1});
+  EXPECT_NEAR(strong[0], 1, 1e-3);
+  const auto weak = one.solve(1e-9, {1, 1});
+  EXPECT_NEAR(weak[0] + weak[1], 10, 1e-6);
+  EXPECT_THROW(one.add({1}, 1), std::invalid_argument);
+  EXPECT_THROW(one.solve(0, {1, 2, 3}), std::invalid_argument);
+}
+
+TEST(TunerFit, ReproducesSyntheticLatencies) {
+  // Samples whose latency is exactly a known coefficient vector applied to the wave features:
+  // the fit must predict them back (the features are not all independent, so compare latencies).
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  const Coefficients truth = {2.0, 1.1, 0.5, -0.2, 0.3, 0.9, 1.0, 1.2, 1.5, 0.4};
+  std::vector<TunerSample> samples;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> dim(1, 60);
+  const std::vector<TileConfig> configs = {tile(128, 128, 64), tile(128, 256, 64, 1, 2, 1), tile(64, 128, 64, 2),
+                                           tile(256, 128, 64, 1, 1, 4)};
+  for (int i = 0; i < 400; ++i) {
+    TunerSample s;
+    s.shape = {64 * dim(rng), 64 * dim(rng), 64 * dim(rng), Dtype::bf16};
+    s.config = configs[static_cast<std::size_t>(i) % configs.size()];
+    const auto f = wave_features(s.shape, s.config, hw, concurrent_ctas(s.config, Dtype::bf16, hw));
+    for (std::size_t j = 0; j < kFeatureCount; ++j) s.latency_us += truth[j] * f.x[j];
+    samples.push_back(s);
+  }
+  FitOptions opt;
+  opt.class_ridge = 1e-6;
+  const TunerTable t = fit_tuner_table(samples, h100, opt);
+  ASSERT_EQ(t.groups.count("16bit"), 1u);
+  for (std::size_t i = 0; i < samples.size(); i += 37) {
+    const auto r = evaluate_with_table(t, h100, samples[i].shape, samples[i].config);
+    EXPECT_NEAR(r.pred_us / samples[i].latency_us, 1.0, 1e-6) << i;
+  }
+  // Coefficients the data pins down come back: the bilinear ones.
+  const Coefficients& g = t.groups.at("16bit").global;
+  EXPECT_NEAR(g[1], truth[1], 1e-4);
+  EXPECT_NEAR(g[3], truth[3], 1e-4);
+  EXPECT_THROW(fit_tuner_table({}, h100), std::invalid_argument);
+}
+
+// ---- lookup ----
+
+TEST(TunerLookup, ReturnsTheBestCandidateOfASyntheticTable) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const GemmShape shape{1024, 1024, 1024, Dtype::bf16};
+  const TileConfig a = tile(128, 128, 64), b = tile(128, 256, 64, 1, 2, 1), c = tile(64, 64, 64);
+  const TunerTable t = constant_table({{a, 20}, {b, 5}, {c, 9}}, {a, b, c}, bucket_of(1024, 1024, 1024));
+  const TuneResult r = tune_gemm(shape, h100, 3, &t);
+  EXPECT_EQ(r.method, "wave-table");
+  ASSERT_EQ(r.ranked.size(), 3u);
+  EXPECT_EQ(r.ranked[0].config, b);
+  EXPECT_DOUBLE_EQ(r.ranked[0].pred_us, 5.0);
+  EXPECT_EQ(r.ranked[1].config, c);
+  EXPECT_EQ(r.ranked[2].config, a);
+  EXPECT_FALSE(r.ranked[0].reason.empty());
+  EXPECT_EQ(tune_gemm(shape, h100, 1, &t).ranked.size(), 1u);
+  // A shape far from every bucket still gets the nearest bucket's candidates.
+  EXPECT_EQ(tune_gemm({16, 256, 128, Dtype::bf16}, h100, 1, &t).ranked[0].config, b);
+  // A class the table has not seen costs the group's coefficients (1000 here): it ranks last.
+  const TunerTable t2 = constant_table({{a, 20}}, {c, a}, bucket_of(1024, 1024, 1024));
+  EXPECT_EQ(tune_gemm(shape, h100, 2, &t2).ranked[0].config, a);
+}
+
+TEST(TunerLookup, SupportPenaltyBreaksNearTiesTowardWellMeasuredClasses) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TileConfig a = tile(128, 128, 64), b = tile(64, 64, 64);
+  TunerTable t = constant_table({{a, 10.0}, {b, 9.9}}, {a, b}, bucket_of(1024, 1024, 1024));
+  t.groups["16bit"].classes[class_of(b)].samples = 0;  // b was seen once at most
+  t.support_penalty = 0.05;
+  EXPECT_EQ(tune_gemm({1024, 1024, 1024, Dtype::bf16}, h100, 1, &t).ranked[0].config, a);
+  t.support_penalty = 0;
+  EXPECT_EQ(tune_gemm({1024, 1024, 1024, Dtype::bf16}, h100, 1, &t).ranked[0].config, b);
+}
+
+TEST(TunerLookup, NoTableOrNoGroupFallsBackToTheAnalyticalModel) {
+  const GpuSpec& l40s = db().get("l40s");
+  EXPECT_EQ(bundled_tuner_table(l40s), nullptr);
+  const TuneResult r = tune_gemm({4096, 4096, 4096, Dtype::bf16}, l40s, 4);
+  EXPECT_EQ(r.method, "analytical");
+  EXPECT_NE(r.note.find("no tuner table"), std::string::npos);
+  ASSERT_EQ(r.ranked.size(), 4u);
+  for (std::size_t i = 1; i < r.ranked.size(); ++i) EXPECT_LE(r.ranked[i - 1].pred_us, r.ranked[i].pred_us);
+  for (const auto& c : r.ranked) {
+    EXPECT_GT(c.pred_us, 0);
+    EXPECT_GE(c.grid.waves, 1);
+    EXPECT_EQ(c.class_samples, -1);
+  }
+  // The bundled H100 table has no tf32 fit: analytical, and it says why.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TuneResult tf = tune_gemm({4096, 4096, 4096, Dtype::tf32}, h100, 2);
+  EXPECT_EQ(tf.method, "analytical");
+  EXPECT_NE(tf.note.find("no tf32 fit"), std::string::npos);
+  EXPECT_THROW(tune_gemm({0, 4096, 4096, Dtype::bf16}, h100, 2), std::invalid_argument);
+  EXPECT_THROW(tune_gemm({64, 64, 64, Dtype::bf16}, h100, 0), std::invalid_argument);
+}
+
+TEST(TunerLookup, BundledTablesServeH100AndH200InMicroseconds) {
+  for (const char* id : {"h100-sxm", "h200"}) {
+    const GpuSpec& gpu = db().get(id);
+    const TunerTable* t = bundled_tuner_table(gpu);
+    ASSERT_NE(t, nullptr) << id;
+    EXPECT_EQ(t->gpu_id, id);
+    EXPECT_EQ(t->groups.count("16bit"), 1u);
+    EXPECT_EQ(t->groups.count("fp8"), 1u);
+    const TuneResult r = tune_gemm({4096, 4096, 4096, Dtype::bf16}, gpu, 5);
+    EXPECT_EQ(r.method, "wave-table");
+    ASSERT_FALSE(r.ranked.empty());
+    // A large square GEMM wants a large tile, and about 84% of the bf16 peak is what cuBLASLt reaches.
+    EXPECT_GE(r.ranked[0].config.tile_m * r.ranked[0].config.tile_n, 128 * 128);
+    const double ideal_us = 2.0 * 4096.0 * 4096.0 * 4096.0 / *gpu.peak_flops_per_s(Dtype::bf16) * 1e6;
+    EXPECT_GT(r.ranked[0].pred_us, ideal_us);
+    EXPECT_LT(r.ranked[0].pred_us, 2.0 * ideal_us);
+  }
+  const auto ids = bundled_tuner_gpus();
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "h200"), ids.end());
+}
+
+// ---- JSON ----
+
+TEST(TunerTableJson, RoundTripsAndPredictsTheSame) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TunerTable* bundled = bundled_tuner_table(h100);
+  ASSERT_NE(bundled, nullptr);
+  const TunerTable back = parse_tuner_table(tuner_table_to_json(*bundled), "round-trip");
+  EXPECT_EQ(back.groups.size(), bundled->groups.size());
+  EXPECT_EQ(back.slots_by_cluster, bundled->slots_by_cluster);
+  const GemmShape s{1000, 3000, 2000, Dtype::fp8e4m3};
+  const auto a = tune_gemm(s, h100, 3, bundled), b = tune_gemm(s, h100, 3, &back);
+  ASSERT_EQ(a.ranked.size(), b.ranked.size());
+  for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+    EXPECT_EQ(a.ranked[i].config, b.ranked[i].config);
+    EXPECT_NEAR(a.ranked[i].pred_us, b.ranked[i].pred_us, 1e-9 * a.ranked[i].pred_us);
+  }
+  EXPECT_EQ(config_to_string(config_from_string("128x256x64/s2/c1x2/st4")), "128x256x64/s2/c1x2/st4");
+}
+
+TEST(TunerTableJson, RejectsCorruptAndMismatchedTablesWithAClearError) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const std::string good = tuner_table_to_json(*bundled_tuner_table(h100));
+  auto error_of = [](const std::string& text) -> std::string {
+    try {
+      parse_tuner_table(text, "t.json");
+    } catch (const TunerTableError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto replace = [&](std::string from, std::string to) {
+    std::string s = good;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  EXPECT_NE(error_of(good.substr(0, good.size() / 2)).find("t.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(replace("perfloom-tuner/1", "perfloom-tuner/9")).find("field 'schema'"), std::string::npos);
+  EXPECT_NE(error_of(replace("\"l2_us\"", "\"l3_us\"")).find("refit the table"), std::string::npos);
+  EXPECT_NE(error_of(replace("\"global\": [", "\"global\": [1,")).find("coefficients, this build's model has 10"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace("\"global\": [", "\"global\": [\"x\",")).find("field 'groups.16bit.global'"), std::string::npos);
+  EXPECT_NE(error_of(replace("/s1/c1x4\"", "/s1/cz\"")).find("configuration '"), std::string::npos);
+  EXPECT_NE(error_of(replace("\"sm_count\": 132", "\"sm_count\": -4")).find("field 'sm_count'"), std::string::npos);
+  EXPECT_NE(error_of(replace("\"support_penalty\"", "\"no_penalty\"")).find("field 'support_penalty': is missing"),
+            std::string::npos);
+  EXPECT_EQ(error_of(good), "");
+  // Mismatched: an H100 table used for the H200, or for an H100 with another SM count.
+  TunerTable t = parse_tuner_table(good, "h100-sxm.json");
+  try {
+    check_table_matches(t, db().get("h200"));
+    ADD_FAILURE() << "no error for a table of another GPU";
+  } catch (const TunerTableError& e) {
+    EXPECT_NE(std::string(e.what()).find("fitted for GPU 'h100-sxm', not for 'h200'"), std::string::npos) << e.what();
+  }
+  GpuSpec cut = h100;
+  cut.sm_count = 114;
+  try {
+    check_table_matches(t, cut);
+    ADD_FAILURE() << "no error for another SM count";
+  } catch (const TunerTableError& e) {
+    EXPECT_NE(std::string(e.what()).find("fitted on 132 SMs but h100-sxm has 114"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_table_matches(t, h100));
+  // A table without the query's dtype group answers with the reason.
+  EXPECT_THROW(evaluate_with_table(t, h100, {64, 64, 64, Dtype::tf32}, tile(64, 64, 64)), TunerTableError);
+}
+
+// ---- sampling plan ----
+
+TEST(TunerPlan, PointsSitOnWaveBoundaries) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const std::vector<TileConfig> configs = {tile(128, 256, 64, 1, 2, 1), tile(64, 128, 64, 2, 1, 4)};
+  PlanOptions opt;
+  opt.max_waves = 3;
+  const auto plan = plan_wave_samples(h100, Dtype::bf16, configs, opt);
+  // Per configuration: a half wave, then per boundary a full and a one-cluster-past point, at two K lengths.
+  EXPECT_EQ(plan.size(), configs.size() * (1 + 2 * 3) * 2);
+  for (const auto& p : plan) {
+    const int cs = p.config.cluster_m * p.config.cluster_n;
+    EXPECT_EQ(p.shape.M % p.config.tile_m, 0);
+    EXPECT_EQ(p.shape.N % p.config.tile_n, 0);
+    EXPECT_TRUE(p.grid.k_iters == 8 || p.grid.k_iters == 64) << p.why;
+    if (p.why.find(": full") != std::string::npos) {
+      EXPECT_DOUBLE_EQ(p.grid.last_wave_fill, 1.0) << p.why;
+    } else if (p.why.find("+1 cluster") != std::string::npos) {
+      EXPECT_EQ(p.grid.ctas, (p.grid.waves - 1) * p.grid.slot_count + cs) << p.why;
+    } else {
+      EXPECT_EQ(p.grid.waves, 1);
+      EXPECT_NEAR(p.grid.last_wave_fill, 0.5, 0.1);
+    }
+  }
+  const std::string csv = plan_to_csv(plan);
+  EXPECT_EQ(csv.rfind("op,dtype,M,N,K,config,cublaslt_tile,", 0), 0u);
+  EXPECT_NE(csv.find("gemm,bf16,"), std::string::npos);
+  EXPECT_NE(csv.find(",256x128,1x2x1,"), std::string::npos);  // cuBLASLt orientation: N first
+  EXPECT_THROW(plan_wave_samples(h100, Dtype::bf16, {}), std::invalid_argument);
+}

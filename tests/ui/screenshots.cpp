@@ -1,0 +1,49 @@
+// Grabs each view of the main window into docs/screenshots/*.png (run under xvfb-run -a or offscreen):
+//   perfloom_ui_screenshots OUT_DIR KERNELS.csv
+#include <QApplication>
+#include <QDir>
+#include <QTabWidget>
+#include <QTest>
+
+#include "model/gpu_database.h"
+#include "ui/bottleneck_view.h"
+#include "ui/main_window.h"
+#include "ui/simulator_view.h"
+#include "ui/whatif_view.h"
+
+using namespace perfloom;
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QCoreApplication::setOrganizationName("perfloom-screenshots");
+  const QString out = argc > 1 ? argv[1] : "docs/screenshots";
+  const QString csv = argc > 2 ? argv[2] : QString();
+  QDir().mkpath(out);
+  ui::MainWindow w(GpuDatabase::builtin(), "/tmp/perfloom-screenshots.db");
+  w.resize(1280, 780);
+  w.show();
+  QTest::qWaitForWindowExposed(&w);
+  auto wait = [](auto* view) {
+    for (int i = 0; i < 600 && view->busy(); ++i) QTest::qWait(50);
+    QTest::qWait(300);
+  };
+  w.bottleneckView()->setSelection("gemm:bf16:M=4096,N=4096,K=4096", {"h100-sxm", "a100-sxm-80gb", "b200"});
+  w.tabs()->setCurrentWidget(w.bottleneckView());
+  wait(w.bottleneckView());
+  w.grab().save(out + "/bottleneck.png");
+  if (!csv.isEmpty()) {
+    w.whatIfView()->setSelection(csv, {"a100-sxm-80gb", "h100-sxm", "h200", "b200", "l40s"});
+    w.tabs()->setCurrentWidget(w.whatIfView());
+    wait(w.whatIfView());
+    w.grab().save(out + "/whatif.png");
+  }
+  w.simulatorView()->setSelection("llama-3.1-8b", {"h100-sxm", "a100-sxm-80gb", "l40s"}, 1,
+                                  "poisson:rate=1,n=100,input=512,output=128,seed=1", "1,2,4,8,16");
+  w.tabs()->setCurrentWidget(w.simulatorView());
+  wait(w.simulatorView());
+  w.grab().save(out + "/simulator.png");
+  w.tabs()->setCurrentIndex(5);
+  QTest::qWait(200);
+  w.grab().save(out + "/gpus.png");
+  return 0;
+}

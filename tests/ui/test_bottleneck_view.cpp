@@ -1,0 +1,149 @@
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QHorizontalBarSeries>
+#include <QImage>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "model/gpu_database.h"
+#include "model/learned_predictor.h"
+#include "ui/bottleneck_view.h"
+#include "ui/chart_export.h"
+#include "ui/export_chart_command.h"
+#include "ui/kernel_spec.h"
+
+using namespace perfloom;
+
+namespace {
+// Pixels that differ clearly from the white background.
+int inkPixels(const QImage& image) {
+  int n = 0;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      if (c.red() < 200 || c.green() < 200 || c.blue() < 200) ++n;
+    }
+  return n;
+}
+}  // namespace
+
+class TestBottleneckView : public QObject {
+  Q_OBJECT
+  GpuDatabase gpus_ = GpuDatabase::builtin();
+  std::shared_ptr<const KernelPredictor> predictor_ = make_default_predictor(nullptr);
+
+ private slots:
+  void parsesKernelSpecs() {
+    const KernelDesc k = ui::parse_kernel_spec("gemm:bf16:M=4096,N=2048,K=1024");
+    QCOMPARE(k.op, Op::gemm);
+    QCOMPARE(k.shape.N, int64_t(2048));
+    QCOMPARE(ui::kernel_spec_string(k), QString("gemm:bf16:M=4096,N=2048,K=1024"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ui::parse_kernel_spec("gemm:bf16:M=4096"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ui::parse_kernel_spec("nope:bf16:M=1"));
+  }
+
+  void barsMatchTheAnalysisForAnH100Gemm() {
+    ui::BottleneckView view(gpus_, predictor_);
+    view.setSelection("gemm:bf16:M=4096,N=4096,K=4096", {"h100-sxm"});
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    const ui::BottleneckResult& r = view.result();
+    QCOMPARE(r.gpus.size(), std::size_t(1));
+    const GpuSpec& h100 = gpus_.get("h100-sxm");
+    const Prediction p = predictor_->predict(ui::parse_kernel_spec("gemm:bf16:M=4096,N=4096,K=4096"), h100);
+    const auto& bar = r.gpus[0];
+    QVERIFY(bar.error.isEmpty());
+    for (int i = 0; i < kPipeCount; ++i)
+      QVERIFY(qFuzzyCompare(1.0 + bar.pipe_us[i], 1.0 + p.analysis.cycles_busiest[i] / h100.clock_hz() * 1e6));
+    QVERIFY(bar.pipe_us[static_cast<int>(Pipe::tensor)] > 0);
+    QCOMPARE(bar.pred_us, p.pred_us);
+    QCOMPARE(bar.ceiling_us, p.ceiling_us);
+    QVERIFY(bar.headroom.contains("% of its"));
+    QVERIFY(bar.headroom.contains("wave"));
+
+    // The chart shows the same numbers: one set for the GPU, the predicted time last.
+    auto* series = qobject_cast<QHorizontalBarSeries*>(view.chartView()->chart()->series().value(0));
+    QVERIFY(series);
+    QCOMPARE(series->count(), 1);
+    QBarSet* set = series->barSets()[0];
+    QCOMPARE(set->at(set->count() - 1), p.pred_us);
+    QCOMPARE(set->at(set->count() - 2), p.ceiling_us);
+    QCOMPARE(set->at(0), bar.pipe_us[static_cast<int>(Pipe::tensor)]);
+  }
+
+  void lateResultForAnOldSelectionIsDropped() {
+    ui::BottleneckView view(gpus_, predictor_);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    view.setSelection("gemm:bf16:M=8192,N=8192,K=8192", {"h100-sxm"});
+    const quint64 old = view.generation();
+    view.setSelection("gemm:bf16:M=128,N=128,K=128", {"a100-sxm-80gb"});
+    QVERIFY(view.generation() > old);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    // Both jobs finished; only the newer one is shown.
+    QCOMPARE(view.result().kernel, QString("gemm:bf16:M=128,N=128,K=128"));
+    QCOMPARE(view.result().gpus.at(0).gpu_id, QString("a100-sxm-80gb"));
+    // Delivering the older job's result now changes nothing.
+    ui::BottleneckResult stale = ui::compute_bottleneck(ui::parse_kernel_spec("gemm:bf16:M=8192,N=8192,K=8192"),
+                                                        {gpus_.get("h100-sxm")}, *predictor_);
+    QVERIFY(!view.applyResult(old, stale));
+    QCOMPARE(view.result().kernel, QString("gemm:bf16:M=128,N=128,K=128"));
+  }
+
+  void exportsPngSvgPdfThatAreNotBlank() {
+    const auto r = ui::compute_bottleneck(ui::parse_kernel_spec("gemm:bf16:M=4096,N=4096,K=4096"),
+                                          {gpus_.get("h100-sxm"), gpus_.get("a100-sxm-80gb")}, *predictor_);
+    std::unique_ptr<QChart> chart(ui::build_bottleneck_chart(r));
+    QTemporaryDir dir;
+    const QString png = dir.filePath("b.png");
+    QString error;
+    QVERIFY2(ui::ChartExporter::save(chart.get(), png, QSize(800, 500), 2.0, &error), qPrintable(error));
+    QImage image(png);
+    QCOMPARE(image.size(), QSize(1600, 1000));
+    QVERIFY(inkPixels(image) > 20000);
+    // The title is drawn: the band above the plot area (40 px, 80 at 2x) has ink.
+    QVERIFY(inkPixels(image.copy(0, 0, 1600, 80)) > 200);
+    QVERIFY(ui::ChartExporter::save(chart.get(), dir.filePath("b1.png"), QSize(800, 500), 1.0, &error));
+    QCOMPARE(QImage(dir.filePath("b1.png")).size(), QSize(800, 500));
+    QVERIFY2(ui::ChartExporter::save(chart.get(), dir.filePath("b.svg"), QSize(800, 500), 1.0, &error), qPrintable(error));
+    QFile svg(dir.filePath("b.svg"));
+    QVERIFY(svg.open(QIODevice::ReadOnly));
+    const QByteArray svgText = svg.readAll();
+    QVERIFY(svgText.contains("<svg"));
+    QVERIFY2(ui::ChartExporter::save(chart.get(), dir.filePath("b.pdf"), QSize(800, 500), 1.0, &error), qPrintable(error));
+    QFile pdf(dir.filePath("b.pdf"));
+    QVERIFY(pdf.open(QIODevice::ReadOnly));
+    QVERIFY(pdf.read(5) == "%PDF-");
+    QVERIFY(!ui::ChartExporter::save(chart.get(), dir.filePath("b.bmpx"), QSize(800, 500), 1.0, &error));
+  }
+
+  void exportChartCommandRendersEveryViewHeadless() {
+    QTemporaryDir dir;
+    const QString png = dir.filePath("b.png");
+    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm", "--kernel",
+                                 "gemm:bf16:M=4096,N=4096,K=4096", "--scale", "2", "--out", png}),
+             0);
+    const QImage image(png);
+    QCOMPARE(image.size(), QSize(1800, 1120));
+    QVERIFY(inkPixels(image) > 20000);
+    const QString csv = dir.filePath("k.csv");
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("op,dtype,M,N,K\ngemm,bf16,4096,4096,4096\n");
+    f.close();
+    QCOMPARE(ui::runExportChart({"export-chart", "whatif", "--gpu", "h100-sxm,b200", "--kernels", csv, "--out",
+                                 dir.filePath("w.svg")}),
+             0);
+    QVERIFY(QFileInfo(dir.filePath("w.svg")).size() > 1000);
+    QCOMPARE(ui::runExportChart({"export-chart", "simulator", "--gpu", "h100-sxm", "--model", "llama-3.2-1b", "--workload",
+                                 "poisson:rate=1,n=10,input=128,output=16", "--rates", "1,2", "--out", dir.filePath("s.pdf")}),
+             0);
+    QVERIFY(QFileInfo(dir.filePath("s.pdf")).size() > 1000);
+    // Mistakes are refused with a status, not a crash.
+    QCOMPARE(ui::runExportChart({"export-chart", "nosuchview", "--gpu", "h100-sxm", "--out", png}), 2);
+    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "nosuchgpu", "--kernel", "gemm:bf16:M=1,N=1,K=1", "--out", png}), 1);
+    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm", "--kernel", "gemm:bf16:M=1,N=1,K=1", "--out", dir.filePath("x.gif")}), 1);
+  }
+};
+
+QTEST_MAIN(TestBottleneckView)
+#include "test_bottleneck_view.moc"

@@ -1,0 +1,50 @@
+#include "ui/chart_style.h"
+
+#include <QBarSet>
+#include <QCursor>
+#include <QToolTip>
+#include <QXYSeries>
+
+namespace perfloom::ui {
+
+QColor series_color(int index) {
+  static const QColor palette[] = {QColor("#4c72b0"), QColor("#dd8452"), QColor("#55a868"), QColor("#c44e52"),
+                                   QColor("#8172b3"), QColor("#937860"), QColor("#da8bc3"), QColor("#8c8c8c"),
+                                   QColor("#ccb974"), QColor("#64b5cd")};
+  return palette[index % 10];
+}
+
+QString format_us(double us) {
+  if (us >= 1e6) return QString::number(us / 1e6, 'f', 3) + " s";
+  if (us >= 1e3) return QString::number(us / 1e3, 'f', 3) + " ms";
+  return QString::number(us, 'f', us < 10 ? 2 : 1) + " µs";
+}
+
+void add_bar_tooltips(QBarSet* set, const QStringList& categories, const QString& unit) {
+  QObject::connect(set, &QBarSet::hovered, set, [set, categories, unit](bool status, int index) {
+    if (!status) {
+      QToolTip::hideText();
+      return;
+    }
+    const double v = set->at(index);
+    const QString value = unit == "µs" ? format_us(v) : QString::number(v, 'g', 4) + ' ' + unit;
+    QToolTip::showText(QCursor::pos(), QString("%1 · %2: %3").arg(set->label(), categories.value(index), value));
+  });
+}
+
+void add_point_tooltips(QXYSeries* series, const QString& xunit, const QString& yunit) {
+  QObject::connect(series, &QXYSeries::hovered, series, [series, xunit, yunit](const QPointF& p, bool state) {
+    if (!state) {
+      QToolTip::hideText();
+      return;
+    }
+    QToolTip::showText(QCursor::pos(), QString("%1: %2 %3, %4 %5")
+                                           .arg(series->name())
+                                           .arg(p.x(), 0, 'g', 4)
+                                           .arg(xunit)
+                                           .arg(p.y(), 0, 'g', 4)
+                                           .arg(yunit));
+  });
+}
+
+}  // namespace perfloom::ui

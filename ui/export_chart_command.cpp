@@ -1,0 +1,103 @@
+#include "ui/export_chart_command.h"
+
+#include <QChart>
+#include <QCommandLineParser>
+#include <iostream>
+#include <memory>
+
+#include "model/gpu_database.h"
+#include "model/learned_predictor.h"
+#include "ui/bottleneck_view.h"
+#include "ui/chart_export.h"
+#include "ui/kernel_spec.h"
+#include "ui/simulator_view.h"
+#include "ui/whatif_view.h"
+
+namespace perfloom::ui {
+
+namespace {
+const char* kUsage =
+    "perfloom export-chart VIEW [options] --out FILE.(png|svg|pdf)\n"
+    "  bottleneck --gpu ID[,ID...] --kernel OP:DTYPE:DIM=V,...   e.g. gemm:bf16:M=4096,N=4096,K=4096\n"
+    "  whatif     --gpu ID[,ID...] --kernels IN.csv\n"
+    "  simulator  --gpu ID[,ID...] --model M [--tp N] --workload SPEC [--rates 1,2,4,8]\n"
+    "  --width PX --height PX (900x560), --scale 1|2 (PNG device pixel ratio, 1), --gpus-dir DIR\n";
+
+std::vector<GpuSpec> pickGpus(const GpuDatabase& db, const QString& list) {
+  std::vector<GpuSpec> gpus;
+  for (const QString& id : list.split(',', Qt::SkipEmptyParts)) gpus.push_back(db.get(id.trimmed().toStdString()));
+  if (gpus.empty()) throw std::invalid_argument("needs --gpu ID[,ID...]");
+  return gpus;
+}
+}  // namespace
+
+int runExportChart(const QStringList& args) {
+  QCommandLineParser p;
+  p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  p.addOptions({{"gpu", "GPUs", "IDS"}, {"kernel", "kernel", "SPEC"}, {"kernels", "kernel list", "CSV"},
+                {"model", "LLM", "M"}, {"tp", "tensor parallel", "N", "1"}, {"workload", "workload", "SPEC"},
+                {"rates", "rate sweep", "LIST"}, {"out", "output file", "FILE"}, {"width", "width", "PX", "900"},
+                {"height", "height", "PX", "560"}, {"scale", "device pixel ratio", "F", "1"},
+                {"gpus-dir", "extra GPU files", "DIR"}, {{"h", "help"}, "help"}});
+  QStringList argv = args;
+  argv.front() = "perfloom export-chart";
+  if (!p.parse(argv)) {
+    std::cerr << "perfloom export-chart: " << p.errorText().toStdString() << "\n" << kUsage;
+    return 2;
+  }
+  if (p.isSet("help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const QStringList pos = p.positionalArguments();
+  if (pos.size() != 1 || !p.isSet("out")) {
+    std::cerr << "perfloom export-chart: needs one VIEW and --out FILE\n" << kUsage;
+    return 2;
+  }
+  try {
+    GpuDatabase db = GpuDatabase::builtin();
+    const QString extra = p.isSet("gpus-dir") ? p.value("gpus-dir") : qEnvironmentVariable("PERFLOOM_GPUS_DIR");
+    if (!extra.isEmpty()) db.add_directory(extra.toStdString());
+    const std::vector<GpuSpec> gpus = pickGpus(db, p.value("gpu"));
+    const QString view = pos.front().toLower();
+    std::unique_ptr<QChart> chart;
+    if (view == "bottleneck") {
+      if (!p.isSet("kernel")) throw std::invalid_argument("bottleneck needs --kernel OP:DTYPE:DIM=V,...");
+      auto predictor = make_default_predictor(nullptr);
+      const BottleneckResult r = compute_bottleneck(parse_kernel_spec(p.value("kernel")), gpus, *predictor);
+      for (const auto& g : r.gpus) std::cerr << g.headroom.toStdString() << "\n";
+      chart.reset(build_bottleneck_chart(r));
+    } else if (view == "whatif" || view == "what-if") {
+      if (!p.isSet("kernels")) throw std::invalid_argument("whatif needs --kernels IN.csv");
+      auto predictor = make_default_predictor(nullptr);
+      chart.reset(build_whatif_chart(compute_whatif_file(p.value("kernels"), gpus, *predictor)));
+    } else if (view == "simulator") {
+      if (!p.isSet("model") || !p.isSet("workload")) throw std::invalid_argument("simulator needs --model and --workload");
+      SimulatorRequest req;
+      req.model = p.value("model");
+      req.gpus = gpus;
+      req.tp = p.value("tp").toInt();
+      req.workload = p.value("workload");
+      req.rates = parse_rates(p.value("rates"));
+      const SimulatorResult r = run_simulations(req, {});
+      for (const auto& run : r.runs)
+        if (!run.error.isEmpty()) throw std::runtime_error(run.error.toStdString());
+      chart.reset(build_simulator_chart(r));
+    } else {
+      std::cerr << "perfloom export-chart: unknown view '" << view.toStdString() << "'\n" << kUsage;
+      return 2;
+    }
+    QString error;
+    const QSize size(p.value("width").toInt(), p.value("height").toInt());
+    if (size.width() <= 0 || size.height() <= 0) throw std::invalid_argument("--width and --height must be positive");
+    if (!ChartExporter::save(chart.get(), p.value("out"), size, p.value("scale").toDouble(), &error))
+      throw std::runtime_error(error.toStdString());
+    std::cerr << "perfloom export-chart: wrote " << p.value("out").toStdString() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "perfloom export-chart: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace perfloom::ui

@@ -1,0 +1,350 @@
+#include "ui/simulator_view.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QProgressBar>
+#include <QPromise>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QValueAxis>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+#include <algorithm>
+
+#include "model/sim/llm_config.h"
+#include "model/sim/workload.h"
+#include "ui/chart_export.h"
+#include "ui/chart_style.h"
+#include "ui/gpu_picker.h"
+
+namespace perfloom::ui {
+
+std::vector<double> parse_rates(const QString& text) {
+  std::vector<double> rates;
+  for (const QString& part : text.split(',', Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const double r = part.trimmed().toDouble(&ok);
+    if (!ok || !(r > 0)) throw std::invalid_argument("request rate \"" + part.trimmed().toStdString() + "\": expected a positive number");
+    rates.push_back(r);
+  }
+  return rates;
+}
+
+QString workload_with_rate(const QString& spec, double rate) {
+  QString s = spec;
+  static const QRegularExpression re("rate=[^,]*");
+  const QString value = "rate=" + QString::number(rate, 'g', 6);
+  if (s.contains(re)) return s.replace(re, value);
+  const int colon = s.indexOf(':');
+  return colon < 0 ? s + ':' + value : s.left(colon + 1) + value + ',' + s.mid(colon + 1);
+}
+
+SimulatorResult run_simulations(const SimulatorRequest& req, const std::function<bool(int, int, const QString&)>& progress) {
+  SimulatorResult out;
+  out.model = req.model;
+  out.workload = req.workload;
+  out.tp = req.tp;
+  out.sweep = !req.rates.empty();
+  const sim::LlmConfig cfg = sim::load_llm_config(req.model.toStdString());
+  std::vector<double> rates = req.rates;
+  if (rates.empty()) rates.push_back(0);
+  const int total = static_cast<int>(req.gpus.size() * rates.size());
+  const RooflinePredictor predictor;  // as `perfloom simulate` does
+  int done = 0;
+  for (const GpuSpec& gpu : req.gpus)
+    for (double rate : rates) {
+      SimulatorRun run;
+      run.gpu_id = QString::fromStdString(gpu.id);
+      run.gpu_name = QString::fromStdString(gpu.name);
+      run.rate = rate;
+      if (progress && !progress(done, total, QString("%1 at %2 requests/s").arg(run.gpu_name).arg(rate))) {
+        out.canceled = true;
+        return out;
+      }
+      try {
+        const QString spec = rate > 0 ? workload_with_rate(req.workload, rate) : req.workload;
+        const sim::Workload w = sim::parse_workload(spec.toStdString());
+        sim::SimulationConfig sc;
+        sc.par.tp = req.tp;
+        sc.record_steps = false;
+        const sim::SimulationResult r = sim::simulate(cfg, gpu, predictor, w, sc);
+        run.ttft_ms = r.ttft_ms;
+        run.tpot_ms = r.tpot_ms;
+        run.e2e_ms = r.e2e_ms;
+        run.output_tokens_per_s = r.output_tokens_per_s;
+        run.requests_per_s = r.requests_per_s;
+        run.requests = static_cast<int>(r.requests.size());
+        if (rate == 0 && w.kind == sim::WorkloadKind::poisson) {
+          static const QRegularExpression re("rate=([0-9.eE+-]+)");
+          const auto m = re.match(spec);
+          if (m.hasMatch()) run.rate = m.captured(1).toDouble();
+        }
+      } catch (const std::exception& e) {
+        run.error = QString::fromUtf8(e.what());
+      }
+      out.runs.push_back(std::move(run));
+      ++done;
+    }
+  if (progress) progress(done, total, "done");
+  return out;
+}
+
+QChart* build_simulator_chart(const SimulatorResult& r) {
+  auto* chart = new QChart;
+  chart->setTitle(QString("TTFT p50 against request rate: %1, TP %2").arg(r.model).arg(r.tp));
+  auto* axisX = new QValueAxis;
+  axisX->setTitleText("request rate (requests/s)");
+  auto* axisY = new QValueAxis;
+  axisY->setTitleText("TTFT p50 (ms)");
+  chart->addAxis(axisX, Qt::AlignBottom);
+  chart->addAxis(axisY, Qt::AlignLeft);
+  double maxX = 0, maxY = 0;
+  QStringList order;
+  for (const auto& run : r.runs)
+    if (!order.contains(run.gpu_id)) order << run.gpu_id;
+  for (int i = 0; i < order.size(); ++i) {
+    auto* line = new QLineSeries;  // many points stay smooth with a line series
+    line->setPointsVisible(true);
+    line->setColor(series_color(i));
+    for (const auto& run : r.runs) {
+      if (run.gpu_id != order[i] || !run.error.isEmpty()) continue;
+      line->setName(run.gpu_name);
+      line->append(run.rate, run.ttft_ms.p50);
+      maxX = std::max(maxX, run.rate);
+      maxY = std::max(maxY, run.ttft_ms.p50);
+    }
+    if (line->count() == 0) {
+      delete line;
+      continue;
+    }
+    chart->addSeries(line);
+    line->attachAxis(axisX);
+    line->attachAxis(axisY);
+    add_point_tooltips(line, "requests/s", "ms");
+  }
+  axisX->setRange(0, maxX > 0 ? maxX * 1.05 : 1.0);
+  axisY->setRange(0, maxY > 0 ? maxY * 1.1 : 1.0);
+  axisY->applyNiceNumbers();
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  return chart;
+}
+
+void SimulatorTableModel::setResult(SimulatorResult r) {
+  beginResetModel();
+  r_ = std::move(r);
+  endResetModel();
+}
+
+int SimulatorTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(r_.runs.size()); }
+int SimulatorTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const SimulatorRun& run = r_.runs[static_cast<std::size_t>(index.row())];
+  const int c = index.column();
+  if (c == Gpu && (role == Qt::DisplayRole || role == SortRole)) return run.gpu_name;
+  if (!run.error.isEmpty()) {
+    if (role == Qt::DisplayRole && c == Rate) return run.error;
+    if (role == Qt::ToolTipRole) return run.error;
+    return {};
+  }
+  double v = 0;
+  switch (c) {
+    case Rate: v = run.rate; break;
+    case TtftP50: v = run.ttft_ms.p50; break;
+    case TtftP90: v = run.ttft_ms.p90; break;
+    case TtftP99: v = run.ttft_ms.p99; break;
+    case TpotP50: v = run.tpot_ms.p50; break;
+    case TpotP90: v = run.tpot_ms.p90; break;
+    case TpotP99: v = run.tpot_ms.p99; break;
+    case E2eP50: v = run.e2e_ms.p50; break;
+    case E2eP99: v = run.e2e_ms.p99; break;
+    case OutputTokensPerS: v = run.output_tokens_per_s; break;
+    case RequestsPerS: v = run.requests_per_s; break;
+    default: return {};
+  }
+  if (role == SortRole) return v;
+  if (role == Qt::DisplayRole) return QString::number(v, 'f', c == OutputTokensPerS ? 0 : 2);
+  if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+  return {};
+}
+
+QVariant SimulatorTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[] = {"GPU", "rate (req/s)", "TTFT p50 (ms)", "TTFT p90 (ms)", "TTFT p99 (ms)",
+                                "TPOT p50 (ms)", "TPOT p90 (ms)", "TPOT p99 (ms)", "E2E p50 (ms)", "E2E p99 (ms)",
+                                "output tok/s", "requests/s"};
+  return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
+}
+
+SimulatorView::SimulatorView(const GpuDatabase& gpus, QWidget* parent)
+    : QWidget(parent), gpus_(gpus), model_id_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
+      tp_(new QSpinBox(this)), workload_(new QLineEdit(this)), rates_(new QLineEdit(this)),
+      run_(new QPushButton(tr("Run (F5)"), this)), cancel_(new QPushButton(tr("Cancel"), this)),
+      progress_(new QProgressBar(this)), status_(new QLabel(this)), chart_view_(new QChartView(this)),
+      model_(new SimulatorTableModel(this)), table_(new QTableView(this)) {
+  for (const auto& id : sim::bundled_llm_ids()) model_id_->addItem(QString::fromStdString(id));
+  model_id_->setEditable(true);  // a path to a config.json works too
+  model_id_->setCurrentText("llama-3.1-8b");
+  tp_->setRange(1, 64);
+  workload_->setText("poisson:rate=4,n=100,input=512,output=128,seed=1");
+  workload_->setToolTip(tr("batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | trace:FILE.csv"));
+  rates_->setPlaceholderText(tr("e.g. 1,2,4,8 (sweep; empty: the workload as given)"));
+  rates_->setText("1,2,4,8");
+  auto* form = new QFormLayout;
+  form->addRow(tr("Model"), model_id_);
+  form->addRow(tr("TP"), tp_);
+  form->addRow(tr("Workload"), workload_);
+  form->addRow(tr("Rates"), rates_);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(run_);
+  buttons->addWidget(cancel_);
+  cancel_->setEnabled(false);
+  auto* left = new QWidget(this);
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addLayout(form);
+  leftLayout->addWidget(new QLabel(tr("GPUs"), left));
+  leftLayout->addWidget(picker_, 1);
+  leftLayout->addLayout(buttons);
+  leftLayout->addWidget(progress_);
+  status_->setWordWrap(true);
+  leftLayout->addWidget(status_);
+
+  chart_view_->setRenderHint(QPainter::Antialiasing);
+  chart_view_->setRubberBand(QChartView::RectangleRubberBand);
+  ChartExporter::installActions(chart_view_);
+  table_->setModel(model_);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  ChartExporter::installTableActions(table_, model_);
+  auto* rightSplit = new QSplitter(Qt::Vertical, this);
+  rightSplit->addWidget(chart_view_);
+  rightSplit->addWidget(table_);
+  rightSplit->setSizes({450, 220});
+  auto* splitter = new QSplitter(this);
+  splitter->addWidget(left);
+  splitter->addWidget(rightSplit);
+  splitter->setStretchFactor(1, 1);
+  splitter->setSizes({280, 900});
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(splitter);
+
+  picker_->setCheckedIds({"h100-sxm", "a100-sxm-80gb"});
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  status_->setText(tr("Press Run to simulate."));
+  connect(run_, &QPushButton::clicked, this, &SimulatorView::recompute);
+  connect(cancel_, &QPushButton::clicked, this, &SimulatorView::cancel);
+}
+
+SimulatorView::~SimulatorView() {
+  ++generation_;
+  current_.cancel();
+  current_.waitForFinished();
+}
+
+void SimulatorView::setSelection(const QString& model, const QStringList& gpu_ids, int tp, const QString& workload,
+                                 const QString& rates) {
+  model_id_->setCurrentText(model);
+  picker_->setCheckedIds(gpu_ids);
+  tp_->setValue(tp);
+  workload_->setText(workload);
+  rates_->setText(rates);
+  recompute();
+}
+
+void SimulatorView::cancel() {
+  current_.cancel();
+  status_->setText(tr("Canceling…"));
+}
+
+void SimulatorView::recompute() {
+  current_.cancel();  // an older run stops at its next simulation
+  const quint64 generation = ++generation_;
+  SimulatorRequest req;
+  req.model = model_id_->currentText().trimmed();
+  req.tp = tp_->value();
+  req.workload = workload_->text().trimmed();
+  try {
+    req.rates = parse_rates(rates_->text());
+  } catch (const std::exception& e) {
+    status_->setText(QString::fromUtf8(e.what()));
+    return;
+  }
+  for (const QString& id : picker_->checkedIds())
+    if (const GpuSpec* g = gpus_.find(id.toStdString())) req.gpus.push_back(*g);
+  if (req.gpus.empty()) {
+    status_->setText(tr("Pick at least one GPU."));
+    return;
+  }
+  ++running_;
+  cancel_->setEnabled(true);
+  status_->setText(tr("Simulating…"));
+  auto* watcher = new QFutureWatcher<SimulatorResult>(this);
+  connect(watcher, &QFutureWatcherBase::progressRangeChanged, this, [this, generation](int lo, int hi) {
+    if (generation == generation_) progress_->setRange(lo, hi);
+  });
+  connect(watcher, &QFutureWatcherBase::progressValueChanged, this, [this, generation](int v) {
+    if (generation == generation_) progress_->setValue(v);
+  });
+  connect(watcher, &QFutureWatcherBase::progressTextChanged, this, [this, generation](const QString& t) {
+    if (generation == generation_) status_->setText(tr("Simulating %1…").arg(t));
+  });
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+    --running_;
+    const QFuture<SimulatorResult> f = watcher->future();
+    if (f.resultCount() > 0) {
+      applyResult(generation, f.result());
+    } else if (generation == generation_) {
+      status_->setText(tr("Canceled."));
+    }
+    if (generation == generation_) cancel_->setEnabled(false);
+    watcher->deleteLater();
+  });
+  current_ = QtConcurrent::run([req](QPromise<SimulatorResult>& promise) {
+    try {
+      SimulatorResult r = run_simulations(req, [&promise](int done, int total, const QString& text) {
+        promise.setProgressRange(0, total);
+        promise.setProgressValueAndText(done, text);
+        return !promise.isCanceled();
+      });
+      if (!r.canceled) promise.addResult(std::move(r));
+    } catch (const std::exception& e) {
+      SimulatorResult r;
+      r.model = req.model;
+      SimulatorRun run;
+      run.error = QString::fromUtf8(e.what());
+      r.runs.push_back(run);
+      promise.addResult(std::move(r));
+    }
+  });
+  watcher->setFuture(current_);
+}
+
+bool SimulatorView::applyResult(quint64 generation, const SimulatorResult& r) {
+  if (generation != generation_) return false;
+  result_ = r;
+  model_->setResult(r);
+  QChart* old = chart_view_->chart();
+  chart_view_->setChart(build_simulator_chart(r));
+  delete old;
+  int failed = 0;
+  for (const auto& run : r.runs) failed += run.error.isEmpty() ? 0 : 1;
+  status_->setText(failed ? tr("%1 of %2 simulations failed: %3").arg(failed).arg(r.runs.size()).arg(r.runs.front().error)
+                          : tr("%1 simulations of %2 (roofline predictor, as `perfloom simulate`).").arg(r.runs.size()).arg(r.workload));
+  return true;
+}
+
+}  // namespace perfloom::ui

@@ -1,0 +1,120 @@
+#pragma once
+// The simulator view: a bundled LLM on one or more GPUs with tensor parallelism and a workload;
+// runs the serving simulator in a background job with progress and Cancel; a table of TTFT, TPOT
+// and E2E percentiles with throughput, and TTFT p50 against request rate (one curve per GPU) when
+// a rate sweep is asked.
+#include <QAbstractTableModel>
+#include <QFuture>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+#include <functional>
+#include <vector>
+
+#include "model/gpu_database.h"
+#include "model/sim/simulator.h"
+
+class QChart;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+
+namespace perfloom::ui {
+
+class GpuPicker;
+
+struct SimulatorRun {
+  QString gpu_id, gpu_name;
+  double rate = 0;  // requests/s; 0 for a batch or trace workload
+  QString error;
+  sim::LatencyStats ttft_ms, tpot_ms, e2e_ms;
+  double output_tokens_per_s = 0, requests_per_s = 0;
+  int requests = 0;
+};
+
+struct SimulatorRequest {
+  QString model;
+  std::vector<GpuSpec> gpus;
+  int tp = 1;
+  QString workload;           // a workload spec (model/sim/workload.h)
+  std::vector<double> rates;  // empty: the spec as given; else `rate=` replaced by each
+};
+
+struct SimulatorResult {
+  QString model, workload;
+  int tp = 1;
+  bool sweep = false;
+  bool canceled = false;
+  std::vector<SimulatorRun> runs;
+};
+
+// Parses "1,2,4,8"; throws std::invalid_argument for a non-positive or non-number entry.
+std::vector<double> parse_rates(const QString& text);
+// The workload spec with its rate= set to `rate` (added when missing).
+QString workload_with_rate(const QString& spec, double rate);
+// Runs every (GPU, rate) simulation in turn; `progress(done, total, text)` returns false to stop.
+SimulatorResult run_simulations(const SimulatorRequest& req,
+                                const std::function<bool(int done, int total, const QString& text)>& progress);
+QChart* build_simulator_chart(const SimulatorResult& r);
+
+class SimulatorTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Gpu, Rate, TtftP50, TtftP90, TtftP99, TpotP50, TpotP90, TpotP99, E2eP50, E2eP99,
+                OutputTokensPerS, RequestsPerS, ColumnCount };
+  static constexpr int SortRole = Qt::UserRole + 1;
+  using QAbstractTableModel::QAbstractTableModel;
+  void setResult(SimulatorResult r);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  SimulatorResult r_;
+};
+
+class SimulatorView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SimulatorView(const GpuDatabase& gpus, QWidget* parent = nullptr);
+  ~SimulatorView() override;
+  void setSelection(const QString& model, const QStringList& gpu_ids, int tp, const QString& workload,
+                    const QString& rates);
+  const SimulatorResult& result() const { return result_; }
+  SimulatorTableModel* tableModel() const { return model_; }
+  QChartView* chartView() const { return chart_view_; }
+  bool busy() const { return running_ > 0; }
+  quint64 generation() const { return generation_; }
+  bool applyResult(quint64 generation, const SimulatorResult& r);
+
+ public slots:
+  void recompute();
+  void cancel();
+
+ private:
+  const GpuDatabase& gpus_;
+  QComboBox* model_id_;
+  GpuPicker* picker_;
+  QSpinBox* tp_;
+  QLineEdit* workload_;
+  QLineEdit* rates_;
+  QPushButton* run_;
+  QPushButton* cancel_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QChartView* chart_view_;
+  SimulatorTableModel* model_;
+  QTableView* table_;
+  SimulatorResult result_;
+  QFuture<SimulatorResult> current_;
+  quint64 generation_ = 0;
+  int running_ = 0;
+};
+
+}  // namespace perfloom::ui
