@@ -85,13 +85,13 @@ int main(int argc, char** argv) {
     double hash_s = 0;
     auto t_import = clock::now();
     control.progress = [&](const perfloom::storage::ImportProgress& p) {
-      if (p.stage == "reading events" && hash_s == 0)
+      if (p.stage == "importing" && hash_s == 0)
         hash_s = std::chrono::duration<double>(clock::now() - t_import).count();
     };
     auto sum = store.import_file(trace, control);
     double s = std::chrono::duration<double>(clock::now() - t_import).count();
     double file_mb = static_cast<double>(stats.bytes) / 1e6;
-    std::printf("import: %llu kernels, GPU %s, %.2f s (hashing ~%.2f s): %.1f MB/s of file, %.0f kernels/s\n",
+    std::printf("import: %llu kernels, GPU %s, %.2f s (SHA-256 %.2f s): %.1f MB/s of file, %.0f kernels/s\n",
                 static_cast<unsigned long long>(sum.kernels), sum.gpu_id.c_str(), s, hash_s, file_mb / s,
                 static_cast<double>(sum.kernels) / s);
     if (gzip) {

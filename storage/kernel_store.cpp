@@ -346,6 +346,7 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
   if (auto prior = source_by_hash(sum.content_hash))
     throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
 
+  if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "importing"});
   db_.transaction([&] {
     Stmt ins = prepare(db_, "INSERT INTO sources (path, format, content_hash, bytes) VALUES (?1, ?2, ?3, ?4)");
     bind_text(ins, 1, sum.path, false);

@@ -42,6 +42,11 @@ void append_utf8(std::string* out, uint32_t cp) {
   }
 }
 
+std::string size_text(std::size_t bytes) {
+  return bytes >= (1u << 20) && bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                                         : std::to_string(bytes) + " bytes";
+}
+
 std::string describe_char(int c) {
   if (c < 0) return "the end of the input";
   if (c >= 0x21 && c < 0x7F) return std::string("'") + static_cast<char>(c) + "'";
@@ -223,7 +228,7 @@ void JsonReader::parse_string(std::string* out, std::size_t limit) {
     if (out) {
       length += n;
       if (length > limit)
-        fail("string longer than " + std::to_string(limit >> 20) + " MiB (not a profiler trace value)");
+        fail("string longer than " + size_text(limit) + " (not a profiler trace value)");
       out->append(pos_, n);
     }
     pos_ = p;
@@ -248,7 +253,7 @@ void JsonReader::parse_string(std::string* out, std::size_t limit) {
     if (out) {
       length = out->size();
       if (length > limit)
-        fail("string longer than " + std::to_string(limit >> 20) + " MiB (not a profiler trace value)");
+        fail("string longer than " + size_text(limit) + " (not a profiler trace value)");
     }
   }
 }

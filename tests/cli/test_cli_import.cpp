@@ -25,9 +25,20 @@ const std::string kH100 = (kSrc / "bench/data/h100-sxm/trace.json.gz").string();
 const std::string kH200 = (kSrc / "bench/data/h200/trace.json.gz").string();
 const std::string kSweep = (kSrc / "bench/data/h200/elementwise.csv").string();
 
+// A database path of this test process, removed (with its WAL) when the tests end.
 fs::path fresh_db(const std::string& name) {
+  struct Cleanup {
+    std::vector<fs::path> paths;
+    ~Cleanup() {
+      std::error_code ec;
+      for (const auto& p : paths)
+        for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s, ec);
+    }
+  };
+  static Cleanup cleanup;
   fs::path p = fs::temp_directory_path() / ("perfloom-cli-import-" + std::to_string(::getpid()) + "-" + name);
   for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s);
+  cleanup.paths.push_back(p);
   return p;
 }
 

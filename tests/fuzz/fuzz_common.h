@@ -43,8 +43,16 @@ class CheckingSink : public storage::ImportSink {
 
 // Writes the input to a per-process file (the nsys, collector and dataset importers read paths).
 inline std::filesystem::path input_file(const uint8_t* data, size_t size, const char* suffix) {
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("perfloom-fuzz-" + std::to_string(::getpid()) + suffix);
+  struct Owned {  // removed when the fuzzer exits
+    std::filesystem::path path;
+    ~Owned() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  };
+  static const Owned file{std::filesystem::temp_directory_path() /
+                          ("perfloom-fuzz-" + std::to_string(::getpid()) + suffix)};
+  const std::filesystem::path& path = file.path;
   FILE* f = std::fopen(path.c_str(), "wb");
   if (size) std::fwrite(data, 1, size, f);
   std::fclose(f);
