@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sqlite3.h>
 
+#include "storage/importers/varint.h"
+
 namespace perfloom::storage {
 
 namespace {
@@ -11,36 +13,6 @@ namespace {
 constexpr std::size_t kMaxInterned = std::size_t(16) << 20;  // bytes of distinct names kept
 constexpr std::size_t kUnorderedMerge = 1 << 16;
 
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-uint64_t get_varint(const unsigned char*& p) {
-  uint64_t v = 0;
-  int shift = 0;
-  while (*p & 0x80) {
-    v |= uint64_t(*p++ & 0x7F) << shift;
-    shift += 7;
-  }
-  v |= uint64_t(*p++) << shift;
-  return v;
-}
-uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
-void put_double(std::string& out, double d) {
-  char b[8];
-  std::memcpy(b, &d, 8);
-  out.append(b, 8);
-}
-double get_double(const unsigned char*& p) {
-  double d;
-  std::memcpy(&d, p, 8);
-  p += 8;
-  return d;
-}
 
 }  // namespace
 
@@ -54,7 +26,7 @@ std::size_t OpTable::memory_bytes() const {
 void OpTable::put_ref(std::string_view s) {
   auto it = intern_.find(s);
   if (it != intern_.end()) {
-    put_varint(arena_, uint64_t(it->second) << 1);
+    varint::put(arena_, uint64_t(it->second) << 1);
     return;
   }
   if (intern_bytes_ + s.size() <= kMaxInterned) {
@@ -62,15 +34,15 @@ void OpTable::put_ref(std::string_view s) {
     interned_.emplace_back(s);
     intern_.emplace(std::string(s), id);
     intern_bytes_ += s.size() + 48;
-    put_varint(arena_, uint64_t(id) << 1);
+    varint::put(arena_, uint64_t(id) << 1);
     return;
   }
-  put_varint(arena_, (uint64_t(s.size()) << 1) | 1);
+  varint::put(arena_, (uint64_t(s.size()) << 1) | 1);
   arena_.append(s);
 }
 
 std::string OpTable::ref_text(const unsigned char*& p) const {
-  uint64_t v = get_varint(p);
+  uint64_t v = varint::get(p);
   if (!(v & 1)) return interned_[v >> 1];
   std::size_t n = v >> 1;
   std::string s(reinterpret_cast<const char*>(p), n);
@@ -86,17 +58,17 @@ void OpTable::add(int64_t ext_id, int64_t tid, double ts, double dur, std::strin
   std::size_t len_pos = arena_.size();
   arena_.append(4, '\0');
   put_ref(name);
-  put_varint(arena_, zigzag(tid));
-  put_double(arena_, ts);
-  put_double(arena_, dur);
+  varint::put(arena_, varint::zigzag(tid));
+  varint::put_double(arena_, ts);
+  varint::put_double(arena_, dur);
   n_dims = std::min(n_dims, dims.size());
   n_types = std::min(n_types, types.size());
-  put_varint(arena_, n_dims);
+  varint::put(arena_, n_dims);
   for (std::size_t i = 0; i < n_dims; ++i) {
-    put_varint(arena_, dims[i].size());
-    for (int64_t d : dims[i]) put_varint(arena_, zigzag(d));
+    varint::put(arena_, dims[i].size());
+    for (int64_t d : dims[i]) varint::put(arena_, varint::zigzag(d));
   }
-  put_varint(arena_, n_types);
+  varint::put(arena_, n_types);
   for (std::size_t i = 0; i < n_types; ++i) put_ref(types[i]);
   uint32_t len = static_cast<uint32_t>(arena_.size() - len_pos - 4);
   std::memcpy(arena_.data() + len_pos, &len, 4);
@@ -121,16 +93,16 @@ void OpTable::add(int64_t ext_id, int64_t tid, double ts, double dur, std::strin
 void OpTable::decode(std::string_view rec, OpInfo& out) const {
   const unsigned char* p = reinterpret_cast<const unsigned char*>(rec.data());
   out.name = ref_text(p);
-  get_varint(p);  // tid
-  get_double(p);  // ts
-  get_double(p);  // dur
-  std::size_t n = get_varint(p);
+  varint::get(p);  // tid
+  varint::get_double(p);  // ts
+  varint::get_double(p);  // dur
+  std::size_t n = varint::get(p);
   out.dims.resize(n);
   for (auto& d : out.dims) {
-    d.resize(get_varint(p));
-    for (auto& v : d) v = unzigzag(get_varint(p));
+    d.resize(varint::get(p));
+    for (auto& v : d) v = varint::unzigzag(varint::get(p));
   }
-  std::size_t nt = get_varint(p);
+  std::size_t nt = varint::get(p);
   out.types.resize(nt);
   for (auto& t : out.types) t = ref_text(p);
 }
@@ -153,11 +125,11 @@ void OpTable::spill() {
     std::memcpy(&len, arena_.data() + at, 4);
     const char* rec = arena_.data() + at + 4;
     const unsigned char* p = reinterpret_cast<const unsigned char*>(rec);
-    uint64_t nv = get_varint(p);
+    uint64_t nv = varint::get(p);
     if (nv & 1) p += nv >> 1;
-    int64_t tid = unzigzag(get_varint(p));
-    double ts = get_double(p);
-    double dur = get_double(p);
+    int64_t tid = varint::unzigzag(varint::get(p));
+    double ts = varint::get_double(p);
+    double dur = varint::get_double(p);
     sqlite3_bind_int64(insert_, 1, ext);
     sqlite3_bind_int64(insert_, 2, tid);
     sqlite3_bind_double(insert_, 3, ts);

@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 #include <sqlite3.h>
+
+#include "storage/importers/varint.h"
 #include <unordered_map>
 #include <unordered_set>
 
@@ -88,25 +90,6 @@ struct Event {
   }
 };
 
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-uint64_t get_varint(const unsigned char*& p) {
-  uint64_t v = 0;
-  int shift = 0;
-  while (*p & 0x80) {
-    v |= uint64_t(*p++ & 0x7F) << shift;
-    shift += 7;
-  }
-  v |= uint64_t(*p++) << shift;
-  return v;
-}
-uint64_t zz(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t unzz(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 class TraceParser {
  public:
@@ -476,25 +459,25 @@ class TraceParser {
       defer_insert_ = Stmt(scratch_->prepare("INSERT OR REPLACE INTO deferred VALUES (?1, ?2)"));
     }
     rec_.clear();
-    put_varint(rec_, k.name.size());
+    varint::put(rec_, k.name.size());
     rec_.append(k.name);
     rec_.append(reinterpret_cast<const char*>(&k.ts), 8);
     rec_.append(reinterpret_cast<const char*>(&k.dur), 8);
-    put_varint(rec_, zz(k.ext));
-    put_varint(rec_, zz(k.corr));
-    put_varint(rec_, k.has_corr);
-    put_varint(rec_, zz(k.device));
-    put_varint(rec_, k.launch.has_value());
+    varint::put(rec_, varint::zigzag(k.ext));
+    varint::put(rec_, varint::zigzag(k.corr));
+    varint::put(rec_, k.has_corr);
+    varint::put(rec_, varint::zigzag(k.device));
+    varint::put(rec_, k.launch.has_value());
     if (k.launch) {
-      for (int64_t v : k.launch->grid) put_varint(rec_, zz(v));
-      for (int64_t v : k.launch->block) put_varint(rec_, zz(v));
-      put_varint(rec_, zz(k.launch->registers_per_thread));
-      put_varint(rec_, zz(k.launch->shared_memory_bytes));
+      for (int64_t v : k.launch->grid) varint::put(rec_, varint::zigzag(v));
+      for (int64_t v : k.launch->block) varint::put(rec_, varint::zigzag(v));
+      varint::put(rec_, varint::zigzag(k.launch->registers_per_thread));
+      varint::put(rec_, varint::zigzag(k.launch->shared_memory_bytes));
     }
-    put_varint(rec_, l != nullptr);
+    varint::put(rec_, l != nullptr);
     if (l) {
-      put_varint(rec_, zz(l->ext));
-      put_varint(rec_, zz(l->tid));
+      varint::put(rec_, varint::zigzag(l->ext));
+      varint::put(rec_, varint::zigzag(l->tid));
       rec_.append(reinterpret_cast<const char*>(&l->ts), 8);
     }
     sqlite3_bind_int64(defer_insert_, 1, k.seq);
@@ -507,29 +490,29 @@ class TraceParser {
   static Kern decode_deferred(int64_t seq, const unsigned char* p, Launch& launch, bool& has_launch) {
     Kern k;
     k.seq = seq;
-    std::size_t n = get_varint(p);
+    std::size_t n = varint::get(p);
     k.name.assign(reinterpret_cast<const char*>(p), n);
     p += n;
     std::memcpy(&k.ts, p, 8);
     std::memcpy(&k.dur, p + 8, 8);
     p += 16;
-    k.ext = unzz(get_varint(p));
-    k.corr = unzz(get_varint(p));
-    k.has_corr = get_varint(p) != 0;
-    k.device = unzz(get_varint(p));
-    if (get_varint(p)) {
+    k.ext = varint::unzigzag(varint::get(p));
+    k.corr = varint::unzigzag(varint::get(p));
+    k.has_corr = varint::get(p) != 0;
+    k.device = varint::unzigzag(varint::get(p));
+    if (varint::get(p)) {
       LaunchArgs a;
-      for (auto& v : a.grid) v = unzz(get_varint(p));
-      for (auto& v : a.block) v = unzz(get_varint(p));
-      a.registers_per_thread = static_cast<int>(unzz(get_varint(p)));
-      a.shared_memory_bytes = unzz(get_varint(p));
+      for (auto& v : a.grid) v = varint::unzigzag(varint::get(p));
+      for (auto& v : a.block) v = varint::unzigzag(varint::get(p));
+      a.registers_per_thread = static_cast<int>(varint::unzigzag(varint::get(p)));
+      a.shared_memory_bytes = varint::unzigzag(varint::get(p));
       k.launch = a;
     }
-    has_launch = get_varint(p) != 0;
+    has_launch = varint::get(p) != 0;
     launch = Launch{};
     if (has_launch) {
-      launch.ext = unzz(get_varint(p));
-      launch.tid = unzz(get_varint(p));
+      launch.ext = varint::unzigzag(varint::get(p));
+      launch.tid = varint::unzigzag(varint::get(p));
       std::memcpy(&launch.ts, p, 8);
     }
     return k;
