@@ -1,6 +1,7 @@
 #include "storage/importers/torch_trace_importer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <deque>
@@ -155,7 +156,10 @@ class TraceParser {
     Kind k = r_.peek();
     if (k == Kind::number) {
       auto n = r_.read_number();
-      return n.integral ? n.integer : static_cast<int64_t>(n.value);
+      if (n.integral) return n.integer;
+      // A fractional or huge id cannot name a process or thread; converting it would be undefined.
+      if (!(std::abs(n.value) < 9.0e18)) fail_event(std::string(field) + ": not a valid id");
+      return static_cast<int64_t>(n.value);
     }
     if (k == Kind::string) {
       r_.read_string(text_);
