@@ -47,7 +47,7 @@ struct Analysis {
   // kernel): the ceiling then charges the busiest SM; otherwise work spread evenly over all SMs.
   bool schedule_exact = false;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
-  std::string tile_origin;         // "kernel name", "heuristic", "given"
+  std::string tile_origin;         // "kernel name", "heuristic", "given", "tuner" (GEMM, gemm_model.h)
   // Ideal cycles per pipe at the boost clock, indexed by Pipe: balanced over all SMs, and for the
   // busiest SM after the CTA schedule. Launch and link are in cycles too.
   std::array<double, kPipeCount> cycles_balanced{};
@@ -64,6 +64,11 @@ struct Analysis {
   // the estimate a roofline-only model makes, and what the baseline predictor scales.
   double roofline_us = 0;
   double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
+  // A family's own calibrated estimate of the duration, where measurements fitted one and no
+  // learned model exists (collectives: measured NCCL curves carried by the NCCL model,
+  // families/communication/nccl_model.h). The predictors use it instead of roofline / efficiency.
+  std::optional<double> estimate_us;
+  std::string estimate_origin;
 };
 
 // Per-SM, per-clock rates of a GPU's pipes, from its spec (and, later, a calibration file).

@@ -177,7 +177,7 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
     } else {
       // No measurements of this family trained a model: the roofline baseline answers.
       Prediction r = predict_roofline(kernels[i], gpu);
-      r.method = "roofline (no learned model for " + std::string(family_name(p.family)) + ")";
+      if (r.method == "roofline") r.method = "roofline (no learned model for " + std::string(family_name(p.family)) + ")";
       p = std::move(r);
     }
   }

@@ -27,6 +27,9 @@ struct FamilyEfficiency {
   double median = 0.5, p10 = 0.3, p90 = 0.8;
 };
 FamilyEfficiency roofline_efficiency(Family f);
+// The spread of a family's own calibrated estimate (Analysis::estimate_us): measured / estimate
+// at the 10th (`p10`) and 90th (`p90`) percentile.
+FamilyEfficiency estimate_spread(Family f);
 
 // Throws UnsupportedKernel when the kernel cannot run on the GPU as described.
 Prediction predict_roofline(const KernelDesc& k, const GpuSpec& gpu);

@@ -75,12 +75,19 @@ TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
     EXPECT_LE(pr.lo_us, pr.pred_us);
     EXPECT_GE(pr.hi_us, pr.pred_us);
   }
-  // A family without training data answers with the roofline baseline and says so.
+  // A family without training data answers with its own calibrated estimate where it has one
+  // (collectives: measured NCCL curves), else with the roofline baseline, and says which.
   KernelDesc ar;
   ar.op = Op::allreduce;
   ar.shape.bytes = 1 << 24;
   ar.shape.ranks = 8;
-  EXPECT_NE(p->predict(ar, h100).method.find("roofline"), std::string::npos);
+  EXPECT_NE(p->predict(ar, h100).method.find("NCCL measured on h200"), std::string::npos);
+  KernelDesc unknown;
+  unknown.op = Op::unknown;
+  unknown.launch = LaunchArgs{};
+  unknown.launch->grid = {132, 1, 1};
+  unknown.launch->block = {256, 1, 1};
+  EXPECT_NE(p->predict(unknown, h100).method.find("roofline (no learned model for unknown)"), std::string::npos);
 }
 
 TEST(LearnedPredictor, BatchEqualsSinglePredictionsAndReportsUnsupportedRows) {

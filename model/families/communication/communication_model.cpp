@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/families/communication/nccl_model.h"
 #include "model/families/family_models.h"
 
 namespace perfloom {
@@ -54,6 +55,12 @@ Analysis analyze_communication(const KernelDesc& k, const GpuSpec& gpu) {
   a.plan = plan_uniform_ctas(nvlink ? std::min(32.0, std::max(2.0, std::ceil(bytes / 262144.0))) : 2, 1, 512, hw);
   a.plan.busiest_sm_share = 1.0 / a.plan.ctas;
   finish_analysis(a, hw);
+  if (n > 1) {
+    const CollectiveEstimate e = estimate_collective(k.op, static_cast<int>(n), bytes, gpu);
+    // Never under the ceiling: the estimate is a time, the ceiling a bound.
+    a.estimate_us = std::max(a.ceiling_us, e.time_us);
+    a.estimate_origin = e.origin;
+  }
   return a;
 }
 
