@@ -1,10 +1,13 @@
-// `perfloom import FILE... [--db PATH] [--json]` (CONTRACT.md): imports traces and datasets into
-// the database, one summary line per file (format, kernels, GPU, time). Every file is its own
+// `perfloom import FILE|DIR... [--db PATH] [--json]` (CONTRACT.md): imports traces and datasets
+// into the database, one summary line per file (format, kernels, GPU, time). Every file is its own
 // transaction: a file that fails leaves nothing behind and the others are still imported; the
-// exit status is non-zero when any file failed (including one imported before).
+// exit status is non-zero when any file failed (including one imported before). A folder is one
+// source: a folder of collector CSVs (what bench/collector writes, e.g. bench/data/h100-sxm: its
+// CSVs, not the trace or logs next to them, which a warning names) or a public-dataset tree.
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -27,7 +30,8 @@ std::string seconds_text(double s) {
 std::string gpu_text(const storage::ImportSummary& s) {
   if (!s.gpu_id.empty()) return "GPU " + s.gpu_id + (s.gpu_name.empty() || s.gpu_name == s.gpu_id ? "" : " (" + s.gpu_name + ")");
   if (!s.gpu_name.empty()) return "GPU \"" + s.gpu_name + "\" (unknown)";
-  return s.format == "public-dataset" ? "several GPUs" : "GPU unknown";
+  std::error_code ec;
+  return s.format == "public-dataset" || std::filesystem::is_directory(s.path, ec) ? "several GPUs" : "GPU unknown";
 }
 
 }  // namespace
@@ -36,7 +40,8 @@ int cmdImport(CliContext& ctx, const QCommandLineParser& args) {
   const QStringList files = args.positionalArguments();
   if (files.isEmpty()) {
     std::cerr << "perfloom import: needs at least one FILE (a torch.profiler trace, an nsys SQLite export, an ncu "
-                 "CSV, a collector CSV or a public dataset)\n";
+                 "CSV, a collector CSV or a public dataset) or DIR (a folder of collector CSVs, or of public "
+                 "datasets)\n";
     return 2;
   }
   storage::Database db(ctx.db_path);

@@ -20,7 +20,7 @@ std::vector<int> dims(const std::string& s) {
   while (i < s.size()) {
     std::size_t j = i;
     while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-    if (j == i) return {};
+    if (j == i || j - i > 9) return {};  // not a number, or too large for an int
     out.push_back(std::stoi(s.substr(i, j - i)));
     if (j < s.size() && s[j] != 'x') return out;
     i = j + 1;
@@ -39,20 +39,31 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   if (!gz) throw std::runtime_error(label + ": cannot be opened");
   std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });
   CollectorFile file;
-  // The environment block: lines starting with '#', before the header.
-  std::string pending;  // the first non-comment line, handed to the CSV reader
+  // The environment block: lines starting with '#', before the header. Its lines are capped (a
+  // hostile file cannot make us hold a multi-GB "comment"); the header and the rows go through the
+  // CSV reader, which has limits of its own.
+  constexpr std::size_t kMaxEnvLine = 64 * 1024, kMaxEnvLines = 4096;
+  std::string pending;  // the start of the first non-comment line, handed to the CSV reader
   std::size_t line_no = 0;
   char buf[8192];
   while (gzgets(gz, buf, sizeof buf)) {
     ++line_no;
     std::string line(buf);
-    while (!line.empty() && line.back() != '\n' && !gzeof(gz) && gzgets(gz, buf, sizeof buf)) line += buf;
     if (line_no == 1 && !sniff_collector_csv(line))
       throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) + "\")");
     if (line.rfind("#", 0) != 0) {
       pending = line;
       break;
     }
+    while (!line.empty() && line.back() != '\n' && !gzeof(gz) && gzgets(gz, buf, sizeof buf)) {
+      line += buf;
+      if (line.size() > kMaxEnvLine)
+        throw std::runtime_error(label + ": line " + std::to_string(line_no) + ": line longer than " +
+                                 std::to_string(kMaxEnvLine) + " bytes in the # environment block");
+    }
+    if (line_no > kMaxEnvLines)
+      throw std::runtime_error(label + ": line " + std::to_string(line_no) + ": more than " +
+                               std::to_string(kMaxEnvLines) + " # environment lines");
     std::string kv = line.substr(1);
     while (!kv.empty() && (kv.back() == '\n' || kv.back() == '\r')) kv.pop_back();
     if (!kv.empty() && kv.front() == ' ') kv.erase(0, 1);
@@ -79,6 +90,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
         return static_cast<std::size_t>(n);
       },
       label);
+  reader.set_first_line(header_line);
   if (!reader.read_header()) throw std::runtime_error(label + ": no header row");
   const std::size_t c_op = reader.require_column("op"), c_dtype = reader.require_column("dtype"),
                     c_lat = reader.require_column("latency_us");
@@ -92,7 +104,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   std::vector<std::string> f;
   while (reader.next(f)) {
     ++rep.rows;
-    const std::size_t line = reader.line() + header_line - 1;
+    const std::size_t line = reader.line();
     auto skip = [&](const std::string& why) {
       ++rep.skipped;
       ++rep.skip_counts[why];
@@ -172,9 +184,10 @@ void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
     if (!e.is_regular_file() || e.path().extension() != ".csv") continue;
-    std::ifstream in(e.path());
-    std::string first;
-    std::getline(in, first);
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string first(kMagic.size(), '\0');  // a bounded read: the file may be one huge line
+    in.read(first.data(), static_cast<std::streamsize>(first.size()));
+    first.resize(static_cast<std::size_t>(in.gcount()));
     if (sniff_collector_csv(first)) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());

@@ -117,6 +117,10 @@ std::size_t CsvReader::require_column(std::string_view name) const {
   throw std::runtime_error(label_ + ": no column '" + std::string(name) + "' in the header");
 }
 
+void CsvReader::refuse(std::size_t line, const std::string& reason) const {
+  throw std::runtime_error(label_ + ": line " + std::to_string(line) + ": " + reason);
+}
+
 bool CsvReader::next(std::vector<std::string>& fields) {
   // Blank lines between records carry nothing; skip them rather than report one empty field.
   for (int c = peek(); c == '\n' || c == '\r'; c = peek()) {
@@ -128,32 +132,47 @@ bool CsvReader::next(std::vector<std::string>& fields) {
 
   record_line_ = line_;
   std::size_t n = 0;
+  std::size_t record_bytes = 0;  // of the fields finished so far, with their separators
+  const std::size_t max_field = limits_.max_field_bytes;
+  auto too_long = [&](bool quoted) {
+    refuse(record_line_, "field longer than " + std::to_string(max_field) + " bytes (column " + std::to_string(n) + ")" +
+                             (quoted ? "; a quote opened there may never be closed" : ""));
+  };
   for (;;) {
+    if (n == limits_.max_fields) refuse(record_line_, "more than " + std::to_string(limits_.max_fields) + " fields");
     if (n == fields.size()) fields.emplace_back();
     std::string& f = fields[n++];
     f.clear();
+    bool quoted = false;
     if (peek() == '"') {
       get();
+      quoted = true;
       for (;;) {
         const int c = get();
         if (c == EOF)
-          throw std::runtime_error(label_ + ": line " + std::to_string(record_line_) +
-                                   ": a quoted field is not closed before the end of the file");
+          refuse(record_line_, "a quoted field is not closed before the end of the file");
         if (c == '"') {
           if (peek() == '"') {
             get();
             f.push_back('"');
-            continue;
+          } else {
+            break;
           }
-          break;
+        } else {
+          if (c == '\n') ++line_;
+          f.push_back(static_cast<char>(c));
         }
-        if (c == '\n') ++line_;
-        f.push_back(static_cast<char>(c));
+        if (f.size() > max_field) too_long(true);
       }
     }
     // Unquoted text, or what follows a closing quote (kept as is, like Python's csv module).
-    for (int c = peek(); c != EOF && c != ',' && c != '\n' && c != '\r'; c = peek())
+    for (int c = peek(); c != EOF && c != ',' && c != '\n' && c != '\r'; c = peek()) {
       f.push_back(static_cast<char>(get()));
+      if (f.size() > max_field) too_long(quoted);
+    }
+    record_bytes += f.size() + 1;
+    if (record_bytes > limits_.max_record_bytes)
+      refuse(record_line_, "line longer than " + std::to_string(limits_.max_record_bytes) + " bytes");
     const int c = get();
     if (c == ',') continue;
     if (c == '\r') {

@@ -3,6 +3,9 @@
 // breaks, CRLF or LF line ends, plain or gzip-compressed files (zlib reads both transparently).
 // It hands out one record at a time, so multi-hundred-megabyte files never sit in memory, and it
 // knows the line number each record started on so importers can name the row they refuse.
+// Hostile input cannot make it hold much: a field, a record (line) and the number of fields in a
+// record are capped (CsvLimits), so a multi-GB field or a quote that is never closed is refused
+// with the file, the line and the reason instead of exhausting memory.
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -19,6 +22,14 @@ namespace perfloom::storage {
 // 0 means the end of the input. Throws std::runtime_error on a read error.
 using ByteSource = std::function<std::size_t(char* buf, std::size_t cap)>;
 
+// What one record may hold. The defaults are far above any real trace, dataset or kernel list
+// (the longest demangled kernel names are a few KiB; ncu's widest pages a few thousand columns).
+struct CsvLimits {
+  std::size_t max_field_bytes = std::size_t(1) << 20;    // one field, after unquoting
+  std::size_t max_record_bytes = std::size_t(16) << 20;  // one record: its fields and separators
+  std::size_t max_fields = std::size_t(1) << 16;         // fields in one record
+};
+
 class CsvReader {
  public:
   // Reads a file, plain or gzip (decided by the gzip magic bytes, not the extension).
@@ -33,6 +44,13 @@ class CsvReader {
   CsvReader& operator=(CsvReader&&) noexcept;
   ~CsvReader();
 
+  // Replaces the default limits (tests, callers that know their input is small).
+  void set_limits(const CsvLimits& limits) { limits_ = limits; }
+  const CsvLimits& limits() const { return limits_; }
+  // The input starts at this 1-based line of the file (the caller read lines before it), so that
+  // line numbers in messages and line() are those of the file.
+  void set_first_line(std::size_t line) { line_ = line; }
+
   // Reads the first record as the header. Returns false if the input is empty.
   bool read_header();
   const std::vector<std::string>& header() const { return header_; }
@@ -42,7 +60,8 @@ class CsvReader {
   std::size_t require_column(std::string_view name) const;
 
   // Reads the next record into `fields`. Returns false at the end of the input. A record that
-  // ends inside an open quote throws std::runtime_error naming the file and line.
+  // ends inside an open quote, or breaks a limit, throws std::runtime_error that reads
+  // "FILE: line N: REASON" (e.g. "field longer than 1048576 bytes").
   bool next(std::vector<std::string>& fields);
 
   // The 1-based line on which the last record returned by next()/read_header() started.
@@ -53,11 +72,13 @@ class CsvReader {
 
  private:
   bool fill();
+  [[noreturn]] void refuse(std::size_t line, const std::string& reason) const;
   int peek();
   int get();
 
   ByteSource source_;
   std::string label_;
+  CsvLimits limits_;
   std::vector<char> buf_;
   std::size_t pos_ = 0, end_ = 0;
   bool eof_ = false;

@@ -1,6 +1,8 @@
 #include "storage/database.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <sqlite3.h>
 
 #include "storage/schema.h"
@@ -26,17 +28,32 @@ Database::Database(const std::filesystem::path& path) : path_(path) {
     throw DatabaseError(path.string() + ": cannot open database: " + msg);
   }
   sqlite3_busy_timeout(db_, 5000);
-  try {
-    // The first read of the schema is where a foreign file shows itself ("file is not a database").
-    schema_version();
-    exec("PRAGMA foreign_keys = ON");
-    exec("PRAGMA journal_mode = WAL");
-    exec("PRAGMA synchronous = NORMAL");
-    migrate();
-  } catch (...) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw;
+  // While another connection turns a brand-new file into WAL mode, SQLite answers "database is
+  // locked" at once rather than through the busy handler: opening retries that for a few seconds.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    try {
+      // The first read of the schema is where a foreign file shows itself ("file is not a database").
+      schema_version();
+      exec("PRAGMA foreign_keys = ON");
+      exec("PRAGMA journal_mode = WAL");
+      exec("PRAGMA synchronous = NORMAL");
+      migrate();
+      break;
+    } catch (const DatabaseError& e) {
+      const int rc = e.sqlite_code();
+      if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
   }
 }
 
@@ -45,23 +62,27 @@ Database::~Database() {
 }
 
 int Database::schema_version() const {
+  auto fail = [&](int rc) {
+    rc &= 0xff;
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw DatabaseError(path_.string() + ": " + sqlite3_errmsg(db_), rc);
+    throw DatabaseError(path_.string() + ": not a perfloom database: " + sqlite3_errmsg(db_), rc);
+  };
   sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr) != SQLITE_OK)
-    throw DatabaseError(path_.string() + ": not a perfloom database: " + sqlite3_errmsg(db_));
+  if (const int rc = sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr); rc != SQLITE_OK) fail(rc);
   int v = 0;
-  int rc = sqlite3_step(st);
+  const int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) v = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
-  if (rc != SQLITE_ROW) throw DatabaseError(path_.string() + ": not a perfloom database: " + sqlite3_errmsg(db_));
+  if (rc != SQLITE_ROW) fail(rc);
   return v;
 }
 
 void Database::exec(const std::string& sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+  if (const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    throw DatabaseError(path_.string() + ": " + msg);
+    throw DatabaseError(path_.string() + ": " + msg, rc & 0xff);
   }
 }
 
@@ -77,26 +98,42 @@ void Database::transaction(const std::function<void()>& body) {
 }
 
 void Database::migrate() {
-  const int have = schema_version();
-  if (have > kSchemaVersion)
-    throw DatabaseError(path_.string() + ": schema version " + std::to_string(have) +
-                        " is newer than this perfloom understands (" + std::to_string(kSchemaVersion) +
-                        "); use a newer perfloom");
-  if (have == 0) {
-    // A brand-new file has no tables; a non-empty file without our version is someone else's.
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master", -1, &st, nullptr);
-    sqlite3_step(st);
-    int tables = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (tables > 0) throw DatabaseError(path_.string() + ": is an SQLite file but not a perfloom database");
-  }
+  auto refuse_newer = [&](int have) {
+    if (have > kSchemaVersion)
+      throw DatabaseError(path_.string() + ": schema version " + std::to_string(have) +
+                          " is newer than this perfloom understands (" + std::to_string(kSchemaVersion) +
+                          "); use a newer perfloom");
+  };
+  const int seen = schema_version();
+  refuse_newer(seen);
+  if (seen == kSchemaVersion) return;  // the usual case: nothing to do, no write lock taken
+  // One step per transaction. Each step re-reads the version under the write lock (BEGIN
+  // IMMEDIATE): another connection (a GUI worker, a CLI import in another process) may be creating
+  // or migrating the same file at this moment, and must not be repeated or mistaken for a foreign
+  // file.
   const auto& steps = schema_migrations();
-  for (int v = have; v < kSchemaVersion; ++v) {
+  for (;;) {
+    bool done = false;
     transaction([&] {
-      exec(steps.at(static_cast<std::size_t>(v)));
-      exec("PRAGMA user_version = " + std::to_string(v + 1));
+      const int have = schema_version();
+      refuse_newer(have);
+      if (have == 0) {
+        // A brand-new file has no tables; a non-empty file without our version is someone else's.
+        sqlite3_stmt* st = nullptr;
+        sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master", -1, &st, nullptr);
+        sqlite3_step(st);
+        const int tables = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        if (tables > 0) throw DatabaseError(path_.string() + ": is an SQLite file but not a perfloom database");
+      }
+      if (have >= kSchemaVersion) {
+        done = true;
+        return;
+      }
+      exec(steps.at(static_cast<std::size_t>(have)));
+      exec("PRAGMA user_version = " + std::to_string(have + 1));
     });
+    if (done) return;
   }
 }
 

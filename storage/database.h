@@ -12,7 +12,13 @@ namespace perfloom::storage {
 
 class DatabaseError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit DatabaseError(const std::string& what, int sqlite_code = 0)
+      : std::runtime_error(what), sqlite_code_(sqlite_code) {}
+  // SQLite's primary result code where SQLite failed (SQLITE_BUSY, ...), else 0.
+  int sqlite_code() const { return sqlite_code_; }
+
+ private:
+  int sqlite_code_;
 };
 
 class Database {

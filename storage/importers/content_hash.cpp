@@ -75,16 +75,22 @@ std::string sha256_file(const std::filesystem::path& path) {
   return d.hex();
 }
 
-std::string sha256_tree(const std::filesystem::path& dir) {
+std::string sha256_files(const std::filesystem::path& root, std::vector<std::filesystem::path> files) {
+  std::sort(files.begin(), files.end());
   Digest d;
-  for (const auto& f : tree_files(dir)) {
-    std::string rel = std::filesystem::relative(f, dir).generic_string();
-    std::string header = rel + '\0' + std::to_string(std::filesystem::file_size(f)) + '\0';
+  for (const auto& f : files) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(f, ec);
+    if (ec) throw ImportError(f.string(), "", "cannot be read: " + ec.message());
+    std::string rel = std::filesystem::relative(f, root).generic_string();
+    std::string header = rel + '\0' + std::to_string(bytes) + '\0';
     d.update(header.data(), header.size());
     hash_file_into(d, f);
   }
   return d.hex();
 }
+
+std::string sha256_tree(const std::filesystem::path& dir) { return sha256_files(dir, tree_files(dir)); }
 
 std::string sha256_bytes(std::string_view bytes) {
   Digest d;

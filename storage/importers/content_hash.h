@@ -2,6 +2,7 @@
 // SHA-256 of what is imported (OpenSSL's libcrypto), to recognise a file imported before.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace perfloom::storage {
 
@@ -9,6 +10,9 @@ namespace perfloom::storage {
 std::string sha256_file(const std::filesystem::path& path);
 // Of a folder: every regular file under it, in path order, as (relative path, size, bytes).
 std::string sha256_tree(const std::filesystem::path& dir);
+// Of chosen files under `root`, hashed like sha256_tree (sorted by path, each as relative path,
+// size, bytes), so the same files in the same places give the same hash.
+std::string sha256_files(const std::filesystem::path& root, std::vector<std::filesystem::path> files);
 // Of bytes in memory.
 std::string sha256_bytes(std::string_view bytes);
 // sha256_tree for a folder, sha256_file otherwise.

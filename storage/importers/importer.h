@@ -120,6 +120,13 @@ class Importer {
   // Streams the file's kernels to `sink`. Throws ImportError (with file, place and reason) on
   // input it cannot read; ImportCancelled when control.cancel is set.
   virtual void import(const std::filesystem::path& path, ImportSink& sink, const ImportControl& control) const = 0;
+  // The files whose content makes the source, for the content hash that recognises a re-import.
+  // Empty (the default): the file itself, or every file under a folder. An importer that reads
+  // only some files of a folder names them, so that unrelated files there do not change the hash.
+  virtual std::vector<std::filesystem::path> content_files(const std::filesystem::path& path) const {
+    (void)path;
+    return {};
+  }
 };
 
 // Text stored in the database must be UTF-8 (views and --json output rely on it); CSV files can

@@ -49,7 +49,9 @@ SniffInput ImporterRegistry::sniff_input(const std::filesystem::path& path) {
 }
 
 std::string ImporterRegistry::describe_content(const SniffInput& in) {
-  if (in.is_directory) return "a folder with no MANIFEST.tsv or public dataset subfolders";
+  if (in.is_directory)
+    return "a folder with no collector CSV (\"# format=perfloom-collector/1\") directly in it, no MANIFEST.tsv and no "
+           "public dataset subfolders";
   if (in.file_bytes == 0) return "an empty file";
   std::string_view h = in.head;
   if (h.empty()) return in.gzip ? "gzip data that does not inflate" : "unreadable content";

@@ -30,6 +30,25 @@ constexpr std::size_t kMaxRuntime = 1 << 18; // launches remembered for kernels 
 constexpr std::size_t kMaxPending = 1 << 16; // kernels waiting for their launch record
 constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
 
+// Merged multi-process traces (ranks of one job, concatenated or merged by a tool) reuse External
+// ids, and sometimes correlation ids, in every process. The op table is keyed by (process,
+// External id) and (process, thread): the process is a dense index of the CPU pids (cpu_op and
+// runtime events), packed above the id. Process 0, the first one, keeps the plain id, so a
+// single-process trace is keyed exactly as before.
+constexpr int kProcShift = 44;
+constexpr int64_t kMaxExt = int64_t(1) << kProcShift;
+constexpr uint32_t kMaxProcs = 1u << 18;
+constexpr int32_t kNoProc = -1;
+constexpr int32_t kConflict = -2;
+
+int64_t ext_key(int32_t proc, int64_t ext) {
+  if (ext <= 0 || ext >= kMaxExt || proc < 0) return 0;  // 0: never in the op table
+  return proc == 0 ? ext : (int64_t(proc) << kProcShift) | ext;
+}
+int64_t tid_key(int32_t proc, int64_t tid) {
+  return proc <= 0 ? tid : tid ^ static_cast<int64_t>((uint64_t(proc) * 0x9E3779B97F4A7C15ull) >> 1);
+}
+
 // Ops that only change tensor metadata or allocate: they never launch a kernel themselves (ops
 // that may copy, like reshape or contiguous, are not here), and they are about half the cpu_op
 // events of a trace, so the op table does not keep them.
@@ -53,6 +72,7 @@ struct Kern {
   int64_t ext = 0, corr = 0;
   bool has_corr = false;
   int64_t device = -1;
+  int64_t pid = 0;  // as written: for Kineto's GPU rows the device, not the launching process
   std::optional<LaunchArgs> launch;
 };
 
@@ -60,6 +80,8 @@ struct Launch {  // the runtime call that launched a kernel
   int64_t ext = 0;
   int64_t tid = 0;
   double ts = 0;
+  int32_t proc = 0;        // the launching process (dense index)
+  bool ambiguous = false;  // several processes launched this correlation id: it names none
 };
 
 // The fields of one event that the importer uses; reused from event to event.
@@ -67,7 +89,7 @@ struct Event {
   std::string ph, cat, name;
   double ts = 0, dur = 0;
   bool has_ts = false, has_dur = false;
-  int64_t tid = 0;
+  int64_t tid = 0, pid = 0;
   int64_t ext = 0, corr = 0, device = -1;
   bool has_ext = false, has_corr = false;
   std::array<int64_t, 3> grid{}, block{};
@@ -84,7 +106,7 @@ struct Event {
     name.clear();
     has_ts = has_dur = has_ext = has_corr = has_grid = has_block = false;
     ts = dur = 0;
-    tid = ext = corr = 0;
+    tid = pid = ext = corr = 0;
     device = regs = smem = -1;
     grid = block = {};
     n_dims = n_types = 0;
@@ -252,6 +274,7 @@ class TraceParser {
           if (key == "cat") { string_field("cat", ev_.cat); continue; }
           if (key == "dur") { ev_.dur = number_field("dur"); ev_.has_dur = true; continue; }
           if (key == "tid") { ev_.tid = id_field("tid"); continue; }
+          if (key == "pid") { ev_.pid = id_field("pid"); continue; }
           break;
         case 4:
           if (key == "name") { string_field("name", ev_.name); continue; }
@@ -364,10 +387,14 @@ class TraceParser {
       on_kernel();
     } else if (cat == "cpu_op" || cat == "Operator" || cat == "operator") {
       if (!ev_.has_ext || ev_.ext == 0 || never_launches(ev_.name)) return;
-      ops_.add(ev_.ext, ev_.tid, ev_.ts, ev_.dur, ev_.name, ev_.dims, ev_.n_dims, ev_.types, ev_.n_types);
+      const int32_t proc = process_of(ev_.pid);
+      const int64_t key = ext_key(proc, ev_.ext);
+      if (key == 0) return;  // an External id no kernel can be joined to
+      ops_.add(key, tid_key(proc, ev_.tid), ev_.ts, ev_.dur, ev_.name, ev_.dims, ev_.n_dims, ev_.types, ev_.n_types);
     } else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") {
       if (!ev_.has_corr) return;
-      Launch l{ev_.has_ext ? ev_.ext : 0, ev_.tid, ev_.ts};
+      Launch l{ev_.has_ext ? ev_.ext : 0, ev_.tid, ev_.ts, process_of(ev_.pid), false};
+      const Launch& kept = remember_launch(ev_.corr, l);
       // A CUDA graph launch starts many kernels under one correlation id.
       auto [first, last] = pending_.equal_range(ev_.corr);
       if (first != last) {
@@ -375,18 +402,63 @@ class TraceParser {
         for (auto it = first; it != last; ++it) ready.push_back(std::move(it->second));
         pending_.erase(first, last);
         std::sort(ready.begin(), ready.end(), [](const Kern& a, const Kern& b) { return a.seq < b.seq; });
-        for (Kern& k : ready) resolve_with_launch(std::move(k), l);
+        const Launch launch = kept;  // a copy: resolving may evict launches
+        for (Kern& k : ready) resolve_with_launch(std::move(k), launch);
       }
-      remember_launch(ev_.corr, l);
     }
   }
 
-  void remember_launch(int64_t corr, const Launch& l) {
+  // The dense index of a CPU process, assigned in the order processes appear.
+  int32_t process_of(int64_t pid) {
+    if (pid == last_pid_ && last_proc_ >= 0) return last_proc_;
+    auto it = procs_.find(pid);
+    int32_t proc;
+    if (it != procs_.end()) {
+      proc = it->second;
+    } else if (procs_.size() < kMaxProcs) {
+      proc = static_cast<int32_t>(procs_.size());
+      procs_.emplace(pid, proc);
+    } else {
+      return kNoProc;
+    }
+    last_pid_ = pid;
+    last_proc_ = proc;
+    return proc;
+  }
+  int32_t known_process(int64_t pid) const {
+    auto it = procs_.find(pid);
+    return it == procs_.end() ? kNoProc : it->second;
+  }
+
+  // Returns the launch kept for `corr`: marked ambiguous when another process used the same id.
+  const Launch& remember_launch(int64_t corr, const Launch& l) {
+    auto it = launches_.find(corr);
+    if (it != launches_.end()) {
+      if (it->second.proc != l.proc) it->second.ambiguous = true;  // else: the first launch stays
+      return it->second;
+    }
     if (launches_.size() >= kMaxRuntime) {
       launches_.erase(launch_order_.front());
       launch_order_.pop_front();
     }
-    if (launches_.emplace(corr, l).second) launch_order_.push_back(corr);
+    launch_order_.push_back(corr);
+    return launches_.emplace(corr, l).first->second;
+  }
+
+  // The process that launched kernel `k` when its launch record does not say: its own pid if that
+  // is a CPU process (mergers that give GPU rows the process's pid), the only CPU process of the
+  // trace, or the process the other kernels of its device were launched by. kNoProc when unsure:
+  // then the kernel gets no op rather than another process's.
+  int32_t process_without_launch(const Kern& k) const {
+    if (int32_t p = known_process(k.pid); p >= 0) return p;
+    if (procs_.size() <= 1) return 0;
+    auto it = device_proc_.find(k.device >= 0 ? k.device : k.pid);
+    return it != device_proc_.end() && it->second >= 0 ? it->second : kNoProc;
+  }
+  void learn_device(const Kern& k, int32_t proc) {
+    const int64_t device = k.device >= 0 ? k.device : k.pid;
+    auto [it, added] = device_proc_.emplace(device, proc);
+    if (!added && it->second != proc) it->second = kConflict;
   }
 
   void on_kernel() {
@@ -401,6 +473,7 @@ class TraceParser {
     k.corr = ev_.corr;
     k.has_corr = ev_.has_corr;
     k.device = ev_.device;
+    k.pid = ev_.pid;
     if (ev_.has_grid || ev_.has_block || ev_.regs >= 0 || ev_.smem >= 0) {
       LaunchArgs a;
       if (ev_.has_grid) a.grid = ev_.grid;
@@ -411,13 +484,20 @@ class TraceParser {
     }
     if (device_kernels_.size() < 1024 || device_kernels_.count(k.device)) ++device_kernels_[k.device];
 
-    if (k.ext > 0 && ops_.find(k.ext, op_)) {
-      emit(std::move(k), &op_);
-      return;
+    // While one CPU process is known (every single-process trace; Kineto writes a process's CPU
+    // events before its GPU events), or when the kernel's pid is a CPU process, the kernel's own
+    // External id names its op. Otherwise its launch record must say which process it belongs to.
+    const int32_t own = known_process(k.pid);
+    if (procs_.size() <= 1 || own >= 0) {
+      if (ops_.find(ext_key(own >= 0 ? own : 0, k.ext), op_)) {
+        emit(std::move(k), &op_);
+        return;
+      }
     }
     if (k.has_corr) {
       if (auto it = launches_.find(k.corr); it != launches_.end()) {
-        resolve_with_launch(std::move(k), it->second);
+        const Launch l = it->second;
+        resolve_with_launch(std::move(k), l);
         return;
       }
       if (pending_.size() >= kMaxPending) {
@@ -447,7 +527,12 @@ class TraceParser {
   }
 
   void resolve_with_launch(Kern&& k, const Launch& l) {
-    if (l.ext > 0 && ops_.find(l.ext, op_)) {
+    if (l.ambiguous) {  // the correlation id names launches of several processes
+      defer(k, nullptr);
+      return;
+    }
+    learn_device(k, l.proc);
+    if (ops_.find(ext_key(l.proc, l.ext), op_) || ops_.find(ext_key(l.proc, k.ext), op_)) {
       emit(std::move(k), &op_);
       return;
     }
@@ -471,6 +556,7 @@ class TraceParser {
     varint::put(rec_, varint::zigzag(k.corr));
     varint::put(rec_, k.has_corr);
     varint::put(rec_, varint::zigzag(k.device));
+    varint::put(rec_, varint::zigzag(k.pid));
     varint::put(rec_, k.launch.has_value());
     if (k.launch) {
       for (int64_t v : k.launch->grid) varint::put(rec_, varint::zigzag(v));
@@ -482,6 +568,7 @@ class TraceParser {
     if (l) {
       varint::put(rec_, varint::zigzag(l->ext));
       varint::put(rec_, varint::zigzag(l->tid));
+      varint::put(rec_, varint::zigzag(l->proc));
       rec_.append(reinterpret_cast<const char*>(&l->ts), 8);
     }
     sqlite3_bind_int64(defer_insert_, 1, k.seq);
@@ -504,6 +591,7 @@ class TraceParser {
     k.corr = varint::unzigzag(varint::get(p));
     k.has_corr = varint::get(p) != 0;
     k.device = varint::unzigzag(varint::get(p));
+    k.pid = varint::unzigzag(varint::get(p));
     if (varint::get(p)) {
       LaunchArgs a;
       for (auto& v : a.grid) v = varint::unzigzag(varint::get(p));
@@ -517,6 +605,7 @@ class TraceParser {
     if (has_launch) {
       launch.ext = varint::unzigzag(varint::get(p));
       launch.tid = varint::unzigzag(varint::get(p));
+      launch.proc = static_cast<int32_t>(varint::unzigzag(varint::get(p)));
       std::memcpy(&launch.ts, p, 8);
     }
     return k;
@@ -565,10 +654,13 @@ class TraceParser {
         Kern k = decode_deferred(sqlite3_column_int64(all, 0),
                                  static_cast<const unsigned char*>(sqlite3_column_blob(all, 1)), launch, has_launch);
         if (!has_launch && k.has_corr) {
-          if (auto it = launches_.find(k.corr); it != launches_.end()) launch = it->second, has_launch = true;
+          if (auto it = launches_.find(k.corr); it != launches_.end() && !it->second.ambiguous)
+            launch = it->second, has_launch = true;
         }
-        bool found = (k.ext > 0 && ops_.find(k.ext, op_)) || (has_launch && launch.ext > 0 && ops_.find(launch.ext, op_)) ||
-                     (has_launch && ops_.find_enclosing(launch.tid, launch.ts, op_));
+        const int32_t proc = has_launch ? launch.proc : process_without_launch(k);
+        bool found = proc >= 0 && (ops_.find(ext_key(proc, k.ext), op_) ||
+                                   (has_launch && ops_.find(ext_key(proc, launch.ext), op_)) ||
+                                   (has_launch && ops_.find_enclosing(tid_key(proc, launch.tid), launch.ts, op_)));
         emit(std::move(k), found ? &op_ : nullptr);
         if ((++n & 1023) == 0) tick("resolving launches");
       }
@@ -610,6 +702,10 @@ class TraceParser {
   std::unordered_map<int64_t, Launch> launches_;
   std::deque<int64_t> launch_order_;
   std::unordered_multimap<int64_t, Kern> pending_;
+  std::unordered_map<int64_t, int32_t> procs_;        // CPU pid -> dense process index
+  int64_t last_pid_ = 0;
+  int32_t last_proc_ = kNoProc;
+  std::unordered_map<int64_t, int32_t> device_proc_;  // device -> launching process, or kConflict
   std::deque<int64_t> pending_order_;
 
   std::unique_ptr<ScratchDb> scratch_;

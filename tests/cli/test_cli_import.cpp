@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "run_process.h"
+#include "temp_path.h"
 #include "storage/importers/synthetic_trace.h"
 
 using nlohmann::json;
@@ -26,21 +27,7 @@ const std::string kH200 = (kSrc / "bench/data/h200/trace.json.gz").string();
 const std::string kSweep = (kSrc / "bench/data/h200/elementwise.csv").string();
 
 // A database path of this test process, removed (with its WAL) when the tests end.
-fs::path fresh_db(const std::string& name) {
-  struct Cleanup {
-    std::vector<fs::path> paths;
-    ~Cleanup() {
-      std::error_code ec;
-      for (const auto& p : paths)
-        for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s, ec);
-    }
-  };
-  static Cleanup cleanup;
-  fs::path p = fs::temp_directory_path() / ("perfloom-cli-import-" + std::to_string(::getpid()) + "-" + name);
-  for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s);
-  cleanup.paths.push_back(p);
-  return p;
-}
+fs::path fresh_db(const std::string& name) { return fresh_temp_path("perfloom-cli-import", name); }
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -190,4 +177,39 @@ TEST(CliImport, KilledMidImportLeavesAConsistentDatabaseWithEarlierImportsIntact
   auto next = runPerfloom("import " + kH200 + " --db " + db.string());
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_EQ(query(db, "SELECT count(*) FROM sources"), "2\n");
+}
+
+TEST(CliImport, AFolderOfCollectorCsvsIsOneSourceAndItsReimportIsRefused) {
+  fs::path db = fresh_db("folder.db");
+  const std::string dir = (kSrc / "bench/data/h200").string();
+  auto r = runPerfloom("import " + dir + " --db " + db.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 1u) << r.out;
+  EXPECT_EQ(out[0].rfind(dir + ": collector-csv, ", 0), 0u) << out[0];
+  EXPECT_TRUE(has(out[0], " kernels, GPU h200 (NVIDIA H200), ")) << out[0];
+  // The trace next to the CSVs is not part of the source, and the user is told so.
+  EXPECT_TRUE(has(r.err, "not collector CSVs and were not read (")) << r.err;
+  EXPECT_TRUE(has(r.err, "trace.json.gz")) << r.err;
+  EXPECT_EQ(query(db, "SELECT count(*), format FROM sources"), "1|collector-csv\n");
+  EXPECT_EQ(query(db, "SELECT json_extract(provenance, '$.files.\"gemm.csv\".sweep') FROM sources"), "gemm\n");
+  const std::string kernels = query(db, "SELECT kernel_count FROM sources");
+  EXPECT_EQ(query(db, "SELECT count(*) FROM kernels"), kernels);
+
+  auto again = runPerfloom("import " + dir + " --db " + db.string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_TRUE(has(again.err, dir + ": already imported as source 1 on ")) << again.err;
+  EXPECT_EQ(query(db, "SELECT count(*) FROM kernels"), kernels);
+}
+
+TEST(CliImport, AFolderWithNothingImportableIsRefusedByName) {
+  fs::path db = fresh_db("emptyfolder.db");
+  fs::path dir = fs::temp_directory_path() / ("perfloom-cli-import-empty-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "notes.txt") << "nothing to see\n";
+  auto r = runPerfloom("import " + dir.string() + " --db " + db.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, dir.string() + ": not a format perfloom can import: a folder with no collector CSV")) << r.err;
+  EXPECT_EQ(query(db, "SELECT count(*) FROM sources"), "0\n");
+  fs::remove_all(dir);
 }

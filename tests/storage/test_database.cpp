@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 #include <sqlite3.h>
 
 #include "storage/database.h"
@@ -96,5 +98,27 @@ TEST(Database, RefusesANewerSchema) {
     FAIL();
   } catch (const DatabaseError& e) {
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Database, ConnectionsCreatingOneNewFileAtOnceMigrateItOnce) {
+  // A GUI's workers, or the GUI and a CLI import, may open a brand-new database together: each
+  // migration step re-reads the version under the write lock, so none repeats a step or mistakes
+  // the other's half-made file for a foreign one.
+  for (int round = 0; round < 10; ++round) {
+    const fs::path p = tempPath("concurrent-" + std::to_string(round) + ".db");
+    std::vector<std::string> errors(4);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          perfloom::storage::Database db(p);
+          if (db.schema_version() != perfloom::storage::Database::kSchemaVersion) errors[t] = "wrong version";
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (const auto& e : errors) EXPECT_EQ(e, "") << "round " << round;
   }
 }
