@@ -1,4 +1,6 @@
-// `perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv]` (CONTRACT.md).
+// `perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv]` and
+// `perfloom predict --trace FILE --gpu ID[,ID...] [--source-gpu ID] [--out OUT.csv]` (CONTRACT.md).
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <iostream>
@@ -10,7 +12,10 @@
 #include "model/families/family_models.h"
 #include "model/learned_predictor.h"
 #include "model/predictor.h"
+#include "storage/database.h"
 #include "storage/kernel_list_csv.h"
+#include "storage/kernel_store.h"
+#include "storage/trace_whatif.h"
 
 namespace perfloom::app {
 
@@ -30,9 +35,16 @@ std::string num(double v) {
 }
 }  // namespace
 
+int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args);
+
 int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
+  if (args.isSet("trace") && args.isSet("kernels")) {
+    std::cerr << "perfloom predict: give either --kernels IN.csv or --trace FILE, not both\n";
+    return 2;
+  }
+  if (args.isSet("trace")) return cmdPredictTrace(ctx, args);
   if (!args.isSet("kernels")) {
-    std::cerr << "perfloom predict: needs --kernels IN.csv (predict --trace is not in this build yet)\n";
+    std::cerr << "perfloom predict: needs --kernels IN.csv (a kernel list) or --trace FILE (a profiled trace)\n";
     return 2;
   }
   if (!args.isSet("gpu")) {
@@ -124,6 +136,231 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
   if (any_error) {
     for (const auto& r : rows)
       if (!r.back().empty()) std::cerr << "perfloom predict: " << r.back() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+
+// ---- predict --trace: the what-if of a profiled trace (storage/trace_whatif.h) ----
+
+namespace {
+
+std::string fnum(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+std::string fopt(const std::optional<double>& v) { return v ? fnum(*v) : std::string(); }
+
+std::string methods_text(const std::map<std::string, std::size_t>& m) {
+  std::string out;
+  for (const auto& [name, n] : m) out += (out.empty() ? "" : ";") + name + "=" + std::to_string(n);
+  return out;
+}
+
+const std::vector<std::string>& trace_header() {
+  static const std::vector<std::string> h = {"row_type", "seq",     "name",  "family",     "op",    "dtype",
+                                             "shape",    "source_gpu", "measured_us", "gpu", "pred_us", "lo_us",
+                                             "hi_us",    "ceiling_us", "bound", "method", "error"};
+  return h;
+}
+
+std::vector<std::string> total_row(const storage::TraceWhatIf& r, const storage::WhatIfTarget& t,
+                                   const storage::WhatIfTotal& tot, bool whole) {
+  std::string error;
+  if (tot.errors) error = std::to_string(tot.errors) + " kernels without a prediction are not in the total";
+  return {whole ? "total" : "family_total",
+          "",
+          whole ? "TOTAL" : "TOTAL " + std::string(family_name(tot.family)),
+          whole ? "" : std::string(family_name(tot.family)),
+          "",
+          "",
+          "",
+          r.source_gpu->id,
+          fnum(tot.measured_us),
+          t.gpu->id,
+          fnum(tot.pred_us),
+          fnum(tot.lo_us),
+          fnum(tot.hi_us),
+          "",
+          "",
+          methods_text(tot.methods),
+          error};
+}
+
+nlohmann::json total_json(const storage::WhatIfTotal& tot) {
+  return {{"kernels", tot.kernels}, {"errors", tot.errors},    {"measured_us", tot.measured_us},
+          {"pred_us", tot.pred_us}, {"lo_us", tot.lo_us},      {"hi_us", tot.hi_us},
+          {"speedup", tot.pred_us > 0 ? nlohmann::json(tot.measured_us / tot.pred_us) : nlohmann::json(nullptr)},
+          {"methods", tot.methods}};
+}
+
+}  // namespace
+
+int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
+  if (!args.isSet("gpu")) {
+    std::cerr << "perfloom predict: --trace needs --gpu ID[,ID...], the GPUs to predict the trace on; perfloom gpus "
+                 "lists the ids\n";
+    return 2;
+  }
+  const auto gpus = gpusFromList(ctx, args.value("gpu"));
+  const GpuSpec* forced_source = nullptr;
+  if (args.isSet("source-gpu")) forced_source = &ctx.gpus.get(args.value("source-gpu").trimmed().toStdString());
+  const std::string file = args.value("trace").toStdString();
+
+  // Open the output first: a path that cannot be written fails before any work.
+  std::ofstream out_file;
+  if (args.isSet("out")) {
+    out_file.open(args.value("out").toStdString(), std::ios::binary);
+    if (!out_file) throw std::runtime_error(args.value("out").toStdString() + ": cannot be written");
+  }
+
+  storage::Database db(ctx.db_path);
+  storage::KernelStore store(db);
+  storage::ImportControl control;
+  control.gpus = &ctx.gpus;
+  int64_t source_id = 0;
+  bool imported = false;
+  try {
+    source_id = store.import_file(file, control).source_id;
+    imported = true;
+  } catch (const storage::AlreadyImported& e) {
+    source_id = e.source_id();
+  }
+  const auto src = store.source(source_id);
+  if (!src) throw std::runtime_error(file + ": source " + std::to_string(source_id) + " vanished from the database");
+  const GpuSpec* source_gpu = forced_source;
+  if (!source_gpu && !src->gpu_id.empty()) source_gpu = ctx.gpus.find(src->gpu_id);
+  if (!source_gpu) {
+    std::cerr << "perfloom predict: " << file << ": the trace does not say which known GPU it was measured on"
+              << (src->gpu_name.empty() ? "" : " (it names \"" + src->gpu_name + "\")")
+              << "; give it with --source-gpu ID (perfloom gpus lists the ids)\n";
+    return 2;
+  }
+  if (forced_source && !src->gpu_id.empty() && src->gpu_id != forced_source->id)
+    std::cerr << "perfloom predict: warning: " << file << " was recorded on " << src->gpu_id << "; --source-gpu "
+              << forced_source->id << " used instead\n";
+
+  std::string warning;
+  const auto predictor = make_default_predictor(&warning);
+  if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
+  const storage::TraceWhatIf r = storage::run_trace_whatif(store, source_id, *source_gpu, gpus, *predictor);
+
+  std::size_t errors = 0;
+  std::map<std::string, std::size_t> error_reasons;
+  for (const auto& t : r.targets)
+    for (const auto& c : t.cells)
+      if (c.method == storage::WhatIfMethod::error) {
+        ++errors;
+        if (error_reasons.size() < 5 || error_reasons.count(t.gpu->id + ": " + c.error))
+          ++error_reasons[t.gpu->id + ": " + c.error];
+      }
+
+  nlohmann::json cache = nlohmann::json::object();
+  for (const auto& t : r.targets)
+    cache[t.gpu->id] = {{"from_cache", t.from_cache}, {"predicted_kernels", t.predicted_kernels}};
+  nlohmann::json source_json{{"id", r.source.id},       {"path", r.source.path},        {"format", r.source.format},
+                             {"gpu_id", source_gpu->id}, {"kernels", r.kernels.size()},
+                             {"distinct_kernels", r.distinct_kernels}, {"imported_now", imported}};
+
+  const bool csv_out = args.isSet("out");  // every row to the file; stdout gets the JSON or the table
+  const bool table = !ctx.json;            // human: a totals table, not 100k kernel rows
+
+  if (args.isSet("out") || ctx.json) {
+    std::ostream& os = args.isSet("out") ? static_cast<std::ostream&>(out_file) : std::cout;
+    nlohmann::json rows = nlohmann::json::array(), totals = nlohmann::json::array();
+    if (csv_out) os << storage::csv_line(trace_header()) << "\n";
+    std::vector<std::string> row;
+    for (std::size_t i = 0; i < r.kernels.size(); ++i) {
+      const auto& k = r.kernels[i];
+      const std::string shape = storage::readable_shape(k.desc, k.shape_known);
+      for (const auto& t : r.targets) {
+        const auto& c = t.cells[i];
+        const bool err = c.method == storage::WhatIfMethod::error;
+        row = {"kernel",
+               std::to_string(k.seq),
+               k.desc.name,
+               std::string(family_name(k.family)),
+               k.desc.op == Op::unknown ? "" : std::string(op_name(k.desc.op)),
+               k.dtype_known ? std::string(dtype_name(k.desc.dtype)) : "",
+               shape,
+               r.source_gpu->id,
+               fopt(k.measured_us),
+               t.gpu->id,
+               err ? "" : fnum(c.pred_us),
+               err ? "" : fopt(c.lo_us),
+               err ? "" : fopt(c.hi_us),
+               fopt(c.ceiling_us),
+               c.bound,
+               std::string(storage::whatif_method_name(c.method)),
+               c.error};
+        if (csv_out) {
+          os << storage::csv_line(row) << "\n";
+        } else {
+          nlohmann::json j;
+          const auto& h = trace_header();
+          for (std::size_t c2 = 0; c2 < h.size(); ++c2) j[h[c2]] = row[c2];
+          j["seq"] = k.seq;
+          for (const char* col : {"measured_us", "pred_us", "lo_us", "hi_us", "ceiling_us"})
+            j[col] = j[col].get<std::string>().empty() ? nlohmann::json(nullptr) : nlohmann::json(std::stod(j[col].get<std::string>()));
+          rows.push_back(std::move(j));
+        }
+      }
+    }
+    // The totals last: per target, each family, then the whole trace.
+    for (const auto& t : r.targets) {
+      for (const auto& [fam, tot] : t.by_family) {
+        if (csv_out) os << storage::csv_line(total_row(r, t, tot, false)) << "\n";
+        nlohmann::json j = total_json(tot);
+        j["row_type"] = "family_total";
+        j["gpu"] = t.gpu->id;
+        j["family"] = std::string(family_name(fam));
+        totals.push_back(std::move(j));
+      }
+      if (csv_out) os << storage::csv_line(total_row(r, t, t.total, true)) << "\n";
+      nlohmann::json j = total_json(t.total);
+      j["row_type"] = "total";
+      j["gpu"] = t.gpu->id;
+      totals.push_back(std::move(j));
+    }
+    if (ctx.json) {
+      nlohmann::json doc{{"source", source_json},   {"source_gpu", source_gpu->id}, {"model_version", r.model_version},
+                         {"cache", cache},          {"totals", totals},             {"errors", errors}};
+      if (args.isSet("out")) doc["out"] = args.value("out").toStdString();
+      else doc["rows"] = std::move(rows);
+      std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    }
+    if (args.isSet("out")) {
+      out_file.flush();
+      if (!out_file) throw std::runtime_error(args.value("out").toStdString() + ": write failed");
+      std::cerr << "perfloom predict: " << r.kernels.size() * r.targets.size() << " kernel rows and the totals written to "
+                << args.value("out").toStdString() << "\n";
+    }
+  }
+  if (table) {
+    std::printf("%s: %zu kernels measured on %s (source %lld%s), model %s\n", file.c_str(), r.kernels.size(),
+                source_gpu->id.c_str(), static_cast<long long>(r.source.id), imported ? ", imported now" : "",
+                r.model_version.c_str());
+    std::printf("%-14s %-12s %8s %14s %14s %25s %8s  %s\n", "gpu", "family", "kernels", "measured_us", "pred_us",
+                "lo_us..hi_us", "speedup", "methods");
+    for (const auto& t : r.targets) {
+      auto line = [&](const std::string& fam, const storage::WhatIfTotal& tot) {
+        const std::string interval = fnum(tot.lo_us) + ".." + fnum(tot.hi_us);
+        const std::string speed = tot.pred_us > 0 ? fnum(tot.measured_us / tot.pred_us) : "-";
+        std::printf("%-14s %-12s %8zu %14s %14s %25s %8s  %s%s\n", t.gpu->id.c_str(), fam.c_str(), tot.kernels,
+                    fnum(tot.measured_us).c_str(), fnum(tot.pred_us).c_str(), interval.c_str(), speed.c_str(),
+                    methods_text(tot.methods).c_str(), t.from_cache && &tot == &t.total ? " (cached)" : "");
+      };
+      for (const auto& [fam, tot] : t.by_family) line(std::string(family_name(fam)), tot);
+      line("TOTAL", t.total);
+    }
+    std::printf("speedup: measured on %s / predicted on the GPU; --out FILE.csv writes every kernel\n",
+                source_gpu->id.c_str());
+  }
+  if (errors) {
+    std::cerr << "perfloom predict: " << errors << " kernel predictions not possible, for example:\n";
+    for (const auto& [why, n] : error_reasons) std::cerr << "perfloom predict:   " << why << " (" << n << ")\n";
     return 2;
   }
   return 0;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/classify/kernel_classifier.h"
+
 namespace perfloom {
 
 namespace {
@@ -17,7 +19,7 @@ const std::vector<std::string_view>& feature_names() {
       "ctas_per_sm", "imbalance", "active_sm_fraction", "sm_count", "clock_ghz", "dtype_bytes",
       "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
       "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
-      "log2_l2_mib", "log2_launch_floor_cycles"};
+      "log2_l2_mib", "log2_launch_floor_cycles", "impl_class"};
   return names;
 }
 
@@ -56,6 +58,7 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   f.push_back(lg(hw.tensor_flops_per_clk));
   f.push_back(lg(gpu.l2_cache_mib));
   f.push_back(lg(hw.launch_floor_us * 1e-6 * hw.clock_hz));
+  f.push_back(static_cast<float>(implementation_class(k.name)));
   return f;
 }
 

@@ -10,7 +10,7 @@
 namespace perfloom {
 
 // Bumped whenever the layout or meaning of a feature changes; model files record it.
-inline constexpr int kFeatureVersion = 1;
+inline constexpr int kFeatureVersion = 2;  // 2: impl_class
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

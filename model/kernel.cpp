@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "model/classify/kernel_classifier.h"
+
 namespace perfloom {
 
 namespace {
@@ -125,6 +127,34 @@ std::optional<std::string> validate_shape(Op op, const Shape& s) {
   for (auto len : s.seqlens)
     if (len <= 0) return "every sequence length must be positive";
   return std::nullopt;
+}
+
+std::string kernel_key(const KernelDesc& k, KernelKeyDetail detail) {
+  std::string key;
+  key.reserve(96);
+  key += op_name(k.op);
+  key += '|';
+  key += dtype_name(k.dtype);
+  for (auto c : shape_columns(k.op)) {
+    key += '|';
+    key += std::to_string(shape_value(k.shape, c));
+  }
+  if (detail == KernelKeyDetail::shape) return key;
+  key += k.shape.causal ? "|c" : "|n";
+  for (auto l : k.shape.seqlens) key += ',' + std::to_string(l);
+  if (k.tile) {
+    const TileConfig& t = *k.tile;
+    for (int v : {t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n, t.stages, t.split_k, int(t.stream_k)})
+      key += ':' + std::to_string(v);
+  }
+  if (k.launch) {
+    for (auto v : k.launch->grid) key += '/' + std::to_string(v);
+    for (auto v : k.launch->block) key += '/' + std::to_string(v);
+    key += '/' + std::to_string(k.launch->registers_per_thread) + '/' + std::to_string(k.launch->shared_memory_bytes);
+  }
+  if (k.op == Op::unknown || (k.tile && !k.name.empty())) key += '#' + k.name;
+  else if (const int impl = implementation_class(k.name)) key += "#impl" + std::to_string(impl);  // a feature
+  return key;
 }
 
 }  // namespace perfloom

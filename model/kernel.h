@@ -95,4 +95,16 @@ struct KernelDesc {
 // Checks that every dimension the op needs is positive; returns the reason when not.
 std::optional<std::string> validate_shape(Op op, const Shape& s);
 
+// A kernel's identity as text, for deduplication and memoisation. Two kernels get the same key
+// exactly when they are the same at that level of detail:
+//  - shape: op, dtype and the op's shape columns, "gemm|bf16|4096|4096|4096" (training: a
+//    measured shape, whatever tile or launch ran it; this text also seeds the train/validation
+//    split, so it must not change);
+//  - prediction: that plus everything a prediction depends on: causal, ragged sequence lengths,
+//    tile, launch arguments, and the kernel name where the model reads it (unknown ops; named
+//    tiled kernels), else its implementation class (classify/kernel_classifier.h) (the learned
+//    predictor's memo).
+enum class KernelKeyDetail { shape, prediction };
+std::string kernel_key(const KernelDesc& k, KernelKeyDetail detail = KernelKeyDetail::shape);
+
 }  // namespace perfloom

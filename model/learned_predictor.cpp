@@ -100,35 +100,6 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
   std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
 }
 
-namespace {
-// Everything the analysis reads from a kernel: equal keys give equal predictions.
-std::string memo_key(const KernelDesc& k) {
-  std::string key;
-  key.reserve(96);
-  key += std::to_string(static_cast<int>(k.op));
-  key += '|';
-  key += std::to_string(static_cast<int>(k.dtype));
-  for (auto c : shape_columns(k.op)) {
-    key += '|';
-    key += std::to_string(shape_value(k.shape, c));
-  }
-  key += k.shape.causal ? "|c" : "|n";
-  for (auto l : k.shape.seqlens) key += ',' + std::to_string(l);
-  if (k.tile) {
-    const TileConfig& t = *k.tile;
-    for (int v : {t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n, t.stages, t.split_k, int(t.stream_k)})
-      key += ':' + std::to_string(v);
-  }
-  if (k.launch) {
-    for (auto v : k.launch->grid) key += '/' + std::to_string(v);
-    for (auto v : k.launch->block) key += '/' + std::to_string(v);
-    key += '/' + std::to_string(k.launch->registers_per_thread) + '/' + std::to_string(k.launch->shared_memory_bytes);
-  }
-  if (k.op == Op::unknown || (k.tile && !k.name.empty())) key += '#' + k.name;
-  return key;
-}
-}  // namespace
-
 std::vector<Prediction> LearnedPredictor::predict_batch(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
                                                         std::vector<std::string>* errors) const {
   // Traces repeat the same kernels thousands of times: predict each distinct one once.
@@ -136,7 +107,8 @@ std::vector<Prediction> LearnedPredictor::predict_batch(const std::vector<Kernel
   std::vector<std::size_t> source(kernels.size());
   std::vector<KernelDesc> unique;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
-    auto [it, inserted] = first.emplace(memo_key(kernels[i]), unique.size());
+    // Everything the analysis reads from a kernel is in the key: equal keys give equal predictions.
+    auto [it, inserted] = first.emplace(kernel_key(kernels[i], KernelKeyDetail::prediction), unique.size());
     if (inserted) unique.push_back(kernels[i]);
     source[i] = it->second;
   }

@@ -4,19 +4,13 @@
 #include <cmath>
 #include <sstream>
 
+#include "model/classify/kernel_classifier.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
 
 namespace perfloom {
 
 namespace {
-
-std::string kernel_key(const KernelDesc& k) {
-  std::ostringstream os;
-  os << op_name(k.op) << '|' << dtype_name(k.dtype);
-  for (auto c : shape_columns(k.op)) os << '|' << shape_value(k.shape, c);
-  return os.str();
-}
 
 uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) {
@@ -40,6 +34,14 @@ void add_untiled_copies(std::vector<TrainingSample>& samples) {
   const std::size_t n = samples.size();
   for (std::size_t i = 0; i < n; ++i) {
     if (!samples[i].kernel.tile && !samples[i].kernel.launch) continue;
+    // An unnamed kernel stands for the serving engine's implementation (implementation_class 0):
+    // a kernel of another implementation (FlashAttention-2, cuDNN) must not be learned as one.
+    if (implementation_class(samples[i].kernel.name) != 0) continue;
+    // A kernel without a tile means the configuration the library picks; a tile sweep's row ran a
+    // configuration we forced (the collector's `tiles` sweep, bench/collector/FORMAT.md), often a
+    // slow one, so it says nothing about the untiled kernel and would only add label noise.
+    if (samples[i].dataset.size() >= 6 && samples[i].dataset.compare(samples[i].dataset.size() - 6, 6, "/tiles") == 0)
+      continue;
     TrainingSample copy = samples[i];
     copy.kernel.tile.reset();
     copy.kernel.launch.reset();
@@ -74,7 +76,7 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
       r.measured_us = s.measured_us;
       r.gpu_id = gpu->id;
       r.dataset = s.dataset;
-      r.key = kernel_key(s.kernel);
+      r.key = kernel_key(s.kernel, KernelKeyDetail::shape);
       rows.push_back(std::move(r));
     } catch (const UnsupportedKernel& e) {
       skip(std::string("unsupported: ") + e.what());

@@ -1,6 +1,7 @@
 #include "model/classify/kernel_classifier.h"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 
 #include "model/classify/tile_from_name.h"
@@ -948,6 +949,17 @@ Classification classify_kernel(const ClassifyInput& in) {
     }
   }
   return c;
+}
+
+int implementation_class(std::string_view kernel_name) {
+  if (kernel_name.empty()) return 0;
+  std::string k(kernel_name.substr(0, 160));
+  for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k.find("flash_fwd") != std::string::npos && k.find("mla") == std::string::npos) return 1;
+  if (k.find("cudnn") != std::string::npos &&
+      (k.find("sdpa") != std::string::npos || k.find("fmha") != std::string::npos || k.find("flash") != std::string::npos))
+    return 2;
+  return 0;
 }
 
 }  // namespace perfloom

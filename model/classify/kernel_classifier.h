@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/kernel.h"
@@ -40,5 +41,16 @@ struct Classification {
 };
 
 Classification classify_kernel(const ClassifyInput& in);
+
+// Implementations whose speed differs from what a serving engine runs for the same op, so that the
+// learned model tells them apart (feature `impl_class`):
+//   0: unnamed kernels and every library not listed below: a kernel list or a simulated step
+//      describes the serving engine's kernel (FA3, FlashInfer, XQA, cuBLAS, ...);
+//   1: FlashAttention-2 forward kernels (flash_fwd_kernel, flash_fwd_splitkv_kernel; PyTorch's SDPA
+//      flash backend ships them), which serving engines replaced by FA3/FlashInfer on Hopper;
+//   2: cuDNN's fused attention (PyTorch's SDPA cuDNN backend).
+// Measured on our H200: the same decode shape takes 770 us through FA2 and 484 us through cuDNN
+// (bench/step_check/decode_attn_probe.py, bench/data/step/decode_attn_probe_h200.csv).
+int implementation_class(std::string_view kernel_name);
 
 }  // namespace perfloom

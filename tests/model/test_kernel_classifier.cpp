@@ -734,3 +734,23 @@ TEST(ClassifierSpeed, MicrosecondsPerCall) {
   RecordProperty("us_per_call", std::to_string(us));
   EXPECT_LT(us, 20.0);  // target < 5 us in an optimised build; loose here for sanitiser/debug builds
 }
+
+TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
+  // Unnamed kernels (kernel lists, simulated steps) stand for the serving engine's kernel.
+  EXPECT_EQ(implementation_class(""), 0);
+  // FlashAttention-2 forward kernels, as PyTorch's SDPA flash backend and flash-attn 2 name them.
+  EXPECT_EQ(implementation_class("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, "
+                                 "false, false, cutlass::bfloat16_t>>(pytorch_flash::Flash_fwd_params)"),
+            1);
+  EXPECT_EQ(implementation_class("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>"), 1);
+  // cuDNN's fused attention (PyTorch's SDPA cuDNN backend, as our H200 ran it).
+  EXPECT_EQ(implementation_class("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_"
+                                 "cga1x1x1_kernel0_0"),
+            2);
+  // FA3, FlashMLA, FlashInfer, cuBLAS and cuDNN GEMMs are the serving engines' own kernels.
+  EXPECT_EQ(implementation_class("void cutlass::device_kernel<flash::FlashAttnFwdSm90<...>>"), 0);
+  EXPECT_EQ(implementation_class("void flash_fwd_splitkv_mla_kernel<...>"), 0);
+  EXPECT_EQ(implementation_class("BatchDecodeWithPagedKVCacheKernel flashinfer"), 0);
+  EXPECT_EQ(implementation_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT"), 0);
+  EXPECT_EQ(implementation_class("cudnn_infer_ampere_scudnn_128x64_relu_small_nn_v1"), 0);
+}
