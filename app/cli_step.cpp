@@ -56,6 +56,15 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
   q.par.tp = static_cast<int>(cliInteger(args, "tp", 1, 1));
   q.par.pp = static_cast<int>(cliInteger(args, "pp", 1, 1));
   q.graphs = args.isSet("graphs");
+  if (args.isSet("attention-impl")) {
+    const auto impl = sim::parse_attention_impl(args.value("attention-impl").toStdString());
+    if (!impl) {
+      std::cerr << "perfloom step: --attention-impl must be serving, fa2 or cudnn (got \""
+                << args.value("attention-impl").toStdString() << "\")\n";
+      return 2;
+    }
+    q.attention_impl = *impl;
+  }
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
   const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
   std::string warning;

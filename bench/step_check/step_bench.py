@@ -10,7 +10,11 @@ KV cache: one tensor [P, 2, Bmax, Cmax, Hkv, D]; layer l uses slot l % P with P 
 caches as fit in memory (a layer's cache at B=128, C=8192 is 4.3 GB, far above L2, so sharing slots
 between distant layers changes no traffic).
 
-Usage: step_bench.py OUT_DIR [time_budget_s]
+Usage: step_bench.py OUT_DIR [time_budget_s] [fused]
+
+`fused` runs the elementwise work the way serving engines do, one kernel per fused op (Inductor-made
+Triton kernels from torch.compile): residual add + RMSNorm, q/k norm + rotary, SiLU-and-mul. The
+plain variant runs PyTorch's eager ops (several kernels each), which vLLM and SGLang do not.
 """
 import csv
 import json
@@ -27,6 +31,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 T0 = time.time()
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
 BUDGET = float(sys.argv[2]) if len(sys.argv) > 2 else 330.0
+FUSED = len(sys.argv) > 3 and sys.argv[3] == "fused"
 REPS = 30
 WARM = 5
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,6 +84,45 @@ def probe_sdpa():
 
 def rms(x, w, eps):
     return F.rms_norm(x, (x.shape[-1],), w, eps)
+
+
+def _add_rms(x, res, w, eps):
+    r = x + res
+    v = r.float()
+    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
+    return (v * w.float()).to(x.dtype), r
+
+
+def _rms_only(x, w, eps):
+    v = x.float()
+    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
+    return (v * w.float()).to(x.dtype)
+
+
+def _rope(x, cos, sin, B, T):
+    N, nh, D = x.shape
+    x = x.view(B, T, nh, D)
+    h = D // 2
+    rot = torch.cat([-x[..., h:], x[..., :h]], -1)
+    return (x * cos + rot * sin).view(N, nh, D)
+
+
+def _qk_norm_rope(qk, qn, kn, Hq, eps, cos, sin, B, T, do_norm):
+    q, k = qk[:, :Hq], qk[:, Hq:]
+    if do_norm:
+        q, k = _rms_only(q, qn, eps), _rms_only(k, kn, eps)
+    return _rope(q, cos, sin, B, T), _rope(k, cos, sin, B, T)
+
+
+def _silu_mul(gu, I):
+    return F.silu(gu[:, :I]) * gu[:, I:]
+
+
+if FUSED:
+    add_rms = torch.compile(_add_rms, dynamic=True)
+    rms_c = torch.compile(_rms_only, dynamic=True)
+    qk_norm_rope = torch.compile(_qk_norm_rope, dynamic=True)
+    silu_mul = torch.compile(_silu_mul, dynamic=True)
 
 
 class Model:
@@ -155,7 +199,9 @@ class Model:
             with record_function("cat:norm"):
                 if res is None:
                     res = x
-                    h = rms(x, lw["ln1"], self.eps)
+                    h = rms_c(x, lw["ln1"], self.eps) if FUSED else rms(x, lw["ln1"], self.eps)
+                elif FUSED:
+                    h, res = add_rms(x, res, lw["ln1"], self.eps)
                 else:
                     with record_function("cat:elementwise"):
                         res = x + res
@@ -164,7 +210,10 @@ class Model:
                 qkv = F.linear(h, lw["qkv"], lw["qkv_b"])
             qk = qkv[:, :(Hq + Hkv) * D].view(N, Hq + Hkv, D)
             v = qkv[:, (Hq + Hkv) * D:].view(N, Hkv, D)
-            if self.qk_norm:
+            if FUSED:
+                with record_function("cat:elementwise"):
+                    q, k = qk_norm_rope(qk, lw["qn"], lw["kn"], Hq, self.eps, cos, sin, B, T, self.qk_norm)
+            elif self.qk_norm:
                 with record_function("cat:norm"):
                     q = rms(qk[:, :Hq], lw["qn"], self.eps)
                     k = rms(qk[:, Hq:], lw["kn"], self.eps)
@@ -193,19 +242,25 @@ class Model:
             with record_function("cat:gemm"):
                 x = F.linear(a, lw["o"])
             with record_function("cat:norm"):
-                with record_function("cat:elementwise"):
-                    res = x + res
-                h = rms(res, lw["ln2"], self.eps)
+                if FUSED:
+                    h, res = add_rms(x, res, lw["ln2"], self.eps)
+                else:
+                    with record_function("cat:elementwise"):
+                        res = x + res
+                    h = rms(res, lw["ln2"], self.eps)
             with record_function("cat:gemm"):
                 gu = F.linear(h, lw["gu"])
             with record_function("cat:elementwise"):
-                m = F.silu(gu[:, :self.I]) * gu[:, self.I:]
+                m = silu_mul(gu, self.I) if FUSED else F.silu(gu[:, :self.I]) * gu[:, self.I:]
             with record_function("cat:gemm"):
                 x = F.linear(m, lw["down"])
         with record_function("cat:norm"):
-            with record_function("cat:elementwise"):
-                res = x + res
-            h = rms(res, self.norm, self.eps)
+            if FUSED:
+                h, res = add_rms(x, res, self.norm, self.eps)
+            else:
+                with record_function("cat:elementwise"):
+                    res = x + res
+                h = rms(res, self.norm, self.eps)
         with record_function("cat:other"):
             last = h.view(B, T, H)[:, -1]
         with record_function("cat:gemm"):
@@ -298,9 +353,9 @@ def time_it(fn, reps=REPS, warm=WARM):
 def main():
     gpu_name = torch.cuda.get_device_name()
     gpu = "h200" if "H200" in gpu_name else ("h100" if "H100" in gpu_name else gpu_name.replace(" ", "_"))
-    log(f"torch {torch.__version__} on {gpu_name} ({gpu}); budget {BUDGET}s")
+    log(f"torch {torch.__version__} on {gpu_name} ({gpu}); budget {BUDGET}s; {'fused' if FUSED else 'eager'} elementwise")
     probe_sdpa()
-    path = os.path.join(OUT, f"step_{gpu}.csv")
+    path = os.path.join(OUT, f"step_{gpu}{'_fused' if FUSED else ''}.csv")
     fh = open(path, "w", newline="")
     wr = csv.writer(fh)
     wr.writerow(["model", "phase", "batch", "tokens_or_context", "latency_us", "gemm_us", "attention_us",

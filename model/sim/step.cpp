@@ -117,6 +117,7 @@ struct Ctx {
     k.kernel.op = op;
     k.kernel.dtype = dt;
     k.kernel.shape = sh;
+    if (op == Op::attn_prefill || op == Op::attn_decode) k.kernel.name = attention_kernel_name(opt.attention_impl);
     k.count = count;
     k.label = label;
     k.stage = stage;
@@ -309,6 +310,22 @@ void layer(const Ctx& x, bool sliding, bool moe) {
 }
 
 }  // namespace
+
+std::optional<AttentionImpl> parse_attention_impl(std::string_view s) {
+  if (s == "serving") return AttentionImpl::serving;
+  if (s == "fa2") return AttentionImpl::flash_attn2;
+  if (s == "cudnn") return AttentionImpl::cudnn;
+  return std::nullopt;
+}
+
+std::string attention_kernel_name(AttentionImpl impl) {
+  switch (impl) {
+    case AttentionImpl::serving: return "";
+    case AttentionImpl::flash_attn2: return "flash_fwd_kernel (FlashAttention-2)";
+    case AttentionImpl::cudnn: return "cudnn_sdpa (cuDNN fused attention)";
+  }
+  return "";
+}
 
 StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vector<SeqWork>& batch, const StepOptions& opt) {
   if (batch.empty()) throw std::invalid_argument("a step needs at least one sequence");

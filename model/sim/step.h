@@ -7,6 +7,9 @@
 // Identical layers are one entry with a count, so a step costs a few dozen predictions, not
 // thousands.
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +60,14 @@ struct StepPlan {
   int64_t decode_seqs = 0;
 };
 
+// The attention kernels a step runs: the serving engines' (vLLM/SGLang: FA3, FlashInfer; what the
+// public serving measurements show), FlashAttention-2, or cuDNN's fused attention (PyTorch SDPA's
+// flash and cudnn backends; what a hand-written PyTorch step runs).
+enum class AttentionImpl { serving, flash_attn2, cudnn };
+std::optional<AttentionImpl> parse_attention_impl(std::string_view s);  // "serving", "fa2", "cudnn"
+// A kernel name that the classifier maps to that implementation ("" for serving).
+std::string attention_kernel_name(AttentionImpl impl);
+
 struct StepOptions {
   // Decode context lengths are averaged over the batch and rounded up to a multiple of this
   // (the simulator uses the KV block size so that predictions are reused; 1: exact).
@@ -64,6 +75,9 @@ struct StepOptions {
   bool fp8_tensor_cores = true;  // the GPU runs fp8 GEMMs (else fp8 weights are weight-only)
   Dtype kv_dtype = Dtype::bf16;  // the KV cache's element type (attention reads it)
   bool kv_dtype_set = false;     // false: the model's dtype
+  // Which attention kernels the engine runs (the learned model tells implementations apart,
+  // classify/kernel_classifier.h implementation_class): the serving engines' own by default.
+  AttentionImpl attention_impl = AttentionImpl::serving;
 };
 
 // A sequence counts as a decode when it computes one token on top of a non-empty cache.

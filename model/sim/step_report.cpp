@@ -31,6 +31,7 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
   std::vector<SeqWork> batch(static_cast<std::size_t>(q.batch), SeqWork{new_tokens, q.context});
   StepOptions opt;
   opt.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
+  opt.attention_impl = q.attention_impl;
   StepPrediction p;
   p.plan = build_step(cfg, q.par, batch, opt);
   StepCostModel model(predictor, gpu, overheads);
@@ -48,6 +49,8 @@ nlohmann::json step_to_json(const LlmConfig& cfg, const GpuSpec& gpu, const Step
   if (q.phase == Phase::prefill) j["tokens"] = q.tokens;
   j["context"] = q.context;
   j["tp"] = q.par.tp;
+  j["attention_impl"] = q.attention_impl == AttentionImpl::serving ? "serving"
+                        : q.attention_impl == AttentionImpl::flash_attn2 ? "fa2" : "cudnn";
   j["pp"] = q.par.pp;
   j["cuda_graphs"] = p.cost.graphs;
   j["latency_us"] = p.cost.latency_us;

@@ -16,6 +16,7 @@ struct StepQuery {
   int64_t context = 0;  // decode: cached tokens per sequence; prefill: an already cached prefix
   Parallelism par;
   bool graphs = false;
+  AttentionImpl attention_impl = AttentionImpl::serving;
 };
 
 struct StepPrediction {
