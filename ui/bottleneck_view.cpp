@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "ui/chart_export.h"
+#include "ui/chart_panel.h"
 #include "ui/chart_style.h"
 #include "ui/gpu_picker.h"
 #include "ui/kernel_spec.h"
@@ -143,31 +144,20 @@ BottleneckView::BottleneckView(const GpuDatabase& gpus, std::shared_ptr<const Ke
   form->addRow(tr("Dtype"), dtype_);
   form->addRow(tr("Shape"), shape_);
   auto* left = new QWidget(this);
-  auto* leftLayout = new QVBoxLayout(left);
-  leftLayout->setContentsMargins(0, 0, 0, 0);
+  auto* leftLayout = panel_layout(left);
   leftLayout->addLayout(form);
   leftLayout->addWidget(new QLabel(tr("GPUs"), left));
   leftLayout->addWidget(picker_, 1);
   leftLayout->addWidget(compute);
 
-  chart_view_->setRenderHint(QPainter::Antialiasing);
-  chart_view_->setRubberBand(QChartView::HorizontalRubberBand);
-  ChartExporter::installActions(chart_view_);
+  setup_chart_view(chart_view_, QChartView::HorizontalRubberBand);
   headroom_->setWordWrap(true);
   headroom_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* right = new QWidget(this);
-  auto* rightLayout = new QVBoxLayout(right);
-  rightLayout->setContentsMargins(0, 0, 0, 0);
+  auto* rightLayout = panel_layout(right);
   rightLayout->addWidget(chart_view_, 1);
   rightLayout->addWidget(headroom_);
-
-  auto* splitter = new QSplitter(this);
-  splitter->addWidget(left);
-  splitter->addWidget(right);
-  splitter->setStretchFactor(1, 1);
-  splitter->setSizes({260, 900});
-  auto* layout = new QHBoxLayout(this);
-  layout->addWidget(splitter);
+  fill_with_side_panels(this, left, right);
 
   connect(op_, &QComboBox::currentTextChanged, this, [this](const QString& op) {
     if (updating_) return;
@@ -236,9 +226,7 @@ void BottleneckView::recompute() {
 bool BottleneckView::applyResult(quint64 generation, const BottleneckResult& r) {
   if (generation != generation_) return false;  // a late result for an older selection
   result_ = r;
-  QChart* old = chart_view_->chart();
-  chart_view_->setChart(build_bottleneck_chart(r));
-  delete old;
+  replace_chart(chart_view_, build_bottleneck_chart(r));
   QStringList lines;
   for (const auto& g : r.gpus) lines << g.headroom.toHtmlEscaped();
   headroom_->setText(lines.join("<br>") + QString("<br><small>predictor: %1; bars: ideal time of each pipe on the busiest SM</small>").arg(r.predictor));

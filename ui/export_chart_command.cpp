@@ -11,6 +11,7 @@
 #include "ui/chart_export.h"
 #include "ui/kernel_spec.h"
 #include "ui/simulator_view.h"
+#include "ui/tuner_view.h"
 #include "ui/whatif_view.h"
 
 namespace perfloom::ui {
@@ -21,6 +22,7 @@ const char* kUsage =
     "  bottleneck --gpu ID[,ID...] --kernel OP:DTYPE:DIM=V,...   e.g. gemm:bf16:M=4096,N=4096,K=4096\n"
     "  whatif     --gpu ID[,ID...] --kernels IN.csv\n"
     "  simulator  --gpu ID[,ID...] --model M [--tp N] --workload SPEC [--rates 1,2,4,8]\n"
+    "  tuner      --gpu ID --kernel gemm:DTYPE:M=..,N=..,K=.. [--chart bars|sweep] [--sweep M|N]\n"
     "  --width PX --height PX (900x560), --scale 1|2 (PNG device pixel ratio, 1), --gpus-dir DIR\n";
 
 std::vector<GpuSpec> pickGpus(const GpuDatabase& db, const QString& list) {
@@ -38,7 +40,8 @@ int runExportChart(const QStringList& args) {
                 {"model", "LLM", "M"}, {"tp", "tensor parallel", "N", "1"}, {"workload", "workload", "SPEC"},
                 {"rates", "rate sweep", "LIST"}, {"out", "output file", "FILE"}, {"width", "width", "PX", "900"},
                 {"height", "height", "PX", "560"}, {"scale", "device pixel ratio", "F", "1"},
-                {"gpus-dir", "extra GPU files", "DIR"}, {{"h", "help"}, "help"}});
+                {"gpus-dir", "extra GPU files", "DIR"}, {"chart", "tuner chart", "bars|sweep", "bars"},
+                {"sweep", "tuner sweep dimension", "M|N", "M"}, {{"h", "help"}, "help"}});
   QStringList argv = args;
   argv.front() = "perfloom export-chart";
   if (!p.parse(argv)) {
@@ -83,6 +86,23 @@ int runExportChart(const QStringList& args) {
       for (const auto& run : r.runs)
         if (!run.error.isEmpty()) throw std::runtime_error(run.error.toStdString());
       chart.reset(build_simulator_chart(r));
+    } else if (view == "tuner") {
+      if (!p.isSet("kernel")) throw std::invalid_argument("tuner needs --kernel gemm:DTYPE:M=..,N=..,K=..");
+      const KernelDesc k = parse_kernel_spec(p.value("kernel"));
+      if (k.op != Op::gemm) throw std::invalid_argument("tuner needs a gemm kernel, e.g. gemm:bf16:M=4096,N=4096,K=4096");
+      const QString which = p.value("chart").toLower(), sweep = p.value("sweep").toUpper();
+      if (which != "bars" && which != "sweep") throw std::invalid_argument("--chart must be bars or sweep");
+      if (sweep != "M" && sweep != "N") throw std::invalid_argument("--sweep must be M or N");
+      TunerRequest req;
+      req.shape = {k.shape.M, k.shape.N, k.shape.K, k.dtype};
+      req.gpu = gpus.front();
+      req.sweep_dim = sweep == "N" ? 'N' : 'M';
+      const TunerViewResult r = compute_tuner(req);
+      if (!r.error.isEmpty()) throw std::runtime_error(r.error.toStdString());
+      if (!r.ranked.empty())
+        std::cerr << "best: " << config_label(r.ranked.front().config).toStdString() << ", "
+                  << r.ranked.front().pred_us << " us: " << r.ranked.front().reason << " (" << r.method.toStdString() << ")\n";
+      chart.reset(which == "sweep" ? build_tuner_sweep_chart(r) : build_tuner_bar_chart(r));
     } else {
       std::cerr << "perfloom export-chart: unknown view '" << view.toStdString() << "'\n" << kUsage;
       return 2;

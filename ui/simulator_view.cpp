@@ -25,6 +25,7 @@
 #include "model/sim/llm_config.h"
 #include "model/sim/workload.h"
 #include "ui/chart_export.h"
+#include "ui/chart_panel.h"
 #include "ui/chart_style.h"
 #include "ui/gpu_picker.h"
 
@@ -212,8 +213,7 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, QWidget* parent)
   buttons->addWidget(cancel_);
   cancel_->setEnabled(false);
   auto* left = new QWidget(this);
-  auto* leftLayout = new QVBoxLayout(left);
-  leftLayout->setContentsMargins(0, 0, 0, 0);
+  auto* leftLayout = panel_layout(left);
   leftLayout->addLayout(form);
   leftLayout->addWidget(new QLabel(tr("GPUs"), left));
   leftLayout->addWidget(picker_, 1);
@@ -222,24 +222,9 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, QWidget* parent)
   status_->setWordWrap(true);
   leftLayout->addWidget(status_);
 
-  chart_view_->setRenderHint(QPainter::Antialiasing);
-  chart_view_->setRubberBand(QChartView::RectangleRubberBand);
-  ChartExporter::installActions(chart_view_);
-  table_->setModel(model_);
-  table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  ChartExporter::installTableActions(table_, model_);
-  auto* rightSplit = new QSplitter(Qt::Vertical, this);
-  rightSplit->addWidget(chart_view_);
-  rightSplit->addWidget(table_);
-  rightSplit->setSizes({450, 220});
-  auto* splitter = new QSplitter(this);
-  splitter->addWidget(left);
-  splitter->addWidget(rightSplit);
-  splitter->setStretchFactor(1, 1);
-  splitter->setSizes({280, 900});
-  auto* layout = new QHBoxLayout(this);
-  layout->addWidget(splitter);
+  setup_chart_view(chart_view_, QChartView::RectangleRubberBand);
+  setup_table_view(table_, model_);
+  fill_with_side_panels(this, left, chart_over_table(this, chart_view_, table_, 450, 220), 280);
 
   picker_->setCheckedIds({"h100-sxm", "a100-sxm-80gb"});
   progress_->setRange(0, 1);
@@ -337,9 +322,7 @@ bool SimulatorView::applyResult(quint64 generation, const SimulatorResult& r) {
   if (generation != generation_) return false;
   result_ = r;
   model_->setResult(r);
-  QChart* old = chart_view_->chart();
-  chart_view_->setChart(build_simulator_chart(r));
-  delete old;
+  replace_chart(chart_view_, build_simulator_chart(r));
   int failed = 0;
   for (const auto& run : r.runs) failed += run.error.isEmpty() ? 0 : 1;
   status_->setText(failed ? tr("%1 of %2 simulations failed: %3").arg(failed).arg(r.runs.size()).arg(r.runs.front().error)

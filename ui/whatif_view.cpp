@@ -25,6 +25,7 @@
 
 #include "storage/kernel_list_csv.h"
 #include "ui/chart_export.h"
+#include "ui/chart_panel.h"
 #include "ui/chart_style.h"
 #include "ui/gpu_picker.h"
 
@@ -195,35 +196,18 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
   fileRow->addWidget(path_, 1);
   fileRow->addWidget(open);
   auto* left = new QWidget(this);
-  auto* leftLayout = new QVBoxLayout(left);
-  leftLayout->setContentsMargins(0, 0, 0, 0);
+  auto* leftLayout = panel_layout(left);
   leftLayout->addLayout(fileRow);
   leftLayout->addWidget(new QLabel(tr("Target GPUs (the first is the baseline)"), left));
   leftLayout->addWidget(picker_, 1);
 
-  chart_view_->setRenderHint(QPainter::Antialiasing);
-  chart_view_->setRubberBand(QChartView::VerticalRubberBand);
-  ChartExporter::installActions(chart_view_);
-  table_->setModel(model_);
-  table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  ChartExporter::installTableActions(table_, model_);
-  auto* rightSplit = new QSplitter(Qt::Vertical, this);
-  rightSplit->addWidget(chart_view_);
-  rightSplit->addWidget(table_);
-  rightSplit->setSizes({500, 180});
+  setup_chart_view(chart_view_, QChartView::VerticalRubberBand);
+  setup_table_view(table_, model_);
   auto* right = new QWidget(this);
-  auto* rightLayout = new QVBoxLayout(right);
-  rightLayout->setContentsMargins(0, 0, 0, 0);
-  rightLayout->addWidget(rightSplit, 1);
+  auto* rightLayout = panel_layout(right);
+  rightLayout->addWidget(chart_over_table(this, chart_view_, table_, 500, 180), 1);
   rightLayout->addWidget(status_);
-  auto* splitter = new QSplitter(this);
-  splitter->addWidget(left);
-  splitter->addWidget(right);
-  splitter->setStretchFactor(1, 1);
-  splitter->setSizes({260, 900});
-  auto* layout = new QHBoxLayout(this);
-  layout->addWidget(splitter);
+  fill_with_side_panels(this, left, right);
 
   connect(open, &QPushButton::clicked, this, &WhatIfView::openFile);
   connect(path_, &QLineEdit::editingFinished, this, &WhatIfView::recompute);
@@ -290,9 +274,7 @@ bool WhatIfView::applyResult(quint64 generation, const WhatIfResult& r) {
   }
   result_ = r;
   model_->setResult(r);
-  QChart* old = chart_view_->chart();
-  chart_view_->setChart(build_whatif_chart(r));
-  delete old;
+  replace_chart(chart_view_, build_whatif_chart(r));
   status_->setText(QString("%1 kernels predicted%2; bars: predicted time by family; whiskers: the 80% interval (sum of per-kernel p10 and p90)")
                        .arg(r.kernels)
                        .arg(r.bad_rows ? QString(", %1 rows skipped (invalid)").arg(r.bad_rows) : QString()));

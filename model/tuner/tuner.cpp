@@ -39,17 +39,7 @@ RankedConfig evaluate(const TunerTable& table, const GroupTable& group, const Ha
   r.config = config;
   const WaveFeatures f = wave_features(shape, config, hw, concurrent_ctas(config, shape.dtype, hw, table.slots_by_cluster));
   r.grid = f.grid;
-  const Coefficients* coef = &group.global;
-  r.class_samples = 0;
-  if (auto it = group.classes.find(class_of(config)); it != group.classes.end()) {
-    coef = &it->second.coef;
-    r.class_samples = it->second.samples;
-  }
-  double lat = 0;
-  for (std::size_t i = 0; i < kFeatureCount; ++i) lat += (*coef)[i] * f.x[i];
-  // A linear fit can dip below what the hardware allows far from its data: never below 80% of the
-  // compulsory DRAM time or a microsecond.
-  r.pred_us = std::max({lat, 0.8 * f.x[kDramFeature], 1.0});
+  r.pred_us = group_latency(group, shape, config, f, &r.class_samples);
   r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
   return r;
 }

@@ -20,7 +20,7 @@ Coefficients to_coef(const std::vector<double>& v) {
 }
 
 // Configurations that differ only in the stage count run as one candidate.
-auto config_key(const TileConfig& t) {
+auto candidate_key(const TileConfig& t) {
   return std::tuple(t.tile_m, t.tile_n, t.tile_k, std::max(1, t.split_k), std::max(1, t.cluster_m), std::max(1, t.cluster_n));
 }
 
@@ -117,23 +117,56 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
     }
     g.samples = static_cast<int>(rows.size());
 
+    // Residual correction in log space, then per exact configuration a shrunk factor.
+    if (opt.residual_ridge >= 0 || opt.config_ridge >= 0) {
+      std::vector<double> r(rows.size()), w(rows.size());
+      std::vector<std::array<double, kResidualCount>> z(rows.size());
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const double base = group_latency(g, rows[i]->shape, rows[i]->config, feats[i], nullptr, false);
+        r[i] = std::log(rows[i]->latency_us / base);
+        w[i] = rows[i]->latency_us > opt.residual_near * shape_best[shape_key(rows[i]->shape)] ? opt.residual_far_weight : 1.0;
+        z[i] = residual_features(rows[i]->shape, rows[i]->config, feats[i]);
+      }
+      if (opt.residual_ridge >= 0) {
+        LeastSquares ls(kResidualCount);
+        for (std::size_t i = 0; i < rows.size(); ++i) ls.add({z[i].begin(), z[i].end()}, r[i], w[i]);
+        const auto gamma = ls.solve(std::max(opt.residual_ridge, 1e-9));
+        std::copy(gamma.begin(), gamma.end(), g.residual.begin());
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          double c = 0;
+          for (std::size_t j = 0; j < kResidualCount; ++j) c += g.residual[j] * z[i][j];
+          r[i] -= std::clamp(c, -1.0, 1.0);
+        }
+      }
+      if (opt.config_ridge >= 0) {
+        std::map<ConfigKey, std::pair<double, double>> acc;  // sum w r, sum w
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          auto& a = acc[config_key(rows[i]->config)];
+          a.first += w[i] * r[i];
+          a.second += w[i];
+        }
+        for (const auto& [k, a] : acc)
+          if (a.second >= 1.0) g.config_factor[k] = std::exp(a.first / (a.second + opt.config_ridge));
+      }
+    }
+
     // Buckets: per shape its fastest few configurations; a bucket ranks them by how close to the
     // best they came, summed over its shapes.
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::vector<const TunerSample*>> shapes;
     for (const TunerSample* s : rows) shapes[shape_key(s->shape)].push_back(s);
     g.shapes = static_cast<int>(shapes.size());
-    std::map<BucketKey, std::map<decltype(config_key(TileConfig{})), std::pair<double, TileConfig>>> bucket_scores;
-    std::map<decltype(config_key(TileConfig{})), std::pair<double, TileConfig>> wins;
+    std::map<BucketKey, std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>>> bucket_scores;
+    std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>> wins;
     for (auto& [key, list] : shapes) {
       std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->latency_us < b->latency_us; });
       const double best = list.front()->latency_us;
       const GemmShape& sh = list.front()->shape;
       auto& scores = bucket_scores[bucket_of(sh.M, sh.N, sh.K)];
       int taken = 0;
-      std::vector<decltype(config_key(TileConfig{}))> seen;
+      std::vector<decltype(candidate_key(TileConfig{}))> seen;
       for (const TunerSample* s : list) {
         if (taken >= opt.candidates_per_shape || s->latency_us > best * opt.candidate_within) break;
-        const auto ck = config_key(s->config);
+        const auto ck = candidate_key(s->config);
         if (std::find(seen.begin(), seen.end(), ck) != seen.end()) continue;
         seen.push_back(ck);
         TileConfig c = s->config;

@@ -30,6 +30,15 @@ struct FitOptions {
   double far_weight = 1.0;
   int shape_effect_rounds = 0;     // alternating rounds with a free scale per shape (0: none)
   int min_class_samples = 2;       // rarer classes are not stored: they use the group's coefficients
+  // Residual correction (wave_model.h residual_features): per group a ridge fit of
+  // log(measured / linear model) on the residual features; negative: off. Rows slower than
+  // `residual_near` x their shape's best weigh `residual_far_weight`.
+  double residual_ridge = 1.0;
+  double residual_near = 1.25;
+  double residual_far_weight = 0.2;
+  // Per exact configuration (tile, split-K, cluster) a multiplicative factor, the mean log
+  // residual left after the correction shrunk toward 1 by `config_ridge` pseudo-points; negative: off.
+  double config_ridge = 10.0;
 };
 
 // Concurrent CTAs per cluster size as the launch grids of persistent kernels show them (the

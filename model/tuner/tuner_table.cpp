@@ -1,5 +1,6 @@
 #include "model/tuner/tuner_table.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +90,40 @@ int need_int(const json& obj, const char* key, const std::string& label, const s
 }
 }  // namespace
 
+ConfigKey config_key(const TileConfig& t) {
+  return {t.tile_m, t.tile_n, t.tile_k, std::max(1, t.split_k), std::max(1, t.cluster_m), std::max(1, t.cluster_n)};
+}
+
+std::string config_key_string(const TileConfig& t) {
+  TileConfig c = t;
+  c.stages = 0;
+  return config_to_string(c);
+}
+
+double group_latency(const GroupTable& group, const GemmShape& shape, const TileConfig& config, const WaveFeatures& f,
+                     int* class_samples, bool with_correction) {
+  const Coefficients* coef = &group.global;
+  int samples = 0;
+  if (auto it = group.classes.find(class_of(config)); it != group.classes.end()) {
+    coef = &it->second.coef;
+    samples = it->second.samples;
+  }
+  if (class_samples) *class_samples = samples;
+  double lat = 0;
+  for (std::size_t i = 0; i < kFeatureCount; ++i) lat += (*coef)[i] * f.x[i];
+  // A linear fit can dip below what the hardware allows far from its data: never below 80% of the
+  // compulsory DRAM time or a microsecond.
+  lat = std::max({lat, 0.8 * f.x[kDramFeature], 1.0});
+  if (!with_correction) return lat;
+  const auto z = residual_features(shape, config, f);
+  double log_corr = 0;
+  for (std::size_t i = 0; i < kResidualCount; ++i) log_corr += group.residual[i] * z[i];
+  double factor = std::exp(std::clamp(log_corr, -1.0, 1.0));
+  if (!group.config_factor.empty())
+    if (auto it = group.config_factor.find(config_key(config)); it != group.config_factor.end()) factor *= it->second;
+  return std::max(1.0, lat * factor);
+}
+
 TileClassKey class_of(const TileConfig& t) { return {t.tile_m, t.tile_n, t.tile_k, t.split_k > 1}; }
 
 BucketKey bucket_of(int64_t M, int64_t N, int64_t K) {
@@ -175,7 +210,36 @@ std::string tuner_table_to_json(const TunerTable& table) {
     }
     json common = json::array();
     for (const auto& t : g.common) common.push_back(config_to_string(t));
-    os << "\n   ],\n   \"common\": " << common.dump() << "\n  }";
+    os << "\n   ],\n   \"common\": " << common.dump();
+    if (std::any_of(g.residual.begin(), g.residual.end(), [](double v) { return v != 0; })) {
+      json names = json::array(), vals = json::array();
+      for (std::size_t i = 0; i < kResidualCount; ++i) {
+        names.push_back(std::string(residual_names()[i]));
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.7g", g.residual[i]);
+        vals.push_back(std::strtod(buf, nullptr));
+      }
+      os << ",\n   \"residual_features\": " << names.dump() << ",\n   \"residual\": " << vals.dump();
+    }
+    if (!g.config_factor.empty()) {
+      os << ",\n   \"config_factor\": {";
+      bool f3 = true;
+      for (const auto& [k, v] : g.config_factor) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.5g", v);
+        TileConfig t;
+        t.tile_m = k.tile_m;
+        t.tile_n = k.tile_n;
+        t.tile_k = k.tile_k;
+        t.split_k = k.split_k;
+        t.cluster_m = k.cluster_m;
+        t.cluster_n = k.cluster_n;
+        os << (f3 ? "\n    " : ",\n    ") << q(config_key_string(t)) << ": " << buf;
+        f3 = false;
+      }
+      os << "\n   }";
+    }
+    os << "\n  }";
   }
   os << "\n }\n}\n";
   return os.str();
@@ -275,6 +339,36 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       if (!gt.buckets.emplace(key, std::move(configs)).second) fail(label, bw, "repeats a bucket");
     }
     gt.common = configs_from(need(gj, "common", label, where), where + ".common");
+    if (auto it = gj.find("residual"); it != gj.end()) {
+      std::vector<std::string> names;
+      for (auto n : residual_names()) names.emplace_back(n);
+      const json& rn = need(gj, "residual_features", label, where);
+      if (rn != json(names))
+        fail(label, where + ".residual_features", "are " + rn.dump() + ", this build's model uses " + json(names).dump() +
+                                                      "; refit the table with perfloom-tuner-fit");
+      if (!it->is_array() || it->size() != kResidualCount)
+        fail(label, where + ".residual", "is not an array of " + std::to_string(kResidualCount) + " numbers");
+      for (std::size_t i = 0; i < kResidualCount; ++i) {
+        if (!(*it)[i].is_number() || !std::isfinite((*it)[i].get<double>()))
+          fail(label, where + ".residual", "value " + std::to_string(i) + " is not a finite number");
+        gt.residual[i] = (*it)[i].get<double>();
+      }
+    }
+    if (auto it = gj.find("config_factor"); it != gj.end()) {
+      if (!it->is_object()) fail(label, where + ".config_factor", "is not an object");
+      for (auto c = it->begin(); c != it->end(); ++c) {
+        const std::string cw = where + ".config_factor." + c.key();
+        TileConfig t;
+        try {
+          t = config_from_string(c.key());
+        } catch (const TunerTableError& e) {
+          fail(label, cw, e.what());
+        }
+        if (!c.value().is_number() || !(c.value().get<double>() > 0) || !std::isfinite(c.value().get<double>()))
+          fail(label, cw, "must be a positive number");
+        gt.config_factor[config_key(t)] = c.value().get<double>();
+      }
+    }
     t.groups.emplace(g.key(), std::move(gt));
   }
   return t;

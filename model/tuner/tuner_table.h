@@ -39,6 +39,13 @@ struct ClassFit {
   int samples = 0;      // measured (shape, configuration) points of the class in the fit
 };
 
+// An exact configuration without its stage count (tile, split-K, cluster).
+struct ConfigKey {
+  int tile_m = 0, tile_n = 0, tile_k = 0, split_k = 1, cluster_m = 1, cluster_n = 1;
+  auto operator<=>(const ConfigKey&) const = default;
+};
+ConfigKey config_key(const TileConfig& t);
+
 // Octaves: floor(log2(dim)).
 struct BucketKey {
   int m = 0, n = 0, k = 0;
@@ -51,6 +58,10 @@ struct GroupTable {
   std::map<TileClassKey, ClassFit> classes;
   std::map<BucketKey, std::vector<TileConfig>> buckets;  // best first
   std::vector<TileConfig> common;        // configurations that won most often in the group
+  // Residual correction in log space (wave_model.h residual_features); all zero: none.
+  std::array<double, kResidualCount> residual{};
+  // Per exact configuration a shrunk multiplicative factor (JSON keys: config_key_string).
+  std::map<ConfigKey, double> config_factor;
   int shapes = 0, samples = 0;           // what the fit saw
 };
 
@@ -63,6 +74,15 @@ struct TunerTable {
   std::map<std::string, GroupTable> groups;  // by dtype_group()
   std::string label;            // where it was read from, for messages
 };
+
+// The group's predicted latency of one configuration from its wave features: the class's (else the
+// group's) linear wave model, floored at 80% of the compulsory DRAM time and a microsecond, times
+// the residual correction and the configuration's factor. `class_samples` gets the class's points
+// (0: the group's fit). `with_correction` false gives the linear model alone (what the fit needs).
+double group_latency(const GroupTable& group, const GemmShape& shape, const TileConfig& config, const WaveFeatures& f,
+                     int* class_samples = nullptr, bool with_correction = true);
+// config_to_string without the stage count: the key of GroupTable::config_factor.
+std::string config_key_string(const TileConfig& t);
 
 // "128x256x64/s1/c1x2" (tile M x N x K in perfloom's orientation, split-K, cluster M x N), with
 // "/st4" appended when the stage count is known.

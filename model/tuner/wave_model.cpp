@@ -95,6 +95,38 @@ WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const Hardwa
   return out;
 }
 
+const std::array<std::string_view, kResidualCount>& residual_names() {
+  static const std::array<std::string_view, kResidualCount> names = {
+      "one",       "cluster_m", "cluster_n", "cluster4", "log2_k",  "log2_k_sq", "fill",      "one_wave",
+      "log2_waves", "log2_tile_m", "log2_tile_n", "tile_k128", "pad_waste", "mem_share", "split", "narrow"};
+  return names;
+}
+
+std::array<double, kResidualCount> residual_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f) {
+  const WaveGrid& g = f.grid;
+  const double lk = std::log2(static_cast<double>(std::max<int64_t>(1, g.k_iters)));
+  const double padded = static_cast<double>(g.tiles_m * t.tile_m) * static_cast<double>(g.tiles_n * t.tile_n);
+  const double waste = 1.0 - static_cast<double>(s.M) * static_cast<double>(s.N) / padded;
+  const double mma_all = f.x[1] * static_cast<double>(g.waves);
+  const double dram = f.x[kDramFeature];
+  return {1.0,
+          std::max(1, t.cluster_m) > 1 ? 1.0 : 0.0,
+          std::max(1, t.cluster_n) > 1 ? 1.0 : 0.0,
+          std::max(1, t.cluster_m) * std::max(1, t.cluster_n) >= 4 ? 1.0 : 0.0,
+          lk,
+          lk * lk / 10.0,
+          g.last_wave_fill,
+          g.waves == 1 ? 1.0 : 0.0,
+          std::log2(static_cast<double>(g.waves)),
+          std::log2(static_cast<double>(t.tile_m)),
+          std::log2(static_cast<double>(t.tile_n)),
+          t.tile_k >= 128 ? 1.0 : 0.0,
+          waste,
+          dram + mma_all > 0 ? dram / (dram + mma_all) : 0.0,
+          g.split_k > 1 ? 1.0 : 0.0,
+          std::min(t.tile_m, t.tile_n) < 64 ? 1.0 : 0.0};
+}
+
 std::string describe_grid(const WaveGrid& g) {
   std::ostringstream os;
   const int pct = static_cast<int>(std::lround(g.last_wave_fill * 100.0));

@@ -66,6 +66,16 @@ struct WaveFeatures {
 };
 WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw, int slot_count);
 
+// The residual correction's features (log space, per dtype group): what the linear wave model
+// cannot express as an additive term. latency = wave model x exp(gamma . z).
+//   one, cluster_m>1, cluster_n>1, cluster>=4, log2 k, (log2 k)^2/10, fill, one_wave, log2 waves,
+//   log2 tile_m, log2 tile_n, tile_k>=128, pad_waste (share of the padded output grid outside C),
+//   mem_share (compulsory DRAM time / (DRAM time + ideal MMA time of all waves)), split, narrow
+//   (a tile side below 64)
+inline constexpr std::size_t kResidualCount = 16;
+const std::array<std::string_view, kResidualCount>& residual_names();
+std::array<double, kResidualCount> residual_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f);
+
 // "1 wave, 97% full, 112 K-iterations" (and the split-K factor when there is one).
 std::string describe_grid(const WaveGrid& g);
 

@@ -58,7 +58,7 @@ TEST(GemmModel, DecodeShapedGemmIsMemoryBound) {
   KernelDesc big = gemm(1, 16384, 8192);  // 256 MiB of weight cannot sit in L2
   Analysis b = analyze_kernel(big, h100());
   EXPECT_NEAR(b.ceiling_us, (16384.0 * 8192 * 2 - 50.0 * 1048576) / 3.35e12 * 1e6 + 1.0, 1.0);
-  EXPECT_EQ(a.tile_origin, "heuristic");
+  EXPECT_EQ(a.tile_origin, "heuristic");  // no tile given, default setting (gemm_model.h, untiled_gemm_tile)
 }
 
 TEST(GemmModel, HeuristicSplitsKWhenOutputTilesLeaveSmsIdle) {

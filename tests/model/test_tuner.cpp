@@ -2,12 +2,17 @@
 // the sampling plan and the analytical fallback.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "model/gpu_database.h"
 #include "model/tuner/least_squares.h"
 #include "model/tuner/sampling_plan.h"
+#include "model/families/family_models.h"
+#include "model/families/gemm/gemm_model.h"
+#include "model/features.h"
+#include "model/training.h"
 #include "model/tuner/tuner.h"
 #include "model/tuner/tuner_fit.h"
 
@@ -130,7 +135,7 @@ TEST(TunerWaves, FeaturesAreBilinearInFillAndKLoop) {
   const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
   const TileConfig t = tile(128, 128, 64);
   const WaveFeatures a = wave_features({384, 5120, 2560, Dtype::bf16}, t, hw, 132);
-  ASSERT_EQ(feature_names().size(), a.x.size());
+  ASSERT_EQ(tuner::feature_names().size(), a.x.size());
   EXPECT_DOUBLE_EQ(a.x[0], 1.0);
   EXPECT_NEAR(a.x[1], 40 * mma_iteration_us(t, Dtype::bf16, hw), 1e-12);  // u = k x one iteration
   EXPECT_DOUBLE_EQ(a.x[2], a.grid.last_wave_fill);
@@ -209,6 +214,106 @@ TEST(TunerFit, ReproducesSyntheticLatencies) {
   EXPECT_NEAR(g[1], truth[1], 1e-4);
   EXPECT_NEAR(g[3], truth[3], 1e-4);
   EXPECT_THROW(fit_tuner_table({}, h100), std::invalid_argument);
+}
+
+TEST(TunerFit, ResidualCorrectionAndConfigurationFactorLearnWhatTheLinearFormCannot) {
+  // Latency = a linear wave model x 1.15 for clusters along M x 1.25 for one exact configuration:
+  // multiplicative effects the additive form cannot express. With the correction and the
+  // per-configuration factor the fit predicts them back closely; without them it cannot.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  const Coefficients truth = {2.0, 1.1, 0.5, -0.2, 0.3, 0.9, 1.0, 0.0, 0.0, 0.4};
+  const std::vector<TileConfig> configs = {tile(128, 128, 64, 1, 2, 1), tile(128, 128, 64, 1, 1, 2),
+                                           tile(128, 256, 64, 1, 2, 1), tile(128, 256, 64, 1, 1, 2),
+                                           tile(256, 128, 64, 1, 1, 1)};
+  std::vector<TunerSample> samples;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> dim(1, 60);
+  for (int i = 0; i < 600; ++i) {
+    TunerSample s;
+    s.shape = {64 * dim(rng), 64 * dim(rng), 64 * dim(rng), Dtype::bf16};
+    s.config = configs[static_cast<std::size_t>(i) % configs.size()];
+    const auto f = wave_features(s.shape, s.config, hw, concurrent_ctas(s.config, Dtype::bf16, hw));
+    for (std::size_t j = 0; j < kFeatureCount; ++j) s.latency_us += truth[j] * f.x[j];
+    if (s.config.cluster_m > 1) s.latency_us *= 1.15;
+    if (s.config == configs[3]) s.latency_us *= 1.25;
+    samples.push_back(s);
+  }
+  auto mape = [&](const TunerTable& t) {
+    double sum = 0;
+    for (const auto& s : samples) sum += std::abs(evaluate_with_table(t, h100, s.shape, s.config).pred_us / s.latency_us - 1.0);
+    return sum / static_cast<double>(samples.size());
+  };
+  FitOptions plain;
+  plain.class_ridge = 1e6;  // one shared linear model: the multiplicative effects are left to the correction
+  plain.residual_ridge = -1;
+  plain.config_ridge = -1;
+  FitOptions corrected = plain;
+  corrected.residual_ridge = 1e-3;
+  corrected.config_ridge = 1.0;
+  const TunerTable a = fit_tuner_table(samples, h100, plain), b = fit_tuner_table(samples, h100, corrected);
+  const GroupTable& g = b.groups.at("16bit");
+  ASSERT_EQ(g.config_factor.count(config_key(configs[3])), 1u);
+  ASSERT_EQ(g.config_factor.count(config_key(configs[1])), 1u);
+  // The configuration that alone is 25% slower ends up well above its cluster-mate of the same class.
+  EXPECT_GT(g.config_factor.at(config_key(configs[3])) / g.config_factor.at(config_key(configs[1])), 1.1);
+  EXPECT_LT(mape(b), 0.02);
+  EXPECT_GT(mape(a), 2.0 * mape(b));
+  // Both survive the JSON form, and a wrong-length correction is rejected by name.
+  const TunerTable back = parse_tuner_table(tuner_table_to_json(b), "round-trip");
+  EXPECT_NEAR(mape(back), mape(b), 1e-4);
+  std::string text = tuner_table_to_json(b);
+  const auto at = text.find("\"residual\": [");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 13, "0.5,");
+  try {
+    parse_tuner_table(text, "bad.json");
+    ADD_FAILURE() << "a residual of the wrong length was accepted";
+  } catch (const TunerTableError& e) {
+    EXPECT_NE(std::string(e.what()).find("residual"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TunerUntiledGemm, TheAnalysisTakesTheTunersTopConfigurationWhenTheTileIsUnknown) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  KernelDesc k;
+  k.op = Op::gemm;
+  k.dtype = Dtype::bf16;
+  k.shape.M = 4096;
+  k.shape.N = 4096;
+  k.shape.K = 4096;
+  const UntiledGemmTile before = untiled_gemm_tile();
+  set_untiled_gemm_tile(UntiledGemmTile::tuner);
+  const Analysis a = analyze_kernel(k, h100);
+  const auto top = tune_gemm({4096, 4096, 4096, Dtype::bf16}, h100, 1);
+  ASSERT_EQ(top.method, "wave-table");
+  EXPECT_EQ(a.tile_origin, "tuner");
+  ASSERT_TRUE(a.tile.has_value());
+  EXPECT_EQ(a.tile->tile_m, top.ranked.front().config.tile_m);
+  EXPECT_EQ(a.tile->tile_n, top.ranked.front().config.tile_n);
+  EXPECT_EQ(a.tile->tile_k, top.ranked.front().config.tile_k);
+  EXPECT_EQ(a.tile->split_k, std::max(1, top.ranked.front().config.split_k));
+  EXPECT_FALSE(a.schedule_exact);  // a predicted tile, not a known one
+  // A given tile still wins, and a GPU without a table (or the heuristic setting) uses the heuristic.
+  KernelDesc given = k;
+  given.tile = tile(64, 64, 64);
+  EXPECT_EQ(analyze_kernel(given, h100).tile_origin, "given");
+  EXPECT_EQ(analyze_kernel(k, db().get("a100-sxm-80gb")).tile_origin, "heuristic");
+  set_untiled_gemm_tile(UntiledGemmTile::heuristic);
+  const Analysis heuristic = analyze_kernel(k, h100);
+  EXPECT_EQ(heuristic.tile_origin, "heuristic");
+  // Training analyses untiled samples with the same setting as prediction (what eval measures ships).
+  set_untiled_gemm_tile(UntiledGemmTile::tuner);
+  const auto rows = prepare_rows({TrainingSample{k, "h100-sxm", 200.0, "test"}}, db(), nullptr);
+  ASSERT_EQ(rows.size(), 1u);
+  const auto& names = perfloom::feature_names();
+  const auto tm = static_cast<std::size_t>(std::find(names.begin(), names.end(), "tile_m") - names.begin());
+  const auto tn = static_cast<std::size_t>(std::find(names.begin(), names.end(), "tile_n") - names.begin());
+  ASSERT_LT(tn, rows[0].features.size());
+  EXPECT_EQ(rows[0].features[tm], static_cast<float>(a.tile->tile_m));
+  EXPECT_EQ(rows[0].features[tn], static_cast<float>(a.tile->tile_n));
+  EXPECT_EQ(untiled_gemm_tile(), UntiledGemmTile::tuner);
+  set_untiled_gemm_tile(before);
 }
 
 // ---- lookup ----

@@ -1,10 +1,14 @@
 #include "model/families/gemm/gemm_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "model/families/family_models.h"
+#include "model/tuner/tuner.h"
 
 namespace perfloom {
 
@@ -146,6 +150,35 @@ TileConfig choose_gemm_tile(const GemmProblem& p, const GpuSpec& gpu, const Hard
   return best;
 }
 
+namespace {
+std::atomic<UntiledGemmTile>& untiled_source() {
+  static std::atomic<UntiledGemmTile> source = [] {
+    const char* env = std::getenv("PERFLOOM_UNTILED_GEMM_TILE");
+    return env && std::string(env) == "tuner" ? UntiledGemmTile::tuner : UntiledGemmTile::heuristic;
+  }();
+  return source;
+}
+
+// The wave tuner's top configuration for a single GEMM, when the GPU has a table for the dtype.
+std::optional<TileConfig> tuner_tile(const KernelDesc& k, const GemmProblem& p, const GpuSpec& gpu) {
+  if (k.op != Op::gemm || p.batch != 1) return std::nullopt;
+  try {
+    const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+    if (!table || !table->groups.count(tuner::dtype_group(k.dtype))) return std::nullopt;
+    const auto r = tuner::tune_gemm({k.shape.M, k.shape.N, k.shape.K, k.dtype}, gpu, 1, table);
+    if (r.method != "wave-table" || r.ranked.empty()) return std::nullopt;
+    TileConfig t = r.ranked.front().config;
+    t.stages = 0;  // the analysis derives the stages from shared memory
+    return t;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a corrupt table or an out-of-range shape: the heuristic still answers
+  }
+}
+}  // namespace
+
+UntiledGemmTile untiled_gemm_tile() { return untiled_source().load(); }
+void set_untiled_gemm_tile(UntiledGemmTile source) { untiled_source().store(source); }
+
 Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
   const HardwareRates hw = hardware_rates(gpu, k.dtype);
   if (k.dtype != Dtype::fp32 && hw.tensor_flops_per_clk <= 0)
@@ -169,6 +202,9 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
       if (ctas >= 2 * tiles) tile.split_k = static_cast<int>(std::lround(ctas / tiles));
       else if (ctas < tiles) tile.stream_k = true;
     }
+  } else if (auto t = untiled_gemm_tile() == UntiledGemmTile::tuner ? tuner_tile(k, p, gpu) : std::nullopt) {
+    tile = *t;
+    origin = "tuner";
   } else {
     tile = choose_gemm_tile(p, gpu, hw);
     origin = "heuristic";
@@ -176,7 +212,7 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
   gemm_demand(p, tile, hw, a);
   a.tile_origin = origin;
   // A tile read from the kernel name fixes the CTA grid; stream-K spreads the work evenly anyway.
-  a.schedule_exact = origin != "heuristic" && !tile.stream_k;
+  a.schedule_exact = (origin == "given" || origin == "kernel name") && !tile.stream_k;
   if (a.schedule_exact) {
     a.least_demand->l2_bytes = a.demand.l2_bytes;
     a.least_demand->smem_bytes = a.demand.smem_bytes;

@@ -22,6 +22,20 @@ void gemm_demand(const GemmProblem& p, const TileConfig& tile, const HardwareRat
 // estimated time, small tiles paying for their lower tensor-core efficiency.
 TileConfig choose_gemm_tile(const GemmProblem& p, const GpuSpec& gpu, const HardwareRates& hw);
 
+// Where the tile of a GEMM whose tile is unknown (no kernel name, no tile given) comes from:
+// `heuristic`, choose_gemm_tile above; `tuner`, the wave tuner's top configuration when the GPU
+// has a tuner table with a fit for the dtype (model/tuner/, resources/tuner), else the heuristic
+// (Analysis::tile_origin says "tuner" or "heuristic"). Process-wide; the default is `heuristic`;
+// PERFLOOM_UNTILED_GEMM_TILE=tuner|heuristic sets it at start-up. Training, evaluation and
+// prediction all use the one setting, so that what `perfloom eval` measures is what ships.
+// Not the default: the tuner's tables are fitted on the GPU's own tile sweeps, so the tuner tile
+// exists only for measured GPUs (a target-measured tier) and a leave-one-GPU-out evaluation of it
+// would leak the held-out GPU's measurements; bench/results/tuner_eval.md ("Untiled GEMMs") has
+// the held-in numbers.
+enum class UntiledGemmTile { heuristic, tuner };
+UntiledGemmTile untiled_gemm_tile();
+void set_untiled_gemm_tile(UntiledGemmTile source);
+
 // Bytes of the output element for a GEMM of this input dtype.
 double gemm_output_bytes(Dtype dtype);
 

@@ -1,0 +1,326 @@
+#include "ui/tuner_view.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QFutureWatcher>
+#include <QHorizontalBarSeries>
+#include <QLabel>
+#include <QLineSeries>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QValueAxis>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "model/tuner/tuner_table.h"
+#include "ui/chart_panel.h"
+#include "ui/chart_style.h"
+#include "ui/gpu_picker.h"
+
+namespace perfloom::ui {
+
+namespace {
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+const QColor kBest(0xdd, 0x84, 0x52);  // the best configuration's bar
+}  // namespace
+
+QString config_label(const TileConfig& t) {
+  return QString("%1×%2×%3 s%4 c%5×%6")
+      .arg(t.tile_m)
+      .arg(t.tile_n)
+      .arg(t.tile_k)
+      .arg(std::max(1, t.split_k))
+      .arg(std::max(1, t.cluster_m))
+      .arg(std::max(1, t.cluster_n));
+}
+
+TunerViewResult compute_tuner(const TunerRequest& req) {
+  TunerViewResult r;
+  r.gpu_id = QString::fromStdString(req.gpu.id);
+  r.gpu_name = QString::fromStdString(req.gpu.name);
+  r.shape = req.shape;
+  r.sweep_dim = req.sweep_dim == 'N' ? 'N' : 'M';
+  try {
+    const tuner::TunerTable* table = tuner::bundled_tuner_table(req.gpu);
+    const tuner::TuneResult t = tuner::tune_gemm(req.shape, req.gpu, static_cast<std::size_t>(std::max(1, req.top)), table);
+    r.method = QString::fromStdString(t.method);
+    r.note = QString::fromStdString(t.note);
+    r.ranked = t.ranked;
+    const bool with_table = t.method == "wave-table" && table;
+    const int64_t dim = r.sweep_dim == 'N' ? req.shape.N : req.shape.M;
+    const int64_t lo = std::max<int64_t>(1, dim / 4), hi = std::max<int64_t>(dim * 2, lo + 8);
+    std::vector<int64_t> dims;
+    const int points = std::max(2, req.sweep_points);
+    for (int i = 0; i < points; ++i) {
+      const auto d = lo + static_cast<int64_t>(std::llround(static_cast<double>(hi - lo) * i / (points - 1)));
+      if (dims.empty() || d != dims.back()) dims.push_back(d);
+    }
+    for (std::size_t c = 0; c < r.ranked.size() && static_cast<int>(c) < req.sweep_configs; ++c) {
+      TunerSweepSeries s;
+      s.config = r.ranked[c].config;
+      s.label = config_label(s.config);
+      for (int64_t d : dims) {
+        tuner::GemmShape sh = req.shape;
+        (r.sweep_dim == 'N' ? sh.N : sh.M) = d;
+        const double p = with_table ? tuner::evaluate_with_table(*table, req.gpu, sh, s.config).pred_us
+                                    : tuner::evaluate_analytical(req.gpu, sh, s.config).pred_us;
+        s.dims.push_back(static_cast<double>(d));
+        s.pred_us.push_back(p);
+      }
+      r.sweep.push_back(std::move(s));
+    }
+  } catch (const std::exception& e) {
+    r.error = QString::fromUtf8(e.what());
+    r.ranked.clear();
+    r.sweep.clear();
+  }
+  return r;
+}
+
+QChart* build_tuner_bar_chart(const TunerViewResult& r) {
+  auto* chart = new QChart;
+  chart->setTitle(QString("Predicted latency per configuration: GEMM %1×%2×%3 %4 on %5")
+                      .arg(r.shape.M)
+                      .arg(r.shape.N)
+                      .arg(r.shape.K)
+                      .arg(qs(dtype_name(r.shape.dtype)))
+                      .arg(r.gpu_name));
+  auto* set = new QBarSet("predicted latency (µs)");
+  set->setColor(series_color(0));
+  set->setSelectedColor(kBest);
+  QStringList categories;
+  double max_us = 0;
+  for (const auto& c : r.ranked) {
+    *set << c.pred_us;
+    categories << config_label(c.config);
+    max_us = std::max(max_us, c.pred_us);
+  }
+  if (!r.ranked.empty()) set->selectBar(0);  // the best: highlighted
+  auto* series = new QHorizontalBarSeries;
+  series->append(set);
+  chart->addSeries(series);
+  auto* axisY = new QBarCategoryAxis;
+  axisY->append(categories);
+  axisY->setReverse(true);  // the best on top
+  auto* axisX = new QValueAxis;
+  axisX->setTitleText("predicted latency (µs)");
+  axisX->setRange(0, max_us > 0 ? max_us * 1.1 : 1.0);
+  axisX->applyNiceNumbers();
+  chart->addAxis(axisY, Qt::AlignLeft);
+  chart->addAxis(axisX, Qt::AlignBottom);
+  series->attachAxis(axisY);
+  series->attachAxis(axisX);
+  add_bar_tooltips(set, categories, "µs");
+  chart->legend()->hide();
+  return chart;
+}
+
+QChart* build_tuner_sweep_chart(const TunerViewResult& r) {
+  auto* chart = new QChart;
+  const QChar d = QChar(r.sweep_dim);
+  chart->setTitle(QString("Wave steps: predicted latency against %1 (%2 fixed at %3, K = %4)")
+                      .arg(d)
+                      .arg(r.sweep_dim == 'N' ? 'M' : 'N')
+                      .arg(r.sweep_dim == 'N' ? r.shape.M : r.shape.N)
+                      .arg(r.shape.K));
+  auto* axisX = new QValueAxis;
+  axisX->setTitleText(QString("%1").arg(d));
+  axisX->setLabelFormat("%d");
+  auto* axisY = new QValueAxis;
+  axisY->setTitleText("predicted latency (µs)");
+  chart->addAxis(axisX, Qt::AlignBottom);
+  chart->addAxis(axisY, Qt::AlignLeft);
+  double minX = std::numeric_limits<double>::infinity(), maxX = 0, maxY = 0;
+  for (std::size_t i = 0; i < r.sweep.size(); ++i) {
+    const auto& s = r.sweep[i];
+    auto* line = new QLineSeries;
+    line->setName(s.label);
+    line->setColor(series_color(static_cast<int>(i)));
+    // Steps: hold each value until the next point, so a wave boundary shows as a vertical jump.
+    for (std::size_t j = 0; j < s.dims.size(); ++j) {
+      if (j > 0) line->append(s.dims[j], s.pred_us[j - 1]);
+      line->append(s.dims[j], s.pred_us[j]);
+      minX = std::min(minX, s.dims[j]);
+      maxX = std::max(maxX, s.dims[j]);
+      maxY = std::max(maxY, s.pred_us[j]);
+    }
+    chart->addSeries(line);
+    line->attachAxis(axisX);
+    line->attachAxis(axisY);
+    add_point_tooltips(line, QString(d), "µs");
+  }
+  if (std::isfinite(minX) && maxX > minX) axisX->setRange(minX, maxX);
+  axisY->setRange(0, maxY > 0 ? maxY * 1.1 : 1.0);
+  axisY->applyNiceNumbers();
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  return chart;
+}
+
+void TunerRankModel::setResult(TunerViewResult r) {
+  beginResetModel();
+  r_ = std::move(r);
+  endResetModel();
+}
+
+int TunerRankModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(r_.ranked.size()); }
+int TunerRankModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const tuner::RankedConfig& c = r_.ranked[static_cast<std::size_t>(index.row())];
+  const TileConfig& t = c.config;
+  const int col = index.column();
+  if (role == Qt::TextAlignmentRole)
+    return col == Reason || col == Tile || col == Cluster ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+  if (role == SortRole) {
+    switch (col) {
+      case Rank: return index.row() + 1;
+      case Tile: return double(t.tile_m) * t.tile_n * t.tile_k;
+      case SplitK: return std::max(1, t.split_k);
+      case Cluster: return std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
+      case PredUs: return c.pred_us;
+      case Waves: return static_cast<qlonglong>(c.grid.waves);
+      case Fill: return c.grid.last_wave_fill;
+      case Reason: return QString::fromStdString(c.reason);
+      default: return {};
+    }
+  }
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  switch (col) {
+    case Rank: return index.row() + 1;
+    case Tile: return QString("%1×%2×%3").arg(t.tile_m).arg(t.tile_n).arg(t.tile_k);
+    case SplitK: return std::max(1, t.split_k);
+    case Cluster: return QString("%1×%2").arg(std::max(1, t.cluster_m)).arg(std::max(1, t.cluster_n));
+    case PredUs: return QString::number(c.pred_us, 'f', 2);
+    case Waves: return static_cast<qlonglong>(c.grid.waves);
+    case Fill: return QString("%1%").arg(std::lround(c.grid.last_wave_fill * 100.0));
+    case Reason: return QString::fromStdString(c.reason);
+    default: return {};
+  }
+}
+
+QVariant TunerRankModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[] = {"rank", "tile M×N×K", "split-K", "cluster M×N", "pred (µs)", "waves", "last wave", "reason"};
+  return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
+}
+
+TunerView::TunerView(const GpuDatabase& gpus, QWidget* parent)
+    : QWidget(parent), gpus_(gpus), m_(new QSpinBox(this)), n_(new QSpinBox(this)), k_(new QSpinBox(this)),
+      dtype_(new QComboBox(this)), sweep_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
+      bars_view_(new QChartView(this)), sweep_view_(new QChartView(this)), model_(new TunerRankModel(this)),
+      table_(new QTableView(this)), status_(new QLabel(this)) {
+  for (QSpinBox* s : {m_, n_, k_}) {
+    s->setRange(1, std::numeric_limits<int>::max());
+    s->setValue(4096);
+    s->setKeyboardTracking(false);  // recompute when the number is complete, not per keystroke
+  }
+  for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8e4m3, Dtype::fp8e5m2, Dtype::fp32}) dtype_->addItem(qs(dtype_name(d)));
+  sweep_->addItems({"M", "N"});
+  auto* form = new QFormLayout;
+  form->addRow(tr("M"), m_);
+  form->addRow(tr("N"), n_);
+  form->addRow(tr("K"), k_);
+  form->addRow(tr("Dtype"), dtype_);
+  form->addRow(tr("Sweep along"), sweep_);
+  auto* left = new QWidget(this);
+  auto* leftLayout = panel_layout(left);
+  leftLayout->addLayout(form);
+  leftLayout->addWidget(new QLabel(tr("GPU (the first checked)"), left));
+  leftLayout->addWidget(picker_, 1);
+
+  setup_chart_view(bars_view_, QChartView::HorizontalRubberBand);
+  setup_chart_view(sweep_view_, QChartView::RectangleRubberBand);
+  setup_table_view(table_, model_);
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* right = new QWidget(this);
+  auto* rightLayout = panel_layout(right);
+  rightLayout->addWidget(chart_over_table(this, bars_view_, chart_over_table(this, sweep_view_, table_, 300, 160), 320, 460), 1);
+  rightLayout->addWidget(status_);
+  fill_with_side_panels(this, left, right);
+
+  for (QSpinBox* s : {m_, n_, k_})
+    connect(s, &QSpinBox::valueChanged, this, [this] { if (!updating_) recompute(); });
+  connect(dtype_, &QComboBox::currentTextChanged, this, [this] { if (!updating_) recompute(); });
+  connect(sweep_, &QComboBox::currentTextChanged, this, [this] { if (!updating_) recompute(); });
+  connect(picker_, &GpuPicker::selectionChanged, this, [this] { if (!updating_) recompute(); });
+
+  const GpuSpec* h100 = gpus.find("h100-sxm");
+  setSelection(4096, 4096, 4096, "bf16", QString::fromStdString(h100 ? h100->id : gpus.all().front().id));
+}
+
+TunerView::~TunerView() { ++generation_; }
+
+void TunerView::setSelection(int64_t M, int64_t N, int64_t K, const QString& dtype, const QString& gpu_id, char sweep_dim) {
+  updating_ = true;
+  auto clamp = [](int64_t v) { return static_cast<int>(std::clamp<int64_t>(v, 1, std::numeric_limits<int>::max())); };
+  m_->setValue(clamp(M));
+  n_->setValue(clamp(N));
+  k_->setValue(clamp(K));
+  dtype_->setCurrentText(dtype);
+  sweep_->setCurrentText(sweep_dim == 'N' ? "N" : "M");
+  picker_->setCheckedIds({gpu_id});
+  updating_ = false;
+  recompute();
+}
+
+void TunerView::recompute() {
+  const quint64 generation = ++generation_;
+  TunerRequest req;
+  req.shape = {m_->value(), n_->value(), k_->value(), parse_dtype(dtype_->currentText().toStdString()).value_or(Dtype::bf16)};
+  req.sweep_dim = sweep_->currentText() == "N" ? 'N' : 'M';
+  const QStringList ids = picker_->checkedIds();
+  const GpuSpec* gpu = ids.isEmpty() ? nullptr : gpus_.find(ids.front().toStdString());
+  if (!gpu) {
+    status_->setText(tr("Pick a GPU."));
+    return;
+  }
+  req.gpu = *gpu;
+  status_->setText(tr("Ranking configurations…"));
+  ++running_;
+  auto* watcher = new QFutureWatcher<TunerViewResult>(this);
+  connect(watcher, &QFutureWatcher<TunerViewResult>::finished, this, [this, watcher, generation] {
+    --running_;
+    applyResult(generation, watcher->result());
+    watcher->deleteLater();
+  });
+  watcher->setFuture(QtConcurrent::run([req] { return compute_tuner(req); }));  // the job owns its copies
+}
+
+bool TunerView::applyResult(quint64 generation, const TunerViewResult& r) {
+  if (generation != generation_) return false;  // a late result for an older selection
+  if (!r.error.isEmpty()) {
+    status_->setText(QString("<span style='color:#c44e52'>%1</span>").arg(r.error.toHtmlEscaped()));
+    return true;
+  }
+  result_ = r;
+  model_->setResult(r);
+  replace_chart(bars_view_, build_tuner_bar_chart(r));
+  replace_chart(sweep_view_, build_tuner_sweep_chart(r));
+  QString text;
+  if (!r.ranked.empty()) {
+    const auto& best = r.ranked.front();
+    text = QString("<b>Best: %1</b>, %2 µs predicted: %3.<br>")
+               .arg(config_label(best.config).toHtmlEscaped())
+               .arg(QString::number(best.pred_us, 'f', 2))
+               .arg(QString::fromStdString(best.reason).toHtmlEscaped());
+  }
+  text += QString("<small>%1 (%2). Orange: the best; lower chart: the top %3 as %4 sweeps, each step a wave boundary.</small>")
+              .arg(r.method.toHtmlEscaped())
+              .arg(r.note.toHtmlEscaped())
+              .arg(r.sweep.size())
+              .arg(QChar(r.sweep_dim));
+  status_->setText(text);
+  return true;
+}
+
+}  // namespace perfloom::ui
