@@ -27,11 +27,13 @@ const std::map<QString, Command>& commands() {
        {"perfloom gpus [ID...] [--json]",
         "the GPU database: id, name, aliases, architecture, SMs, clock, dense peak per dtype, memory "
         "bandwidth, L2, memory size; with IDs, every figure of those GPUs and its source",
-        [](CliContext& c, const QCommandLineParser& p) { return cmdGpus(c, p.positionalArguments()); }}},
+        [](CliContext& c, const QCommandLineParser& p) { return cmdGpus(c, p.positionalArguments()); },
+        {}}},
       {"import",
-       {"perfloom import FILE... [--db PATH] [--json]",
+       {"perfloom import FILE|DIR... [--db PATH] [--json]",
         "import torch.profiler traces (.json, .json.gz), Nsight Systems SQLite exports, Nsight Compute CSVs, "
-        "collector CSVs and the public datasets into the database; one summary line per file",
+        "collector CSVs and the public datasets into the database; one summary line per file; a folder of "
+        "collector CSVs (bench/data/GPU) is one source",
         cmdImport,
         {}}},
       {"train",
@@ -49,11 +51,15 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("holdout-arch", "architecture to hold out", "ARCH"),
          QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N")}}},
       {"predict",
-       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv]",
-        "predict each kernel of a kernel list on each GPU: pred_us, lo_us..hi_us, ceiling_us and the bound pipe",
+       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
+        "[--source-gpu ID] [--out OUT.csv]",
+        "predict each kernel of a kernel list on each GPU: pred_us, lo_us..hi_us, ceiling_us and the bound pipe; "
+        "--trace: what-if, every kernel of a profiled trace (imported if new) measured on its own GPU, predicted on "
+        "the others, totals per family and for the trace last (predictions cached in the database)",
         cmdPredict,
         {QCommandLineOption("kernels", "kernel list CSV", "IN.csv"), QCommandLineOption("gpu", "GPU ids", "ID[,ID...]"),
-         QCommandLineOption("out", "output CSV", "OUT.csv")}}},
+         QCommandLineOption("out", "output CSV", "OUT.csv"), QCommandLineOption("trace", "profiled trace", "FILE"),
+         QCommandLineOption("source-gpu", "GPU the trace was recorded on, when the trace does not say", "ID")}}},
       {"step",
        {"perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C) [--tp N] [--graphs]",
         "latency of one forward step of an LLM (bundled id or config.json): latency_us and its breakdown per kernel family",
@@ -63,7 +69,11 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("tokens", "prefill tokens per sequence", "T"),
          QCommandLineOption("context", "cached tokens per sequence", "C"),
          QCommandLineOption("tp", "tensor parallel degree", "N"), QCommandLineOption("pp", "pipeline parallel degree", "N"),
-         QCommandLineOption("graphs", "decode under CUDA graphs")}}},
+         QCommandLineOption("graphs", "decode under CUDA graphs"),
+         QCommandLineOption("attention-impl",
+                            "attention kernels: serving (vLLM/SGLang's, default), fa2 (FlashAttention-2) or cudnn "
+                            "(PyTorch SDPA's cuDNN backend)",
+                            "IMPL")}}},
       {"simulate",
        {"perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json]",
         "serving simulation (batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | "
@@ -103,7 +113,21 @@ QString usageText() {
       "perfloom " PERFLOOM_VERSION " - how fast would this LLM workload be on that GPU?\n\n"
       "Usage:\n"
       "  perfloom [FILE...]            open the explorer (GUI)\n";
-  for (const auto& [name, cmd] : commands()) text += "  " + cmd.synopsis + "\n      " + cmd.summary + "\n";
+  // export-chart needs a QApplication, so main() runs it before the CLI (app/main.cpp); it is
+  // listed here, in its alphabetical place, all the same.
+  const QString exportChart =
+      "  perfloom export-chart bottleneck|whatif|simulator|tuner [options] --out FILE.(png|svg|pdf)\n"
+      "      the explorer's charts rendered headless (no display needed); perfloom export-chart --help lists the "
+      "options of each view\n";
+  bool exportChartListed = false;
+  for (const auto& [name, cmd] : commands()) {
+    if (!exportChartListed && name > "export-chart") {
+      text += exportChart;
+      exportChartListed = true;
+    }
+    text += "  " + cmd.synopsis + "\n      " + cmd.summary + "\n";
+  }
+  if (!exportChartListed) text += exportChart;
   text +=
       "\nOptions of every command:\n"
       "  --db PATH        the database (default: " +

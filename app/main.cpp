@@ -36,6 +36,10 @@ int runGui(int argc, char** argv) {
     perfloom::storage::Database db(db_path);  // created on first use, migrated if old
     perfloom::ui::MainWindow window(perfloom::app::loadGpuDatabase({}), db_path);
     window.show();
+    // `perfloom FILE...`: import them. app.arguments() is argv without the options Qt took (-style ...).
+    QStringList files = QApplication::arguments().mid(1);
+    files.removeIf([](const QString& a) { return a.startsWith('-'); });
+    window.importFiles(files);
     return app.exec();
   } catch (const std::exception& e) {
     QMessageBox::critical(nullptr, "perfloom", QString::fromUtf8(e.what()));

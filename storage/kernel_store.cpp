@@ -341,8 +341,15 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
   sum.path = std::filesystem::absolute(path).lexically_normal().string();
   sum.format = std::string(importer.format());
   if (control.progress) control.progress(ImportProgress{0, 0, 0, "hashing"});
-  sum.content_hash = content_hash(path);
-  sum.bytes = content_bytes(path);
+  if (const auto files = importer.content_files(path); !files.empty()) {
+    sum.content_hash = sha256_files(path, files);
+    std::error_code ec;
+    for (const auto& f : files)
+      if (const auto n = std::filesystem::file_size(f, ec); !ec) sum.bytes += n;
+  } else {
+    sum.content_hash = content_hash(path);
+    sum.bytes = content_bytes(path);
+  }
   if (auto prior = source_by_hash(sum.content_hash))
     throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
 

@@ -2,9 +2,13 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QActionGroup>
 #include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
 #include <QKeySequence>
-#include <QLabel>
+#include <QMimeData>
 #include <QMenuBar>
 #include <QSettings>
 #include <QStatusBar>
@@ -13,21 +17,14 @@
 #include "model/learned_predictor.h"
 #include "ui/bottleneck_view.h"
 #include "ui/gpu_view.h"
+#include "ui/recent_files.h"
 #include "ui/simulator_view.h"
+#include "ui/theme.h"
+#include "ui/traces_view.h"
+#include "ui/tuner_view.h"
 #include "ui/whatif_view.h"
 
 namespace perfloom::ui {
-
-namespace {
-QWidget* pendingView(const QString& what, const QString& cli, QWidget* parent) {
-  auto* label = new QLabel(parent);
-  label->setWordWrap(true);
-  label->setAlignment(Qt::AlignCenter);
-  label->setTextFormat(Qt::RichText);
-  label->setText(QStringLiteral("<p style='font-size:13pt'>%1</p><p>%2</p>").arg(what, cli));
-  return label;
-}
-}  // namespace
 
 QStringList MainWindow::viewNames() {
   return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"), tr("GPUs")};
@@ -44,21 +41,45 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   bottleneck_view_ = new BottleneckView(*gpus_, predictor_, this);
   simulator_view_ = new SimulatorView(*gpus_, this);
   const QStringList names = viewNames();
-  tabs_->addTab(pendingView(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an "
-                               "Nsight Compute CSV here to see its kernels."),
-                            tr("Trace import is not in this build yet."), this),
-                names[0]);
+  traces_view_ = new TracesView(*gpus_, db_path_, this);
+  tabs_->addTab(traces_view_, names[0]);
   tabs_->addTab(whatif_view_, names[1]);
   tabs_->addTab(bottleneck_view_, names[2]);
   tabs_->addTab(simulator_view_, names[3]);
-  tabs_->addTab(pendingView(tr("Predicted latency per GEMM tile configuration and its wave steps."),
-                            tr("Not in this build yet; <code>perfloom tune</code> answers it on the command line."), this),
-                names[4]);
+  tabs_->addTab(new TunerView(*gpus_, this), names[4]);
   tabs_->addTab(gpu_view_, names[5]);
   tabs_->setCurrentWidget(bottleneck_view_);
   setCentralWidget(tabs_);
 
+  setAcceptDrops(true);
+  qApp->installEventFilter(this);
+  buildMenus();
+  connect(traces_view_, &TracesView::fileImported, this, [this](const QString& path) {
+    RecentFiles::add(path);
+    rebuildRecentMenu();
+  });
+  statusBar()->showMessage(tr("%1 GPUs · predictor %2%3 · database %4")
+                               .arg(gpus_->size())
+                               .arg(QString::fromStdString(predictor_->name()))
+                               .arg(warning.empty() ? QString() : " (" + QString::fromStdString(warning) + ")")
+                               .arg(QString::fromStdString(db_path_.string())));
+  resize(1200, 720);
+  restoreLayout();
+}
+
+MainWindow::~MainWindow() { qApp->removeEventFilter(this); }
+
+void MainWindow::buildMenus() {
+  const QStringList names = viewNames();
   auto* file = menuBar()->addMenu(tr("&File"));
+  auto* open = file->addAction(tr("&Open trace…"), traces_view_, [this] {
+    tabs_->setCurrentWidget(traces_view_);
+    traces_view_->openFiles();
+  });
+  open->setShortcut(QKeySequence::Open);
+  recent_menu_ = file->addMenu(tr("Open &recent"));
+  rebuildRecentMenu();
+  file->addSeparator();
   auto* close = file->addAction(tr("&Close window"), this, &QWidget::close);
   // Ctrl+W everywhere (QKeySequence::Close is Ctrl+F4 first on some platforms).
   close->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_W), QKeySequence(Qt::CTRL | Qt::Key_F4)});
@@ -71,22 +92,92 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
     auto* go = view->addAction(names[i], this, [this, i] { tabs_->setCurrentIndex(i); });
     go->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + i)));
   }
-  statusBar()->showMessage(tr("%1 GPUs · predictor %2%3 · database %4")
-                               .arg(gpus_->size())
-                               .arg(QString::fromStdString(predictor_->name()))
-                               .arg(warning.empty() ? QString() : " (" + QString::fromStdString(warning) + ")")
-                               .arg(QString::fromStdString(db_path_.string())));
-  resize(1200, 720);
-  restoreLayout();
+  view->addSeparator();
+  auto* themes = view->addMenu(tr("&Theme"));
+  auto* group = new QActionGroup(themes);
+  const Theme saved = saved_theme();
+  for (auto [theme, label] : {std::pair{Theme::Light, tr("&Light")}, std::pair{Theme::Dark, tr("&Dark")},
+                              std::pair{Theme::System, tr("&System")}}) {
+    QAction* a = themes->addAction(label, this, [theme] {
+      save_theme(theme);
+      apply_theme(theme);
+    });
+    a->setObjectName("theme-" + theme_name(theme));
+    a->setCheckable(true);
+    a->setChecked(theme == saved);
+    group->addAction(a);
+  }
+  // The platform's look is what the application starts with; only a chosen theme needs applying.
+  if (saved != Theme::System) apply_theme(saved);
 }
 
-MainWindow::~MainWindow() = default;
+void MainWindow::rebuildRecentMenu() {
+  recent_menu_->clear();
+  const QStringList files = RecentFiles::list();
+  for (const QString& path : files) {
+    QAction* a = recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] { importFiles({path}); });
+    a->setToolTip(path);
+    a->setData(path);
+  }
+  if (files.isEmpty()) recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+  recent_menu_->addSeparator();
+  QAction* clear = recent_menu_->addAction(tr("&Clear"), this, [this] {
+    RecentFiles::clear();
+    rebuildRecentMenu();
+  });
+  clear->setObjectName("clearRecentFiles");
+  clear->setEnabled(!files.isEmpty());
+}
+
+void MainWindow::importFiles(const QStringList& paths) {
+  if (paths.isEmpty()) return;
+  tabs_->setCurrentWidget(traces_view_);
+  traces_view_->importFiles(paths);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  switch (event->type()) {
+    case QEvent::DragEnter:
+    case QEvent::DragMove:
+    case QEvent::Drop: {
+      auto* widget = qobject_cast<QWidget*>(watched);
+      if (widget && widget->window() == this && static_cast<QDropEvent*>(event)->mimeData()->hasUrls())
+        return handleUrlDrag(event);
+      break;
+    }
+    case QEvent::DragLeave:
+      drag_urls_.clear();  // the next enter sniffs again: the files may have changed meanwhile
+      break;
+    default: break;
+  }
+  return QMainWindow::eventFilter(watched, event);
+}
+
+bool MainWindow::handleUrlDrag(QEvent* event) {
+  auto* drop = static_cast<QDropEvent*>(event);
+  const QList<QUrl> urls = drop->mimeData()->urls();
+  if (urls != drag_urls_) {
+    // A new drag (or the first event of one): sniff once; moves over other children reuse it.
+    drag_urls_ = urls;
+    drag_paths_ = importable_paths(urls);
+  }
+  const QStringList paths = drag_paths_;
+  if (event->type() == QEvent::Drop) drag_urls_.clear();
+  if (paths.isEmpty()) {
+    drop->ignore();
+    return true;
+  }
+  drop->acceptProposedAction();
+  if (event->type() == QEvent::Drop) importFiles(paths);
+  return true;
+}
 
 void MainWindow::recomputeCurrent() {
   QWidget* w = tabs_->currentWidget();
   if (w == bottleneck_view_) bottleneck_view_->recompute();
   else if (w == whatif_view_) whatif_view_->recompute();
   else if (w == simulator_view_) simulator_view_->recompute();
+  else if (w == traces_view_) traces_view_->reload();
 }
 
 void MainWindow::saveLayout() const {

@@ -2,12 +2,14 @@
 // The explorer's main window: one tab per view. Views that later work fills say what they will
 // show and which CLI command answers the question today.
 #include <QMainWindow>
+#include <QUrl>
 #include <filesystem>
 #include <memory>
 
 #include "model/gpu_database.h"
 #include "model/predictor.h"
 
+class QMenu;
 class QTabWidget;
 
 namespace perfloom::ui {
@@ -15,6 +17,7 @@ namespace perfloom::ui {
 class BottleneckView;
 class GpuView;
 class SimulatorView;
+class TracesView;
 class WhatIfView;
 
 class MainWindow : public QMainWindow {
@@ -25,6 +28,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
   QTabWidget* tabs() const { return tabs_; }
   GpuView* gpuView() const { return gpu_view_; }
+  TracesView* tracesView() const { return traces_view_; }
+  QMenu* recentMenu() const { return recent_menu_; }
   WhatIfView* whatIfView() const { return whatif_view_; }
   BottleneckView* bottleneckView() const { return bottleneck_view_; }
   SimulatorView* simulatorView() const { return simulator_view_; }
@@ -34,17 +39,31 @@ class MainWindow : public QMainWindow {
  public slots:
   // F5: recomputes the current view.
   void recomputeCurrent();
+  // Imports files into the Traces view and shows it (command line, drop, recent files).
+  void importFiles(const QStringList& paths);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  // Files and folders dropped anywhere on the window are imported, whichever child is under the
+  // cursor (chart views and line edits take drops of their own, so an application-wide filter
+  // sees URL drags before they do). A drag of nothing perfloom can read is ignored, so the
+  // platform shows the forbidden cursor.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void saveLayout() const;
   void restoreLayout();
+  void buildMenus();
+  void rebuildRecentMenu();
   std::unique_ptr<GpuDatabase> gpus_;
   std::shared_ptr<const KernelPredictor> predictor_;
   QTabWidget* tabs_;
   GpuView* gpu_view_;
+  TracesView* traces_view_;
+  QMenu* recent_menu_ = nullptr;
+  bool handleUrlDrag(QEvent* event);
+  QList<QUrl> drag_urls_;   // the drag in progress, and what of it perfloom can import:
+  QStringList drag_paths_;  // sniffed once per drag, not on every mouse move
   WhatIfView* whatif_view_;
   BottleneckView* bottleneck_view_;
   SimulatorView* simulator_view_;

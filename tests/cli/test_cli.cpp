@@ -20,6 +20,7 @@ TEST(Cli, HelpAndVersionWorkWithoutADisplay) {
   EXPECT_EQ(help.exit_code, 0) << help.err;
   EXPECT_NE(help.out.find("perfloom gpus"), std::string::npos);
   EXPECT_NE(help.out.find("--db PATH"), std::string::npos);
+  EXPECT_NE(help.out.find("perfloom export-chart bottleneck|whatif|simulator"), std::string::npos) << help.out;
   auto version = runPerfloom("--version");
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out.rfind("perfloom ", 0), 0u) << version.out;

@@ -9,6 +9,7 @@
 #include "ui/bottleneck_view.h"
 #include "ui/main_window.h"
 #include "ui/simulator_view.h"
+#include "ui/traces_view.h"
 #include "ui/whatif_view.h"
 
 using namespace perfloom;
@@ -45,5 +46,9 @@ int main(int argc, char** argv) {
   w.tabs()->setCurrentIndex(5);
   QTest::qWait(200);
   w.grab().save(out + "/gpus.png");
+  // The Traces view on the project's own H100 trace (already imported on a second run: it is selected).
+  w.importFiles({PERFLOOM_SOURCE_DIR "/bench/data/h100-sxm/trace.json.gz"});
+  wait(w.tracesView());
+  w.grab().save(out + "/traces.png");
   return 0;
 }

@@ -1,0 +1,418 @@
+// The Traces view (issue 9): drag and drop of real traces, the background import with progress and
+// Cancel, the source list and kernel table models, the filter, copying rows, recent files, theme.
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QClipboard>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QItemSelectionModel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QWindow>
+#include <QtTest>
+
+#include "model/gpu_database.h"
+#include "storage/database.h"
+#include "storage/importers/synthetic_trace.h"
+#include "storage/kernel_store.h"
+#include "ui/kernel_table_model.h"
+#include "ui/main_window.h"
+#include "ui/recent_files.h"
+#include "ui/source_list_model.h"
+#include "ui/theme.h"
+#include "ui/traces_view.h"
+
+using namespace perfloom;
+
+namespace {
+const QString kH100Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/bench/data/h100-sxm/trace.json.gz");
+const QString kH200Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/bench/data/h200/trace.json.gz");
+
+std::unique_ptr<QMimeData> urlMime(const QList<QUrl>& urls) {
+  auto mime = std::make_unique<QMimeData>();
+  mime->setUrls(urls);
+  return mime;
+}
+
+// Sends enter, move and (when `drop`) drop to the window's QWindow, the way the platform delivers a
+// real drag: Qt then routes them to the widget under the cursor (here a table inside the Traces
+// view, which does not take drops itself) or its first ancestor that does. Returns whether each
+// was accepted, which is what the platform turns into the copy or the forbidden cursor.
+struct DragAnswer {
+  bool enter = false, move = false, drop = false;
+};
+DragAnswer drag(QWidget* window, const QMimeData* mime, bool drop) {
+  DragAnswer a;
+  QWindow* target = window->windowHandle();
+  const QPoint inside(window->width() / 2, window->height() / 2);
+  // Constructed as QGuiApplication's drag handling constructs them (not accepted until a widget says so).
+  QDragEnterEvent enter(inside, Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(target, &enter);
+  a.enter = enter.isAccepted();
+  QDragMoveEvent move(inside + QPoint(7, 5), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(target, &move);
+  a.move = move.isAccepted();
+  if (drop) {
+    QDropEvent dropEvent(QPointF(inside + QPoint(7, 5)), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(target, &dropEvent);
+    a.drop = dropEvent.isAccepted();
+  } else {
+    QDragLeaveEvent leave;
+    QApplication::sendEvent(target, &leave);
+  }
+  return a;
+}
+}  // namespace
+
+class TestTracesView : public QObject {
+  Q_OBJECT
+  GpuDatabase gpus_ = GpuDatabase::builtin();
+
+  // A copy of a real trace in `dir` (the original stays untouched; the database keys on content).
+  static QString copyInto(const QTemporaryDir& dir, const QString& source, const QString& name) {
+    const QString path = dir.filePath(name);
+    QFile::remove(path);
+    if (!QFile::copy(source, path)) qFatal("cannot copy %s", qPrintable(source));
+    return path;
+  }
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("perfloom-tests");
+    QCoreApplication::setApplicationName("perfloom-ui-traces-tests");
+    // Settings must never be the user's: ctest points XDG_CONFIG_HOME into the build tree.
+    QVERIFY(!qEnvironmentVariableIsEmpty("XDG_CONFIG_HOME"));
+    QVERIFY2(QSettings().fileName().startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")), qPrintable(QSettings().fileName()));
+    QSettings().clear();
+  }
+  void cleanupTestCase() { QSettings().clear(); }
+
+  void dropOfARealTraceImportsItAndFillsTheTable() {
+    QTemporaryDir dir;
+    const QString trace = copyInto(dir, kH100Trace, "h100 trace.json.gz");
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    w.tabs()->setCurrentIndex(2);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    ui::TracesView* view = w.tracesView();
+    QTRY_VERIFY(!view->busy());
+    QCOMPARE(view->sourceModel()->rowCount(), 0);
+
+    auto mime = urlMime({QUrl::fromLocalFile(trace)});
+    const DragAnswer a = drag(&w, mime.get(), true);
+    QVERIFY(a.enter);
+    QVERIFY(a.move);
+    QVERIFY(a.drop);
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));  // the drop shows the Traces view
+    QVERIFY(view->importing());
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
+    QVERIFY2(view->lastOutcome().error.isEmpty(), qPrintable(view->lastOutcome().error));
+
+    // The source list: one source, its format, GPU and kernel count from the database.
+    ui::SourceListModel* sources = view->sourceModel();
+    QCOMPARE(sources->rowCount(), 1);
+    QCOMPARE(sources->index(0, ui::SourceListModel::Format).data().toString(), QString("torch-trace"));
+    QCOMPARE(sources->index(0, ui::SourceListModel::Gpu).data().toString(), QString("h100-sxm"));
+    const int64_t id = view->lastOutcome().source_id;
+    QVERIFY(id > 0);
+    QCOMPARE(view->selectedSourceId(), id);
+    storage::Database db(dir.filePath("p.db").toStdString());
+    const auto stored = storage::KernelStore(db).kernels(id);
+    QVERIFY(stored.size() > 100);
+    QCOMPARE(sources->index(0, ui::SourceListModel::Kernels).data(ui::SourceListModel::SortRole).toLongLong(),
+             qlonglong(stored.size()));
+
+    // The kernel table: every kernel, shares summing to 1, ceilings on the H100 for GEMMs.
+    ui::KernelTableModel* kernels = view->kernelModel();
+    QCOMPARE(kernels->rowCount(), int(stored.size()));
+    QCOMPARE(kernels->kernels().gpu_id, QString("h100-sxm"));
+    double share = 0;
+    int gemmsWithCeiling = 0;
+    for (int r = 0; r < kernels->rowCount(); ++r) {
+      share += kernels->index(r, ui::KernelTableModel::Share).data(ui::KernelTableModel::SortRole).toDouble();
+      const auto& row = kernels->kernels().rows[std::size_t(r)];
+      QVERIFY(row.measured_us > 0);
+      if (row.family == "gemm" && row.ceiling_us) {
+        ++gemmsWithCeiling;
+        QVERIFY(*row.ceiling_us > 0);
+        QVERIFY(*row.ceiling_us <= row.measured_us * 1.02);  // a lower bound (README: holds for 99.97%)
+        QVERIFY(!row.bound.isEmpty());
+        QVERIFY(row.shape.contains("M="));
+      }
+    }
+    QVERIFY(qAbs(share - 1.0) < 1e-9);
+    QVERIFY(gemmsWithCeiling > 0);
+    QCOMPARE(ui::RecentFiles::list().value(0), trace);
+
+    // The same content again is not an error: the existing source is selected, nothing is added.
+    const QString again = copyInto(dir, kH100Trace, "again.json.gz");
+    w.importFiles({again});
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
+    QVERIFY(view->lastOutcome().already_imported);
+    QVERIFY(view->lastOutcome().error.isEmpty());
+    QCOMPARE(view->lastOutcome().source_id, id);
+    QCOMPARE(sources->rowCount(), 1);
+    QCOMPARE(view->selectedSourceId(), id);
+
+    // F5 on the Traces view reads the source list and the selected source's kernels again.
+    QSignalSpy loaded(view, &ui::TracesView::kernelsLoaded);
+    QTest::keyClick(&w, Qt::Key_F5);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+    QCOMPARE(loaded[0][0].toLongLong(), qlonglong(id));
+    QCOMPARE(loaded[0][1].toInt(), int(stored.size()));
+  }
+
+  void dragOfSomethingUnreadableIsIgnored() {
+    QTemporaryDir dir;
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QFile text(dir.filePath("notes.json"));  // the extension says trace, the content does not
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write("{\"hello\": \"world\"}\n");
+    text.close();
+    QFile locked(dir.filePath("locked.json.gz"));
+    QVERIFY(QFile::copy(kH100Trace, locked.fileName()));
+    QVERIFY(locked.setPermissions(QFileDevice::Permissions()));
+    const bool root = locked.open(QIODevice::ReadOnly);  // root reads anything; skip that case then
+    locked.close();
+    QList<QList<QUrl>> refused = {{QUrl::fromLocalFile(text.fileName())},
+                                  {QUrl::fromLocalFile(dir.filePath("missing.json"))},
+                                  {QUrl("https://example.com/trace.json")}};
+    if (!root) refused << QList<QUrl>{QUrl::fromLocalFile(locked.fileName())};
+    for (const auto& urls : refused) {
+      auto mime = urlMime(urls);
+      const DragAnswer a = drag(&w, mime.get(), false);
+      QVERIFY2(!a.enter, qPrintable(urls[0].toString()));
+      QVERIFY2(!a.move, qPrintable(urls[0].toString()));
+      // Every widget that takes drops of its own (line edits, chart views, the window) can be the
+      // target Qt picks under the cursor; none of them may take a URL drag perfloom cannot read.
+      // (Qt delivers moves and drops only to the widget that accepted the enter.)
+      QList<QWidget*> targets{&w};
+      for (QWidget* child : w.findChildren<QWidget*>())
+        if (child->acceptDrops()) targets << child;
+      QVERIFY(targets.size() > 2);
+      for (QWidget* child : targets) {
+        QDragEnterEvent enter(QPoint(5, 5), Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+        enter.setAccepted(true);  // the handlers must say no, not merely stay silent
+        QApplication::sendEvent(child, &enter);
+        QVERIFY2(!enter.isAccepted(), child->metaObject()->className());
+      }
+    }
+    QVERIFY(!w.tracesView()->importing());
+    QTRY_VERIFY(!w.tracesView()->busy());
+    QVERIFY(w.tracesView()->lastOutcome().file.isEmpty());  // no import was ever started
+    QCOMPARE(w.tracesView()->sourceModel()->rowCount(), 0);
+    QVERIFY(ui::why_not_importable(text.fileName())->contains("notes.json"));
+    QVERIFY(!ui::why_not_importable(kH100Trace));
+  }
+
+  void importErrorsShowFileWhereAndReason() {
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("broken.json");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": ");  // cut off mid-event
+    f.close();
+    ui::TracesView view(gpus_, dir.filePath("p.db").toStdString());
+    view.importFiles({bad});
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 30000);
+    const QString error = view.lastOutcome().error;
+    QVERIFY2(error.startsWith(bad + ": "), qPrintable(error));
+    QVERIFY2(view.statusText().contains(error), qPrintable(view.statusText()));
+    QCOMPARE(view.sourceModel()->rowCount(), 0);
+  }
+
+  void modelsPassTheModelTester() {
+    QTemporaryDir dir;
+    const std::filesystem::path dbPath = dir.filePath("p.db").toStdString();
+    int64_t id = 0;
+    {
+      storage::Database db(dbPath);
+      storage::ImportControl control;
+      control.gpus = &gpus_;
+      id = storage::KernelStore(db).import_file(kH200Trace.toStdString(), control).source_id;
+    }
+    ui::SourceListModel sources;
+    QAbstractItemModelTester sourceTester(&sources, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    sources.setSources(ui::list_sources(dbPath));
+    QCOMPARE(sources.rowCount(), 1);
+    QCOMPARE(sources.rowOf(id), 0);
+    QCOMPARE(sources.index(0, 0).data(ui::SourceListModel::SourceIdRole).toLongLong(), qlonglong(id));
+    sources.setSources({});
+    QCOMPARE(sources.rowCount(), 0);
+
+    ui::KernelTableModel kernels;
+    QAbstractItemModelTester kernelTester(&kernels, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    ui::SourceKernels loaded = ui::load_source_kernels(dbPath, id, gpus_.get("h200"));
+    QVERIFY2(loaded.error.isEmpty(), qPrintable(loaded.error));
+    QVERIFY(loaded.rows.size() > 100);
+    kernels.setKernels(loaded);
+    QCOMPARE(kernels.rowCount(), int(loaded.rows.size()));
+    QCOMPARE(kernels.columnCount(), int(ui::KernelTableModel::ColumnCount));
+    // Numeric columns sort as numbers: the sort role is a double, not text.
+    QCOMPARE(kernels.index(0, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).userType(),
+             QMetaType::Double);
+    ui::KernelFilterProxy proxy;
+    QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&kernels);
+    proxy.setSortRole(ui::KernelTableModel::SortRole);
+    proxy.sort(ui::KernelTableModel::MeasuredUs, Qt::DescendingOrder);
+    for (int r = 1; r < proxy.rowCount(); ++r)
+      QVERIFY(proxy.index(r - 1, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble() >=
+              proxy.index(r, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble());
+    kernels.setKernels({});
+    QCOMPARE(kernels.rowCount(), 0);
+    // A cancelled load hands back no rows.
+    std::atomic<bool> cancel{true};
+    QVERIFY(ui::load_source_kernels(dbPath, id, std::nullopt, &cancel).cancelled);
+  }
+
+  void filterCopyAndStaleSelections() {
+    QTemporaryDir dir;
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    ui::TracesView* view = w.tracesView();
+    w.importFiles({copyInto(dir, kH100Trace, "a.json.gz"), copyInto(dir, kH200Trace, "b.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 60000);
+    QVERIFY2(view->lastOutcome().error.isEmpty(), qPrintable(view->lastOutcome().error));
+    QCOMPARE(view->sourceModel()->rowCount(), 2);
+    const int64_t first = view->sourceModel()->sources()[0].id, second = view->sourceModel()->sources()[1].id;
+
+    // A result for a selection that changed is dropped: only the last selection's rows show.
+    view->selectSource(first);
+    view->selectSource(second);
+    view->selectSource(first);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
+    QCOMPARE(view->kernelModel()->kernels().source_id, first);
+    QCOMPARE(view->kernelModel()->kernels().gpu_id, QString("h100-sxm"));
+
+    // Filter: a case-insensitive regular expression, applied after the debounce.
+    const int all = view->kernelProxy()->rowCount();
+    QVERIFY(all > 100);
+    view->filterEdit()->setText("^GEMM$|NVJET");
+    QCOMPARE(view->kernelProxy()->rowCount(), all);  // not yet: 300 ms debounce
+    QTRY_VERIFY(view->kernelProxy()->rowCount() < all);
+    const int filtered = view->kernelProxy()->rowCount();
+    QVERIFY(filtered > 0);
+    for (int r = 0; r < filtered; ++r) {
+      const QString family = view->kernelProxy()->index(r, ui::KernelTableModel::FamilyColumn).data().toString();
+      const QString name = view->kernelProxy()->index(r, ui::KernelTableModel::Name).data().toString();
+      QVERIFY2(family == "gemm" || name.contains("nvjet"), qPrintable(name));
+    }
+    view->filterEdit()->setText("gemm(");  // unfinished: the last valid filter stays
+    QTest::qWait(400);
+    QCOMPARE(view->kernelProxy()->rowCount(), filtered);
+
+    // Ctrl+C on the table: the selected rows, tab-separated, with a header.
+    QTableView* table = view->kernelTable();
+    auto* sel = table->selectionModel();
+    sel->clearSelection();
+    for (int r : {0, 2})
+      sel->select(table->model()->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    QApplication::clipboard()->clear();
+    table->setFocus();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QTest::keyClick(table, Qt::Key_C, Qt::ControlModifier);
+    const QStringList lines = QApplication::clipboard()->text().split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QVERIFY(lines[0].startsWith("kernel\tfamily\tshape\tmeasured (µs)\tshare (%)\tceiling (µs)\tbound"));
+    for (const QString& line : lines) QCOMPARE(line.count('\t'), int(ui::KernelTableModel::ColumnCount) - 1);
+    QCOMPARE(lines[1].section('\t', 0, 0), view->kernelProxy()->index(0, 0).data().toString());
+    QCOMPARE(lines[2].section('\t', 0, 0), view->kernelProxy()->index(2, 0).data().toString());
+    QCOMPARE(view->copySelection(), QApplication::clipboard()->text());
+  }
+
+  void cancelLeavesTheDatabaseWithoutTheSource() {
+    QTemporaryDir dir;
+    const QString big = dir.filePath("big.json");
+    storage::write_synthetic_trace(big.toStdString(), 150ull << 20);
+    const std::filesystem::path dbPath = dir.filePath("p.db").toStdString();
+    ui::TracesView view(gpus_, dbPath);
+    QTRY_VERIFY(!view.busy());
+    view.importFiles({big});
+    QVERIFY(view.importing());
+    QVERIFY(view.cancelButton()->isEnabled());
+    QVERIFY(!view.progressBar()->parentWidget()->isHidden());
+    QTRY_VERIFY_WITH_TIMEOUT(view.progressBar()->value() > 0 || !view.importing(), 30000);
+    QVERIFY2(view.importing(), "the import finished before it could be cancelled");
+    view.cancelButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 30000);
+    QVERIFY(view.lastOutcome().cancelled);
+    QVERIFY(view.lastOutcome().error.isEmpty());
+    QVERIFY(view.progressBar()->parentWidget()->isHidden());
+    QCOMPARE(view.sourceModel()->rowCount(), 0);
+    storage::Database db(dbPath);
+    QVERIFY(storage::KernelStore(db).sources().empty());
+  }
+
+  void recentFilesUpdateAndClear() {
+    QSettings().clear();
+    QTemporaryDir dir;
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    auto recentPaths = [&w] {
+      QStringList paths;
+      for (QAction* a : w.recentMenu()->actions())
+        if (!a->data().toString().isEmpty()) paths << a->data().toString();
+      return paths;
+    };
+    QVERIFY(recentPaths().isEmpty());
+    const QString trace = copyInto(dir, kH100Trace, "recent.json.gz");
+    w.importFiles({trace});
+    QTRY_VERIFY_WITH_TIMEOUT(!w.tracesView()->busy(), 30000);
+    QVERIFY2(w.tracesView()->lastOutcome().error.isEmpty(), qPrintable(w.tracesView()->lastOutcome().error));
+    QCOMPARE(recentPaths(), QStringList{trace});
+    for (int i = 0; i < 12; ++i) ui::RecentFiles::add(dir.filePath(QString("f%1.json").arg(i)));
+    ui::RecentFiles::add(trace);  // again: moves to the front, no duplicate
+    QStringList list = ui::RecentFiles::list();
+    QCOMPARE(list.size(), ui::RecentFiles::kMax);
+    QCOMPARE(list.front(), trace);
+    QCOMPARE(list.count(trace), 1);
+    auto* clear = w.recentMenu()->findChild<QAction*>("clearRecentFiles");
+    if (!clear)
+      for (QAction* a : w.recentMenu()->actions())
+        if (a->objectName() == "clearRecentFiles") clear = a;
+    QVERIFY(clear);
+    clear->trigger();
+    QVERIFY(ui::RecentFiles::list().isEmpty());
+    QVERIFY(recentPaths().isEmpty());
+    QVERIFY(!QSettings().contains("traces/recentFiles"));
+  }
+
+  void themeIsStoredAndApplied() {
+    QSettings().clear();
+    QTemporaryDir dir;
+    const QColor startWindow = QApplication::palette().color(QPalette::Window);
+    {
+      ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+      QAction* dark = w.findChild<QAction*>("theme-dark");
+      QVERIFY(dark);
+      dark->trigger();
+      QCOMPARE(QSettings().value("view/theme").toString(), QString("dark"));
+      QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 100);
+      QCOMPARE(QApplication::style()->name().toLower(), QString("fusion"));
+      w.findChild<QAction*>("theme-system")->trigger();
+      QCOMPARE(QApplication::palette().color(QPalette::Window), startWindow);
+    }
+    // Applied at start from the stored choice.
+    ui::save_theme(ui::Theme::Dark);
+    ui::MainWindow again(gpus_, dir.filePath("p.db").toStdString());
+    QCOMPARE(ui::current_theme(), ui::Theme::Dark);
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 100);
+    QVERIFY(again.findChild<QAction*>("theme-dark")->isChecked());
+    ui::apply_theme(ui::Theme::System);
+    QSettings().clear();
+  }
+};
+
+QTEST_MAIN(TestTracesView)
+#include "test_traces_view.moc"

@@ -1,0 +1,448 @@
+#include "ui/traces_view.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSplitter>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+#include <algorithm>
+#include <chrono>
+
+#include "storage/database.h"
+#include "storage/importers/registry.h"
+#include "storage/kernel_store.h"
+#include "ui/chart_export.h"
+#include "storage/database.h"
+
+namespace perfloom::ui {
+
+namespace {
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QString seconds_text(double s) { return QString::number(s, 'f', s < 10 ? 2 : 1) + " s"; }
+}  // namespace
+
+ImportOutcome run_import(const std::filesystem::path& db_path, const QString& file, const GpuDatabase& gpus,
+                         ImportJobState& state) {
+  ImportOutcome o;
+  o.file = file;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    const auto db = std::make_unique<storage::Database>(db_path);
+    storage::KernelStore store(*db);
+    storage::ImportControl control;
+    control.gpus = &gpus;
+    control.cancel = &state.cancel;
+    control.progress = [&state](const storage::ImportProgress& p) {
+      std::lock_guard lock(state.mutex);
+      state.progress = p;
+    };
+    try {
+      const storage::ImportSummary s = store.import_file(file.toStdString(), control);
+      o.source_id = s.source_id;
+      const QString gpu = !s.gpu_id.empty() ? qs(s.gpu_id) : !s.gpu_name.empty() ? qs(s.gpu_name) + " (unknown)" : "GPU unknown";
+      o.summary = QString("%1: %2, %3 kernels, %4, %5")
+                      .arg(QFileInfo(file).fileName(), qs(s.format))
+                      .arg(s.kernels)
+                      .arg(gpu, seconds_text(s.seconds));
+      for (const auto& w : s.warnings) o.warnings << qs(w);
+    } catch (const storage::AlreadyImported& e) {
+      // Not a failure for the user: the content is there, so the view shows that source.
+      o.already_imported = true;
+      o.source_id = e.source_id();
+      o.summary = QString::fromUtf8(e.what());
+    } catch (const storage::ImportCancelled&) {
+      o.cancelled = true;
+      o.summary = QString("%1: import cancelled, the database is unchanged").arg(file);
+    } catch (const std::exception& e) {
+      o.error = QString::fromUtf8(e.what());
+    }
+    o.sources = list_sources(db_path);
+  } catch (const std::exception& e) {
+    // The database itself: the message names it.
+    if (o.error.isEmpty()) o.error = QString("%1: %2").arg(file, QString::fromUtf8(e.what()));
+  }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return o;
+}
+
+std::optional<QString> why_not_importable(const QString& path) {
+  const QFileInfo info(path);
+  if (!info.exists()) return QString("%1: does not exist").arg(path);
+  if (!info.isReadable()) return QString("%1: not readable").arg(path);
+  try {
+    const storage::SniffInput in = storage::ImporterRegistry::sniff_input(path.toStdString());
+    if (!storage::ImporterRegistry::builtin().detect(in))
+      return QString("%1: not a format perfloom reads (%2)").arg(path, qs(storage::ImporterRegistry::describe_content(in)));
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return std::nullopt;
+}
+
+QStringList importable_paths(const QList<QUrl>& urls) {
+  QStringList out;
+  for (const QUrl& url : urls)
+    if (url.isLocalFile() && !why_not_importable(url.toLocalFile())) out << url.toLocalFile();
+  return out;
+}
+
+TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent)
+    : QWidget(parent), gpus_(std::make_shared<const GpuDatabase>(gpus)), db_path_(std::move(db_path)),
+      sources_(new SourceListModel(this)), kernels_(new KernelTableModel(this)), proxy_(new KernelFilterProxy(this)),
+      source_table_(new QTableView(this)), kernel_table_(new QTableView(this)), filter_(new QLineEdit(this)),
+      filter_timer_(new QTimer(this)), import_bar_(new QWidget(this)), stage_(new QLabel(this)),
+      progress_(new QProgressBar(this)), cancel_(new QPushButton(tr("Cancel"), this)), status_(new QLabel(this)),
+      progress_timer_(new QTimer(this)) {
+  auto* open = new QPushButton(tr("Open…"), this);
+  open->setToolTip(tr("Import a torch.profiler trace, an Nsight Systems SQLite export, an Nsight Compute CSV, a "
+                      "collector CSV or a dataset folder (Ctrl+O); or drop files anywhere on the window"));
+  auto* barLayout = new QHBoxLayout(import_bar_);
+  barLayout->setContentsMargins(0, 0, 0, 0);
+  barLayout->addWidget(stage_, 1);
+  barLayout->addWidget(progress_, 1);
+  barLayout->addWidget(cancel_);
+  progress_->setRange(0, 1000);
+  import_bar_->hide();
+
+  source_table_->setModel(sources_);
+  source_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  source_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  source_table_->verticalHeader()->hide();
+  // A handful of rows: measuring them is cheap, and every column stays readable.
+  source_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  source_table_->horizontalHeader()->setSectionResizeMode(SourceListModel::File, QHeaderView::Stretch);
+  source_table_->verticalHeader()->setDefaultSectionSize(source_table_->fontMetrics().height() + 8);
+  auto* left = new QWidget(this);
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addWidget(open);
+  leftLayout->addWidget(new QLabel(tr("Imported sources"), left));
+  leftLayout->addWidget(source_table_, 1);
+
+  proxy_->setSourceModel(kernels_);
+  proxy_->setSortRole(KernelTableModel::SortRole);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  kernel_table_->setModel(proxy_);
+  kernel_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  kernel_table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  kernel_table_->verticalHeader()->hide();
+  // Fixed row heights and column widths: nothing here may measure 100,000 rows on the GUI thread.
+  kernel_table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  kernel_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  kernel_table_->verticalHeader()->setDefaultSectionSize(kernel_table_->fontMetrics().height() + 8);
+  kernel_table_->setColumnWidth(KernelTableModel::Name, 240);
+  kernel_table_->setColumnWidth(KernelTableModel::FamilyColumn, 90);
+  kernel_table_->setColumnWidth(KernelTableModel::ShapeColumn, 190);
+  for (int c : {KernelTableModel::MeasuredUs, KernelTableModel::Share, KernelTableModel::CeilingUs})
+    kernel_table_->setColumnWidth(c, kernel_table_->fontMetrics().horizontalAdvance(kernels_->headerData(c, Qt::Horizontal).toString()) + 20);
+  kernel_table_->horizontalHeader()->setStretchLastSection(true);
+  kernel_table_->setWordWrap(false);
+  kernel_table_->setTextElideMode(Qt::ElideMiddle);  // kernel names differ at the end (tile, layout)
+  // File order until the user clicks a header (a sort indicator of -1 means unsorted).
+  kernel_table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
+  kernel_table_->setSortingEnabled(true);
+  auto* copy = new QAction(tr("Copy"), kernel_table_);
+  copy->setShortcut(QKeySequence::Copy);
+  copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  connect(copy, &QAction::triggered, this, [this] { copySelection(); });
+  auto* exportCsv = new QAction(tr("Export CSV…"), kernel_table_);
+  connect(exportCsv, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export kernels"), "kernels.csv", "CSV (*.csv)");
+    QString error;
+    if (!path.isEmpty() && !ChartExporter::saveCsv(proxy_, path, &error)) QMessageBox::warning(this, "perfloom", error);
+  });
+  kernel_table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  kernel_table_->addAction(copy);
+  kernel_table_->addAction(exportCsv);
+
+  filter_->setPlaceholderText(tr("Filter kernels: regular expression on name, family and shape (case-insensitive)"));
+  filter_->setClearButtonEnabled(true);
+  filter_timer_->setSingleShot(true);
+  filter_timer_->setInterval(300);  // a 100k-row filter per keystroke would stall typing
+  connect(filter_, &QLineEdit::textChanged, filter_timer_, qOverload<>(&QTimer::start));
+  connect(filter_timer_, &QTimer::timeout, this, &TracesView::applyFilter);
+
+  auto* right = new QWidget(this);
+  auto* rightLayout = new QVBoxLayout(right);
+  rightLayout->setContentsMargins(0, 0, 0, 0);
+  rightLayout->addWidget(filter_);
+  rightLayout->addWidget(kernel_table_, 1);
+  auto* splitter = new QSplitter(this);
+  splitter->addWidget(left);
+  splitter->addWidget(right);
+  splitter->setStretchFactor(1, 1);
+  splitter->setSizes({320, 880});
+
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(import_bar_);
+  layout->addWidget(splitter, 1);
+  layout->addWidget(status_);
+
+  progress_timer_->setInterval(100);
+  connect(progress_timer_, &QTimer::timeout, this, &TracesView::pollProgress);
+  connect(open, &QPushButton::clicked, this, &TracesView::openFiles);
+  connect(cancel_, &QPushButton::clicked, this, &TracesView::cancelImport);
+  connect(source_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+    if (!selecting_) loadKernels(selectedSourceId());
+  });
+  showStatus(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight Compute CSV anywhere "
+                "on the window, or open one with Ctrl+O."));
+  refreshSources(0);
+}
+
+TracesView::~TracesView() {
+  // Workers hold only shared state and copies, but a running import would go on writing; stop
+  // both jobs and wait (they check the flag every few MB or every row, so this is short).
+  ++sources_generation_;
+  ++kernels_generation_;
+  if (import_state_) import_state_->cancel = true;
+  if (kernels_cancel_) *kernels_cancel_ = true;
+  import_future_.waitForFinished();
+  kernels_future_.waitForFinished();
+}
+
+void TracesView::openFiles() {
+  const QStringList files = QFileDialog::getOpenFileNames(
+      this, tr("Import traces"), {},
+      tr("Traces and kernel data (*.json *.json.gz *.pt.trace.json *.sqlite *.csv);;All files (*)"));
+  importFiles(files);
+}
+
+void TracesView::importFiles(const QStringList& paths) {
+  for (const QString& p : paths)
+    if (!p.isEmpty()) pending_ << QFileInfo(p).absoluteFilePath();
+  if (import_running_) {
+    import_total_ = import_index_ + static_cast<int>(pending_.size());
+    return;
+  }
+  import_index_ = 0;
+  import_total_ = static_cast<int>(pending_.size());
+  startNextImport();
+}
+
+void TracesView::startNextImport() {
+  if (pending_.isEmpty()) return;
+  importing_file_ = pending_.takeFirst();
+  ++import_index_;
+  import_running_ = true;
+  import_state_ = std::make_shared<ImportJobState>();
+  stage_->setText(tr("Importing %1…").arg(QFileInfo(importing_file_).fileName()));
+  progress_->setValue(0);
+  cancel_->setEnabled(true);
+  import_bar_->show();
+  progress_timer_->start();
+  auto* watcher = new QFutureWatcher<ImportOutcome>(this);
+  connect(watcher, &QFutureWatcher<ImportOutcome>::finished, this, [this, watcher] {
+    watcher->deleteLater();
+    applyImport(watcher->result());
+  });
+  import_future_ = QtConcurrent::run([db = db_path_, file = importing_file_, gpus = gpus_, state = import_state_] {
+    return run_import(db, file, *gpus, *state);
+  });
+  watcher->setFuture(import_future_);
+}
+
+void TracesView::pollProgress() {
+  if (!import_state_) return;
+  storage::ImportProgress p;
+  {
+    std::lock_guard lock(import_state_->mutex);
+    p = import_state_->progress;
+  }
+  const QString batch = import_total_ > 1 ? tr("(%1 of %2) ").arg(import_index_).arg(import_total_) : QString();
+  QString stage = p.stage.empty() ? tr("starting") : qs(p.stage);
+  if (p.kernels) stage += tr(", %1 kernels").arg(p.kernels);
+  stage_->setText(QString("%1%2: %3").arg(batch, QFileInfo(importing_file_).fileName(), stage));
+  if (p.bytes_total > 0)
+    progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(std::min(p.bytes_done, p.bytes_total)) /
+                                         static_cast<double>(p.bytes_total)));
+}
+
+void TracesView::cancelImport() {
+  if (!import_running_) return;
+  // Queued files are dropped too: Cancel means "stop importing", not "skip this one".
+  pending_.clear();
+  import_state_->cancel = true;
+  cancel_->setEnabled(false);
+  stage_->setText(tr("Cancelling %1…").arg(QFileInfo(importing_file_).fileName()));
+}
+
+void TracesView::applyImport(const ImportOutcome& o) {
+  import_running_ = false;
+  progress_timer_->stop();
+  last_outcome_ = o;
+  if (!o.error.isEmpty()) {
+    showStatus(o.error, true);
+  } else if (o.cancelled) {
+    showStatus(o.summary);
+  } else {
+    QString text = o.summary;
+    if (!o.warnings.isEmpty()) text += "\n" + tr("Warnings: ") + o.warnings.join("; ");
+    showStatus(text);
+    emit fileImported(o.file);
+  }
+  // The worker read the source list after its import: newer than any list asked for before.
+  if (!o.sources.empty() || o.error.isEmpty()) applySources(o.sources, o.source_id);
+  emit importFinished(o);
+  if (pending_.isEmpty()) {
+    import_bar_->hide();
+    import_state_.reset();
+  } else {
+    startNextImport();
+  }
+}
+
+void TracesView::refreshSources(int64_t select_id) {
+  const quint64 generation = ++sources_generation_;
+  ++sources_running_;
+  using Result = std::pair<std::vector<SourceRow>, QString>;
+  auto* watcher = new QFutureWatcher<Result>(this);
+  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, generation, select_id] {
+    watcher->deleteLater();
+    --sources_running_;
+    if (generation != sources_generation_) return;  // a newer list is on its way or applied
+    const Result r = watcher->result();
+    if (!r.second.isEmpty()) showStatus(r.second, true);
+    else applySources(r.first, select_id);
+  });
+  watcher->setFuture(QtConcurrent::run([db = db_path_]() -> Result {
+    try {
+      return {list_sources(db), {}};
+    } catch (const std::exception& e) {
+      return {{}, QString::fromUtf8(e.what())};
+    }
+  }));
+}
+
+void TracesView::applySources(std::vector<SourceRow> sources, int64_t select_id) {
+  ++sources_generation_;  // a list requested earlier is older than this one
+  const int64_t keep = select_id ? select_id : shown_source_id_;
+  selecting_ = true;
+  sources_->setSources(std::move(sources));
+  selecting_ = false;
+  if (sources_->rowOf(keep) >= 0) {
+    selectSource(keep);
+  } else if (keep && keep == shown_source_id_) {
+    // The shown source is gone (removed by the CLI meanwhile): show nothing rather than stale rows.
+    shown_source_id_ = 0;
+    ++kernels_generation_;
+    kernels_->setKernels({});
+  }
+}
+
+void TracesView::selectSource(int64_t source_id) {
+  const int row = sources_->rowOf(source_id);
+  if (row < 0) return;
+  selecting_ = true;
+  source_table_->selectionModel()->setCurrentIndex(sources_->index(row, 0),
+                                                   QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  selecting_ = false;
+  if (source_id != shown_source_id_) loadKernels(source_id);
+}
+
+int64_t TracesView::selectedSourceId() const {
+  const QModelIndex current = source_table_->selectionModel()->currentIndex();
+  return current.isValid() ? current.data(SourceListModel::SourceIdRole).toLongLong() : 0;
+}
+
+void TracesView::loadKernels(int64_t source_id) {
+  const quint64 generation = ++kernels_generation_;
+  if (kernels_cancel_) *kernels_cancel_ = true;  // the older load's rows would be dropped anyway
+  shown_source_id_ = source_id;
+  if (source_id == 0) {
+    kernels_->setKernels({});
+    return;
+  }
+  std::optional<GpuSpec> gpu;
+  const int row = sources_->rowOf(source_id);
+  if (row >= 0)
+    if (const GpuSpec* g = gpus_->find(sources_->sources()[static_cast<std::size_t>(row)].gpu_id.toStdString())) gpu = *g;
+  kernels_cancel_ = std::make_shared<std::atomic<bool>>(false);
+  ++kernels_running_;
+  showStatus(tr("Loading the kernels of source %1…").arg(source_id));
+  using Result = std::shared_ptr<SourceKernels>;
+  auto* watcher = new QFutureWatcher<Result>(this);
+  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    --kernels_running_;
+    if (generation != kernels_generation_) return;  // the selection changed meanwhile
+    // Moved, not copied: a copy of 300,000 rows is tens of milliseconds on the GUI thread.
+    SourceKernels k = std::move(*watcher->result());
+    if (!k.error.isEmpty()) {
+      showStatus(k.error, true);
+      return;
+    }
+    const int64_t id = k.source_id;
+    const int rows = static_cast<int>(k.rows.size());
+    const double total = k.total_us;
+    const QString gpu = k.gpu_id;
+    kernels_->setKernels(std::move(k));
+    const QString outcome = last_outcome_.source_id == id && !last_outcome_.summary.isEmpty() ? last_outcome_.summary + "\n" : QString();
+    showStatus(outcome + tr("Source %1: %2 kernels, %3 µs measured in total; ceilings and bounds on %4")
+                             .arg(id)
+                             .arg(rows)
+                             .arg(QString::number(total, 'f', 1))
+                             .arg(gpu.isEmpty() ? tr("no GPU (the source's GPU is unknown)") : gpu));
+    emit kernelsLoaded(id, rows);
+  });
+  kernels_future_ = QtConcurrent::run([db = db_path_, source_id, gpu, cancel = kernels_cancel_] {
+    return std::make_shared<SourceKernels>(load_source_kernels(db, source_id, gpu, cancel.get()));
+  });
+  watcher->setFuture(kernels_future_);
+}
+
+void TracesView::reload() {
+  const int64_t keep = shown_source_id_;
+  shown_source_id_ = 0;  // forces the kernels to load again once the list is back
+  refreshSources(keep);
+}
+
+void TracesView::applyFilter() {
+  const QRegularExpression re(filter_->text(), QRegularExpression::CaseInsensitiveOption);
+  if (!re.isValid()) {
+    // Keep the last valid filter: an unfinished pattern ("gemm(") should not empty the table.
+    filter_->setStyleSheet("color: #c44e52");
+    filter_->setToolTip(tr("Not a regular expression: %1 at offset %2").arg(re.errorString()).arg(re.patternErrorOffset()));
+    return;
+  }
+  filter_->setStyleSheet({});
+  filter_->setToolTip({});
+  proxy_->setFilterRegularExpression(re);
+}
+
+QString TracesView::copySelection() {
+  QList<int> rows;
+  for (const QModelIndex& i : kernel_table_->selectionModel()->selectedRows()) rows << i.row();
+  if (rows.isEmpty()) return {};
+  std::sort(rows.begin(), rows.end());
+  const QString text = rows_as_tsv(*proxy_, rows);
+  QApplication::clipboard()->setText(text);
+  return text;
+}
+
+QString TracesView::statusText() const { return status_->text(); }
+
+void TracesView::showStatus(const QString& text, bool error) {
+  status_->setStyleSheet(error ? "color: #c44e52" : "");
+  status_->setText(text);
+}
+
+}  // namespace perfloom::ui

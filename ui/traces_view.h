@@ -1,0 +1,152 @@
+#pragma once
+// The Traces view (issue 9): imports traces (dropped on the window, opened with Ctrl+O or given on
+// the command line) in a background job with stage text, progress and Cancel; lists the imported
+// sources; shows the selected source's kernels with their share of the time and their analytical
+// ceiling and bound on the source's GPU, filterable (regex, 300 ms debounce), sortable, copyable.
+//
+// Threads (DESIGN.md): the import and the kernel loading run on the thread pool, each opening its
+// own database connection; they hand back plain values. The GUI polls the import's progress with a
+// timer instead of receiving a signal per update, so a fast importer cannot flood the event loop.
+#include <QFuture>
+#include <QString>
+#include <QStringList>
+#include <QUrl>
+#include <QWidget>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "model/gpu_database.h"
+#include "storage/importers/importer.h"
+#include "ui/kernel_table_model.h"
+#include "ui/source_list_model.h"
+
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QTableView;
+class QTimer;
+
+namespace perfloom::ui {
+
+// What an import worker shares with the GUI while it runs.
+struct ImportJobState {
+  std::atomic<bool> cancel{false};
+  std::mutex mutex;
+  storage::ImportProgress progress;  // guarded by mutex
+};
+
+struct ImportOutcome {
+  QString file;
+  int64_t source_id = 0;      // the new source, or the one that already holds this content
+  bool already_imported = false;
+  bool cancelled = false;
+  QString error;              // "FILE: WHERE: REASON"; empty on success
+  QString summary;            // one line for the status bar
+  QStringList warnings;
+  std::vector<SourceRow> sources;  // the source list after the import
+  double seconds = 0;
+};
+
+// Imports `file` into the database at `db_path` on the calling thread (a worker). Never throws.
+ImportOutcome run_import(const std::filesystem::path& db_path, const QString& file, const GpuDatabase& gpus,
+                         ImportJobState& state);
+
+// Why perfloom cannot import `path` (not there, unreadable, no importer recognises the content), or
+// nothing when it can. Reads only the head of the file (what the importers sniff).
+std::optional<QString> why_not_importable(const QString& path);
+// The local files among `urls` that perfloom can import.
+QStringList importable_paths(const QList<QUrl>& urls);
+
+class TracesView : public QWidget {
+  Q_OBJECT
+ public:
+  TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent = nullptr);
+  ~TracesView() override;
+
+  // Queues the files for import, one at a time, in the order given.
+  void importFiles(const QStringList& paths);
+  void selectSource(int64_t source_id);
+  int64_t selectedSourceId() const;  // 0 when none
+  // The selected kernel rows as tab-separated text with a header; also put on the clipboard.
+  QString copySelection();
+
+  bool importing() const { return import_running_; }
+  bool loadingKernels() const { return kernels_running_ > 0; }
+  bool busy() const { return importing() || loadingKernels() || sources_running_ > 0 || !pending_.isEmpty(); }
+  const ImportOutcome& lastOutcome() const { return last_outcome_; }
+  QString statusText() const;
+
+  SourceListModel* sourceModel() const { return sources_; }
+  KernelTableModel* kernelModel() const { return kernels_; }
+  KernelFilterProxy* kernelProxy() const { return proxy_; }
+  QTableView* sourceTable() const { return source_table_; }
+  QTableView* kernelTable() const { return kernel_table_; }
+  QLineEdit* filterEdit() const { return filter_; }
+  QPushButton* cancelButton() const { return cancel_; }
+  QProgressBar* progressBar() const { return progress_; }
+
+ signals:
+  // A file is in the database (imported now or before): for the recent-files list.
+  void fileImported(const QString& path);
+  void importFinished(const perfloom::ui::ImportOutcome& outcome);
+  void kernelsLoaded(qint64 source_id, int rows);
+
+ public slots:
+  void openFiles();        // Ctrl+O
+  void cancelImport();
+  void reload();           // F5: the source list and the selected source's kernels
+
+ private:
+  void startNextImport();
+  void applyImport(const ImportOutcome& outcome);
+  void pollProgress();
+  void refreshSources(int64_t select_id);
+  void applySources(std::vector<SourceRow> sources, int64_t select_id);
+  void loadKernels(int64_t source_id);
+  void applyFilter();
+  void showStatus(const QString& text, bool error = false);
+
+  std::shared_ptr<const GpuDatabase> gpus_;  // shared with workers, which may outlive the view
+  std::filesystem::path db_path_;
+
+  SourceListModel* sources_;
+  KernelTableModel* kernels_;
+  KernelFilterProxy* proxy_;
+  QTableView* source_table_;
+  QTableView* kernel_table_;
+  QLineEdit* filter_;
+  QTimer* filter_timer_;
+  QWidget* import_bar_;
+  QLabel* stage_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  QLabel* status_;
+  QTimer* progress_timer_;
+
+  QStringList pending_;
+  QString importing_file_;
+  int import_total_ = 0, import_index_ = 0;  // of the current batch, for "file 2 of 3"
+  bool import_running_ = false;
+  std::shared_ptr<ImportJobState> import_state_;
+  QFuture<ImportOutcome> import_future_;
+  ImportOutcome last_outcome_;
+
+  quint64 sources_generation_ = 0;
+  int sources_running_ = 0;
+  quint64 kernels_generation_ = 0;
+  int kernels_running_ = 0;
+  int64_t shown_source_id_ = 0;  // the source whose kernels are shown or being loaded
+  std::shared_ptr<std::atomic<bool>> kernels_cancel_;
+  // Behind a pointer so the GUI thread moves the rows out instead of copying them (QFuture's
+  // takeResult() would do that too, but it resets the future, and waitForFinished() then hangs).
+  QFuture<std::shared_ptr<SourceKernels>> kernels_future_;
+  bool selecting_ = false;        // a programmatic selection change, not the user's
+};
+
+}  // namespace perfloom::ui
