@@ -135,6 +135,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     std::vector<double> learned, roofline, habitat, habitat_measured, measured;
   };
   std::map<Family, Acc> acc;
+  // The learned model's error per source of the held-out rows (sources disagree with each other).
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_source;  // predicted, measured
   const std::size_t cols = feature_names().size();
   std::map<Family, std::vector<const PreparedRow*>> test_by_family;
   for (const auto& r : test) test_by_family[r.family].push_back(&r);
@@ -150,6 +152,11 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       const double roof = r.roofline_us / (eff_median.count(fam) ? eff_median[fam] : 0.5);
       a.roofline.push_back(roof);
       a.learned.push_back(y.empty() ? roof : std::max(r.ceiling_us, r.roofline_us * std::exp(static_cast<double>(y[i]))));
+      // key: "op|dtype|shape..." (training.h)
+      const std::string dtype = r.key.substr(r.key.find('|') + 1, r.key.find('|', r.key.find('|') + 1) - r.key.find('|') - 1);
+      auto& src = by_source[std::string(family_name(fam)) + " " + r.dataset + " " + dtype];
+      src.first.push_back(a.learned.back());
+      src.second.push_back(r.measured_us);
       auto other = measured_elsewhere.find(r.key);
       if (other != measured_elsewhere.end()) {
         a.habitat.push_back(other->second->measured_us * r.roofline_us / other->second->roofline_us);
@@ -177,6 +184,14 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
                 << pct(l.mape) << std::setw(10) << pct(l.median_ape) << std::setw(10) << pct(l.p90_ape) << std::setw(12)
                 << pct(rf.mape) << std::setw(12) << (h.n ? pct(h.mape) : "-") << std::setw(9)
                 << pct(100.0 * h.n / std::max<std::size_t>(1, l.n)) << "\n";
+  }
+  if (!ctx.json) std::cout << "\nby source (learned):\n";
+  for (const auto& [name, pm] : by_source) {
+    const ErrorStats s = error_stats(pm.first, pm.second);
+    out["by_source"][name] = {{"kernels", s.n}, {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape}};
+    if (!ctx.json)
+      std::cout << "  " << std::left << std::setw(64) << name << std::right << std::setw(8) << s.n << std::setw(10)
+                << pct(s.mape) << std::setw(10) << pct(s.median_ape) << std::setw(10) << pct(s.p90_ape) << "\n";
   }
   if (ctx.json) std::cout << out.dump(2) << "\n";
   return 0;
