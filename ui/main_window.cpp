@@ -46,7 +46,8 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   tabs_->addTab(whatif_view_, names[1]);
   tabs_->addTab(bottleneck_view_, names[2]);
   tabs_->addTab(simulator_view_, names[3]);
-  tabs_->addTab(new TunerView(*gpus_, this), names[4]);
+  tuner_view_ = new TunerView(*gpus_, this);
+  tabs_->addTab(tuner_view_, names[4]);
   tabs_->addTab(gpu_view_, names[5]);
   tabs_->setCurrentWidget(bottleneck_view_);
   setCentralWidget(tabs_);

@@ -17,6 +17,7 @@ namespace perfloom::ui {
 class BottleneckView;
 class GpuView;
 class SimulatorView;
+class TunerView;
 class TracesView;
 class WhatIfView;
 
@@ -33,6 +34,7 @@ class MainWindow : public QMainWindow {
   WhatIfView* whatIfView() const { return whatif_view_; }
   BottleneckView* bottleneckView() const { return bottleneck_view_; }
   SimulatorView* simulatorView() const { return simulator_view_; }
+  TunerView* tunerView() const { return tuner_view_; }
   // Tab titles, in order; tests and `export-chart` address views by these.
   static QStringList viewNames();
 
@@ -67,6 +69,7 @@ class MainWindow : public QMainWindow {
   WhatIfView* whatif_view_;
   BottleneckView* bottleneck_view_;
   SimulatorView* simulator_view_;
+  TunerView* tuner_view_;
   std::filesystem::path db_path_;
 };
 

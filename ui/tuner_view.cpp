@@ -1,6 +1,7 @@
 #include "ui/tuner_view.h"
 
 #include <QBarCategoryAxis>
+#include <QFont>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
@@ -31,6 +32,8 @@ namespace {
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 const QColor kBest(0xdd, 0x84, 0x52);  // the best configuration's bar
 }  // namespace
+
+constexpr std::size_t kBarsShown = 8;
 
 QString config_label(const TileConfig& t) {
   return QString("%1×%2×%3 s%4 c%5×%6")
@@ -96,20 +99,28 @@ QChart* build_tuner_bar_chart(const TunerViewResult& r) {
   auto* set = new QBarSet("predicted latency (µs)");
   set->setColor(series_color(0));
   set->setSelectedColor(kBest);
+  // The fastest configurations only, so that every label has room (the table lists them all).
+  // A horizontal bar chart draws its first category at the bottom: append from the slowest shown
+  // to the best, so that the best (highlighted) is on top.
+  const std::size_t shown = std::min<std::size_t>(r.ranked.size(), kBarsShown);
   QStringList categories;
   double max_us = 0;
-  for (const auto& c : r.ranked) {
+  for (std::size_t i = shown; i-- > 0;) {
+    const auto& c = r.ranked[i];
     *set << c.pred_us;
-    categories << config_label(c.config);
+    categories << QString("#%1 %2").arg(i + 1).arg(config_label(c.config));
     max_us = std::max(max_us, c.pred_us);
   }
-  if (!r.ranked.empty()) set->selectBar(0);  // the best: highlighted
+  if (shown > 0) set->selectBar(static_cast<int>(shown) - 1);  // the best: highlighted
   auto* series = new QHorizontalBarSeries;
   series->append(set);
   chart->addSeries(series);
   auto* axisY = new QBarCategoryAxis;
   axisY->append(categories);
-  axisY->setReverse(true);  // the best on top
+  QFont small = axisY->labelsFont();  // a label per bar needs a small font to fit without eliding
+  small.setPointSizeF(7.0);
+  axisY->setLabelsFont(small);
+  axisY->setTruncateLabels(false);
   auto* axisX = new QValueAxis;
   axisX->setTitleText("predicted latency (µs)");
   axisX->setRange(0, max_us > 0 ? max_us * 1.1 : 1.0);
@@ -135,7 +146,7 @@ QChart* build_tuner_sweep_chart(const TunerViewResult& r) {
   axisX->setTitleText(QString("%1").arg(d));
   axisX->setLabelFormat("%d");
   auto* axisY = new QValueAxis;
-  axisY->setTitleText("predicted latency (µs)");
+  axisY->setTitleText("µs");
   chart->addAxis(axisX, Qt::AlignBottom);
   chart->addAxis(axisY, Qt::AlignLeft);
   double minX = std::numeric_limits<double>::infinity(), maxX = 0, maxY = 0;

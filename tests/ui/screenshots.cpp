@@ -7,8 +7,10 @@
 
 #include "model/gpu_database.h"
 #include "ui/bottleneck_view.h"
+#include "ui/gpu_view.h"
 #include "ui/main_window.h"
 #include "ui/simulator_view.h"
+#include "ui/tuner_view.h"
 #include "ui/traces_view.h"
 #include "ui/whatif_view.h"
 
@@ -43,7 +45,11 @@ int main(int argc, char** argv) {
   w.tabs()->setCurrentWidget(w.simulatorView());
   wait(w.simulatorView());
   w.grab().save(out + "/simulator.png");
-  w.tabs()->setCurrentIndex(5);
+  w.tunerView()->setSelection(4096, 14336, 4096, "bf16", "h100-sxm", 'M');
+  w.tabs()->setCurrentWidget(w.tunerView());
+  wait(w.tunerView());
+  w.grab().save(out + "/tuner.png");
+  w.tabs()->setCurrentWidget(w.gpuView());
   QTest::qWait(200);
   w.grab().save(out + "/gpus.png");
   // The Traces view on the project's own H100 trace (already imported on a second run: it is selected).
