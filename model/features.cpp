@@ -16,7 +16,7 @@ const std::vector<std::string_view>& feature_names() {
       "log2_cyc_bal_tensor", "log2_cyc_bal_fma", "log2_cyc_bal_sfu", "log2_cyc_bal_dram", "log2_cyc_bal_l2",
       "log2_cyc_bal_smem", "log2_cyc_max_tensor", "log2_cyc_max_fma", "log2_cyc_max_sfu", "log2_cyc_max_dram",
       "log2_cyc_max_l2", "log2_cyc_max_smem", "log2_cyc_work", "log2_waves", "last_wave_fill", "log2_ctas",
-      "ctas_per_sm", "imbalance", "active_sm_fraction", "sm_count", "clock_ghz", "dtype_bytes",
+      "ctas_per_sm", "imbalance", "active_sm_fraction", "dtype_bytes",
       "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
       "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
       "log2_l2_mib", "log2_launch_floor_cycles", "impl_class"};
@@ -40,8 +40,8 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   f.push_back(static_cast<float>(a.plan.ctas_per_sm));
   f.push_back(static_cast<float>(a.plan.busiest_sm_share * gpu.sm_count));
   f.push_back(static_cast<float>(a.plan.active_sm_fraction));
-  f.push_back(static_cast<float>(gpu.sm_count));
-  f.push_back(static_cast<float>(gpu.boost_clock_mhz / 1000.0));
+  // No SM count or clock as such: a GPU enters through its rates and the cycles they give, so
+  // that a GPU between two trained ones (A100 between A40 and H100) is not mistaken for either.
   f.push_back(static_cast<float>(dtype_bytes(k.dtype)));
   f.push_back(static_cast<float>(std::log2((a.useful_flops + 1.0) / (a.demand.dram_bytes + 1.0))));
   const TileConfig t = a.tile.value_or(TileConfig{});

@@ -38,6 +38,7 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   predictor_ = make_default_predictor(&warning);
   gpu_view_ = new GpuView(*gpus_, this);
   whatif_view_ = new WhatIfView(*gpus_, predictor_, this);
+  whatif_view_->setDatabasePath(db_path_);  // imported traces can be moved to other GPUs
   bottleneck_view_ = new BottleneckView(*gpus_, predictor_, this);
   simulator_view_ = new SimulatorView(*gpus_, this);
   const QStringList names = viewNames();
@@ -59,6 +60,9 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
     RecentFiles::add(path);
     rebuildRecentMenu();
   });
+  // The What-if view follows the trace selected in the Traces view (its combo goes back to a CSV).
+  connect(traces_view_, &TracesView::kernelsLoaded, whatif_view_,
+          [this](qint64 source_id, int) { whatif_view_->selectSource(source_id); });
   statusBar()->showMessage(tr("%1 GPUs · predictor %2%3 · database %4")
                                .arg(gpus_->size())
                                .arg(QString::fromStdString(predictor_->name()))

@@ -6,16 +6,31 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <QLineSeries>
+#include <cmath>
+
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
+#include "storage/database.h"
 #include "storage/kernel_list_csv.h"
+#include "storage/kernel_store.h"
+#include "storage/trace_whatif.h"
 #include "ui/gpu_picker.h"
 #include <QComboBox>
 #include <QLineEdit>
 #include <QListWidget>
+#include "ui/whatif_models.h"
 #include "ui/whatif_view.h"
 
 using namespace perfloom;
+
+namespace {
+// The real H100 trace in bench/data (found from this file: the test target has no source-dir define).
+QString h100Trace() {
+  return QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../bench/data/h100-sxm/trace.json.gz");
+}
+bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
+}  // namespace
 
 class TestWhatIfView : public QObject {
   Q_OBJECT
@@ -91,6 +106,175 @@ class TestWhatIfView : public QObject {
       if (!picker.list()->item(i)->isHidden()) QCOMPARE(picker.list()->item(i)->data(Qt::UserRole + 1).toString(), QString("ampere"));
     picker.setCheckedIds({"h100-sxm", "a100-sxm-80gb"});
     QCOMPARE(picker.checkedIds().size(), 2);
+  }
+
+  void costPerMillionTokensArithmetic() {
+    // $2/GPU-hour, one hour of GPU time for a million tokens: $2 per million tokens.
+    QVERIFY(close(*ui::cost_per_million_tokens(2.0, 3600e6, 1e6), 2.0));
+    // $3.50/h x 1.8 s / 1000 tokens x 1e6 = $1.75.
+    QVERIFY(close(*ui::cost_per_million_tokens(3.5, 1.8e6, 1000), 1.75));
+    QVERIFY(close(*ui::cost_per_million_tokens(3.5, 0.9e6, 1000), 0.875));  // half the time, half the cost
+    QVERIFY(!ui::cost_per_million_tokens(0, 1.8e6, 1000));  // no price
+    QVERIFY(!ui::cost_per_million_tokens(3.5, 1.8e6, 0));   // no token count
+    QVERIFY(!ui::cost_per_million_tokens(3.5, 0, 1000));    // nothing predicted
+
+    // The speedup table: the price column is editable per GPU and the cost follows the total.
+    ui::SpeedupTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setResult(ui::compute_whatif_file(csv_, {gpus_.get("a100-sxm-80gb"), gpus_.get("h100-sxm")}, *predictor_));
+    const QModelIndex price = model.index(1, ui::SpeedupTableModel::PricePerHour);
+    const QModelIndex cost = model.index(1, ui::SpeedupTableModel::CostPerMTokens);
+    QVERIFY(model.flags(price) & Qt::ItemIsEditable);
+    QVERIFY(!(model.flags(cost) & Qt::ItemIsEditable));
+    QCOMPARE(model.data(cost, ui::SpeedupTableModel::SortRole).toDouble(), -1.0);  // nothing set: no cost
+    QVERIFY(model.setData(price, "2.5"));
+    QCOMPARE(model.price("h100-sxm"), 2.5);
+    QCOMPARE(model.data(cost, ui::SpeedupTableModel::SortRole).toDouble(), -1.0);  // no token count yet
+    model.setTokens(4096);
+    const double total = model.data(model.index(1, ui::SpeedupTableModel::TotalUs), ui::SpeedupTableModel::SortRole).toDouble();
+    QVERIFY(close(model.data(cost, ui::SpeedupTableModel::SortRole).toDouble(), 2.5 / 3600 * total * 1e-6 / 4096 * 1e6));
+    QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::CostPerMTokens), ui::SpeedupTableModel::SortRole).toDouble(), -1.0);
+    QVERIFY(!model.setData(price, "cheap"));
+    QVERIFY(!model.setData(price, "-1"));
+    QCOMPARE(model.price("h100-sxm"), 2.5);
+    QVERIFY(model.setData(price, "$3"));
+    QCOMPARE(model.price("h100-sxm"), 3.0);
+    QVERIFY(model.setData(price, 2.5));
+    // Prices belong to the GPU, not the row: they survive a new result.
+    model.setResult(ui::compute_whatif_file(csv_, {gpus_.get("h100-sxm")}, *predictor_));
+    QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::PricePerHour), ui::SpeedupTableModel::SortRole).toDouble(), 2.5);
+  }
+
+  void traceModeMatchesTheEngine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::filesystem::path db_path = dir.filePath("whatif.db").toStdString();
+    QVERIFY2(QFileInfo::exists(h100Trace()), qPrintable(h100Trace()));
+    int64_t source_id = 0;
+    {
+      storage::Database db(db_path);
+      storage::ImportControl control;
+      control.gpus = &gpus_;
+      source_id = storage::KernelStore(db).import_file(h100Trace().toStdString(), control).source_id;
+    }
+    QVERIFY(source_id > 0);
+
+    ui::WhatIfView view(gpus_, predictor_, nullptr, db_path);
+    QAbstractItemModelTester tester(view.kernelModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const QStringList ids{"a100-sxm-80gb", "h100-sxm", "h200"};
+    view.setSelection({}, ids);  // no CSV: nothing to compute yet
+    view.selectSource(source_id);
+    QCOMPARE(view.selectedSourceId(), qint64(source_id));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 60000);
+    // The selector lists the imported source and shows it selected.
+    QVERIFY(view.sourceCombo()->findData(qint64(source_id)) > 0);
+    QCOMPARE(view.sourceCombo()->currentData().toLongLong(), qint64(source_id));
+
+    const ui::WhatIfResult& r = view.result();
+    QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+    QCOMPARE(r.source_id, qint64(source_id));
+    QCOMPARE(r.source_gpu_id, QString("h100-sxm"));
+    QCOMPARE(r.gpus.size(), std::size_t(3));
+
+    // The engine on its own connection, without the cache the view filled.
+    storage::Database db(db_path);
+    storage::KernelStore store(db);
+    std::vector<const GpuSpec*> targets;
+    for (const QString& id : ids) targets.push_back(&gpus_.get(id.toStdString()));
+    storage::WhatIfOptions options;
+    options.use_cache = false;
+    const storage::TraceWhatIf t = storage::run_trace_whatif(store, source_id, gpus_.get("h100-sxm"), targets, *predictor_, options);
+    QCOMPARE(r.kernels, int(t.kernels.size()));
+    QVERIFY(r.kernels > 0);
+    double measured = 0;
+    for (const auto& k : t.kernels) measured += k.measured_us.value_or(0.0);
+    QVERIFY(measured > 0);
+    QVERIFY(close(r.source_measured_us, measured));
+    for (std::size_t i = 0; i < r.gpus.size(); ++i) {
+      const ui::WhatIfGpu& g = r.gpus[i];
+      QCOMPARE(g.gpu_id, ids[int(i)]);
+      QVERIFY2(close(g.total_us, t.targets[i].total.pred_us), qPrintable(QString("%1: %2 vs %3").arg(g.gpu_id).arg(g.total_us).arg(t.targets[i].total.pred_us)));
+      QVERIFY(close(g.lo_us, t.targets[i].total.lo_us));
+      QVERIFY(close(g.hi_us, t.targets[i].total.hi_us));
+      QCOMPARE(g.predicted, int(t.targets[i].total.kernels));
+      QCOMPARE(g.failed, int(t.targets[i].total.errors));
+      double families = 0;
+      for (double v : g.family_us) families += v;
+      QVERIFY(close(families, g.total_us));  // the stacks add up to the total
+      QCOMPARE(g.family_us.size(), std::size_t(r.families.size()));
+    }
+
+    // The chart: one stacked set per family with one value per GPU, plus the measured reference.
+    auto* bars = qobject_cast<QStackedBarSeries*>(view.chartView()->chart()->series().value(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->count(), int(r.families.size()));
+    QCOMPARE(bars->barSets()[0]->count(), 3);
+    bool reference = false;
+    for (auto* series : view.chartView()->chart()->series())
+      if (auto* line = qobject_cast<QLineSeries*>(series); line && line->name().startsWith("measured on"))
+        reference = line->count() == 2 && close(line->at(0).y(), measured);
+    QVERIFY(reference);
+    QCOMPARE(view.speedupModel()->rowCount(), 3);
+
+    // Measured vs predicted per kernel, on the first target, then on the second.
+    ui::KernelCompareModel* km = view.kernelModel();
+    QCOMPARE(km->rowCount(), int(t.kernels.size()));
+    QCOMPARE(km->target(), 0);
+    QCOMPARE(view.targetCombo()->count(), 3);
+    auto checkTarget = [&](std::size_t target) {
+      double predicted = 0;
+      for (int row = 0; row < km->rowCount(); ++row) {
+        const auto& cell = t.targets[target].cells[std::size_t(row)];
+        const double shown = km->data(km->index(row, ui::KernelCompareModel::PredictedUs), ui::KernelCompareModel::SortRole).toDouble();
+        QCOMPARE(km->data(km->index(row, ui::KernelCompareModel::Method)).toString(),
+                 QString::fromStdString(std::string(storage::whatif_method_name(cell.method))));
+        if (cell.method == storage::WhatIfMethod::error) {
+          QCOMPARE(shown, -1.0);
+          continue;
+        }
+        QVERIFY(close(shown, cell.pred_us));
+        predicted += shown;
+        const auto& k = t.kernels[std::size_t(row)];
+        if (k.measured_us && *k.measured_us > 0) {
+          QVERIFY(close(km->data(km->index(row, ui::KernelCompareModel::MeasuredUs), ui::KernelCompareModel::SortRole).toDouble(), *k.measured_us));
+          QVERIFY(close(km->data(km->index(row, ui::KernelCompareModel::Ratio), ui::KernelCompareModel::SortRole).toDouble(),
+                        cell.pred_us / *k.measured_us));
+        }
+      }
+      QVERIFY(close(predicted, t.targets[target].total.pred_us));
+    };
+    checkTarget(0);
+    view.targetCombo()->setCurrentIndex(1);
+    QCOMPARE(km->target(), 1);
+    checkTarget(1);
+    QVERIFY(km->headerData(ui::KernelCompareModel::PredictedUs, Qt::Horizontal).toString().contains(r.gpus[1].gpu_name));
+
+    // Another view on the same database lists the source as soon as it is shown.
+    {
+      ui::WhatIfView shown(gpus_, predictor_, nullptr, db_path);
+      QCOMPARE(shown.sourceCombo()->count(), 1);  // only "Kernel list CSV" until shown
+      shown.show();
+      QTRY_COMPARE_WITH_TIMEOUT(shown.sourceCombo()->count(), 2, 10000);
+      QCOMPARE(shown.sourceCombo()->itemData(1).toLongLong(), qint64(source_id));
+      QCOMPARE(shown.selectedSourceId(), qint64(0));
+    }
+
+    // Back to the CSV: the kernel table empties, the CSV is predicted as before.
+    view.selectSource(0);
+    view.setSelection(csv_, {"h100-sxm"});
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.result().source_id, qint64(0));
+    QCOMPARE(view.result().kernels, 3);
+    QCOMPARE(km->rowCount(), 0);
+  }
+
+  void unknownSourceIsAnError() {
+    QTemporaryDir dir;
+    const std::filesystem::path db_path = dir.filePath("empty.db").toStdString();
+    const ui::WhatIfResult r = ui::compute_trace_whatif(db_path, 42, gpus_, {gpus_.get("h100-sxm")}, *predictor_);
+    QVERIFY(!r.error.isEmpty());
+    QVERIFY(r.gpus.empty());
+    QVERIFY(!r.kernel_rows);
   }
 
   void lateResultIsDropped() {
