@@ -8,11 +8,13 @@ BIN = os.environ.get("PERFLOOM", os.path.join(ROOT, "build/bin/perfloom"))
 FAM = ["gemm", "attention", "norm", "elementwise"]
 
 
-def predict(model, gpu, phase, b, x):
+def predict(model, gpu, phase, b, x, tp=1):
     # The benchmark's attention ran on PyTorch SDPA's cuDNN backend (its log and
     # bench/data/step/decode_attn_probe_h200.csv show the kernel names): predict those kernels.
     cmd = [BIN, "step", "--model", model, "--gpu", gpu, "--phase", phase, "--batch", str(b), "--attention-impl", "cudnn"]
     cmd += ["--context", str(x), "--graphs"] if phase == "decode" else ["--tokens", str(x)]
+    if tp > 1:
+        cmd += ["--tp", str(tp)]
     r = subprocess.run(cmd + ["--json"], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": (r.stderr or r.stdout).strip().replace("|", "/")}
@@ -91,6 +93,37 @@ for variant, what in VARIANTS:
             "| phase | gemm | attention | norm | elementwise | gap |", "|---|---|---|---|---|---|"]
     for ph in ("prefill", "decode"):
         out.append(f"| {ph} | " + " | ".join(f"{statistics.mean(fam_err[(ph, f)]):+.0f}" for f in FAM + ["gap"]) + " |")
+    out.append("")
+# Tensor parallel decode on H200s (bench/step_check/step_bench_tp.py: fused elementwise, CUDA graph
+# with the NCCL all-reduces in it, vocabulary-parallel embedding and LM head).
+tp_path = os.path.join(ROOT, "bench/data/step/step_tp_h200.csv")
+if os.path.exists(tp_path):
+    out += ["## H200, tensor parallel decode (fused elementwise, CUDA graphs, NCCL all-reduce)", "",
+            "Benchmark: `bench/step_check/step_bench_tp.py`, one process per GPU on 2 and 4 H200s of one host "
+            "(NVLink; NCCL 2.28.9, NVLS off); each rank holds 1/TP of the heads and MLP width and all-reduces after "
+            "the attention output and the MLP down projection and after the vocabulary-parallel embedding; the "
+            "logits gather is left out. Latency = the slowest rank's median graph replay. Predicted: `perfloom step "
+            "--tp N --graphs --attention-impl cudnn`, GPU side.", "",
+            "| model | TP | B | context | measured us | predicted GPU-side us | err % | communication p us |",
+            "|---|---|---|---|---|---|---|---|"]
+    tp_errs = {}
+    for r in csv.DictReader(open(tp_path)):
+        tp, b, x = int(r["tp"]), int(r["batch"]), int(r["context"])
+        j = predict(r["model"], "h200", "decode", b, x, tp)
+        if "error" in j:
+            out.append(f"| {r['model']} | {tp} | {b} | {x} | {float(r['latency_us']):.0f} | refused | - | {j['error']} |")
+            continue
+        bd = j["breakdown_us"]
+        m = float(r["latency_us"]); p = j["latency_us"] - bd.get("host", 0.0)
+        e = pct(m, p)
+        tp_errs.setdefault((r["model"], tp), []).append(e)
+        tp_errs.setdefault(("all", 0), []).append(e)
+        out.append(f"| {r['model']} | {tp} | {b} | {x} | {m:.0f} | {p:.0f} | {e:+.1f} | {bd.get('communication', 0.0):.0f} |")
+    out += ["", "| model | TP | n | MAPE % | mean signed err % | worst % |", "|---|---|---|---|---|---|"]
+    for (mo, tp), es in sorted(tp_errs.items()):
+        out.append(f"| {mo} | {tp or 'all'} | {len(es)} | {statistics.mean(abs(e) for e in es):.1f} | "
+                   f"{statistics.mean(es):+.1f} | {max(es, key=abs):+.1f} |")
+        summary.append(("H200, TP", f"{mo} tp{tp}", "decode", len(es), statistics.mean(abs(e) for e in es)))
     out.append("")
 open(os.path.join(ROOT, "bench/results/step_check.md"), "w").write("\n".join(out) + "\n")
 for s in summary:

@@ -32,6 +32,9 @@ T0 = time.time()
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
 BUDGET = float(sys.argv[2]) if len(sys.argv) > 2 else 330.0
 FUSED = len(sys.argv) > 3 and sys.argv[3] == "fused"
+# Tensor parallelism (step_bench_tp.py sets it): the all-reduce after the attention output and the
+# MLP down projection, as vLLM's row-parallel layers do it.
+TP_ALLREDUCE = None
 REPS = 30
 WARM = 5
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -191,6 +194,9 @@ class Model:
         N = B * T
         with record_function("cat:other"):
             x = F.embedding(tokens, self.embed)
+        if TP_ALLREDUCE is not None:  # vocab-parallel embedding: each rank's rows, summed
+            with record_function("cat:communication"):
+                x = TP_ALLREDUCE(x)
         cos = self.cos[start:start + T].view(T, 1, D)
         sin = self.sin[start:start + T].view(T, 1, D)
         res = None
@@ -241,6 +247,9 @@ class Model:
                 a = a.transpose(1, 2).reshape(N, Hq * D)
             with record_function("cat:gemm"):
                 x = F.linear(a, lw["o"])
+            if TP_ALLREDUCE is not None:
+                with record_function("cat:communication"):
+                    x = TP_ALLREDUCE(x)
             with record_function("cat:norm"):
                 if FUSED:
                     h, res = add_rms(x, res, lw["ln2"], self.eps)
@@ -254,6 +263,9 @@ class Model:
                 m = silu_mul(gu, self.I) if FUSED else F.silu(gu[:, :self.I]) * gu[:, self.I:]
             with record_function("cat:gemm"):
                 x = F.linear(m, lw["down"])
+            if TP_ALLREDUCE is not None:
+                with record_function("cat:communication"):
+                    x = TP_ALLREDUCE(x)
         with record_function("cat:norm"):
             if FUSED:
                 h, res = add_rms(x, res, self.norm, self.eps)
