@@ -91,7 +91,8 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("gpu-memory-utilization", "fraction of GPU memory vLLM may use (0.9)", "F"),
          QCommandLineOption("block-size", "KV-cache block size in tokens (16)", "N"),
          QCommandLineOption("kv-blocks", "KV-cache blocks (instead of the memory estimate)", "N"),
-         QCommandLineOption("kv-cache-dtype", "KV-cache element type (default: the model's)", "DT")}}},
+         QCommandLineOption("kv-cache-dtype", "KV-cache element type (default: the model's)", "DT"),
+         QCommandLineOption("attention-impl", "attention kernels: serving (default), fa2 or cudnn", "IMPL")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --plan --dtype DT --gpu ID [--out PLAN.csv]",
         "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "

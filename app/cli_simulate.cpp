@@ -43,6 +43,13 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     sc.memory.kv_dtype = *d;
     sc.memory.kv_dtype_set = true;
   }
+  if (args.isSet("attention-impl")) {
+    const auto impl = sim::parse_attention_impl(args.value("attention-impl").toStdString());
+    if (!impl)
+      throw std::invalid_argument("--attention-impl must be serving, fa2 or cudnn (got \"" +
+                                  args.value("attention-impl").toStdString() + "\")");
+    sc.attention_impl = *impl;
+  }
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
   const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
   const sim::Workload workload = sim::parse_workload(args.value("workload").toStdString());

@@ -79,6 +79,7 @@ class Engine {
     step_opt_.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
     step_opt_.kv_dtype = sc.memory.kv_dtype;
     step_opt_.kv_dtype_set = sc.memory.kv_dtype_set;
+    step_opt_.attention_impl = sc.attention_impl;
   }
 
   void run() {

@@ -40,6 +40,7 @@ struct SimulationConfig {
   Parallelism par;
   SchedulerConfig sched;
   MemoryOptions memory;  // block size, utilization, KV dtype; its token limits follow `sched`
+  AttentionImpl attention_impl = AttentionImpl::serving;  // which attention kernels the steps run
   Overheads overheads;
   bool record_steps = true;  // keep the per-step timeline
 };

@@ -61,6 +61,34 @@ TEST(CliSim, StepGraphsAndEagerLaunchOverheads) {
   EXPECT_NEAR(e["launch_overhead_us"].get<double>(), std::max(0.0, 4.0 * launches - kernels), 1e-6);
 }
 
+TEST(CliSim, StepAttentionImplementationChangesOnlyAttention) {
+  // On our H200 one long-context decode runs 1.6x faster through cuDNN's fused attention than
+  // through FlashAttention-2 (bench/data/step/decode_attn_probe_h200.csv); the predictor tells them
+  // apart through the kernel name's implementation class.
+  auto step = [](const std::string& impl) {
+    auto r = runPerfloom("step --model llama-3-8b --gpu h200 --phase decode --batch 32 --context 8192 --graphs --json "
+                         "--attention-impl " + impl + " " + kDb);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out.empty() ? "{}" : r.out);
+  };
+  const json serving = step("serving"), fa2 = step("fa2"), cudnn = step("cudnn");
+  ASSERT_TRUE(fa2.contains("breakdown_us") && cudnn.contains("breakdown_us") && serving.contains("breakdown_us"));
+  EXPECT_EQ(cudnn["attention_impl"], "cudnn");
+  EXPECT_GT(fa2["breakdown_us"]["attention"].get<double>(), 1.2 * cudnn["breakdown_us"]["attention"].get<double>());
+  EXPECT_DOUBLE_EQ(fa2["breakdown_us"]["gemm"].get<double>(), cudnn["breakdown_us"]["gemm"].get<double>());
+  EXPECT_DOUBLE_EQ(serving["breakdown_us"]["gemm"].get<double>(), cudnn["breakdown_us"]["gemm"].get<double>());
+  auto bad = runPerfloom("step --model llama-3-8b --gpu h200 --phase decode --batch 1 --context 128 --attention-impl fa3 " + kDb);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--attention-impl must be serving, fa2 or cudnn"), std::string::npos) << bad.err;
+  auto sim = runPerfloom("simulate --model llama-3.2-1b --gpu h200 --attention-impl cudnn --workload "
+                         "batch:n=4,input=128,output=8 --json " + kDb);
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  auto sim_bad = runPerfloom("simulate --model llama-3.2-1b --gpu h200 --attention-impl x --workload "
+                             "batch:n=4,input=128,output=8 " + kDb);
+  EXPECT_NE(sim_bad.exit_code, 0);
+  EXPECT_NE(sim_bad.err.find("--attention-impl must be serving, fa2 or cudnn"), std::string::npos) << sim_bad.err;
+}
+
 TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
   auto r = runPerfloom("step --model llama-3.1-70b --gpu h100 --phase decode --batch 32 --context 2048 --tp 4 --graphs --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   ui::MainWindow w(GpuDatabase::builtin(), "/tmp/perfloom-screenshots.db");
   w.resize(1280, 780);
   w.show();
-  QTest::qWaitForWindowExposed(&w);
+  if (!QTest::qWaitForWindowExposed(&w)) return 1;
   auto wait = [](auto* view) {
     for (int i = 0; i < 600 && view->busy(); ++i) QTest::qWait(50);
     QTest::qWait(300);
