@@ -29,20 +29,7 @@ class ImportBadInput : public ::testing::Test {
     else write_file(p, content);
     return refused_file(p);
   }
-  std::string refused_file(const fs::path& p) {
-    std::string msg;
-    try {
-      store_->import_file(p, control());
-      ADD_FAILURE() << p << " was imported";
-    } catch (const ImportError& e) {
-      msg = e.what();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not an ImportError: " << e.what();
-    }
-    EXPECT_TRUE(contains(msg, p.string() + ": ")) << "the message names the file: " << msg;
-    EXPECT_TRUE(snapshot(*db_) == before_) << "the database changed after: " << msg;
-    return msg;
-  }
+  std::string refused_file(const fs::path& p) { return expect_refused(*store_, *db_, before_, p); }
 
   TempDir dir_;
   std::unique_ptr<Database> db_;

@@ -54,18 +54,7 @@ class ImportLimits : public ::testing::Test {
   }
   // Imports `p`, expects an ImportError naming it, and checks that the database is unchanged.
   std::string refused(const fs::path& p, const fs::path& named = {}) {
-    std::string msg;
-    try {
-      store_->import_file(p, control());
-      ADD_FAILURE() << p << " was imported";
-    } catch (const ImportError& e) {
-      msg = e.what();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not an ImportError: " << e.what();
-    }
-    EXPECT_TRUE(contains(msg, (named.empty() ? p : named).string() + ": ")) << "the message names the file: " << msg;
-    EXPECT_TRUE(snapshot(*db_) == before_) << "the database changed after: " << msg;
-    return msg;
+    return expect_refused(*store_, *db_, before_, p, named);
   }
 
   TempDir dir_;

@@ -14,6 +14,7 @@
 #include "model/gpu_database.h"
 #include "storage/database.h"
 #include "storage/importers/importer.h"
+#include "storage/kernel_store.h"
 
 namespace perfloom::storage::testing {
 
@@ -142,6 +143,24 @@ std::string import_error(F&& f) {
     return e.what();
   }
   return "";
+}
+
+// Imports `p` into `store`, expects an ImportError that names `named` (default: `p`) and a database
+// whose snapshot is still `before`; returns the message.
+inline std::string expect_refused(KernelStore& store, Database& db, const std::string& before, const fs::path& p,
+                                  const fs::path& named = {}) {
+  std::string msg;
+  try {
+    store.import_file(p, control());
+    ADD_FAILURE() << p << " was imported";
+  } catch (const ImportError& e) {
+    msg = e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not an ImportError: " << e.what();
+  }
+  EXPECT_TRUE(contains(msg, (named.empty() ? p : named).string() + ": ")) << "the message names the file: " << msg;
+  EXPECT_TRUE(snapshot(db) == before) << "the database changed after: " << msg;
+  return msg;
 }
 
 }  // namespace perfloom::storage::testing

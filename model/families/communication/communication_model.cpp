@@ -15,38 +15,19 @@ Analysis analyze_communication(const KernelDesc& k, const GpuSpec& gpu) {
   const double bytes = static_cast<double>(k.shape.bytes);
   const bool nvlink = gpu.interconnect.nvlink_bandwidth_gb_s > 0;
   const double step_us = nvlink ? 1.5 : 4.0;  // one hop of NCCL's low-latency protocol
-  double link_factor = 0, steps = 0, reduce_ops = 0;
-  switch (k.op) {
-    case Op::allreduce:
-      link_factor = 2.0 * (n - 1) / n;
-      // Ring: 2(n-1) steps; tree: 2 log2(n). NCCL takes whichever is faster for the size.
-      steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)) + 1.0);
-      reduce_ops = bytes / dtype_bytes(k.dtype) * (n - 1) / n;
-      break;
-    case Op::allgather:
-    case Op::reducescatter:
-      link_factor = (n - 1) / n;
-      steps = n - 1;
-      if (k.op == Op::reducescatter) reduce_ops = bytes / dtype_bytes(k.dtype) * (n - 1) / n;
-      break;
-    case Op::alltoall:
-      link_factor = (n - 1) / n;
-      steps = 1;
-      break;
-    case Op::sendrecv:
-      link_factor = 1;
-      steps = 1;
-      break;
-    default: throw UnsupportedKernel("not a communication op");
-  }
+  if (family_of(k.op) != Family::communication) throw UnsupportedKernel("not a communication op");
+  const CollectiveTraffic traffic = collective_traffic(k.op, static_cast<int>(n), bytes);
+  // All-reduce and reduce-scatter add up (n-1)/n of the elements on every GPU.
+  const bool reduces = k.op == Op::allreduce || k.op == Op::reducescatter;
+  const double reduce_ops = reduces ? bytes / dtype_bytes(k.dtype) * (n - 1) / n : 0.0;
   Analysis a;
   a.family = Family::communication;
   a.op = k.op;
   if (n > 1) {
-    a.demand.link_bytes = bytes * link_factor;
-    a.demand.dram_bytes = bytes * (1.0 + 2.0 * link_factor);  // read the input, write and read staged chunks
+    a.demand.link_bytes = traffic.link_bytes;
+    a.demand.dram_bytes = bytes + 2.0 * traffic.link_bytes;  // read the input, write and read staged chunks
     a.demand.fma_flops = reduce_ops;
-    a.extra_us = steps * step_us;
+    a.extra_us = traffic.steps * step_us;
   } else {
     a.demand.dram_bytes = 2.0 * bytes;  // one rank: a local copy
   }

@@ -14,10 +14,15 @@ std::vector<std::pair<std::string_view, std::string_view>> comm_files();
 
 namespace {
 
-// Protocol steps and bytes on the link per GPU (the same accounting as communication_model.cpp).
-std::pair<double, double> steps_and_link_bytes(Op op, int ranks, double bytes) {
+// The op whose measured curve stands in for `op` (same traffic pattern).
+Op curve_op(Op op) { return op == Op::reducescatter ? Op::allgather : op; }
+
+}  // namespace
+
+CollectiveTraffic collective_traffic(Op op, int ranks, double bytes) {
   const double n = std::max(1, ranks);
   switch (op) {
+    // Ring: 2(n-1) steps; tree: 2 log2(n) + 1. NCCL takes whichever is faster for the size.
     case Op::allreduce:
       return {std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)) + 1.0), 2.0 * (n - 1) / n * bytes};
     case Op::allgather:
@@ -27,11 +32,6 @@ std::pair<double, double> steps_and_link_bytes(Op op, int ranks, double bytes) {
     default: throw std::invalid_argument("not a communication op");
   }
 }
-
-// The op whose measured curve stands in for `op` (same traffic pattern).
-Op curve_op(Op op) { return op == Op::reducescatter ? Op::allgather : op; }
-
-}  // namespace
 
 NcclModelConstants nccl_constants(Op op, bool nvlink) {
   // bench/comm_check/fit_nccl.py on bench/data/nccl-h200 (NCCL 2.28.9, H200 NVLink, NVLS off).
@@ -50,7 +50,7 @@ NcclModelConstants nccl_constants(Op op, bool nvlink) {
 
 double nccl_model_us(Op op, int ranks, double bytes, double link_bytes_per_s, bool nvlink) {
   if (ranks <= 1) return 0;
-  const auto [steps, link_bytes] = steps_and_link_bytes(op, ranks, bytes);
+  const auto [steps, link_bytes] = collective_traffic(op, ranks, bytes);
   const NcclModelConstants c = nccl_constants(op, nvlink);
   const double m = std::max(1.0, bytes / ranks);
   const double eff = c.eff_max * m / (m + c.m_half_bytes);
@@ -173,9 +173,8 @@ CollectiveEstimate estimate_collective(Op op, int ranks, double bytes, const Gpu
   const double clamped = std::clamp(bytes, best->bytes.front(), best->bytes.back());
   const double measured = best->at(clamped);
   const double ref_model = nccl_model_us(curve_op(op), best->ranks, clamped, best->link_bytes_per_s, true);
-  const double here_model = nccl_model_us(op, ranks, bytes, link, nvlink);
   CollectiveEstimate e;
-  e.time_us = measured * here_model / ref_model;
+  e.time_us = measured * target_model / ref_model;
   const bool same_system = best->gpu_id == gpu.id && best->ranks == ranks && curve_op(op) == op &&
                            clamped == bytes;
   e.origin = "NCCL measured on " + best->gpu_id + " x" + std::to_string(best->ranks) +

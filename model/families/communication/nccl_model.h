@@ -21,6 +21,15 @@
 
 namespace perfloom {
 
+// What one collective costs on the wire: protocol steps between neighbours and the bytes each GPU
+// sends over its link (`bytes`: the full buffer, as in communication_model.cpp).
+struct CollectiveTraffic {
+  double steps = 0;
+  double link_bytes = 0;
+};
+// Throws std::invalid_argument for an op that is not a collective.
+CollectiveTraffic collective_traffic(Op op, int ranks, double bytes);
+
 struct NcclModelConstants {
   double base_us = 0;       // a collective kernel's fixed cost (launch, channel set-up)
   double hop_us = 0;        // one protocol step between neighbours
