@@ -35,6 +35,27 @@ FUSED = len(sys.argv) > 3 and sys.argv[3] == "fused"
 # Tensor parallelism (step_bench_tp.py sets it): the all-reduce after the attention output and the
 # MLP down projection, as vLLM's row-parallel layers do it.
 TP_ALLREDUCE = None
+
+
+def tp_all_reduce(x):
+    if TP_ALLREDUCE is None:
+        return x
+    with record_function("cat:communication"):
+        return TP_ALLREDUCE(x)
+
+
+def capture_graph(fn):
+    """Warms `fn` up on a side stream and captures it in a CUDA graph (how decode runs)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
 REPS = 30
 WARM = 5
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -179,6 +200,18 @@ class Model:
             f"bias={self.bias} kv_slots={self.P} ({self.kv.numel()*2/2**30:.1f} GiB) "
             f"free_after={torch.cuda.mem_get_info()[0]/2**30:.1f} GiB")
 
+    def add_norm(self, x, res, w):
+        """The residual add and RMSNorm before each block (x alone before the first): the residual
+        and the normed input. Fused: one kernel; eager: PyTorch's ops."""
+        with record_function("cat:norm"):
+            if res is None:
+                return (rms_c(x, w, self.eps) if FUSED else rms(x, w, self.eps)), x
+            if FUSED:
+                return add_rms(x, res, w, self.eps)
+            with record_function("cat:elementwise"):
+                res = x + res
+            return rms(res, w, self.eps), res
+
     def rope(self, x, cos, sin, B, T):
         # NeoX rotary on x [B*T, heads, D]; cos/sin [T, 1, D] broadcast over the batch
         N, nh, D = x.shape
@@ -194,24 +227,13 @@ class Model:
         N = B * T
         with record_function("cat:other"):
             x = F.embedding(tokens, self.embed)
-        if TP_ALLREDUCE is not None:  # vocab-parallel embedding: each rank's rows, summed
-            with record_function("cat:communication"):
-                x = TP_ALLREDUCE(x)
+        x = tp_all_reduce(x)  # vocab-parallel embedding: each rank's rows, summed
         cos = self.cos[start:start + T].view(T, 1, D)
         sin = self.sin[start:start + T].view(T, 1, D)
         res = None
         for li, lw in enumerate(self.layers):
             slot = self.kv[li % self.P]
-            with record_function("cat:norm"):
-                if res is None:
-                    res = x
-                    h = rms_c(x, lw["ln1"], self.eps) if FUSED else rms(x, lw["ln1"], self.eps)
-                elif FUSED:
-                    h, res = add_rms(x, res, lw["ln1"], self.eps)
-                else:
-                    with record_function("cat:elementwise"):
-                        res = x + res
-                    h = rms(res, lw["ln1"], self.eps)
+            h, res = self.add_norm(x, res, lw["ln1"])
             with record_function("cat:gemm"):
                 qkv = F.linear(h, lw["qkv"], lw["qkv_b"])
             qk = qkv[:, :(Hq + Hkv) * D].view(N, Hq + Hkv, D)
@@ -247,32 +269,16 @@ class Model:
                 a = a.transpose(1, 2).reshape(N, Hq * D)
             with record_function("cat:gemm"):
                 x = F.linear(a, lw["o"])
-            if TP_ALLREDUCE is not None:
-                with record_function("cat:communication"):
-                    x = TP_ALLREDUCE(x)
-            with record_function("cat:norm"):
-                if FUSED:
-                    h, res = add_rms(x, res, lw["ln2"], self.eps)
-                else:
-                    with record_function("cat:elementwise"):
-                        res = x + res
-                    h = rms(res, lw["ln2"], self.eps)
+            x = tp_all_reduce(x)
+            h, res = self.add_norm(x, res, lw["ln2"])
             with record_function("cat:gemm"):
                 gu = F.linear(h, lw["gu"])
             with record_function("cat:elementwise"):
                 m = silu_mul(gu, self.I) if FUSED else F.silu(gu[:, :self.I]) * gu[:, self.I:]
             with record_function("cat:gemm"):
                 x = F.linear(m, lw["down"])
-            if TP_ALLREDUCE is not None:
-                with record_function("cat:communication"):
-                    x = TP_ALLREDUCE(x)
-        with record_function("cat:norm"):
-            if FUSED:
-                h, res = add_rms(x, res, self.norm, self.eps)
-            else:
-                with record_function("cat:elementwise"):
-                    res = x + res
-                h = rms(res, self.norm, self.eps)
+            x = tp_all_reduce(x)
+        h, res = self.add_norm(x, res, self.norm)
         with record_function("cat:other"):
             last = h.view(B, T, H)[:, -1]
         with record_function("cat:gemm"):
@@ -399,15 +405,7 @@ def main():
                     tokens = torch.randint(0, m.V, (B,), device=dev)
                     with torch.inference_mode():
                         eager = lambda: m.forward(tokens, B, 1, X - 1, True)
-                        s = torch.cuda.Stream()
-                        s.wait_stream(torch.cuda.current_stream())
-                        with torch.cuda.stream(s):
-                            for _ in range(2):
-                                eager()
-                        torch.cuda.current_stream().wait_stream(s)
-                        g = torch.cuda.CUDAGraph()
-                        with torch.cuda.graph(g):
-                            out_tok = eager()
+                        g = capture_graph(eager)
                         med, lo, hi = time_it(g.replay)
                         cats, ktot, byname = breakdown(eager)
                         del g

@@ -72,16 +72,7 @@ def worker(rank, tp, name, out_dir, port, q):
             try:
                 tokens = torch.randint(0, m.V, (B,), device="cuda")
                 with torch.inference_mode():
-                    eager = lambda: m.forward(tokens, B, 1, C - 1, True)  # noqa: E731
-                    s = torch.cuda.Stream()
-                    s.wait_stream(torch.cuda.current_stream())
-                    with torch.cuda.stream(s):
-                        for _ in range(2):
-                            eager()
-                    torch.cuda.current_stream().wait_stream(s)
-                    g = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(g):
-                        eager()
+                    g = sb.capture_graph(lambda: m.forward(tokens, B, 1, C - 1, True))
                     dist.barrier()
                     med, lo, hi = sb.time_it(g.replay)
                     del g
