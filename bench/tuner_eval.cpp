@@ -15,6 +15,12 @@
 // (the same configuration measured twice: tiles.csv rank 1 against gemm.csv).
 //
 // Usage: perfloom-tuner-eval [--data DIR] [--report FILE.md] [--folds N]
+//        perfloom-tuner-eval --plan-fit [--plan-file GPU TILES_PLAN.csv]... [--data DIR] [--report FILE.md]
+//          tables fitted only on the points a sampling plan measured (DIR/<gpu>/tiles_plan.csv from
+//          `perfloom-collect --sweep plan`), the choice scored on every tiles.csv shape the plan did
+//          not measure, against the sweep's own 5-fold CV and cuBLASLt's default; to stdout or FILE.md.
+//        perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv: fake tiles_plan.csv rows (the
+//          bundled table's predictions x noise) to try --plan-fit before real data exists.
 //   Experiments (not the defaults perfloom-tuner-fit uses; the report then describes another fit):
 //   --ridge R, --penalty P, --min-class N, --far RATIO WEIGHT, --shape-effects ROUNDS (FitOptions),
 //   --insample (fit on every shape: an upper bound, not an evaluation), --dump POINTS.csv.
@@ -784,16 +790,280 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, int 
         "table get the analytical GEMM model's candidate tiles ranked by the roofline predictor with the tile given.\n\n";
 }
 
+
+// ----------------------------------------------------------------------------------------------
+// --plan-fit: the tables fitted only on the points a sampling plan measured (tiles_plan.csv,
+// `perfloom-collect --sweep plan`), the choice evaluated on every shape of the exhaustive sweep
+// (tiles.csv) that the plan did not measure.
+// ----------------------------------------------------------------------------------------------
+struct PlanFitReport {
+  std::string gpu, plan_file, plan_env;
+  bool synthetic = false;
+  std::size_t plan_rows = 0, plan_forced = 0, plan_heuristic = 0, plan_modelled = 0, plan_shapes = 0;
+  std::size_t plan_requested = 0;  // rows of the plan CSVs (bench/data/<gpu>/plan_*.csv), 0 when absent
+  double plan_gpu_ms = 0, sweep_gpu_ms = 0;  // latency x reps summed: GPU time the timed repetitions took
+  std::size_t sweep_rows = 0, sweep_shapes = 0, excluded_shapes = 0, test_shapes = 0;
+  ChoiceStats all_rows, forced_only, forced_default, cv, cublas_default, analytical;
+  ErrorStats err_all, err_forced, err_cv;
+  std::vector<double> chosen_err_all, chosen_err_forced, chosen_err_cv;
+};
+
+std::size_t count_plan_rows(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const char* f : {"plan_bf16.csv", "plan_fp8e4m3.csv", "plan_fp16.csv"}) {
+    std::ifstream in(dir / f);
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      if (header) { header = false; continue; }
+      ++n;
+    }
+  }
+  return n;
+}
+
+PlanFitReport evaluate_plan_fit(const GpuSpec& gpu, const fs::path& dir, const fs::path& plan_csv, int folds) {
+  PlanFitReport rep;
+  rep.gpu = gpu.id;
+  rep.plan_file = fs::relative(plan_csv, fs::path(PERFLOOM_SOURCE_DIR)).string();  // repo-relative in the report
+  const bench::Sweep plan = bench::read_sweep(plan_csv.string());
+  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  auto env = [&](const bench::Sweep& sw, const char* k) {
+    auto it = sw.environment.find(k);
+    return it == sw.environment.end() ? std::string("?") : it->second;
+  };
+  rep.synthetic = plan.environment.count("synthetic") > 0;
+  rep.plan_env = (rep.synthetic ? "SYNTHETIC (" + env(plan, "synthetic") + ")" : env(plan, "gpu_name")) + ", cuBLASLt " +
+                 env(plan, "cublaslt_version") + ", " + env(plan, "date");
+  rep.plan_requested = count_plan_rows(dir);
+  if (plan.rows.empty()) throw std::runtime_error(rep.plan_file + ": no GEMM rows");
+
+  std::set<ShapeKey> plan_shapes;
+  std::vector<tuner::TunerSample> fit_all, fit_forced, fit_forced_default;
+  for (const auto& r : plan.rows) {
+    plan_shapes.insert(key_of(r.sample.shape));
+    ++rep.plan_rows;
+    (r.sample.heuristic_rank == -2 ? rep.plan_forced : rep.plan_heuristic) += 1;
+    rep.plan_gpu_ms += r.sample.latency_us * std::max(1, r.reps) / 1000.0;
+    if (!r.modelled) continue;
+    ++rep.plan_modelled;
+    fit_all.push_back(r.sample);
+    if (r.sample.heuristic_rank == -2) fit_forced.push_back(r.sample);
+    if (r.sample.heuristic_rank == -2 || r.sample.heuristic_rank == 1) fit_forced_default.push_back(r.sample);
+  }
+  rep.plan_shapes = plan_shapes.size();
+  if (fit_all.empty()) throw std::runtime_error(rep.plan_file + ": no nvjet rows to fit");
+  const tuner::TunerTable t_all = tuner::fit_tuner_table(fit_all, gpu, g_fit, rep.plan_file);
+  const bool have_forced = !fit_forced.empty();
+  const tuner::TunerTable t_forced = have_forced ? tuner::fit_tuner_table(fit_forced, gpu, g_fit, rep.plan_file) : t_all;
+  const tuner::TunerTable t_forced_default =
+      have_forced ? tuner::fit_tuner_table(fit_forced_default, gpu, g_fit, rep.plan_file) : t_all;
+
+  std::map<ShapeKey, std::vector<const bench::SweepRow*>> shapes;
+  for (const auto& r : sweep.rows) {
+    shapes[key_of(r.sample.shape)].push_back(&r);
+    rep.sweep_gpu_ms += r.sample.latency_us * std::max(1, r.reps) / 1000.0;
+  }
+  rep.sweep_rows = sweep.rows.size();
+  rep.sweep_shapes = shapes.size();
+  // The reference: the same sweep's 5-fold cross-validation (held out by shape), as tuner_eval.md.
+  std::vector<tuner::TunerTable> cv_tables;
+  for (int fold = 0; fold < folds; ++fold) {
+    std::vector<tuner::TunerSample> train;
+    for (const auto& r : sweep.rows)
+      if (r.modelled && fold_of(r.sample.shape, folds) != fold) train.push_back(r.sample);
+    cv_tables.push_back(tuner::fit_tuner_table(train, gpu, g_fit));
+  }
+  for (const auto& [key, rows] : shapes) {
+    if (plan_shapes.count(key)) {  // the plan measured this shape: not a held-out test
+      ++rep.excluded_shapes;
+      continue;
+    }
+    const tuner::GemmShape& shape = rows.front()->sample.shape;
+    // dtype groups the plan did not cover have no fit: skip, counted as excluded
+    if (!t_all.groups.count(tuner::dtype_group(shape.dtype))) {
+      ++rep.excluded_shapes;
+      continue;
+    }
+    double best = INFINITY, dflt = NAN;
+    for (const auto* r : rows) {
+      best = std::min(best, r->sample.latency_us);
+      if (r->sample.heuristic_rank == 1) dflt = r->sample.latency_us;
+    }
+    if (!std::isfinite(dflt)) {
+      ++rep.excluded_shapes;
+      continue;
+    }
+    ++rep.test_shapes;
+    rep.cublas_default.add(dflt, best, dflt);
+    rep.all_rows.add(choose_measured(t_all, gpu, rows, &rep.err_all, best, &rep.chosen_err_all), best, dflt);
+    if (have_forced && t_forced.groups.count(tuner::dtype_group(shape.dtype)))
+      rep.forced_only.add(choose_measured(t_forced, gpu, rows, &rep.err_forced, best, &rep.chosen_err_forced), best, dflt);
+    if (have_forced && t_forced_default.groups.count(tuner::dtype_group(shape.dtype)))
+      rep.forced_default.add(choose_measured(t_forced_default, gpu, rows, nullptr, best, nullptr), best, dflt);
+    rep.cv.add(choose_measured(cv_tables[static_cast<std::size_t>(fold_of(shape, folds))], gpu, rows, &rep.err_cv, best,
+                               &rep.chosen_err_cv),
+               best, dflt);
+    double best_pred = INFINITY, pick = NAN;
+    for (const auto* r : rows) {
+      if (!r->modelled) continue;
+      const double p = tuner::evaluate_analytical(gpu, shape, r->sample.config).pred_us;
+      if (p < best_pred) {
+        best_pred = p;
+        pick = r->sample.latency_us;
+      }
+    }
+    rep.analytical.add(pick, best, dflt);
+  }
+  return rep;
+}
+
+void write_plan_fit(std::ostream& md, const std::vector<PlanFitReport>& reports) {
+  md << "# Wave tuner fitted on a sparse sampling plan\n\n"
+        "Generated by `perfloom-tuner-eval --plan-fit` (bench/tuner_eval.cpp). The tables are fitted only on the points "
+        "`perfloom-collect --sweep plan` measured (`tiles_plan.csv`: the configurations of the plan from `perfloom tune "
+        "--plan`, heuristic_rank −2, plus cuBLASLt's heuristic results at each plan shape), and the choice is scored on "
+        "every shape of the exhaustive tile sweep (`tiles.csv`) the plan did not measure: the model ranks the nvjet "
+        "configurations the sweep measured there, and the measured latency of its first is compared with the sweep's best "
+        "and with cuBLASLt's default (heuristic rank 1). The reference row is the 5-fold cross-validation of "
+        "tuner_eval.md on the same test shapes (tables fitted on the sweep's other shapes).\n\n";
+  for (const auto& r : reports)
+    if (r.synthetic)
+      md << "**" << r.gpu << ": the plan data is SYNTHETIC** (latencies predicted by the shipped table, which was fitted "
+            "on this very sweep, times noise): the numbers below only show that the pipeline runs, not how good the plan is.\n\n";
+  md << "| | ";
+  for (const auto& r : reports) md << r.gpu << " | ";
+  md << "\n|---|";
+  for (std::size_t i = 0; i < reports.size(); ++i) md << "---|";
+  md << "\n";
+  auto row = [&](const std::string& name, auto&& f) {
+    md << "| " << name << " | ";
+    for (const auto& r : reports) md << f(r) << " | ";
+    md << "\n";
+  };
+  auto mx = [](const std::vector<double>& x) { return x.empty() ? NAN : *std::max_element(x.begin(), x.end()); };
+  row("plan data", [](const PlanFitReport& r) { return r.plan_env; });
+  row("points the plan asked for (plan_*.csv rows)", [](const PlanFitReport& r) { return std::to_string(r.plan_requested); });
+  row("points measured by the plan: configurations + heuristic results",
+      [](const PlanFitReport& r) {
+        return std::to_string(r.plan_rows) + " = " + std::to_string(r.plan_forced) + " + " + std::to_string(r.plan_heuristic) +
+               " over " + std::to_string(r.plan_shapes) + " shapes (" + std::to_string(r.plan_modelled) + " nvjet, fitted)";
+      });
+  row("points of the exhaustive sweep (tiles.csv)", [](const PlanFitReport& r) {
+    return std::to_string(r.sweep_rows) + " over " + std::to_string(r.sweep_shapes) + " shapes";
+  });
+  row("GPU time of the timed repetitions: plan / sweep (ms)",
+      [](const PlanFitReport& r) { return num(r.plan_gpu_ms, 0) + " / " + num(r.sweep_gpu_ms, 0); });
+  row("test shapes (sweep shapes not in the plan; excluded)", [](const PlanFitReport& r) {
+    return std::to_string(r.test_shapes) + " (" + std::to_string(r.excluded_shapes) + " excluded)";
+  });
+  row("**within 3% of best: plan fit (all plan rows)**", [](const PlanFitReport& r) { return pct(share(r.all_rows.within3)); });
+  row("within 3%: plan fit, plan configurations only", [](const PlanFitReport& r) { return pct(share(r.forced_only.within3)); });
+  row("within 3%: plan fit, plan configurations + cuBLASLt's default (what `--heuristic-n 1` would measure)",
+      [](const PlanFitReport& r) { return pct(share(r.forced_default.within3)); });
+  row("within 3%: sweep 5-fold CV (reference)", [](const PlanFitReport& r) { return pct(share(r.cv.within3)); });
+  row("within 3%: cuBLASLt default", [](const PlanFitReport& r) { return pct(share(r.cublas_default.within3)); });
+  row("within 3%: analytical GEMM model", [](const PlanFitReport& r) { return pct(share(r.analytical.within3)); });
+  row("speedup vs cuBLASLt default, geomean / mean / max: plan fit", [&](const PlanFitReport& r) {
+    return num(geomean(r.all_rows.speedup)) + " / " + num(mean(r.all_rows.speedup)) + " / " + num(mx(r.all_rows.speedup), 2);
+  });
+  row("speedup, geomean / mean / max: plan configurations only", [&](const PlanFitReport& r) {
+    return num(geomean(r.forced_only.speedup)) + " / " + num(mean(r.forced_only.speedup)) + " / " + num(mx(r.forced_only.speedup), 2);
+  });
+  row("speedup, geomean / mean / max: sweep CV", [&](const PlanFitReport& r) {
+    return num(geomean(r.cv.speedup)) + " / " + num(mean(r.cv.speedup)) + " / " + num(mx(r.cv.speedup), 2);
+  });
+  row("chosen / best, mean: plan fit / sweep CV",
+      [](const PlanFitReport& r) { return num(mean(r.all_rows.vs_best)) + " / " + num(mean(r.cv.vs_best)); });
+  row("model MAPE, every nvjet row of the test shapes: plan fit / configs only / sweep CV", [](const PlanFitReport& r) {
+    return pct(mean(r.err_all.all)) + " / " + pct(mean(r.err_forced.all)) + " / " + pct(mean(r.err_cv.all));
+  });
+  row("MAPE of rows within 10% of the best: plan fit / sweep CV",
+      [](const PlanFitReport& r) { return pct(mean(r.err_all.near_best)) + " / " + pct(mean(r.err_cv.near_best)); });
+  row("MAPE of the chosen configuration: plan fit / sweep CV",
+      [](const PlanFitReport& r) { return pct(mean(r.chosen_err_all)) + " / " + pct(mean(r.chosen_err_cv)); });
+  md << "\nPlan files: ";
+  for (const auto& r : reports) md << "`" << r.plan_file << "` ";
+  md << "\n";
+}
+
+// --synthesize-plan GPU PLAN.csv OUT.csv: tiles_plan.csv-format rows for a plan's points with
+// latencies from the GPU's bundled table times 3% log-normal noise, and per shape the table's three
+// best candidates as "heuristic" rows. Only for trying --plan-fit before real data exists.
+void synthesize_plan(const GpuSpec& gpu, const fs::path& plan_csv, const fs::path& out_csv) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  if (!table) throw std::runtime_error("no bundled tuner table for " + gpu.id);
+  std::ifstream in(plan_csv);
+  if (!in) throw std::runtime_error(plan_csv.string() + ": cannot be opened");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  auto reader = storage::CsvReader::from_string(buf.str(), plan_csv.string());
+  if (!reader.read_header()) throw std::runtime_error(plan_csv.string() + ": no header row");
+  const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
+             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_why = reader.require_column("why");
+  std::ofstream os(out_csv);
+  if (!os) throw std::runtime_error(out_csv.string() + ": cannot be written");
+  os << "# format=perfloom-collector/1\n# sweep=plan\n# synthetic=predictions of the bundled " << gpu.id
+     << " table x 3% noise, from " << plan_csv.filename().string() << "\n# gpu_name=" << gpu.name << "\n"
+     << "op,dtype,M,N,K,latency_us,reps,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,sweep,grid,source\n";
+  std::mt19937 rng(4242);
+  std::normal_distribution<double> z(0.0, 0.03);
+  std::set<ShapeKey> seen;
+  auto write = [&](const tuner::GemmShape& s, const TileConfig& t, int rank, const std::string& src) {
+    const auto rc = tuner::evaluate_with_table(*table, gpu, s, t);
+    const int cn = std::max(1, t.cluster_n), cm = std::max(1, t.cluster_m);
+    const std::string tile = std::to_string(t.tile_n) + "x" + std::to_string(t.tile_m);
+    os << "gemm," << dtype_name(s.dtype) << "," << s.M << "," << s.N << "," << s.K << "," << rc.pred_us * std::exp(z(rng)) << ",20,"
+       << "nvjet_sm90_tst_" << tile << "_" << t.tile_k << "x4_" << cn << "x" << cm << "_v_bz_TNT,66," << tile << ","
+       << t.tile_k << "xAUTO," << std::max(1, t.split_k) << "," << cn << "x" << cm << "x1," << rank << ",plan,"
+       << rc.grid.tiles_n << "x" << rc.grid.tiles_m << "x" << rc.grid.split_k << ",\"" << src << "\"\n";
+  };
+  std::vector<std::string> f;
+  std::size_t n = 0;
+  while (reader.next(f)) {
+    const auto dt = parse_dtype(f[c_dt]);
+    const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
+    if (!dt || !M || !N || !K) throw std::runtime_error(plan_csv.string() + ": line " + std::to_string(reader.line()) + ": bad row");
+    const tuner::GemmShape s{*M, *N, *K, *dt};
+    if (seen.insert(key_of(s)).second) {
+      const auto heur = tuner::tune_gemm(s, gpu, 3, table).ranked;
+      for (std::size_t i = 0; i < heur.size(); ++i) write(s, heur[i].config, static_cast<int>(i) + 1, "plan:heuristic");
+    }
+    write(s, tuner::config_from_string(f[c_cfg]), -2, "plan:" + f[c_cfg] + " " + f[c_why]);
+    ++n;
+  }
+  std::cout << "synthesized " << n << " plan points over " << seen.size() << " shapes -> " << out_csv.string() << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
   int folds = 5;
+  bool plan_fit = false, report_given = false;
+  std::vector<std::pair<std::string, fs::path>> plan_files;  // --plan-file GPU FILE
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
-    else if (a == "--report" && i + 1 < argc) report = argv[++i];
+    else if (a == "--report" && i + 1 < argc) { report = argv[++i]; report_given = true; }
+    else if (a == "--plan-fit") plan_fit = true;
+    else if (a == "--plan-file" && i + 2 < argc) {
+      plan_fit = true;
+      const std::string id = argv[++i];
+      plan_files.emplace_back(id, argv[++i]);
+    } else if (a == "--synthesize-plan" && i + 3 < argc) {
+      const std::string id = argv[++i];
+      const fs::path plan = argv[++i], out = argv[++i];
+      try {
+        synthesize_plan(GpuDatabase::builtin().get(id), plan, out);
+      } catch (const std::exception& e) {
+        std::cerr << "perfloom-tuner-eval: " << e.what() << "\n";
+        return 1;
+      }
+      return 0;
+    }
     else if (a == "--folds" && i + 1 < argc) folds = std::max(2, std::atoi(argv[++i]));
     // Experiments with the fit's options (the defaults are what perfloom-tuner-fit uses).
     else if (a == "--insample") g_insample = true;
@@ -829,10 +1099,53 @@ int main(int argc, char** argv) {
     }
     else {
       std::cerr << "usage: perfloom-tuner-eval [--data DIR] [--report FILE.md] [--folds N]\n"
+                   "       perfloom-tuner-eval --plan-fit [--plan-file GPU TILES_PLAN.csv]... [--data DIR] [--report FILE.md]\n"
+                   "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
+                   "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
                    "               [--insample] [--dump POINTS.csv]\n";
       return 2;
     }
+  }
+  if (plan_fit) {
+    try {
+      const GpuDatabase gpus = GpuDatabase::builtin();
+      if (plan_files.empty())
+        for (const char* id : {"h100-sxm", "h200"})
+          if (fs::exists(data / id / "tiles_plan.csv")) plan_files.emplace_back(id, data / id / "tiles_plan.csv");
+      if (plan_files.empty()) {
+        std::cerr << "perfloom-tuner-eval: no " << (data / "<gpu-id>/tiles_plan.csv").string()
+                  << " (perfloom-collect --sweep plan writes it; --plan-file GPU FILE names one)\n";
+        return 2;
+      }
+      std::vector<PlanFitReport> reps;
+      for (const auto& [id, file] : plan_files) {
+        reps.push_back(evaluate_plan_fit(gpus.get(id), data / id, file, folds));
+        const auto& r = reps.back();
+        std::cout << id << (r.synthetic ? " (SYNTHETIC plan data)" : "") << ": plan " << r.plan_rows << " points ("
+                  << r.plan_forced << " plan configurations + " << r.plan_heuristic << " heuristic) vs sweep " << r.sweep_rows
+                  << "; " << r.test_shapes << " test shapes (" << r.excluded_shapes << " excluded): within 3% "
+                  << pct(share(r.all_rows.within3)) << " (configs only " << pct(share(r.forced_only.within3)) << ", sweep CV "
+                  << pct(share(r.cv.within3)) << ", cuBLASLt default " << pct(share(r.cublas_default.within3))
+                  << ", configs + default " << pct(share(r.forced_default.within3)) << "), speedup vs default geomean " << num(geomean(r.all_rows.speedup)) << " (CV "
+                  << num(geomean(r.cv.speedup)) << "), MAPE " << pct(mean(r.err_all.all)) << " (CV " << pct(mean(r.err_cv.all))
+                  << ")\n";
+      }
+      std::ostringstream md;
+      write_plan_fit(md, reps);
+      if (report_given) {
+        std::ofstream os(report);
+        if (!os) throw std::runtime_error(report.string() + ": cannot be written");
+        os << md.str();
+        std::cout << "report: " << report.string() << "\n";
+      } else {
+        std::cout << "\n" << md.str();
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "perfloom-tuner-eval: " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
   }
   try {
     const GpuDatabase gpus = GpuDatabase::builtin();
@@ -937,12 +1250,13 @@ int main(int argc, char** argv) {
           "How it would be used: the CSV is a kernel list (`op,dtype,M,N,K`) with the configuration to force in "
           "`cublaslt_tile`, `cublaslt_cluster` and `splitk` (cuBLASLt's orientation, as the collector sets them through "
           "`CUBLASLT_ALGO_CONFIG_TILE_ID`, `..._CLUSTER_SHAPE_ID` and `..._SPLITK_NUM` on the nvjet algorithm, stages "
-          "AUTO, checked with `cublasLtMatmulAlgoCheck`). A `perfloom-collect --sweep plan --plan PLAN.csv` mode would "
-          "time each row like a tiles-sweep variation and write `tiles.csv` rows (`sweep=plan`), which "
-          "`perfloom-tuner-fit` reads unchanged. That collector mode is not written yet (bench/collector/ belongs to "
-          "the collector's owner); the data available is the existing sweep, so the ablation above (*sparse fit*) "
-          "approximates the plan by fitting only the sweep points that lie near a wave boundary (last wave ≥ 85% or "
-          "≤ 25% full, ~44% of the points) against as many random points.\n\n"
+          "AUTO, checked with `cublasLtMatmulAlgoCheck`). `perfloom-collect --sweep plan --plan PLAN.csv` times each row like a tiles-sweep "
+          "variation (plus cuBLASLt's heuristic results at each plan shape) and writes `tiles.csv`-format rows "
+          "(`sweep=plan`, heuristic_rank −2 for the plan's configurations) to `tiles_plan.csv`, which "
+          "`perfloom-tuner-fit` and `perfloom-tuner-eval --plan-fit` read (bench/collector/run_plan_on_gpu.sh takes it "
+          "on a GPU; `--plan-fit` fits on it and scores the choice on this sweep's shapes). Until that data is in "
+          "bench/data, the ablation above (*sparse fit*) approximates the plan by fitting only the sweep points that lie "
+          "near a wave boundary (last wave ≥ 85% or ≤ 25% full, ~44% of the points) against as many random points.\n\n"
           "## Reproduce\n\n```\ncmake -S . -B build -DPERFLOOM_BUILD_COLLECTOR=OFF && ninja -C build\n"
           "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv (rebuild to embed)\n"
           "build/bin/perfloom-tuner-eval     # this file\n"

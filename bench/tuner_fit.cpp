@@ -2,8 +2,10 @@
 // sweeps and writes resources/tuner/<gpu-id>.json, which the build embeds (model/CMakeLists.txt).
 // Rebuild after running it so that `perfloom tune` picks the new tables up.
 //
-// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [GPU-ID...]
+// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME] [GPU-ID...]
 //   --data DIR  the measured data (default: bench/data); DIR/<gpu-id>/tiles.csv is read
+//   --csv NAME  another file of DIR/<gpu-id>/ in the same format, e.g. tiles_plan.csv (the points
+//               of a sampling plan, `perfloom-collect --sweep plan`)
 //   --out DIR   where the tables go (default: resources/tuner)
 //   GPU-ID      the GPUs to fit (default: every folder of DIR with a tiles.csv)
 // Only nvjet rows (cuBLASLt's sm90 kernels) enter the fit: the other algorithms the sweep also
@@ -26,12 +28,14 @@ int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
+  std::string csv_name = "tiles.csv";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--csv" && i + 1 < argc) csv_name = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [GPU-ID...]\n";
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME] [GPU-ID...]\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -40,10 +44,10 @@ int main(int argc, char** argv) {
   }
   if (ids.empty() && fs::is_directory(data))
     for (const auto& e : fs::directory_iterator(data))
-      if (fs::exists(e.path() / "tiles.csv")) ids.push_back(e.path().filename().string());
+      if (fs::exists(e.path() / csv_name)) ids.push_back(e.path().filename().string());
   std::sort(ids.begin(), ids.end());
   if (ids.empty()) {
-    std::cerr << "perfloom-tuner-fit: no " << (data / "<gpu-id>/tiles.csv").string() << " found\n";
+    std::cerr << "perfloom-tuner-fit: no " << (data / "<gpu-id>" / csv_name).string() << " found\n";
     return 2;
   }
   try {
@@ -51,7 +55,7 @@ int main(int argc, char** argv) {
     fs::create_directories(out);
     for (const auto& id : ids) {
       const GpuSpec& gpu = gpus.get(id);
-      const fs::path csv = data / id / "tiles.csv";
+      const fs::path csv = data / id / csv_name;
       const bench::Sweep sweep = bench::read_sweep(csv.string());
       std::vector<tuner::TunerSample> samples;
       std::size_t shapes = 0;
@@ -68,7 +72,7 @@ int main(int argc, char** argv) {
         auto it = sweep.environment.find(k);
         return it == sweep.environment.end() ? std::string("?") : it->second;
       };
-      const std::string source = "bench/data/" + id + "/tiles.csv: " + std::to_string(samples.size()) + " nvjet points of " +
+      const std::string source = "bench/data/" + id + "/" + csv_name + ": " + std::to_string(samples.size()) + " nvjet points of " +
                                  std::to_string(shapes) + " shapes, cuBLASLt " + env("cublaslt_version") + ", " +
                                  env("date");
       const tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);

@@ -5,11 +5,16 @@
 //   tiles        every configuration cuBLASLt offers for a subset of (shape, dtype) points
 //   elementwise  the project's rmsnorm, fused_add_rmsnorm, silu_mul, add, softmax, rotary,
 //                kv_cache_write kernels (kernels.cuh)
+//   plan         the (shape, dtype, configuration) points of sampling plans from
+//                `perfloom tune --plan` (plan.h), plus cuBLASLt's heuristic results per plan shape
 // Usage: perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] [--budget-s S]
 //                         [--seed N] [--pool-gb G] [--dry-run]
+//        perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv
+//                         [--heuristic-n N] [--first-shape I] [--budget-s S] [--dry-run]
 #include "common.h"
 #include "gemm.h"
 #include "kernels.cuh"
+#include "plan.h"
 
 #include <fstream>
 #include <functional>
@@ -33,6 +38,9 @@ struct Args {
     double budget_s = 150;
     uint64_t seed = 20251121;
     double pool_gb = 8;
+    std::vector<std::string> plans;  // --sweep plan: the plan CSVs
+    int heuristic_n = 8;             // --sweep plan: cuBLASLt heuristic results measured per plan shape
+    size_t first_shape = 0;          // --sweep plan: skip the first shapes (resuming a broken run)
 };
 
 Args parse(int argc, char** argv) {
@@ -51,14 +59,23 @@ Args parse(int argc, char** argv) {
         else if (k == "--budget-s") a.budget_s = std::stod(val());
         else if (k == "--seed") a.seed = std::stoull(val());
         else if (k == "--pool-gb") a.pool_gb = std::stod(val());
+        else if (k == "--plan") a.plans.push_back(val());
+        else if (k == "--heuristic-n") a.heuristic_n = std::max(0, std::stoi(val()));
+        else if (k == "--first-shape") a.first_shape = (size_t)std::stoull(val());
         else if (k == "-h" || k == "--help") {
             std::printf("perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] "
-                        "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--dry-run]\n");
+                        "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--dry-run]\n"
+                        "perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv "
+                        "[--heuristic-n N] [--first-shape I] [--budget-s S] [--dry-run]\n");
             std::exit(0);
         } else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
     }
-    if (a.sweep != "gemm" && a.sweep != "tiles" && a.sweep != "elementwise") {
-        std::fprintf(stderr, "--sweep must be gemm, tiles or elementwise\n");
+    if (a.sweep != "gemm" && a.sweep != "tiles" && a.sweep != "elementwise" && a.sweep != "plan") {
+        std::fprintf(stderr, "--sweep must be gemm, tiles, elementwise or plan\n");
+        std::exit(2);
+    }
+    if (a.sweep == "plan" && a.plans.empty()) {
+        std::fprintf(stderr, "--sweep plan needs --plan PLAN.csv (from `perfloom tune --plan`)\n");
         std::exit(2);
     }
     return a;
@@ -368,6 +385,11 @@ std::vector<std::string> env_lines(Ctx& c) {
     e.push_back("format=perfloom-collector/1");
     e.push_back("collector_version=" + std::string(kCollectorVersion));
     e.push_back("sweep=" + c.args.sweep + (c.args.quick ? " (quick)" : ""));
+    if (c.args.sweep == "plan") {
+        std::string files;
+        for (auto& f : c.args.plans) files += (files.empty() ? "" : " ") + f;
+        e.push_back("plan_files=" + files);
+    }
     e.push_back("gpu_name=" + std::string(c.prop.name));
     e.push_back("compute_capability=" + std::to_string(c.prop.major) + "." + std::to_string(c.prop.minor));
     e.push_back("sm_count=" + std::to_string(c.prop.multiProcessorCount));
@@ -555,6 +577,234 @@ int run_tiles(Ctx& c, CsvOut& out) {
     }
     std::printf("tiles: %d (shape,dtype) points, %d configurations measured, %d failed, %.1f s\n",
                 done, configs, failed, wall_s() - t0);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Plan mode: the points of `perfloom tune --plan` sampling plans
+// ----------------------------------------------------------------------------------------------
+struct PlanShape {
+    const GemmType* t = nullptr;
+    int64_t M = 0, N = 0, K = 0;
+    std::vector<const PlanEntry*> entries;
+};
+
+// Reads every --plan file (exit 2 with "FILE:LINE: reason" on bad input) and groups the rows by
+// (dtype, shape), in dtype order (the pool is refilled once per dtype), else in plan order.
+std::vector<PlanShape> plan_shapes(const Args& a, std::vector<PlanEntry>& storage) {
+    auto known = [](const std::string& d) { return find_gemm_type(d) != nullptr && d != "int8"; };
+    for (const auto& path : a.plans) {
+        try {
+            auto v = read_plan(path, known);
+            storage.insert(storage.end(), v.begin(), v.end());
+        } catch (const PlanError& e) {
+            std::fprintf(stderr, "perfloom-collect: bad plan: %s\n", e.what());
+            std::exit(2);
+        }
+    }
+    std::vector<PlanShape> shapes;
+    std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, size_t> index;
+    for (const auto& e : storage) {
+        auto key = std::make_tuple(e.dtype, e.M, e.N, e.K);
+        auto it = index.find(key);
+        if (it == index.end()) {
+            it = index.emplace(key, shapes.size()).first;
+            shapes.push_back({find_gemm_type(e.dtype), e.M, e.N, e.K, {}});
+        }
+        shapes[it->second].entries.push_back(&e);
+    }
+    std::stable_sort(shapes.begin(), shapes.end(), [](const PlanShape& x, const PlanShape& y) {
+        return std::string(x.t->name) < std::string(y.t->name);
+    });
+    return shapes;
+}
+
+// Rough device time of one GEMM at 70% of peak or the DRAM bound (µs), for the dry-run estimate.
+double est_gemm_us(const GemmType& t, int64_t M, int64_t N, int64_t K) {
+    double bytes = (double)(M * K + N * K) * t.ab_bytes + (double)M * N * t.cd_bytes;
+    return std::max(2.0 * M * N * K / (peak_tflops(t.name) * 1e6 * 0.7), bytes / 2.8e6) + 4;
+}
+// One measurement as measure_gemm(…, 10, 20, 600) takes it, plus ~2 ms of host work (CUPTI
+// flush, configuration check): seconds.
+double est_measure_s(double tk) {
+    int reps = std::max(10, std::min(20, (int)std::ceil(600 / tk)));
+    int wu = std::max(2, std::min(10, (int)std::ceil(200 / tk)));
+    return ((1 + wu + reps) * (tk + 3) + 2000) * 1e-6;
+}
+
+std::string plan_source(const PlanEntry& e) {
+    std::string s = "plan:" + (e.config.empty() ? e.tile_name : e.config);
+    if (!e.why.empty()) s += " " + e.why;
+    return s;
+}
+
+// The tile name in the nvjet kernel's name ("nvjet_sm90_tst_128x64_64x6_2x1_..."): its fourth
+// '_'-separated part; empty when the repetition ran no nvjet kernel (a memset may come first).
+std::string nvjet_tile(const std::string& names) {
+    const size_t at = names.find("nvjet_");
+    if (at == std::string::npos) return "";
+    std::string name = names.substr(at);
+    name = name.substr(0, name.find_first_of(" ;"));
+    std::vector<std::string> parts;
+    std::stringstream ss(name);
+    std::string p;
+    while (std::getline(ss, p, '_')) parts.push_back(p);
+    return parts.size() > 3 ? parts[3] : "";
+}
+
+int run_plan(Ctx& c, CsvOut& out) {
+    std::vector<PlanEntry> storage;
+    auto shapes = plan_shapes(c.args, storage);
+    size_t n_points = 0;
+    for (auto& s : shapes) n_points += s.entries.size();
+    std::printf("plan: %zu configurations over %zu (shape, dtype) points from %zu file(s); +%d heuristic results per shape\n",
+                n_points, shapes.size(), c.args.plans.size(), c.args.heuristic_n);
+    if (c.args.dry_run) {
+        std::map<std::string, std::pair<double, double>> est;  // dtype -> plan s, heuristic s
+        std::map<std::string, size_t> cnt;
+        for (size_t si = 0; si < shapes.size(); ++si) {
+            const auto& s = shapes[si];
+            const double tk = est_gemm_us(*s.t, s.M, s.N, s.K);
+            auto& e = est[s.t->name];
+            e.first += s.entries.size() * est_measure_s(tk);
+            e.second += c.args.heuristic_n * est_measure_s(tk) + 1e-3;
+            cnt[s.t->name] += s.entries.size();
+            if (si < c.args.first_shape) continue;
+            std::printf("shape %zu %s M=%ld N=%ld K=%ld est %.1f us/GEMM\n", si, s.t->name, (long)s.M, (long)s.N, (long)s.K, tk);
+            for (const PlanEntry* p : s.entries)
+                std::printf("  %s:%zu tile %s (id %d) stages %s (id %d) cluster %s (id %d) splitk %d  [%s; %s]\n",
+                            p->file.c_str(), p->line, p->tile_name.c_str(), p->tile_id,
+                            p->stages_name.empty() ? "(heuristic's)" : p->stages_name.c_str(), p->stages_id,
+                            p->cluster_name.c_str(), p->cluster_id, p->splitk, p->config.c_str(), p->why.c_str());
+        }
+        double total = 0;
+        for (auto& [dt, e] : est) {
+            std::printf("dry-run plan %-8s configurations=%zu est_s=%.1f (plan points) + %.1f (%d heuristic results per shape)\n",
+                        dt.c_str(), cnt[dt], e.first, e.second, c.args.heuristic_n);
+            total += e.first + e.second;
+        }
+        std::printf("dry-run plan total est_s=%.1f budget_s=%.1f\n", total, c.args.budget_s);
+        return 0;
+    }
+
+    // Per dtype an equal share of the budget; what a dtype leaves over carries to the next.
+    std::map<std::string, size_t> shapes_per_dtype;
+    for (auto& s : shapes) ++shapes_per_dtype[s.t->name];
+    const double t0 = wall_s();
+    double dt_start = t0, dt_budget = 0;
+    std::string cur_dt;
+    size_t n_dt_left = shapes_per_dtype.size();
+    int measured = 0, heur_rows = 0, refused = 0, failed = 0, mismatched = 0, shapes_done = 0, over_budget = 0;
+    for (size_t si = c.args.first_shape; si < shapes.size(); ++si) {
+        auto& s = shapes[si];
+        if (s.t->name != cur_dt) {
+            cur_dt = s.t->name;
+            dt_start = wall_s();
+            const double left = c.args.budget_s - (dt_start - t0);  // what earlier dtypes left carries over
+            dt_budget = n_dt_left ? left / (double)n_dt_left : left;
+            if (n_dt_left) --n_dt_left;
+            std::printf("plan %s: %zu shapes, budget %.0f s\n", cur_dt.c_str(), shapes_per_dtype[cur_dt], dt_budget);
+            std::fflush(stdout);
+        }
+        if (wall_s() - dt_start > dt_budget || wall_s() - t0 > c.args.budget_s) { over_budget += (int)s.entries.size(); continue; }
+        if (s.t->fp8 && c.prop.major * 10 + c.prop.minor < 89) {
+            std::fprintf(stderr, "plan: %s needs compute capability 8.9; skipping %zu points\n", s.t->name, s.entries.size());
+            refused += (int)s.entries.size();
+            continue;
+        }
+        fill_pool(c, s.t->fill_kind);
+        GemmProblem p(c.lt, *s.t, s.M, s.N, s.K, c.d_one, c.ws_bytes);
+        if (c.pool.sets_for(p.bytes_all()) == 0) {
+            std::fprintf(stderr, "plan: %s %ldx%ldx%ld does not fit the pool; skipping\n", s.t->name, (long)s.M, (long)s.N, (long)s.K);
+            refused += (int)s.entries.size();
+            continue;
+        }
+        auto heur = p.heuristic(std::max(64, c.args.heuristic_n));
+        if (heur.empty()) {
+            std::fprintf(stderr, "plan: cuBLASLt has no heuristic result for %s %ldx%ldx%ld; skipping its %zu points\n",
+                         s.t->name, (long)s.M, (long)s.N, (long)s.K, s.entries.size());
+            refused += (int)s.entries.size();
+            continue;
+        }
+        auto write = [&](const Measurement& m, const GemmConfig& g, const std::string& source) {
+            Row r;
+            r.op = "gemm";
+            r.dtype = s.t->name;
+            r.shape = {{"M", s.M}, {"N", s.N}, {"K", s.K}};
+            r.m = &m;
+            r.cfg = &g;
+            r.sweep = "plan";
+            r.source = source;
+            out.write(r);
+        };
+        // A measurement that failed: a broken configuration may have killed the context.
+        auto check_sticky = [&](const GemmConfig& g) {
+            cudaError_t sticky = cudaDeviceSynchronize();
+            if (sticky == cudaSuccess) return;
+            std::fprintf(stderr, "plan: %s after %s %ldx%ldx%ld tile %s; stopping (resume with --first-shape %zu)\n",
+                         cudaGetErrorString(sticky), s.t->name, (long)s.M, (long)s.N, (long)s.K,
+                         tile_name((int)g.info.tile).c_str(), si + 1);
+            std::ofstream(c.args.out + ".resume") << (si + 1) << "\n";
+            out.finish(env_after(c, wall_s() - t0));
+            std::exit(6);
+        };
+        // cuBLASLt's own choices for this shape: the default (rank 1) to compare against.
+        for (int i = 0; i < (int)heur.size() && i < c.args.heuristic_n; ++i) {
+            Measurement m = measure_gemm(c, p, heur[i], 10, 20, 600);
+            if (!m.ok) { ++failed; std::fprintf(stderr, "plan: heuristic %d of %s %ldx%ldx%ld: %s\n", i + 1, s.t->name, (long)s.M, (long)s.N, (long)s.K, m.error.c_str()); check_sticky(heur[i]); continue; }
+            write(m, heur[i], "plan:heuristic");
+            ++heur_rows;
+        }
+        // The plan's configurations, each set on the first heuristic result whose algorithm
+        // offers the tile (on Hopper the nvjet algorithm), as the tiles sweep's variations are.
+        for (const PlanEntry* e : s.entries) {
+            auto skip = [&](const std::string& why) {
+                ++refused;
+                std::fprintf(stderr, "plan: skip %s:%zu (%s %ldx%ldx%ld tile %s cluster %s splitk %d): %s\n", e->file.c_str(),
+                             e->line, s.t->name, (long)s.M, (long)s.N, (long)s.K, e->tile_name.c_str(),
+                             e->cluster_name.c_str(), e->splitk, why.c_str());
+            };
+            const GemmConfig* base = nullptr;
+            for (const auto& h : heur) {
+                auto tiles = GemmProblem::tile_caps(h.algo);
+                if (std::find(tiles.begin(), tiles.end(), (uint32_t)e->tile_id) != tiles.end()) { base = &h; break; }
+            }
+            if (!base) { skip("no algorithm among cuBLASLt's heuristic results offers this tile"); continue; }
+            const uint32_t stages = e->stages_id >= 0 ? (uint32_t)e->stages_id : base->info.stages;
+            GemmConfig g;
+            std::string why;
+            if (!p.configure(*base, GemmProblem::split_caps(base->algo), (uint32_t)e->tile_id, stages, (uint16_t)e->cluster_id,
+                             e->splitk, -2, g, &why)) {
+                skip("cuBLASLt refuses it: " + why);
+                continue;
+            }
+            if ((int)g.info.tile != e->tile_id || (int)g.info.cluster != e->cluster_id || g.info.splitk != e->splitk) {
+                skip("cuBLASLt changed it to tile " + tile_name((int)g.info.tile) + " cluster " + cluster_name((int)g.info.cluster) +
+                     " splitk " + std::to_string(g.info.splitk));
+                continue;
+            }
+            Measurement m = measure_gemm(c, p, g, 10, 20, 600);
+            if (!m.ok) { ++failed; skip("measurement failed: " + m.error); check_sticky(g); continue; }
+            const std::string kt = nvjet_tile(m.kernel_names);
+            if (!kt.empty() && kt != e->tile_name) {
+                ++mismatched;
+                skip("the kernel run (" + m.kernel_names.substr(0, 60) + ") has tile " + kt);
+                continue;
+            }
+            write(m, g, plan_source(*e));
+            ++measured;
+        }
+        ++shapes_done;
+        if (shapes_done % 20 == 0) {
+            sample_clock(c);
+            std::printf("plan: %d/%zu shapes, %d plan points, %d heuristic rows, %.0f s\n", shapes_done, shapes.size(),
+                        measured, heur_rows, wall_s() - t0);
+            std::fflush(stdout);
+        }
+    }
+    std::printf("plan: %d (shape,dtype) points, %d of %zu plan configurations measured, %d heuristic rows, %d plan "
+                "configurations skipped (%d kernel-tile mismatches), %d failed measurements, %d left over budget, %.1f s\n",
+                shapes_done, measured, n_points, heur_rows, refused, mismatched, failed, over_budget, wall_s() - t0);
     return 0;
 }
 
@@ -839,7 +1089,12 @@ int main(int argc, char** argv) {
             return run_gemm(c, dummy);
         }
         if (c.args.sweep == "tiles") return run_tiles(c, dummy);
+        if (c.args.sweep == "plan") return run_plan(c, dummy);
         return run_elementwise(c, dummy);
+    }
+    if (c.args.sweep == "plan") {  // a bad plan fails here, before the GPU warms up
+        std::vector<PlanEntry> storage;
+        plan_shapes(c.args, storage);
     }
     double t_start = wall_s();
     CUDA_CHECK(cudaSetDevice(0));
@@ -862,6 +1117,7 @@ int main(int argc, char** argv) {
     int rc = 0;
     if (c.args.sweep == "gemm") rc = run_gemm(c, out);
     else if (c.args.sweep == "tiles") rc = run_tiles(c, out);
+    else if (c.args.sweep == "plan") rc = run_plan(c, out);
     else rc = run_elementwise(c, out);
     out.finish(env_after(c, wall_s() - t_start));
     std::printf("wrote %zu rows to %s\n", out.count(), c.args.out.c_str());

@@ -218,58 +218,92 @@ public:
         return out;
     }
 
+    // What an algorithm allows for split-K.
+    struct SplitCaps { int32_t splitk_ok = 0; uint32_t red_mask = 0; };
+    static SplitCaps split_caps(const cublasLtMatmulAlgo_t& algo) {
+        SplitCaps c;
+        size_t w = 0;
+        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &c.splitk_ok, sizeof(c.splitk_ok), &w);
+        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &c.red_mask, sizeof(c.red_mask), &w);
+        return c;
+    }
+    // The reduction scheme the sweeps use for split-K (compute type, else output type, else in
+    // place); NONE when the algorithm offers none.
+    static uint32_t reduction_for(const SplitCaps& c) {
+        if (c.red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) return CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        if (c.red_mask & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE) return CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+        if (c.red_mask & CUBLASLT_REDUCTION_SCHEME_INPLACE) return CUBLASLT_REDUCTION_SCHEME_INPLACE;
+        return CUBLASLT_REDUCTION_SCHEME_NONE;
+    }
+    // The tile ids an algorithm supports (empty when it does not say).
+    static std::vector<uint32_t> tile_caps(const cublasLtMatmulAlgo_t& algo) {
+        std::vector<uint32_t> tiles;
+        size_t w = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
+            tiles.resize(w / sizeof(uint32_t));
+            cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles.data(), w, &w);
+        }
+        return tiles;
+    }
+
+    // One configuration of `base`'s algorithm: tile, stages, cluster shape and split-K set (the
+    // reduction scheme from reduction_for), checked with cublasLtMatmulAlgoCheck and within the
+    // workspace. False, with the reason in `why`, when cuBLASLt refuses it. Shared by the tiles
+    // sweep's variations and the plan mode.
+    bool configure(const GemmConfig& base, const SplitCaps& caps, uint32_t tile, uint32_t stages, uint16_t cluster,
+                   int32_t splitk, int rank, GemmConfig& out, std::string* why = nullptr) const {
+        auto refuse = [&](const std::string& w) { if (why) *why = w; return false; };
+        cublasLtMatmulAlgo_t algo = base.algo;
+        uint32_t red = CUBLASLT_REDUCTION_SCHEME_NONE;
+        if (splitk > 1) {
+            if (!caps.splitk_ok) return refuse("the algorithm has no split-K");
+            red = reduction_for(caps);
+            if (red == CUBLASLT_REDUCTION_SCHEME_NONE) return refuse("the algorithm offers no split-K reduction scheme");
+        }
+        if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile)) != CUBLAS_STATUS_SUCCESS)
+            return refuse("tile id not accepted");
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages));
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster));
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk));
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof(red));
+        cublasLtMatmulHeuristicResult_t r{};
+        const cublasStatus_t s = cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r);
+        if (s != CUBLAS_STATUS_SUCCESS) return refuse("cublasLtMatmulAlgoCheck status " + std::to_string((int)s));
+        if (r.workspaceSize > ws_bytes_) return refuse("needs " + std::to_string(r.workspaceSize) + " bytes of workspace");
+        out.algo = algo;
+        out.workspace = r.workspaceSize;
+        out.waves = r.wavesCount;
+        out.heuristic_rank = rank;
+        out.info = algo_info(algo);
+        return true;
+    }
+
     // Variations of a heuristic result (on Hopper: the nvjet algorithm, whose heuristic list
     // stops at 8): other tiles, stage counts, cluster shapes and split-K of the same algo,
     // checked with cublasLtMatmulAlgoCheck; those already in `seen` are skipped.
     std::vector<GemmConfig> vary(const GemmConfig& base, int want, int attempts, std::mt19937_64& rng,
                                  std::set<decltype(AlgoInfo{}.key())>& seen) {
         std::vector<GemmConfig> out;
-        std::vector<uint32_t> tiles, stages;
+        std::vector<uint32_t> tiles = tile_caps(base.algo), stages;
         size_t w = 0;
-        if (cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_TILE_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
-            tiles.resize(w / sizeof(uint32_t));
-            cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles.data(), w, &w);
-        }
         if (cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_STAGES_IDS, nullptr, 0, &w) == CUBLAS_STATUS_SUCCESS && w) {
             stages.resize(w / sizeof(uint32_t));
             cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages.data(), w, &w);
         }
-        int32_t splitk_ok = 0;
-        uint32_t red_mask = 0;
-        cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok, sizeof(splitk_ok), &w);
-        cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &red_mask, sizeof(red_mask), &w);
+        const SplitCaps caps = split_caps(base.algo);
         if (tiles.empty()) tiles.push_back(base.info.tile);
         if (stages.empty()) stages.push_back(base.info.stages);
         const uint16_t clusters[] = {base.info.cluster, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
                                      CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_2x2x1};
         const int32_t splits[] = {1, 1, 1, 2, 3, 4};
         for (int a = 0; a < attempts && (int)out.size() < want; ++a) {
-            cublasLtMatmulAlgo_t algo = base.algo;
             uint32_t tile = tiles[rng() % tiles.size()];
             uint32_t st = (rng() % 2) ? base.info.stages : stages[rng() % stages.size()];
             uint16_t cl = clusters[rng() % 6];
-            int32_t sk = splitk_ok ? splits[rng() % 6] : 1;
-            uint32_t red = CUBLASLT_REDUCTION_SCHEME_NONE;
-            if (sk > 1) {
-                if (red_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-                else if (red_mask & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE) red = CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
-                else if (red_mask & CUBLASLT_REDUCTION_SCHEME_INPLACE) red = CUBLASLT_REDUCTION_SCHEME_INPLACE;
-                else sk = 1;
-            }
-            if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile)) != CUBLAS_STATUS_SUCCESS) continue;
-            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &st, sizeof(st));
-            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cl, sizeof(cl));
-            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof(sk));
-            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof(red));
-            cublasLtMatmulHeuristicResult_t r{};
-            if (cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r) != CUBLAS_STATUS_SUCCESS) continue;
-            if (r.workspaceSize > ws_bytes_) continue;
+            int32_t sk = caps.splitk_ok ? splits[rng() % 6] : 1;
+            if (sk > 1 && reduction_for(caps) == CUBLASLT_REDUCTION_SCHEME_NONE) sk = 1;
             GemmConfig g;
-            g.algo = algo;
-            g.workspace = r.workspaceSize;
-            g.waves = r.wavesCount;
-            g.heuristic_rank = -1;
-            g.info = algo_info(algo);
+            if (!configure(base, caps, tile, st, cl, sk, -1, g)) continue;
             if (!seen.insert(g.info.key()).second) continue;
             out.push_back(g);
         }

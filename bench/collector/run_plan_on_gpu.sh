@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# One GPU run of perfloom's collector in plan mode (WaveTune's sparse sampling plan, DESIGN.md
+# idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
+# plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
+#
+#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [OUTDIR]
+#
+# --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
+# or h200 where nvidia-smi finds none).
+# Run from the repository root. Plans: bench/data/<gpu-id>/plan_bf16.csv and plan_fp8e4m3.csv,
+# written by `perfloom tune --plan --dtype DT --gpu ID --out ...` and committed (the perfloom CLI
+# needs Qt, which GPU machines usually lack). Results land in OUTDIR/<gpu-id>/ (default OUTDIR:
+# $OUT if set, else ./collector-out): tiles_plan.csv log.txt env.txt dry_run.txt and the plans
+# used; copy tiles_plan.csv to bench/data/<gpu-id>/ and run
+# `perfloom-tuner-eval --plan-fit` (bench/tuner_eval.cpp). About 3 to 4 minutes on an H100 or
+# H200: ~1 min to build, measuring at most --budget-s (default 150 s; the dry run prints an estimate).
+set -u -o pipefail
+
+BUDGET=150
+DRY=""
+OUTDIR="${OUT:-$PWD/collector-out}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --budget-s) BUDGET="$2"; shift ;;
+    --dry-run) DRY=1 ;;
+    *) OUTDIR="$1" ;;
+  esac
+  shift
+done
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+T0=$(date +%s)
+
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)"
+case "$gpu_name" in
+  *H100*PCIe*) GPU_ID=h100-pcie ;;
+  *H100*NVL*) GPU_ID=h100-nvl ;;
+  *H100*) GPU_ID=h100-sxm ;;
+  *H200*NVL*) GPU_ID=h200-nvl ;;
+  *H200*) GPU_ID=h200 ;;
+  *) GPU_ID="$(echo "${gpu_name:-unknown-gpu}" | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//' -e 's/-$//')" ;;
+esac
+[ -n "${PERFLOOM_GPU_ID:-}" ] && GPU_ID="$PERFLOOM_GPU_ID"
+D="$OUTDIR/$GPU_ID"
+mkdir -p "$D"
+LOG="$D/log.txt"
+: > "$LOG"
+log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
+
+log "perfloom collector plan run on '$gpu_name' -> $D (budget ${BUDGET}s)"
+
+# ---- plans ---------------------------------------------------------------------------------------
+PLANS=()
+for dt in bf16 fp8e4m3; do
+  p="$ROOT/bench/data/$GPU_ID/plan_$dt.csv"
+  if [ ! -s "$p" ] && [ -x "$ROOT/build/bin/perfloom" ]; then  # a checkout with the CLI built
+    p="$D/plan_$dt.csv"
+    "$ROOT/build/bin/perfloom" tune --plan --dtype "$dt" --gpu "$GPU_ID" --out "$p" 2>&1 | tee -a "$LOG"
+  fi
+  if [ -s "$p" ]; then PLANS+=("$p"); else log "no plan for $dt: $ROOT/bench/data/$GPU_ID/plan_$dt.csv is missing"; fi
+done
+if [ ${#PLANS[@]} -eq 0 ]; then
+  log "NO PLANS for '$GPU_ID' (write them with: perfloom tune --plan --dtype DT --gpu $GPU_ID --out bench/data/$GPU_ID/plan_DT.csv)"
+  exit 2
+fi
+PLAN_ARGS=()
+for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
+
+# ---- environment ---------------------------------------------------------------------------------
+{
+  echo "gpu_id=$GPU_ID"
+  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "mode=plan budget_s=$BUDGET"
+  echo "plans=${PLANS[*]}"
+  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode,ecc.mode.current --format=csv -i 0 2>&1
+  echo "--- toolchain"
+  nvcc --version 2>&1 | tail -2
+  cmake --version 2>&1 | head -1
+  ninja --version 2>&1 | sed 's/^/ninja /'
+  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+  echo "kernel=$(uname -r)"
+} > "$D/env.txt" 2>&1
+
+# ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
+cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1 | tr -d ' .')"
+[ -n "$cc" ] || cc=90
+BUILD=/tmp/perfloom-collector-plan-build
+BIN=""
+NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+CUDA_ROOT="$(dirname "$(dirname "$NVCC")")"
+EXTRA_INC=""; EXTRA_LIB=""
+for dir in "$CUDA_ROOT/include" "$CUDA_ROOT/extras/CUPTI/include" "$CUDA_ROOT"/targets/*/include; do
+  [ -f "$dir/cupti.h" ] && { EXTRA_INC="$dir"; break; }
+done
+if [ -z "$EXTRA_INC" ]; then
+  h="$(find / -xdev -name cupti.h -path '*include*' 2>/dev/null | head -1)"
+  [ -n "$h" ] && EXTRA_INC="$(dirname "$h")"
+fi
+for dir in "$CUDA_ROOT/lib64" "$CUDA_ROOT/extras/CUPTI/lib64" "$CUDA_ROOT"/targets/*/lib; do
+  ls "$dir"/libcupti.so* >/dev/null 2>&1 && { EXTRA_LIB="$dir"; break; }
+done
+if [ -z "$EXTRA_LIB" ]; then
+  l="$(find / -xdev -name 'libcupti.so*' 2>/dev/null | head -1)"
+  [ -n "$l" ] && EXTRA_LIB="$(dirname "$l")"
+fi
+log "nvcc=$NVCC cupti include=${EXTRA_INC:-?} lib=${EXTRA_LIB:-?} sm_$cc"
+if command -v cmake >/dev/null && command -v ninja >/dev/null; then
+  rm -rf "$BUILD"
+  if cmake -S "$HERE" -B "$BUILD" -G Ninja -DCMAKE_CUDA_COMPILER="$NVCC" -DPERFLOOM_CUDA_ARCHS="$cc" \
+       ${EXTRA_LIB:+-DCMAKE_LIBRARY_PATH="$EXTRA_LIB"} ${EXTRA_INC:+-DCMAKE_INCLUDE_PATH="$EXTRA_INC"} >>"$LOG" 2>&1 \
+     && cmake --build "$BUILD" --target perfloom-collect -j 16 >>"$LOG" 2>&1; then
+    BIN="$BUILD/bin"
+  else
+    log "cmake build failed; trying nvcc directly"
+  fi
+fi
+if [ -z "$BIN" ]; then
+  mkdir -p "$BUILD/bin"
+  "$NVCC" -O3 -std=c++17 -gencode arch=compute_$cc,code=sm_$cc --expt-relaxed-constexpr -lineinfo \
+    ${EXTRA_INC:+-I"$EXTRA_INC"} ${EXTRA_LIB:+-L"$EXTRA_LIB"} \
+    -o "$BUILD/bin/perfloom-collect" "$HERE/collect.cu" -lcublasLt -lcupti -ldl >>"$LOG" 2>&1
+  [ -x "$BUILD/bin/perfloom-collect" ] && BIN="$BUILD/bin"
+fi
+[ -n "$EXTRA_LIB" ] && export LD_LIBRARY_PATH="$EXTRA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -z "$BIN" ]; then
+  log "BUILD FAILED (see log.txt)"
+  exit 3
+fi
+log "built $BIN/perfloom-collect"
+
+# ---- dry run: parse the plans, print every configuration and the time estimate -------------------
+if ! "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" --budget-s "$BUDGET" --dry-run > "$D/dry_run.txt" 2>>"$LOG"; then
+  log "the plans do not parse (see log.txt)"
+  exit 2
+fi
+grep -E '^(plan:|dry-run)' "$D/dry_run.txt" | tee -a "$LOG"
+if [ -n "$DRY" ]; then log "dry run only: $D/dry_run.txt lists every configuration"; exit 0; fi
+
+# ---- measure -------------------------------------------------------------------------------------
+OUTCSV="$D/tiles_plan.csv"
+finish_csv() {  # a crashed collector leaves FILE.partial: keep its rows
+  local f="$1"
+  if [ ! -s "$f" ] && [ -s "$f.partial" ]; then mv "$f.partial" "$f"; log "kept partial $f"; fi
+  rm -f "$f.partial"
+}
+t_m=$(date +%s)
+log "collect plan (budget ${BUDGET}s)"
+timeout $(( BUDGET + 90 )) "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" --budget-s "$BUDGET" --out "$OUTCSV" 2>&1 \
+  | tee -a "$D/collect_full.txt" | grep -v '^plan: skip ' | tail -n 40 | tee -a "$LOG"
+rc=${PIPESTATUS[0]}
+finish_csv "$OUTCSV"
+# A configuration that breaks the CUDA context stops the collector (exit 6) with the next shape
+# in OUTCSV.resume: go on from there in a fresh process while budget is left.
+part=0
+while [ "$rc" -eq 6 ] && [ -s "$OUTCSV.resume" ] && [ $part -lt 5 ]; do
+  left=$(( BUDGET - ($(date +%s) - t_m) ))
+  [ "$left" -gt 10 ] || break
+  first=$(cat "$OUTCSV.resume"); rm -f "$OUTCSV.resume"
+  part=$(( part + 1 ))
+  log "collector exited with 6; resuming at shape $first for ${left}s"
+  timeout $(( left + 60 )) "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" --first-shape "$first" --budget-s "$left" \
+    --out "$D/tiles_plan_$part.csv" 2>&1 | tee -a "$D/collect_full.txt" | grep -v '^plan: skip ' | tail -n 20 | tee -a "$LOG"
+  rc=${PIPESTATUS[0]}
+  finish_csv "$D/tiles_plan_$part.csv"
+  [ -s "$D/tiles_plan_$part.csv" ] && grep -v '^#' "$D/tiles_plan_$part.csv" | tail -n +2 >> "$OUTCSV"
+  rm -f "$D/tiles_plan_$part.csv"
+  [ -s "$D/tiles_plan_$part.csv.resume" ] && mv "$D/tiles_plan_$part.csv.resume" "$OUTCSV.resume"
+done
+rm -f "$OUTCSV.resume"
+n_skip=$(grep -c '^plan: skip ' "$D/collect_full.txt" 2>/dev/null); n_skip=${n_skip:-0}
+log "skipped plan points (first 20 of $n_skip):"
+grep '^plan: skip ' "$D/collect_full.txt" 2>/dev/null | head -n 20 | tee -a "$LOG"
+gzip -9 -f "$D/collect_full.txt" 2>/dev/null
+
+# ---- summary -------------------------------------------------------------------------------------
+if [ -s "$OUTCSV" ]; then
+  rows=$(grep -v '^#' "$OUTCSV" | tail -n +2 | wc -l)
+  plan_rows=$(grep -v '^#' "$OUTCSV" | grep -c ',-2,plan,' || true)
+  shapes=$(grep -v '^#' "$OUTCSV" | tail -n +2 | cut -d, -f2-5 | sort -u | wc -l)
+  log "tiles_plan.csv: $rows rows ($plan_rows plan configurations, $(( rows - plan_rows )) heuristic results) over $shapes (shape, dtype) points"
+else
+  log "NO ROWS measured"
+fi
+log "done in $(( $(date +%s) - T0 ))s"
+[ -s "$OUTCSV" ] || exit 1

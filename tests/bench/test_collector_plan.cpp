@@ -1,0 +1,83 @@
+// The collector's reader of `perfloom tune --plan` CSVs (bench/collector/plan.h): the committed
+// plans parse, and bad input fails with file, line and reason.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "bench/collector/plan.h"
+
+namespace {
+
+bool known(const std::string& d) { return d == "fp16" || d == "bf16" || d == "fp8e4m3" || d == "tf32" || d == "fp32"; }
+
+std::vector<perfloom::PlanEntry> parse(const std::string& text) {
+  std::istringstream in(text);
+  return perfloom::parse_plan(in, "p.csv", known);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const perfloom::PlanError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kHeader = "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why\n";
+
+TEST(CollectorPlan, CommittedPlansParse) {
+  for (const char* gpu : {"h100-sxm", "h200"})
+    for (const char* dt : {"bf16", "fp8e4m3"}) {
+      const std::string path = std::string(PERFLOOM_SOURCE_DIR) + "/bench/data/" + gpu + "/plan_" + dt + ".csv";
+      const auto plan = perfloom::read_plan(path, known);
+      ASSERT_GT(plan.size(), 1000u) << path;
+      for (const auto& e : plan) {
+        EXPECT_EQ(e.dtype, dt);
+        EXPECT_GE(e.tile_id, 1);
+        EXPECT_GE(e.cluster_id, 0);
+        EXPECT_GE(e.stages_id, 0) << e.config;  // 64xAUTO / 128xAUTO exist
+        EXPECT_EQ(e.K % e.tile_k, 0);
+      }
+    }
+}
+
+TEST(CollectorPlan, ReadsRowsQuotesAndOrientation) {
+  const auto plan = parse(std::string(kHeader) +
+                          "gemm,bf16,640,768,512,64x128x64/s2/c1x2,128x64,2x1x1,2,1,1,8,\"boundary 1: full, 8 K-iterations\"\n"
+                          "\n"
+                          "gemm,fp8,1120,1024,1024,160x128x128/s1/c1x2,128x160,2x1x1,1,1,0.424,8,\"say \"\"hi\"\"\"\n");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].line, 2u);
+  EXPECT_EQ(plan[0].M, 640);
+  EXPECT_EQ(plan[0].tile_name, "128x64");
+  EXPECT_EQ(plan[0].splitk, 2);
+  EXPECT_EQ(plan[0].tile_k, 64);
+  EXPECT_EQ(plan[0].stages_name, "64xAUTO");
+  EXPECT_EQ(plan[0].why, "boundary 1: full, 8 K-iterations");
+  EXPECT_EQ(plan[1].line, 4u);
+  EXPECT_EQ(plan[1].dtype, "fp8e4m3");
+  EXPECT_EQ(plan[1].stages_name, "128xAUTO");
+  EXPECT_EQ(plan[1].why, "say \"hi\"");
+}
+
+TEST(CollectorPlan, BadInputNamesFileLineAndReason) {
+  EXPECT_EQ(error_of(""), "p.csv:1: empty plan: no header row");
+  EXPECT_NE(error_of("op,dtype,M,N,K,cublaslt_tile,splitk\ngemm,bf16,1,2,3,64x8,1\n").find("p.csv:1: missing column 'cublaslt_cluster'"),
+            std::string::npos);
+  EXPECT_EQ(error_of(kHeader), "p.csv:1: the plan has a header but no rows");
+  const std::string ok = "64x64x64/s1/c1x1,64x64,1x1x1,1,1,1,8,x\n";
+  EXPECT_NE(error_of(std::string(kHeader) + "gemm,bf17,64,64,512," + ok).find("p.csv:2: unknown dtype 'bf17'"), std::string::npos);
+  EXPECT_EQ(error_of(std::string(kHeader) + "gemm,bf16,64,6x4,512," + ok), "p.csv:2: N is not a positive integer: '6x4'");
+  EXPECT_EQ(error_of(std::string(kHeader) + "gemm,bf16,64,64,-5," + ok), "p.csv:2: K is not a positive integer: '-5'");
+  EXPECT_NE(error_of(std::string(kHeader) + "rmsnorm,bf16,64,64,512," + ok).find("p.csv:2: op 'rmsnorm' is not gemm"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kHeader) + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,65x64,1x1x1,1,1,1,8,x\n").find("p.csv:2: cublaslt_tile '65x64'"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kHeader) + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,9x9x1,1,1,1,8,x\n").find("p.csv:2: cublaslt_cluster '9x9x1'"),
+            std::string::npos);
+  EXPECT_EQ(error_of(std::string(kHeader) + "gemm,bf16,64,64,512," + ok + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,1,1,8,\"open\n"),
+            "p.csv:3: unterminated quoted field");
+  EXPECT_NE(error_of(std::string(kHeader) + "gemm,bf16,64,64\n").find("p.csv:2: row has 4 fields"), std::string::npos);
+}
+
+}  // namespace
