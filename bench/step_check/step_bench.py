@@ -63,7 +63,15 @@ CFG_DIR = os.path.join(HERE, "configs")
 
 DECODE_BATCHES = [1, 8, 32, 64, 128]
 DECODE_CONTEXTS = [512, 2048, 8192]
-PREFILLS = [(1, 512), (1, 2048), (4, 1024), (1, 8192)]  # (batch, tokens per sequence)
+PREFILLS = [(1, 128), (1, 512), (1, 1024), (1, 2048), (4, 512), (4, 1024), (8, 512), (1, 4096), (2, 4096),
+            (1, 8192)]  # (batch, tokens per sequence); the eager data (step_<gpu>.csv) has 1x512, 1x2048, 4x1024, 1x8192 only
+if os.environ.get("STEP_PREFILLS"):  # e.g. "1x512,4x1024": other prefill shapes
+    PREFILLS = [tuple(int(v) for v in bt.split("x")) for bt in os.environ["STEP_PREFILLS"].split(",")]
+# STEP_PHASES=prefill (or decode) measures one phase only; STEP_KERNELS=1 also writes every kernel's
+# name, family range, count and total time per configuration (kernels_<gpu>[_fused].csv), which is
+# how a step prediction is compared kernel by kernel.
+PHASES = [p for p in os.environ.get("STEP_PHASES", "prefill,decode").split(",") if p]
+KERNELS = os.environ.get("STEP_KERNELS", "") == "1"
 MAX_B, MAX_C = 128, 8192
 
 dev = torch.device("cuda")
@@ -123,30 +131,45 @@ def _rms_only(x, w, eps):
     return (v * w.float()).to(x.dtype)
 
 
-def _rope(x, cos, sin, B, T):
-    N, nh, D = x.shape
-    x = x.view(B, T, nh, D)
-    h = D // 2
+def _rope_tok(x, cos, sin):
+    # NeoX rotary on x [N, heads, D] with per-token cos/sin [N, 1, D] (gathered by position, as
+    # vLLM's rotary embedding does), so batch and sequence length are one token dimension.
+    h = x.shape[-1] // 2
     rot = torch.cat([-x[..., h:], x[..., :h]], -1)
-    return (x * cos + rot * sin).view(N, nh, D)
+    return x * cos + rot * sin
 
 
-def _qk_norm_rope(qk, qn, kn, Hq, eps, cos, sin, B, T, do_norm):
+def _qk_norm_rope(qk, qn, kn, Hq, eps, cos, sin, do_norm):
     q, k = qk[:, :Hq], qk[:, Hq:]
     if do_norm:
         q, k = _rms_only(q, qn, eps), _rms_only(k, kn, eps)
-    return _rope(q, cos, sin, B, T), _rope(k, cos, sin, B, T)
+    return _rope_tok(q, cos, sin), _rope_tok(k, cos, sin)
 
 
 def _silu_mul(gu, I):
     return F.silu(gu[:, :I]) * gu[:, I:]
 
 
+def _token_dynamic(fn):
+    """torch.compile the way vLLM v1 compiles its model: only the token dimension (dim 0 of every
+    tensor argument) is symbolic, hidden sizes stay static. (dynamic=True made every dimension
+    symbolic and Inductor's kernels ran at 10-40% of DRAM bandwidth on an H100, measured.)"""
+    compiled = torch.compile(fn, dynamic=False)
+
+    def call(*args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.dim() > 1:
+                torch._dynamo.maybe_mark_dynamic(a, 0)
+        return compiled(*args)
+    return call
+
+
 if FUSED:
-    add_rms = torch.compile(_add_rms, dynamic=True)
-    rms_c = torch.compile(_rms_only, dynamic=True)
-    qk_norm_rope = torch.compile(_qk_norm_rope, dynamic=True)
-    silu_mul = torch.compile(_silu_mul, dynamic=True)
+    torch._dynamo.config.cache_size_limit = 64  # two models, a graph or two each
+    add_rms = _token_dynamic(_add_rms)
+    rms_c = _token_dynamic(_rms_only)
+    qk_norm_rope = _token_dynamic(_qk_norm_rope)
+    silu_mul = _token_dynamic(_silu_mul)
 
 
 class Model:
@@ -230,6 +253,11 @@ class Model:
         x = tp_all_reduce(x)  # vocab-parallel embedding: each rank's rows, summed
         cos = self.cos[start:start + T].view(T, 1, D)
         sin = self.sin[start:start + T].view(T, 1, D)
+        if FUSED:  # per-token cos/sin, gathered by position as serving engines do
+            with record_function("cat:other"):
+                pos = torch.arange(start, start + T, device=dev).repeat(B)
+                cos_tok = self.cos[pos].view(N, 1, D)
+                sin_tok = self.sin[pos].view(N, 1, D)
         res = None
         for li, lw in enumerate(self.layers):
             slot = self.kv[li % self.P]
@@ -240,7 +268,7 @@ class Model:
             v = qkv[:, (Hq + Hkv) * D:].view(N, Hkv, D)
             if FUSED:
                 with record_function("cat:elementwise"):
-                    q, k = qk_norm_rope(qk, lw["qn"], lw["kn"], Hq, self.eps, cos, sin, B, T, self.qk_norm)
+                    q, k = qk_norm_rope(qk, lw["qn"], lw["kn"], Hq, self.eps, cos_tok, sin_tok, self.qk_norm)
             elif self.qk_norm:
                 with record_function("cat:norm"):
                     q = rms(qk[:, :Hq], lw["qn"], self.eps)
@@ -331,6 +359,7 @@ def breakdown(fn):
             total += d
     attributed = 0.0
     kb = {c: 0.0 for c in CATS}
+    per_kernel = {}  # (range family, kernel name) -> [count, total us]
     for e in evs:
         ks = getattr(e, "kernels", None)
         if not ks:
@@ -347,9 +376,13 @@ def breakdown(fn):
             out[cat or "other"] += d
             attributed += d
             kb[name_cat(k.name)] += d
+            pk = per_kernel.setdefault((cat or "other", k.name), [0, 0.0])
+            pk[0] += 1
+            pk[1] += d
     # The flat device-event list holds each kernel twice (seen on torch 2.11), so the kernels
     # attached to their launching ops are the reference set; kb classifies that set by name.
     log(f"  breakdown: ranges attributed {attributed:.0f} us (flat device events {total:.0f} us)")
+    breakdown.per_kernel = per_kernel
     return out, attributed, kb
 
 
@@ -380,6 +413,11 @@ def main():
                  "norm_us", "elementwise_us", "other_us", "kernel_total_us", "min_us", "max_us",
                  "gemm_byname_us", "attention_byname_us", "norm_byname_us", "elementwise_byname_us", "other_byname_us"])
     rows = []
+    kfh = kwr = None
+    if KERNELS:
+        kfh = open(os.path.join(OUT, f"kernels_{gpu}{'_fused' if FUSED else ''}.csv"), "w", newline="")
+        kwr = csv.writer(kfh)
+        kwr.writerow(["model", "phase", "batch", "tokens_or_context", "range", "kernel", "count", "total_us"])
     models = ["llama-3-8b", "qwen3-8b"]
     for mi, mname in enumerate(models):
         with open(os.path.join(CFG_DIR, mname + ".json")) as f:
@@ -389,6 +427,7 @@ def main():
         model_deadline = T0 + BUDGET * (0.5 if mi == 0 else 1.0)
         configs = [("prefill", b, t) for b, t in PREFILLS] + \
                   [("decode", b, c) for c in DECODE_CONTEXTS for b in DECODE_BATCHES]
+        configs = [c for c in configs if c[0] in PHASES]
         for phase, B, X in configs:
             if time.time() > model_deadline:
                 log(f"  SKIP {mname} {phase} B={B} X={X}: time budget")
@@ -417,12 +456,18 @@ def main():
                   [round(ktot, 1), round(lo, 1), round(hi, 1)] + [round(byname[c], 1) for c in CATS]
             wr.writerow(row)
             fh.flush()
+            if kwr:
+                for (rng, kname), (cnt, tot) in sorted(breakdown.per_kernel.items(), key=lambda kv: -kv[1][1]):
+                    kwr.writerow([mname, phase, B, X, rng, kname, cnt, round(tot, 1)])
+                kfh.flush()
             rows.append(row)
             log(f"  {mname} {phase:7s} B={B:3d} X={X:5d} lat={med:9.1f}us (min {lo:.1f} max {hi:.1f}) kern={ktot:9.1f} "
                 + " ".join(f"{c}={cats[c]:.0f}" for c in CATS) + f"  [{time.time()-t1:.1f}s, t={time.time()-T0:.0f}s]")
         del m
         torch.cuda.empty_cache()
     fh.close()
+    if kfh:
+        kfh.close()
     log("\nmodel phase B X latency_us gemm attn norm elem other")
     for r in rows:
         log(" ".join(str(v) for v in r[:10]))
