@@ -1,11 +1,16 @@
 #include "ui/kernel_table_model.h"
 
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QHash>
 #include <QRegularExpression>
+#include <QtConcurrent>
+#include <algorithm>
+#include <numeric>
 
 #include "model/families/family_models.h"
 #include "storage/database.h"
 #include "storage/kernel_store.h"
-#include "storage/database.h"
 
 namespace perfloom::ui {
 
@@ -80,18 +85,18 @@ SourceKernels load_source_kernels(const std::filesystem::path& db_path, int64_t 
 
 void KernelTableModel::setKernels(SourceKernels kernels) {
   beginResetModel();
-  kernels_ = std::move(kernels);
+  kernels_ = std::make_shared<const SourceKernels>(std::move(kernels));
   endResetModel();
 }
 
 int KernelTableModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(kernels_.rows.size());
+  return parent.isValid() ? 0 : static_cast<int>(kernels_->rows.size());
 }
 int KernelTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
-  const KernelRow& r = kernels_.rows[static_cast<std::size_t>(index.row())];
+  const KernelRow& r = kernels_->rows[static_cast<std::size_t>(index.row())];
   const bool numeric = index.column() == MeasuredUs || index.column() == Share || index.column() == CeilingUs;
   if (role == SortRole && numeric) {
     switch (index.column()) {
@@ -115,9 +120,9 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) {
     if (index.column() == Name) return r.name;
     if (index.column() == CeilingUs && !r.ceiling_us)
-      return kernels_.gpu_id.isEmpty() ? tr("The source's GPU is unknown") : tr("No shape, or the model does not cover this kernel");
+      return kernels_->gpu_id.isEmpty() ? tr("The source's GPU is unknown") : tr("No shape, or the model does not cover this kernel");
     if (index.column() == CeilingUs || index.column() == Bound)
-      return tr("Analytical lower bound and limiting pipe on %1").arg(kernels_.gpu_id);
+      return tr("Analytical lower bound and limiting pipe on %1").arg(kernels_->gpu_id);
   }
   return {};
 }
@@ -128,34 +133,211 @@ QVariant KernelTableModel::headerData(int section, Qt::Orientation orientation, 
   return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
 }
 
-bool KernelFilterProxy::filterAcceptsRow(int source_row, const QModelIndex& source_parent) const {
-  const QRegularExpression& re = filterRegularExpression();
-  if (re.pattern().isEmpty()) return true;
-  // The rows themselves, not data(): a QVariant per cell made filtering 300,000 rows take seconds.
-  if (const auto* model = qobject_cast<const KernelTableModel*>(sourceModel())) {
-    const KernelRow& r = model->kernels().rows[static_cast<std::size_t>(source_row)];
-    return re.match(r.name).hasMatch() || re.match(r.family).hasMatch() || re.match(r.shape).hasMatch();
+std::vector<int> kernel_row_order(const std::vector<KernelRow>& rows, const QRegularExpression& filter, int column,
+                                  Qt::SortOrder order, const std::atomic<bool>* cancel) {
+  auto cancelled = [cancel] { return cancel && cancel->load(std::memory_order_relaxed); };
+  std::vector<int> out;
+  out.reserve(rows.size());
+  const bool all = filter.pattern().isEmpty();
+  // Matched once per distinct text: a trace repeats the same names, families and shapes.
+  QHash<QString, bool> matched;
+  auto matches = [&filter, &matched](const QString& text) {
+    auto it = matched.constFind(text);
+    if (it == matched.constEnd()) it = matched.insert(text, filter.match(text).hasMatch());
+    return *it;
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if ((i & 4095) == 0 && cancelled()) return {};
+    const KernelRow& r = rows[i];
+    if (all || matches(r.name) || matches(r.family) || matches(r.shape)) out.push_back(static_cast<int>(i));
   }
-  for (int column : {KernelTableModel::Name, KernelTableModel::FamilyColumn, KernelTableModel::ShapeColumn})
-    if (re.match(sourceModel()->index(source_row, column, source_parent).data().toString()).hasMatch()) return true;
-  return false;
+  if (column < 0 || column >= KernelTableModel::ColumnCount || cancelled()) return cancelled() ? std::vector<int>{} : out;
+  const bool numeric = column == KernelTableModel::MeasuredUs || column == KernelTableModel::Share || column == KernelTableModel::CeilingUs;
+  // Text columns: each distinct case-folded text gets its rank, and the rows sort by rank. A trace
+  // repeats a few hundred kernel names over and over; comparing the long names themselves in each
+  // of the n log n comparisons made sorting 300,000 kernels by name take seconds.
+  std::vector<int> rank;
+  if (!numeric) {
+    rank.assign(rows.size(), 0);
+    QHash<QString, int> ids;
+    std::vector<QString> distinct;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if ((i & 4095) == 0 && cancelled()) return {};
+      const KernelRow& r = rows[static_cast<std::size_t>(out[i])];
+      const QString& text = column == KernelTableModel::Name ? r.name
+                            : column == KernelTableModel::FamilyColumn ? r.family
+                            : column == KernelTableModel::ShapeColumn ? r.shape
+                                                                       : r.bound;
+      auto it = ids.constFind(text);  // folded once per distinct text, not once per row
+      if (it == ids.constEnd()) {
+        it = ids.insert(text, static_cast<int>(distinct.size()));
+        distinct.push_back(text.toCaseFolded());
+      }
+      rank[static_cast<std::size_t>(out[i])] = *it;
+    }
+    std::vector<int> by_text(distinct.size());
+    std::iota(by_text.begin(), by_text.end(), 0);
+    std::sort(by_text.begin(), by_text.end(), [&distinct](int a, int b) {
+      return distinct[static_cast<std::size_t>(a)] < distinct[static_cast<std::size_t>(b)];
+    });
+    // Texts that differ only in case share a position: they are equal to this sort.
+    std::vector<int> position(distinct.size());
+    for (std::size_t p = 0, shared = 0; p < by_text.size(); ++p) {
+      if (p > 0 && distinct[static_cast<std::size_t>(by_text[p])] != distinct[static_cast<std::size_t>(by_text[p - 1])]) shared = p;
+      position[static_cast<std::size_t>(by_text[p])] = static_cast<int>(shared);
+    }
+    for (int row : out) rank[static_cast<std::size_t>(row)] = position[static_cast<std::size_t>(rank[static_cast<std::size_t>(row)])];
+  }
+  // The rows themselves, not data(): a QVariant per comparison made sorting 300,000 kernels take a second.
+  auto less = [&rows, &rank, column, numeric](int left, int right) {
+    if (!numeric) return rank[static_cast<std::size_t>(left)] < rank[static_cast<std::size_t>(right)];
+    const KernelRow& a = rows[static_cast<std::size_t>(left)];
+    const KernelRow& b = rows[static_cast<std::size_t>(right)];
+    switch (column) {
+      case KernelTableModel::MeasuredUs: return a.measured_us < b.measured_us;
+      case KernelTableModel::Share: return a.share < b.share;
+      default: return a.ceiling_us.value_or(-1.0) < b.ceiling_us.value_or(-1.0);
+    }
+  };
+  // Stable both ways: equal kernels keep their file order whichever way the header points.
+  if (order == Qt::AscendingOrder) std::stable_sort(out.begin(), out.end(), less);
+  else std::stable_sort(out.begin(), out.end(), [&less](int a, int b) { return less(b, a); });
+  return cancelled() ? std::vector<int>{} : out;
 }
 
-bool KernelFilterProxy::lessThan(const QModelIndex& left, const QModelIndex& right) const {
-  const auto* model = qobject_cast<const KernelTableModel*>(sourceModel());
-  if (!model || left.column() != right.column()) return QSortFilterProxyModel::lessThan(left, right);
-  const KernelRow& a = model->kernels().rows[static_cast<std::size_t>(left.row())];
-  const KernelRow& b = model->kernels().rows[static_cast<std::size_t>(right.row())];
-  switch (left.column()) {
-    case KernelTableModel::Name: return QString::compare(a.name, b.name, Qt::CaseInsensitive) < 0;
-    case KernelTableModel::FamilyColumn: return QString::compare(a.family, b.family, Qt::CaseInsensitive) < 0;
-    case KernelTableModel::ShapeColumn: return QString::compare(a.shape, b.shape, Qt::CaseInsensitive) < 0;
-    case KernelTableModel::MeasuredUs: return a.measured_us < b.measured_us;
-    case KernelTableModel::Share: return a.share < b.share;
-    case KernelTableModel::CeilingUs: return a.ceiling_us.value_or(-1.0) < b.ceiling_us.value_or(-1.0);
-    case KernelTableModel::Bound: return QString::compare(a.bound, b.bound, Qt::CaseInsensitive) < 0;
+KernelFilterProxy::KernelFilterProxy(QObject* parent)
+    : QAbstractTableModel(parent), kernels_(std::make_shared<const SourceKernels>()), applied_filter_(QRegularExpression()) {}
+
+KernelFilterProxy::~KernelFilterProxy() {
+  // The job holds its own share of the rows and never touches the proxy; it only needs to stop.
+  if (cancel_) *cancel_ = true;
+}
+
+void KernelFilterProxy::setSourceModel(KernelTableModel* model) {
+  if (source_) disconnect(source_, nullptr, this, nullptr);
+  beginResetModel();
+  source_ = model;
+  if (source_) {
+    connect(source_, &QAbstractItemModel::modelAboutToBeReset, this, &KernelFilterProxy::sourceAboutToBeReset);
+    connect(source_, &QAbstractItemModel::modelReset, this, &KernelFilterProxy::sourceReset);
   }
-  return false;
+  kernels_ = source_ ? source_->sharedKernels() : std::make_shared<const SourceKernels>();
+  rows_.clear();
+  applied_filter_.reset();
+  endResetModel();
+  startJob();
+}
+
+void KernelFilterProxy::sourceAboutToBeReset() { beginResetModel(); }
+
+void KernelFilterProxy::sourceReset() {
+  ++generation_;  // a job still running computed an order of the old rows
+  pending_ = false;
+  kernels_ = source_->sharedKernels();
+  // File order at once when that is what is asked for or a sort follows; nothing while a filter
+  // is set (rows the filter rejects should not flash up).
+  rows_.clear();
+  applied_filter_.reset();
+  if (filter_.pattern().isEmpty()) {
+    rows_.resize(kernels_->rows.size());
+    std::iota(rows_.begin(), rows_.end(), 0);
+    applied_filter_ = filter_;
+  }
+  endResetModel();
+  if (!identityOrder()) startJob();
+}
+
+void KernelFilterProxy::setFilterRegularExpression(const QRegularExpression& re) {
+  if (re == filter_ && applied_filter_ == re && !pending_) return;
+  filter_ = re;
+  startJob();
+}
+
+void KernelFilterProxy::sort(int column, Qt::SortOrder order) {
+  sort_column_ = column;
+  sort_order_ = order;
+  startJob();
+}
+
+void KernelFilterProxy::startJob() {
+  const quint64 generation = ++generation_;
+  if (cancel_) *cancel_ = true;  // its result would be dropped anyway
+  cancel_.reset();
+  const std::size_t n = kernels_->rows.size();
+  if (n == 0 || identityOrder()) {
+    // Nothing to compute: the file order (or no rows) costs less than a job would.
+    std::vector<int> rows(identityOrder() ? n : 0);
+    std::iota(rows.begin(), rows.end(), 0);
+    applyOrder(generation, std::move(rows));
+    return;
+  }
+  pending_ = true;
+  ++running_;
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  using Result = std::shared_ptr<std::vector<int>>;
+  auto* watcher = new QFutureWatcher<Result>(this);
+  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    --running_;
+    applyOrder(generation, std::move(*watcher->result()));
+  });
+  // The pattern travels as text: each job compiles its own expression.
+  watcher->setFuture(QtConcurrent::run([kernels = kernels_, pattern = filter_.pattern(), options = filter_.patternOptions(),
+                                        column = sort_column_, order = sort_order_, cancel = cancel_] {
+    const QRegularExpression re(pattern, options);
+    return std::make_shared<std::vector<int>>(kernel_row_order(kernels->rows, re, column, order, cancel.get()));
+  }));
+}
+
+bool KernelFilterProxy::applyOrder(quint64 generation, std::vector<int> rows) {
+  if (generation != generation_) {
+    ++dropped_;
+    return false;
+  }
+  QElapsedTimer clock;
+  clock.start();
+  pending_ = false;
+  cancel_.reset();
+  if (applied_filter_ && *applied_filter_ == filter_ && rows.size() == rows_.size()) {
+    // The same rows in a new order: a layout change keeps the selection and the current row.
+    emit layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
+    const QModelIndexList from = persistentIndexList();
+    if (!from.isEmpty()) {
+      std::vector<int> where(kernels_->rows.size(), -1);
+      for (std::size_t i = 0; i < rows.size(); ++i) where[static_cast<std::size_t>(rows[i])] = static_cast<int>(i);
+      QModelIndexList to;
+      to.reserve(from.size());
+      for (const QModelIndex& i : from) {
+        const int row = where[static_cast<std::size_t>(rows_[static_cast<std::size_t>(i.row())])];
+        to << (row < 0 ? QModelIndex() : index(row, i.column()));
+      }
+      changePersistentIndexList(from, to);
+    }
+    rows_ = std::move(rows);
+    emit layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+  } else {
+    beginResetModel();
+    rows_ = std::move(rows);
+    applied_filter_ = filter_;
+    endResetModel();
+  }
+  last_apply_ms_ = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+  emit orderApplied(static_cast<int>(rows_.size()));
+  return true;
+}
+
+int KernelFilterProxy::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
+int KernelFilterProxy::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : KernelTableModel::ColumnCount;
+}
+
+QVariant KernelFilterProxy::data(const QModelIndex& index, int role) const {
+  if (!source_ || !checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  return source_->data(source_->index(mapToSource(index.row()), index.column()), role);
+}
+
+QVariant KernelFilterProxy::headerData(int section, Qt::Orientation orientation, int role) const {
+  return source_ && orientation == Qt::Horizontal ? source_->headerData(section, orientation, role) : QVariant();
 }
 
 QString rows_as_tsv(const QAbstractItemModel& model, const QList<int>& rows) {

@@ -63,6 +63,7 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   // The What-if view follows the trace selected in the Traces view (its combo goes back to a CSV).
   connect(traces_view_, &TracesView::kernelsLoaded, whatif_view_,
           [this](qint64 source_id, int) { whatif_view_->selectSource(source_id); });
+  connect(traces_view_, &TracesView::openInWhatIf, this, &MainWindow::openInWhatIf);
   statusBar()->showMessage(tr("%1 GPUs · predictor %2%3 · database %4")
                                .arg(gpus_->size())
                                .arg(QString::fromStdString(predictor_->name()))
@@ -134,10 +135,18 @@ void MainWindow::rebuildRecentMenu() {
   clear->setEnabled(!files.isEmpty());
 }
 
-void MainWindow::importFiles(const QStringList& paths) {
-  if (paths.isEmpty()) return;
+void MainWindow::importFiles(const QStringList& paths, const QStringList& refused) {
+  if (paths.isEmpty() && refused.isEmpty()) return;
   tabs_->setCurrentWidget(traces_view_);
-  traces_view_->importFiles(paths);
+  traces_view_->importFiles(paths, refused);
+}
+
+void MainWindow::openInWhatIf(qint64 source_id) {
+  if (source_id == 0) return;
+  // Explicit, not only by following the Traces selection: the source may already be the What-if
+  // view's, or the Traces view may still be loading its kernels.
+  if (whatif_view_->selectedSourceId() != source_id) whatif_view_->selectSource(source_id);
+  tabs_->setCurrentWidget(whatif_view_);
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
@@ -164,7 +173,8 @@ bool MainWindow::handleUrlDrag(QEvent* event) {
   if (urls != drag_urls_) {
     // A new drag (or the first event of one): sniff once; moves over other children reuse it.
     drag_urls_ = urls;
-    drag_paths_ = importable_paths(urls);
+    drag_refused_.clear();
+    drag_paths_ = importable_paths(urls, &drag_refused_);
   }
   const QStringList paths = drag_paths_;
   if (event->type() == QEvent::Drop) drag_urls_.clear();
@@ -173,7 +183,7 @@ bool MainWindow::handleUrlDrag(QEvent* event) {
     return true;
   }
   drop->acceptProposedAction();
-  if (event->type() == QEvent::Drop) importFiles(paths);
+  if (event->type() == QEvent::Drop) importFiles(paths, drag_refused_);
   return true;
 }
 

@@ -41,8 +41,11 @@ class MainWindow : public QMainWindow {
  public slots:
   // F5: recomputes the current view.
   void recomputeCurrent();
-  // Imports files into the Traces view and shows it (command line, drop, recent files).
-  void importFiles(const QStringList& paths);
+  // Imports files into the Traces view and shows it (command line, drop, recent files). `refused`:
+  // the files of the same drop perfloom cannot read ("PATH: REASON"), listed with the import errors.
+  void importFiles(const QStringList& paths, const QStringList& refused = {});
+  // Shows the What-if view predicting the imported source `source_id` (Traces: "Open in What-if").
+  void openInWhatIf(qint64 source_id);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -66,6 +69,7 @@ class MainWindow : public QMainWindow {
   bool handleUrlDrag(QEvent* event);
   QList<QUrl> drag_urls_;   // the drag in progress, and what of it perfloom can import:
   QStringList drag_paths_;  // sniffed once per drag, not on every mouse move
+  QStringList drag_refused_;  // the rest, with the reason
   WhatIfView* whatif_view_;
   BottleneckView* bottleneck_view_;
   SimulatorView* simulator_view_;

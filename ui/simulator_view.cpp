@@ -118,13 +118,16 @@ QChart* build_simulator_chart(const SimulatorResult& r) {
     auto* line = new QLineSeries;  // many points stay smooth with a line series
     line->setPointsVisible(true);
     line->setColor(series_color(i));
+    QList<QPointF> points;
     for (const auto& run : r.runs) {
       if (run.gpu_id != order[i] || !run.error.isEmpty()) continue;
       line->setName(run.gpu_name);
-      line->append(run.rate, run.ttft_ms.p50);
+      points << QPointF(run.rate, run.ttft_ms.p50);
       maxX = std::max(maxX, run.rate);
       maxY = std::max(maxY, run.ttft_ms.p50);
     }
+    // The rates are the user's list, as long as they like: at most kMaxSeriesPoints reach Qt.
+    set_series_points(line, points);
     if (line->count() == 0) {
       delete line;
       continue;

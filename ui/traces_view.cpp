@@ -27,7 +27,6 @@
 #include "storage/importers/registry.h"
 #include "storage/kernel_store.h"
 #include "ui/chart_export.h"
-#include "storage/database.h"
 
 namespace perfloom::ui {
 
@@ -95,10 +94,19 @@ std::optional<QString> why_not_importable(const QString& path) {
   return std::nullopt;
 }
 
-QStringList importable_paths(const QList<QUrl>& urls) {
+QStringList importable_paths(const QList<QUrl>& urls, QStringList* refused) {
   QStringList out;
-  for (const QUrl& url : urls)
-    if (url.isLocalFile() && !why_not_importable(url.toLocalFile())) out << url.toLocalFile();
+  for (const QUrl& url : urls) {
+    if (!url.isLocalFile()) {
+      if (refused) *refused << QString("%1: not a local file").arg(url.toString());
+      continue;
+    }
+    if (const std::optional<QString> why = why_not_importable(url.toLocalFile())) {
+      if (refused) *refused << *why;
+    } else {
+      out << url.toLocalFile();
+    }
+  }
   return out;
 }
 
@@ -108,7 +116,7 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
       source_table_(new QTableView(this)), kernel_table_(new QTableView(this)), filter_(new QLineEdit(this)),
       filter_timer_(new QTimer(this)), import_bar_(new QWidget(this)), stage_(new QLabel(this)),
       progress_(new QProgressBar(this)), cancel_(new QPushButton(tr("Cancel"), this)), status_(new QLabel(this)),
-      progress_timer_(new QTimer(this)) {
+      errors_(new QLabel(this)), progress_timer_(new QTimer(this)), open_whatif_(new QAction(tr("Open in What-if"), this)) {
   auto* open = new QPushButton(tr("Open…"), this);
   open->setToolTip(tr("Import a torch.profiler trace, an Nsight Systems SQLite export, an Nsight Compute CSV, a "
                       "collector CSV or a dataset folder (Ctrl+O); or drop files anywhere on the window"));
@@ -134,10 +142,24 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   leftLayout->addWidget(open);
   leftLayout->addWidget(new QLabel(tr("Imported sources"), left));
   leftLayout->addWidget(source_table_, 1);
+  // The selected trace moved to other GPUs: the main window shows the What-if view with it.
+  open_whatif_->setToolTip(tr("Predict the selected trace on other GPUs in the What-if view"));
+  open_whatif_->setEnabled(false);
+  connect(open_whatif_, &QAction::triggered, this, [this] {
+    if (const int64_t id = selectedSourceId()) emit openInWhatIf(id);
+  });
+  source_table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  source_table_->addAction(open_whatif_);
+  auto* whatif = new QPushButton(tr("Open in What-if"), left);
+  whatif->setObjectName("openInWhatIf");
+  whatif->setToolTip(open_whatif_->toolTip());
+  whatif->setEnabled(false);
+  connect(open_whatif_, &QAction::changed, whatif, [this, whatif] { whatif->setEnabled(open_whatif_->isEnabled()); });
+  connect(whatif, &QPushButton::clicked, open_whatif_, &QAction::trigger);
+  leftLayout->addWidget(whatif);
 
+  // Sorted and filtered on the thread pool (KernelFilterProxy); the GUI thread only swaps the order in.
   proxy_->setSourceModel(kernels_);
-  proxy_->setSortRole(KernelTableModel::SortRole);
-  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
   kernel_table_->setModel(proxy_);
   kernel_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   kernel_table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -191,16 +213,24 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
 
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Every failed file of a batch, not only the last: a drop of ten files may fail for ten reasons.
+  errors_->setObjectName("importErrors");
+  errors_->setWordWrap(true);
+  errors_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  errors_->setStyleSheet("color: #c44e52");
+  errors_->hide();
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(import_bar_);
   layout->addWidget(splitter, 1);
   layout->addWidget(status_);
+  layout->addWidget(errors_);
 
   progress_timer_->setInterval(100);
   connect(progress_timer_, &QTimer::timeout, this, &TracesView::pollProgress);
   connect(open, &QPushButton::clicked, this, &TracesView::openFiles);
   connect(cancel_, &QPushButton::clicked, this, &TracesView::cancelImport);
   connect(source_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+    open_whatif_->setEnabled(selectedSourceId() != 0);
     if (!selecting_) loadKernels(selectedSourceId());
   });
   showStatus(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight Compute CSV anywhere "
@@ -226,7 +256,11 @@ void TracesView::openFiles() {
   importFiles(files);
 }
 
-void TracesView::importFiles(const QStringList& paths) {
+void TracesView::importFiles(const QStringList& paths, const QStringList& refused) {
+  if (!import_running_ && pending_.isEmpty()) batch_errors_.clear();  // a new batch
+  batch_errors_ << refused;
+  showImportErrors();
+  if (!refused.isEmpty() && paths.isEmpty() && !import_running_) emit importFailed(batch_errors_);
   for (const QString& p : paths)
     if (!p.isEmpty()) pending_ << QFileInfo(p).absoluteFilePath();
   if (import_running_) {
@@ -290,6 +324,8 @@ void TracesView::applyImport(const ImportOutcome& o) {
   progress_timer_->stop();
   last_outcome_ = o;
   if (!o.error.isEmpty()) {
+    batch_errors_ << o.error;
+    showImportErrors();
     showStatus(o.error, true);
   } else if (o.cancelled) {
     showStatus(o.summary);
@@ -305,6 +341,7 @@ void TracesView::applyImport(const ImportOutcome& o) {
   if (pending_.isEmpty()) {
     import_bar_->hide();
     import_state_.reset();
+    if (!batch_errors_.isEmpty()) emit importFailed(batch_errors_);
   } else {
     startNextImport();
   }
@@ -439,6 +476,16 @@ QString TracesView::copySelection() {
 }
 
 QString TracesView::statusText() const { return status_->text(); }
+
+void TracesView::showImportErrors() {
+  errors_->setVisible(!batch_errors_.isEmpty());
+  if (batch_errors_.isEmpty()) {
+    errors_->clear();
+    return;
+  }
+  errors_->setText(tr("%n file(s) could not be imported:", nullptr, static_cast<int>(batch_errors_.size())) + "\n• " +
+                   batch_errors_.join("\n• "));
+}
 
 void TracesView::showStatus(const QString& text, bool error) {
   status_->setStyleSheet(error ? "color: #c44e52" : "");

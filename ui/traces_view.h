@@ -5,8 +5,10 @@
 // ceiling and bound on the source's GPU, filterable (regex, 300 ms debounce), sortable, copyable.
 //
 // Threads (DESIGN.md): the import and the kernel loading run on the thread pool, each opening its
-// own database connection; they hand back plain values. The GUI polls the import's progress with a
-// timer instead of receiving a signal per update, so a fast importer cannot flood the event loop.
+// own database connection; they hand back plain values. Sorting and filtering the kernel table is a
+// job too (KernelFilterProxy): the GUI thread only swaps the finished row order in. The GUI polls
+// the import's progress with a timer instead of receiving a signal per update, so a fast importer
+// cannot flood the event loop.
 #include <QFuture>
 #include <QString>
 #include <QStringList>
@@ -25,6 +27,7 @@
 #include "ui/kernel_table_model.h"
 #include "ui/source_list_model.h"
 
+class QAction;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -60,8 +63,9 @@ ImportOutcome run_import(const std::filesystem::path& db_path, const QString& fi
 // Why perfloom cannot import `path` (not there, unreadable, no importer recognises the content), or
 // nothing when it can. Reads only the head of the file (what the importers sniff).
 std::optional<QString> why_not_importable(const QString& path);
-// The local files among `urls` that perfloom can import.
-QStringList importable_paths(const QList<QUrl>& urls);
+// The local files among `urls` that perfloom can import; why each other one cannot ("PATH: REASON")
+// goes to `refused` when given.
+QStringList importable_paths(const QList<QUrl>& urls, QStringList* refused = nullptr);
 
 class TracesView : public QWidget {
   Q_OBJECT
@@ -69,8 +73,9 @@ class TracesView : public QWidget {
   TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent = nullptr);
   ~TracesView() override;
 
-  // Queues the files for import, one at a time, in the order given.
-  void importFiles(const QStringList& paths);
+  // Queues the files for import, one at a time, in the order given. `refused`: files of the same
+  // drop that perfloom cannot read ("PATH: REASON"), reported with the batch's import errors.
+  void importFiles(const QStringList& paths, const QStringList& refused = {});
   void selectSource(int64_t source_id);
   int64_t selectedSourceId() const;  // 0 when none
   // The selected kernel rows as tab-separated text with a header; also put on the clipboard.
@@ -78,9 +83,16 @@ class TracesView : public QWidget {
 
   bool importing() const { return import_running_; }
   bool loadingKernels() const { return kernels_running_ > 0; }
-  bool busy() const { return importing() || loadingKernels() || sources_running_ > 0 || !pending_.isEmpty(); }
+  bool busy() const {
+    return importing() || loadingKernels() || sources_running_ > 0 || !pending_.isEmpty() || proxy_->busy();
+  }
   const ImportOutcome& lastOutcome() const { return last_outcome_; }
   QString statusText() const;
+  // Every file of the current (or last) batch that could not be imported, "FILE: WHERE: REASON",
+  // in the order they failed; shown in a list under the status until the next batch starts.
+  const QStringList& importErrors() const { return batch_errors_; }
+  QLabel* errorsLabel() const { return errors_; }
+  QAction* openInWhatIfAction() const { return open_whatif_; }
 
   SourceListModel* sourceModel() const { return sources_; }
   KernelTableModel* kernelModel() const { return kernels_; }
@@ -96,6 +108,10 @@ class TracesView : public QWidget {
   void fileImported(const QString& path);
   void importFinished(const perfloom::ui::ImportOutcome& outcome);
   void kernelsLoaded(qint64 source_id, int rows);
+  // The batch ended and some of its files could not be imported (every one, with its reason).
+  void importFailed(const QStringList& errors);
+  // "Open in What-if" on the selected source.
+  void openInWhatIf(qint64 source_id);
 
  public slots:
   void openFiles();        // Ctrl+O
@@ -111,6 +127,7 @@ class TracesView : public QWidget {
   void loadKernels(int64_t source_id);
   void applyFilter();
   void showStatus(const QString& text, bool error = false);
+  void showImportErrors();
 
   std::shared_ptr<const GpuDatabase> gpus_;  // shared with workers, which may outlive the view
   std::filesystem::path db_path_;
@@ -127,7 +144,9 @@ class TracesView : public QWidget {
   QProgressBar* progress_;
   QPushButton* cancel_;
   QLabel* status_;
+  QLabel* errors_;
   QTimer* progress_timer_;
+  QAction* open_whatif_;
 
   QStringList pending_;
   QString importing_file_;
@@ -136,6 +155,7 @@ class TracesView : public QWidget {
   std::shared_ptr<ImportJobState> import_state_;
   QFuture<ImportOutcome> import_future_;
   ImportOutcome last_outcome_;
+  QStringList batch_errors_;
 
   quint64 sources_generation_ = 0;
   int sources_running_ = 0;

@@ -156,13 +156,17 @@ QChart* build_tuner_sweep_chart(const TunerViewResult& r) {
     line->setName(s.label);
     line->setColor(series_color(static_cast<int>(i)));
     // Steps: hold each value until the next point, so a wave boundary shows as a vertical jump.
+    QList<QPointF> points;
+    points.reserve(2 * static_cast<qsizetype>(s.dims.size()));
     for (std::size_t j = 0; j < s.dims.size(); ++j) {
-      if (j > 0) line->append(s.dims[j], s.pred_us[j - 1]);
-      line->append(s.dims[j], s.pred_us[j]);
+      if (j > 0) points << QPointF(s.dims[j], s.pred_us[j - 1]);
+      points << QPointF(s.dims[j], s.pred_us[j]);
       minX = std::min(minX, s.dims[j]);
       maxX = std::max(maxX, s.dims[j]);
       maxY = std::max(maxY, s.pred_us[j]);
     }
+    // A fine sweep (sweep_points is the caller's) stays smooth: at most kMaxSeriesPoints.
+    set_series_points(line, points);
     chart->addSeries(line);
     line->attachAxis(axisX);
     line->attachAxis(axisY);

@@ -1,11 +1,37 @@
 #include "ui/whatif_models.h"
 
+#include <QSettings>
+
 namespace perfloom::ui {
 
 std::optional<double> cost_per_million_tokens(double price_per_gpu_hour, double total_us, double tokens) {
   if (!(price_per_gpu_hour > 0) || !(tokens > 0) || !(total_us > 0)) return std::nullopt;
   const double seconds = total_us * 1e-6;
   return price_per_gpu_hour / 3600.0 * seconds / tokens * 1e6;
+}
+
+namespace {
+constexpr auto kPricesGroup = "whatif/prices";
+}  // namespace
+
+QMap<QString, double> load_gpu_prices() {
+  QSettings settings;
+  settings.beginGroup(kPricesGroup);
+  QMap<QString, double> prices;
+  for (const QString& id : settings.childKeys()) {
+    bool ok = false;
+    const double price = settings.value(id).toDouble(&ok);
+    if (ok && price > 0) prices[id] = price;
+  }
+  return prices;
+}
+
+void save_gpu_price(const QString& gpu_id, double dollars_per_hour) {
+  if (gpu_id.isEmpty()) return;
+  QSettings settings;
+  settings.beginGroup(kPricesGroup);
+  if (dollars_per_hour > 0) settings.setValue(gpu_id, dollars_per_hour);
+  else settings.remove(gpu_id);
 }
 
 void KernelCompareModel::setRows(std::shared_ptr<const std::vector<WhatIfKernelRow>> rows, QStringList targets) {

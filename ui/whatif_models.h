@@ -3,6 +3,7 @@
 // prediction on one target) and the cost arithmetic of the speedup table. Plain values and models,
 // no widget logic, so tests and the CLI can use them.
 #include <QAbstractTableModel>
+#include <QMap>
 #include <QString>
 #include <QStringList>
 #include <memory>
@@ -29,6 +30,12 @@ struct WhatIfKernelRow {
 // takes `total_us`, scaled to a million tokens: price / 3600 x seconds / tokens x 1e6. Nothing when
 // the price or the token count is not set (<= 0) or the time is not positive.
 std::optional<double> cost_per_million_tokens(double price_per_gpu_hour, double total_us, double tokens);
+
+// The $/GPU-hour prices the user entered in the What-if view, by GPU id, kept in QSettings
+// ("whatif/prices/<gpu id>") so that they are there on the next start.
+QMap<QString, double> load_gpu_prices();
+// Stores one price; <= 0 forgets it.
+void save_gpu_price(const QString& gpu_id, double dollars_per_hour);
 
 // Measured vs predicted per kernel, for the target picked with setTarget() (the first by default).
 class KernelCompareModel : public QAbstractTableModel {

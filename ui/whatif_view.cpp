@@ -256,6 +256,12 @@ void SpeedupTableModel::setPrice(const QString& gpu_id, double dollars_per_hour)
   else prices_.remove(gpu_id);
   for (int row = 0; row < rowCount(); ++row)
     if (r_.gpus[static_cast<std::size_t>(row)].gpu_id == gpu_id) emit dataChanged(index(row, PricePerHour), index(row, CostPerMTokens));
+  emit priceChanged(gpu_id, dollars_per_hour > 0 ? dollars_per_hour : 0.0);
+}
+
+void SpeedupTableModel::setPrices(QMap<QString, double> prices) {
+  prices_ = std::move(prices);
+  if (rowCount() > 0) emit dataChanged(index(0, PricePerHour), index(rowCount() - 1, CostPerMTokens));
 }
 
 int SpeedupTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(r_.gpus.size()); }
@@ -398,6 +404,9 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
     if (!updating_) kernel_model_->setTarget(i);
   });
   connect(tokens_, &QDoubleSpinBox::valueChanged, model_, &SpeedupTableModel::setTokens);
+  // Prices per GPU-hour survive a restart: restored here, stored as they are entered.
+  model_->setPrices(load_gpu_prices());
+  connect(model_, &SpeedupTableModel::priceChanged, this, [](const QString& id, double price) { save_gpu_price(id, price); });
   updating_ = true;
   picker_->setCheckedIds({"a100-sxm-80gb", "h100-sxm", "h200", "b200"});
   updating_ = false;

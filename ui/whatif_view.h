@@ -81,12 +81,19 @@ class SpeedupTableModel : public QAbstractTableModel {
   double tokens() const { return tokens_; }
   void setPrice(const QString& gpu_id, double dollars_per_hour);
   double price(const QString& gpu_id) const { return prices_.value(gpu_id, 0.0); }
+  // All prices at once (restored from the settings); emits no priceChanged.
+  void setPrices(QMap<QString, double> prices);
+  const QMap<QString, double>& prices() const { return prices_; }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
   Qt::ItemFlags flags(const QModelIndex& index) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ signals:
+  // A price was entered or cleared (0): the view stores it.
+  void priceChanged(const QString& gpu_id, double dollars_per_hour);
 
  private:
   WhatIfResult r_;

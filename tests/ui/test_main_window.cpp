@@ -1,6 +1,7 @@
 #include <QAbstractItemModelTester>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
+#include <QComboBox>
 #include <QTabWidget>
 #include <QtTest>
 
@@ -10,8 +11,13 @@
 #include "ui/main_window.h"
 #include "ui/bottleneck_view.h"
 #include "ui/simulator_view.h"
+#include "ui/traces_view.h"
 #include "ui/whatif_view.h"
 #include <QAbstractItemModelTester>
+#include <QAction>
+#include <QPushButton>
+#include <QTableView>
+#include <QTemporaryDir>
 #include <QSettings>
 #include <QStandardPaths>
 
@@ -69,6 +75,51 @@ class TestMainWindow : public QObject {
     QCOMPARE(again.size(), QSize(901, 603));
     QCOMPARE(again.tabs()->currentIndex(), 5);
     QSettings().clear();
+  }
+
+  // Traces -> What-if: "Open in What-if" on the selected source shows the What-if view with that
+  // trace predicted, whichever view was current.
+  void openInWhatIfShowsTheSelectedTrace() {
+    // The real H100 trace in bench/data (found from this file: the test target has no source-dir define).
+    const QString trace =
+        QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../bench/data/h100-sxm/trace.json.gz");
+    QTemporaryDir dir;
+    ui::MainWindow w(GpuDatabase::builtin(), dir.filePath("p.db").toStdString());
+    ui::TracesView* traces = w.tracesView();
+    QAction* action = traces->openInWhatIfAction();
+    auto* button = traces->findChild<QPushButton*>("openInWhatIf");
+    QVERIFY(button);
+    QTRY_VERIFY_WITH_TIMEOUT(!traces->busy(), 10000);
+    QVERIFY(!action->isEnabled());  // no source yet
+    QVERIFY(!button->isEnabled());
+    QVERIFY(traces->sourceTable()->actions().contains(action));  // in the source list's context menu
+    w.importFiles({trace});
+    QTRY_VERIFY_WITH_TIMEOUT(!traces->busy(), 60000);
+    QVERIFY2(traces->lastOutcome().error.isEmpty(), qPrintable(traces->lastOutcome().error));
+    const qint64 id = traces->selectedSourceId();
+    QVERIFY(id > 0);
+    QVERIFY(action->isEnabled());
+    QVERIFY(button->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.whatIfView()->busy(), 60000);
+
+    w.tabs()->setCurrentWidget(w.bottleneckView());
+    QSignalSpy asked(traces, &ui::TracesView::openInWhatIf);
+    button->click();
+    QCOMPARE(asked.count(), 1);
+    QCOMPARE(asked[0][0].toLongLong(), id);
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.whatIfView()));
+    QCOMPARE(w.whatIfView()->selectedSourceId(), id);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.whatIfView()->busy(), 60000);
+    QCOMPARE(w.whatIfView()->result().source_id, id);
+    QCOMPARE(w.whatIfView()->sourceCombo()->currentData().toLongLong(), id);
+    // Explicit: the What-if view shows that trace even after it was switched back to a CSV.
+    w.whatIfView()->selectSource(0);
+    w.tabs()->setCurrentWidget(traces);
+    action->trigger();
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.whatIfView()));
+    QCOMPARE(w.whatIfView()->selectedSourceId(), id);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.whatIfView()->busy(), 60000);
+    QCOMPARE(w.whatIfView()->result().source_id, id);
   }
 
   void simulatorModelPassesTheModelTesterAndSweeps() {

@@ -5,6 +5,9 @@
 #include <QClipboard>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QElapsedTimer>
+#include <QHeaderView>
+#include <QLabel>
 #include <QItemSelectionModel>
 #include <QLineEdit>
 #include <QMenu>
@@ -264,13 +267,25 @@ class TestTracesView : public QObject {
     ui::KernelFilterProxy proxy;
     QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
     proxy.setSourceModel(&kernels);
-    proxy.setSortRole(ui::KernelTableModel::SortRole);
+    QCOMPARE(proxy.rowCount(), kernels.rowCount());  // file order at once
     proxy.sort(ui::KernelTableModel::MeasuredUs, Qt::DescendingOrder);
+    QVERIFY(proxy.busy());  // sorted in a job, not here
+    QTRY_VERIFY_WITH_TIMEOUT(!proxy.busy(), 10000);
+    QCOMPARE(proxy.rowCount(), kernels.rowCount());
     for (int r = 1; r < proxy.rowCount(); ++r)
       QVERIFY(proxy.index(r - 1, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble() >=
               proxy.index(r, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble());
+    // A filter, then new rows while it is set: the tester watches every reset and layout change.
+    proxy.setFilterRegularExpression(QRegularExpression("gemm", QRegularExpression::CaseInsensitiveOption));
+    QTRY_VERIFY_WITH_TIMEOUT(!proxy.busy(), 10000);
+    QVERIFY(proxy.rowCount() > 0 && proxy.rowCount() < kernels.rowCount());
+    kernels.setKernels(loaded);
+    QTRY_VERIFY_WITH_TIMEOUT(!proxy.busy(), 10000);
+    QVERIFY(proxy.rowCount() > 0 && proxy.rowCount() < kernels.rowCount());
     kernels.setKernels({});
     QCOMPARE(kernels.rowCount(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!proxy.busy(), 10000);
+    QCOMPARE(proxy.rowCount(), 0);
     // A cancelled load hands back no rows.
     std::atomic<bool> cancel{true};
     QVERIFY(ui::load_source_kernels(dbPath, id, std::nullopt, &cancel).cancelled);
@@ -330,6 +345,195 @@ class TestTracesView : public QObject {
     QCOMPARE(lines[1].section('\t', 0, 0), view->kernelProxy()->index(0, 0).data().toString());
     QCOMPARE(lines[2].section('\t', 0, 0), view->kernelProxy()->index(2, 0).data().toString());
     QCOMPARE(view->copySelection(), QApplication::clipboard()->text());
+  }
+
+  // 200,000 synthetic kernels: sorting and filtering them runs on the thread pool; the GUI thread
+  // only swaps the finished order in (how long that takes is printed, not asserted).
+  static ui::SourceKernels syntheticKernels(int n) {
+    ui::SourceKernels k;
+    k.source_id = 1;
+    k.gpu_id = "h100-sxm";
+    static const char* families[] = {"gemm", "attention", "norm", "elementwise"};
+    k.rows.reserve(std::size_t(n));
+    for (int i = 0; i < n; ++i) {
+      ui::KernelRow r;
+      r.family = families[i % 4];
+      r.name = QString("%1_kernel_%2").arg(r.family.toUpper()).arg(i);
+      r.shape = QString("bf16 M=%1").arg(i % 997);
+      r.measured_us = double((i * 7919) % 100003) + 0.5;  // 0.5..100002.5 in a scrambled order
+      if (i % 3) r.ceiling_us = r.measured_us / 2;
+      k.total_us += r.measured_us;
+      k.rows.push_back(std::move(r));
+    }
+    for (auto& r : k.rows) r.share = r.measured_us / k.total_us;
+    return k;
+  }
+
+  void largeTableSortsAndFiltersInAJob() {
+    ui::KernelTableModel kernels;
+    ui::KernelFilterProxy proxy;
+    proxy.setSourceModel(&kernels);
+    // A table on screen, set up as the Traces view's, so that the time measured applying an order
+    // includes the view's reaction to it.
+    QTableView table;
+    table.verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    table.setModel(&proxy);
+    table.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&table));
+    ui::SourceKernels synthetic = syntheticKernels(200000);
+    QElapsedTimer clock;
+    clock.start();
+    kernels.setKernels(std::move(synthetic));
+    qDebug("200,000 rows handed to the model: %.2f ms on the GUI thread", double(clock.nsecsElapsed()) / 1e6);
+    QCOMPARE(proxy.rowCount(), 200000);
+
+    clock.restart();
+    proxy.sort(ui::KernelTableModel::MeasuredUs, Qt::DescendingOrder);
+    const double request_ms = double(clock.nsecsElapsed()) / 1e6;
+    QVERIFY(proxy.busy());
+    QSignalSpy applied(&proxy, &ui::KernelFilterProxy::orderApplied);
+    QVERIFY(applied.wait(20000));
+    qDebug("sort of 200,000 rows: %.2f ms to ask, %.1f ms until applied, the GUI thread blocked %.2f ms applying it",
+           request_ms, double(clock.nsecsElapsed()) / 1e6, proxy.lastApplyMs());
+    QCOMPARE(proxy.rowCount(), 200000);
+    const auto& rows = kernels.kernels().rows;
+    for (int r = 1; r < proxy.rowCount(); ++r)
+      QVERIFY(rows[std::size_t(proxy.mapToSource(r - 1))].measured_us >= rows[std::size_t(proxy.mapToSource(r))].measured_us);
+    QCOMPARE(proxy.index(0, ui::KernelTableModel::MeasuredUs).data().toString(), QString("100002.5"));
+
+    // A filter on top of the sort: case-insensitive, on name, family and shape; still sorted.
+    clock.restart();
+    proxy.setFilterRegularExpression(QRegularExpression("^ATTENTION$|M=5$", QRegularExpression::CaseInsensitiveOption));
+    QVERIFY(proxy.busy());
+    QVERIFY(applied.wait(20000));
+    qDebug("filter + sort of 200,000 rows: %.1f ms until applied, the GUI thread blocked %.2f ms applying it",
+           double(clock.nsecsElapsed()) / 1e6, proxy.lastApplyMs());
+    int expected = 0;
+    for (const auto& r : rows) expected += r.family == "attention" || r.shape.endsWith("M=5");
+    QCOMPARE(proxy.rowCount(), expected);
+    for (int r = 0; r < proxy.rowCount(); ++r) {
+      const auto& row = rows[std::size_t(proxy.mapToSource(r))];
+      QVERIFY(row.family == "attention" || row.shape.endsWith("M=5"));
+      if (r > 0) QVERIFY(rows[std::size_t(proxy.mapToSource(r - 1))].measured_us >= row.measured_us);
+    }
+    // The same function the job runs, for a text column ascending: ties keep the file order.
+    const std::vector<int> byFamily = ui::kernel_row_order(rows, QRegularExpression(), ui::KernelTableModel::FamilyColumn, Qt::AscendingOrder);
+    QCOMPARE(byFamily.size(), rows.size());
+    QCOMPARE(rows[std::size_t(byFamily.front())].family, QString("attention"));
+    QCOMPARE(byFamily[0], 1);
+    QCOMPARE(byFamily[1], 5);
+    std::atomic<bool> cancel{true};
+    QVERIFY(ui::kernel_row_order(rows, QRegularExpression("gemm"), 0, Qt::AscendingOrder, &cancel).empty());
+  }
+
+  void aStaleSortOrFilterResultIsDropped() {
+    ui::KernelTableModel kernels;
+    ui::KernelFilterProxy proxy;
+    QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&kernels);
+    kernels.setKernels(syntheticKernels(200000));
+    QSignalSpy applied(&proxy, &ui::KernelFilterProxy::orderApplied);
+    // Two filters in a row, the second before the first's job can have reported: the first's
+    // order arrives for a generation that is no longer current and never reaches the table.
+    proxy.setFilterRegularExpression(QRegularExpression("gemm", QRegularExpression::CaseInsensitiveOption));
+    const quint64 first = proxy.generation();
+    proxy.setFilterRegularExpression(QRegularExpression("norm", QRegularExpression::CaseInsensitiveOption));
+    QVERIFY(proxy.generation() > first);
+    QTRY_VERIFY_WITH_TIMEOUT(proxy.jobsRunning() == 0, 20000);
+    QCOMPARE(proxy.droppedResults(), 1);
+    QCOMPARE(applied.count(), 1);
+    QCOMPARE(proxy.rowCount(), 50000);
+    for (int r = 0; r < proxy.rowCount(); r += 997)
+      QCOMPARE(proxy.index(r, ui::KernelTableModel::FamilyColumn).data().toString(), QString("norm"));
+    // A result for an older generation handed in directly: refused, nothing changes.
+    QVERIFY(!proxy.applyOrder(first, {0, 1, 2}));
+    QCOMPARE(proxy.rowCount(), 50000);
+    QCOMPARE(proxy.droppedResults(), 2);
+    // New rows while a sort runs: the sort's order (of the old rows) is dropped too.
+    proxy.setFilterRegularExpression(QRegularExpression());
+    proxy.sort(ui::KernelTableModel::Name, Qt::AscendingOrder);
+    kernels.setKernels(syntheticKernels(1000));
+    QTRY_VERIFY_WITH_TIMEOUT(proxy.jobsRunning() == 0, 20000);
+    QCOMPARE(proxy.rowCount(), 1000);
+    for (int r = 1; r < proxy.rowCount(); ++r)
+      QVERIFY(QString::compare(proxy.index(r - 1, 0).data().toString(), proxy.index(r, 0).data().toString(), Qt::CaseInsensitive) <= 0);
+  }
+
+  void headerClickSortsInTheBackgroundAndKeepsTheIndicator() {
+    QTemporaryDir dir;
+    ui::TracesView view(gpus_, dir.filePath("p.db").toStdString());
+    view.kernelModel()->setKernels(syntheticKernels(20000));
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTableView* table = view.kernelTable();
+    QHeaderView* header = table->horizontalHeader();
+    QCOMPARE(header->sortIndicatorSection(), -1);  // file order until a click
+    const QPoint at(header->sectionViewportPosition(ui::KernelTableModel::MeasuredUs) + 5, header->height() / 2);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, Qt::NoModifier, at);
+    QCOMPARE(header->sortIndicatorSection(), int(ui::KernelTableModel::MeasuredUs));
+    QVERIFY(view.busy());
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.kernelProxy()->sortColumn(), int(ui::KernelTableModel::MeasuredUs));
+    const Qt::SortOrder order = header->sortIndicatorOrder();
+    QCOMPARE(view.kernelProxy()->sortOrder(), order);
+    auto value = [&](int r) { return view.kernelProxy()->index(r, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble(); };
+    for (int r = 1; r < view.kernelProxy()->rowCount(); ++r)
+      QVERIFY(order == Qt::AscendingOrder ? value(r - 1) <= value(r) : value(r - 1) >= value(r));
+    // The selection follows its rows through a re-sort (a layout change, not a reset).
+    const QString firstName = view.kernelProxy()->index(0, 0).data().toString();
+    table->selectionModel()->select(view.kernelProxy()->index(0, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, Qt::NoModifier, at);  // the other direction
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.kernelProxy()->sortOrder(), header->sortIndicatorOrder());
+    QVERIFY(view.kernelProxy()->sortOrder() != order);
+    const QModelIndexList selected = table->selectionModel()->selectedRows();
+    QCOMPARE(selected.size(), 1);
+    QCOMPARE(selected[0].data().toString(), firstName);
+    QCOMPARE(selected[0].row(), view.kernelProxy()->rowCount() - 1);
+    QCOMPARE(view.copySelection().split('\n', Qt::SkipEmptyParts).value(1).section('\t', 0, 0), firstName);
+  }
+
+  // A drop of two files perfloom cannot import and one it can: the good one is imported, and both
+  // failures are listed by file name with their reason (not only the last one).
+  void dropOfSeveralFilesReportsEveryError() {
+    QTemporaryDir dir;
+    const QString good = copyInto(dir, kH100Trace, "good.json.gz");
+    const QString notes = dir.filePath("notes.json");  // refused when the drop is sniffed
+    QFile text(notes);
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write("{\"hello\": \"world\"}\n");
+    text.close();
+    const QString broken = dir.filePath("broken.json");  // looks like a trace, fails in the import
+    QFile f(broken);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": ");
+    f.close();
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    ui::TracesView* view = w.tracesView();
+    QTRY_VERIFY(!view->busy());
+    QSignalSpy failed(view, &ui::TracesView::importFailed);
+    auto mime = urlMime({QUrl::fromLocalFile(broken), QUrl::fromLocalFile(notes), QUrl::fromLocalFile(good)});
+    const DragAnswer a = drag(&w, mime.get(), true);
+    QVERIFY(a.drop);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 60000);
+    QCOMPARE(view->sourceModel()->rowCount(), 1);  // the good one
+    QCOMPARE(view->sourceModel()->sources()[0].path, good);
+    const QStringList errors = view->importErrors();
+    QCOMPARE(errors.size(), 2);
+    QVERIFY2(errors.filter("broken.json").size() == 1, qPrintable(errors.join('\n')));
+    QVERIFY2(errors.filter("notes.json").size() == 1, qPrintable(errors.join('\n')));
+    for (const QString& e : errors) QVERIFY2(e.section(": ", 1).size() > 3, qPrintable(e));  // a reason after the name
+    QVERIFY(!view->errorsLabel()->isHidden());
+    for (const QString& e : errors) QVERIFY2(view->errorsLabel()->text().contains(e), qPrintable(view->errorsLabel()->text()));
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(failed[0][0].toStringList(), errors);
+    // The next batch starts a new list.
+    w.importFiles({copyInto(dir, kH200Trace, "b.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 60000);
+    QVERIFY(view->importErrors().isEmpty());
+    QVERIFY(view->errorsLabel()->isHidden());
   }
 
   void cancelLeavesTheDatabaseWithoutTheSource() {

@@ -10,7 +10,11 @@
 
 #include "model/gpu_database.h"
 #include "model/tuner/tuner.h"
+#include "ui/chart_panel.h"
+#include "ui/simulator_view.h"
 #include "ui/tuner_view.h"
+#include <QScatterSeries>
+#include <cmath>
 
 using namespace perfloom;
 
@@ -109,6 +113,77 @@ class TestTunerView : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
     QVERIFY(view.statusLabel()->text().contains("fp8"));
     QCOMPARE(view.result().method, QString("analytical"));  // the last good result stays
+  }
+
+  // Charts with many points stay smooth: one helper (chart_panel) bounds what every XY series
+  // receives, keeping the extremes; the chart builders with an unbounded point count use it.
+  void manyPointsAreDownsampledBeforeTheyReachQt() {
+    QList<QPointF> points;
+    for (int i = 0; i < 100000; ++i) points << QPointF(i, std::sin(i * 0.001) + (i == 54321 ? 50.0 : 0.0) - (i == 777 ? 40.0 : 0.0));
+    const QList<QPointF> few = ui::downsample_points(points);
+    QVERIFY(few.size() <= ui::kMaxSeriesPoints);
+    QVERIFY(few.size() > ui::kMaxSeriesPoints / 2);
+    QCOMPARE(few.front(), points.front());
+    QCOMPARE(few.back(), points.back());
+    QVERIFY(few.contains(points[54321]));  // the spike and the dip survive
+    QVERIFY(few.contains(points[777]));
+    for (int i = 1; i < few.size(); ++i) QVERIFY(few[i - 1].x() < few[i].x());  // still in x order
+    QCOMPARE(ui::downsample_points(points.mid(0, 100)), points.mid(0, 100));      // few points: unchanged
+    QCOMPARE(ui::downsample_points(points, 10).size(), 10);
+
+    QLineSeries line;
+    ui::set_series_points(&line, points);
+    QVERIFY(line.count() <= ui::kMaxSeriesPoints);
+    QScatterSeries scatter;
+    ui::set_series_points(&scatter, points);
+    QVERIFY(scatter.count() <= ui::kMaxSeriesPoints);
+
+    // The tuner's sweep chart with a 100,000-point sweep (steps: twice the points).
+    ui::TunerViewResult r;
+    r.shape = {4096, 4096, 4096, Dtype::bf16};
+    r.gpu_name = "H100";
+    ui::TunerSweepSeries sweep;
+    sweep.label = "fine";
+    for (int i = 1; i <= 100000; ++i) {
+      sweep.dims.push_back(i * 16.0);
+      sweep.pred_us.push_back(10.0 + std::ceil(i / 1000.0));
+    }
+    r.sweep = {sweep, sweep};
+    std::unique_ptr<QChart> chart(ui::build_tuner_sweep_chart(r));
+    QCOMPARE(chart->series().size(), 2);
+    for (QAbstractSeries* s : chart->series()) {
+      auto* xy = qobject_cast<QXYSeries*>(s);
+      QVERIFY(xy);
+      QVERIFY2(xy->count() <= ui::kMaxSeriesPoints, qPrintable(QString::number(xy->count())));
+      QCOMPARE(xy->points().back(), QPointF(sweep.dims.back(), sweep.pred_us.back()));
+    }
+
+    // The simulator's chart with 100,000 request rates on one GPU.
+    ui::SimulatorResult sim;
+    for (int i = 1; i <= 100000; ++i) {
+      ui::SimulatorRun run;
+      run.gpu_id = "h100-sxm";
+      run.gpu_name = "H100";
+      run.rate = i * 0.01;
+      run.ttft_ms.p50 = 20 + i * 0.001;
+      sim.runs.push_back(run);
+    }
+    std::unique_ptr<QChart> simChart(ui::build_simulator_chart(sim));
+    QCOMPARE(simChart->series().size(), 1);
+    QVERIFY(qobject_cast<QXYSeries*>(simChart->series()[0])->count() <= ui::kMaxSeriesPoints);
+  }
+
+  // A log axis never receives zero: the helper drops what it cannot show (no builder uses a log
+  // axis today; any that does fills its series through set_series_points with log_x / log_y).
+  void aLogAxisNeverReceivesZero() {
+    const QList<QPointF> points{{1, 10}, {2, 0}, {0, 5}, {3, -1}, {4, 100}, {5, std::nan("")}};
+    QCOMPARE(ui::log_axis_points(points, false, true), (QList<QPointF>{{1, 10}, {0, 5}, {4, 100}}));
+    QCOMPARE(ui::log_axis_points(points, true, true), (QList<QPointF>{{1, 10}, {4, 100}}));
+    QCOMPARE(ui::log_axis_points(points, true, false).size(), 4);  // x > 0, y anything but NaN
+    QLineSeries line;
+    ui::set_series_points(&line, points, false, true);
+    QCOMPARE(line.count(), 3);
+    for (const QPointF& p : line.points()) QVERIFY(p.y() > 0);
   }
 };
 

@@ -3,6 +3,7 @@
 #include <QChartView>
 #include <QStackedBarSeries>
 #include <QBarSet>
+#include <QSettings>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -41,6 +42,12 @@ class TestWhatIfView : public QObject {
 
  private slots:
   void initTestCase() {
+    QCoreApplication::setOrganizationName("perfloom-tests");
+    QCoreApplication::setApplicationName("perfloom-ui-whatif-tests");
+    // Settings must never be the user's: ctest points XDG_CONFIG_HOME into the build tree.
+    QVERIFY(!qEnvironmentVariableIsEmpty("XDG_CONFIG_HOME"));
+    QVERIFY2(QSettings().fileName().startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")), qPrintable(QSettings().fileName()));
+    QSettings().clear();
     csv_ = dir_.filePath("kernels.csv");
     QFile f(csv_);
     QVERIFY(f.open(QIODevice::WriteOnly));
@@ -143,6 +150,34 @@ class TestWhatIfView : public QObject {
     // Prices belong to the GPU, not the row: they survive a new result.
     model.setResult(ui::compute_whatif_file(csv_, {gpus_.get("h100-sxm")}, *predictor_));
     QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::PricePerHour), ui::SpeedupTableModel::SortRole).toDouble(), 2.5);
+  }
+
+  void cleanupTestCase() { QSettings().clear(); }
+
+  // A price per GPU-hour entered in the table is there again in a new view (the next start).
+  void pricesSurviveARestart() {
+    QSettings().clear();
+    {
+      ui::WhatIfView view(gpus_, predictor_);
+      QVERIFY(view.speedupModel()->prices().isEmpty());
+      view.setSelection(csv_, {"a100-sxm-80gb", "h100-sxm"});
+      QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 20000);
+      ui::SpeedupTableModel* model = view.speedupModel();
+      QCOMPARE(model->rowCount(), 2);
+      QVERIFY(model->setData(model->index(1, ui::SpeedupTableModel::PricePerHour), "$2.75"));
+      QVERIFY(model->setData(model->index(0, ui::SpeedupTableModel::PricePerHour), "1.5"));
+      QVERIFY(model->setData(model->index(0, ui::SpeedupTableModel::PricePerHour), ""));  // cleared: forgotten
+    }
+    QCOMPARE(QSettings().value("whatif/prices/h100-sxm").toDouble(), 2.75);
+    QVERIFY(!QSettings().contains("whatif/prices/a100-sxm-80gb"));
+    ui::WhatIfView again(gpus_, predictor_);
+    QCOMPARE(again.speedupModel()->price("h100-sxm"), 2.75);  // before any result
+    QCOMPARE(again.speedupModel()->price("a100-sxm-80gb"), 0.0);
+    again.setSelection(csv_, {"h100-sxm"});
+    QTRY_VERIFY_WITH_TIMEOUT(!again.busy(), 20000);
+    QCOMPARE(again.speedupModel()->index(0, ui::SpeedupTableModel::PricePerHour).data().toString(), QString("$2.75"));
+    QCOMPARE(ui::load_gpu_prices(), (QMap<QString, double>{{"h100-sxm", 2.75}}));
+    QSettings().clear();
   }
 
   void traceModeMatchesTheEngine() {
