@@ -2,12 +2,15 @@
 // sweeps and writes resources/tuner/<gpu-id>.json, which the build embeds (model/CMakeLists.txt).
 // Rebuild after running it so that `perfloom tune` picks the new tables up.
 //
-// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME] [GPU-ID...]
-//   --data DIR  the measured data (default: bench/data); DIR/<gpu-id>/tiles.csv is read
-//   --csv NAME  another file of DIR/<gpu-id>/ in the same format, e.g. tiles_plan.csv (the points
-//               of a sampling plan, `perfloom-collect --sweep plan`)
+// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [GPU-ID...]
+//   --data DIR  the measured data (default: bench/data)
+//   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
+//               several together. Default: tiles.csv (the exhaustive tile sweep) and, where it
+//               exists, tiles_plan.csv (the points of the sparse sampling plan, `perfloom-collect
+//               --sweep plan`): both together, which tuner_eval.md shows beats the sweep alone.
 //   --out DIR   where the tables go (default: resources/tuner)
-//   GPU-ID      the GPUs to fit (default: every folder of DIR with a tiles.csv)
+//   GPU-ID      the GPUs to fit (default: every folder of DIR with the first file)
+// The fit is deterministic: the rows enter in file order (the files in the order given).
 // Only nvjet rows (cuBLASLt's sm90 kernels) enter the fit: the other algorithms the sweep also
 // measured (magma SIMT, CUTLASS sm80) never came within 3% of the best and are not modelled.
 #include <algorithm>
@@ -28,26 +31,32 @@ int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
-  std::string csv_name = "tiles.csv";
+  std::vector<std::string> csv_names;
+  bool csv_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
-    else if (a == "--csv" && i + 1 < argc) csv_name = argv[++i];
+    else if (a == "--csv" && i + 1 < argc) {
+      csv_names.push_back(argv[++i]);
+      csv_given = true;
+    }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME] [GPU-ID...]\n";
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [GPU-ID...]\n"
+                   "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
       return 2;
     } else ids.push_back(a);
   }
+  if (!csv_given) csv_names = {"tiles.csv", "tiles_plan.csv"};
   if (ids.empty() && fs::is_directory(data))
     for (const auto& e : fs::directory_iterator(data))
-      if (fs::exists(e.path() / csv_name)) ids.push_back(e.path().filename().string());
+      if (fs::exists(e.path() / csv_names.front())) ids.push_back(e.path().filename().string());
   std::sort(ids.begin(), ids.end());
   if (ids.empty()) {
-    std::cerr << "perfloom-tuner-fit: no " << (data / "<gpu-id>" / csv_name).string() << " found\n";
+    std::cerr << "perfloom-tuner-fit: no " << (data / "<gpu-id>" / csv_names.front()).string() << " found\n";
     return 2;
   }
   try {
@@ -55,26 +64,32 @@ int main(int argc, char** argv) {
     fs::create_directories(out);
     for (const auto& id : ids) {
       const GpuSpec& gpu = gpus.get(id);
-      const fs::path csv = data / id / csv_name;
-      const bench::Sweep sweep = bench::read_sweep(csv.string());
       std::vector<tuner::TunerSample> samples;
-      std::size_t shapes = 0;
-      {
+      std::set<std::tuple<int, int64_t, int64_t, int64_t>> all_shapes;
+      std::string source;
+      for (std::size_t f = 0; f < csv_names.size(); ++f) {
+        const fs::path csv = data / id / csv_names[f];
+        // The default's second file is optional; a file named with --csv is not.
+        if (!csv_given && f > 0 && !fs::exists(csv)) continue;
+        const bench::Sweep sweep = bench::read_sweep(csv.string());
         std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+        std::size_t points = 0;
         for (const auto& r : sweep.rows) {
           if (!r.modelled) continue;
           samples.push_back(r.sample);
+          ++points;
           seen.emplace(static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K);
         }
-        shapes = seen.size();
+        all_shapes.insert(seen.begin(), seen.end());
+        const auto env = [&](const char* k) {
+          auto it = sweep.environment.find(k);
+          return it == sweep.environment.end() ? std::string("?") : it->second;
+        };
+        source += (source.empty() ? "" : "; ") + ("bench/data/" + id + "/" + csv_names[f] + ": " + std::to_string(points) +
+                                                  " nvjet points of " + std::to_string(seen.size()) + " shapes, cuBLASLt " +
+                                                  env("cublaslt_version") + ", " + env("date"));
       }
-      const auto env = [&](const char* k) {
-        auto it = sweep.environment.find(k);
-        return it == sweep.environment.end() ? std::string("?") : it->second;
-      };
-      const std::string source = "bench/data/" + id + "/" + csv_name + ": " + std::to_string(samples.size()) + " nvjet points of " +
-                                 std::to_string(shapes) + " shapes, cuBLASLt " + env("cublaslt_version") + ", " +
-                                 env("date");
+      const std::size_t shapes = all_shapes.size();
       const tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);
       const fs::path file = out / (id + ".json");
       std::ofstream os(file);

@@ -380,6 +380,11 @@ TEST(TunerLookup, BundledTablesServeH100AndH200InMicroseconds) {
     EXPECT_EQ(t->gpu_id, id);
     EXPECT_EQ(t->groups.count("16bit"), 1u);
     EXPECT_EQ(t->groups.count("fp8"), 1u);
+    // Shipped fit (bench/results/tuner_eval.md): the exhaustive sweep and the sampling plan's points
+    // together, so the buckets cover the plan's ~1,600 shapes besides the sweep's 250.
+    EXPECT_NE(t->source.find("/tiles.csv:"), std::string::npos) << t->source;
+    EXPECT_NE(t->source.find("/tiles_plan.csv:"), std::string::npos) << t->source;
+    EXPECT_GT(t->groups.at("16bit").shapes + t->groups.at("fp8").shapes, 1000) << id;
     const TuneResult r = tune_gemm({4096, 4096, 4096, Dtype::bf16}, gpu, 5);
     EXPECT_EQ(r.method, "wave-table");
     ASSERT_FALSE(r.ranked.empty());
