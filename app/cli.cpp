@@ -43,13 +43,15 @@ const std::map<QString, Command>& commands() {
         {QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("out", "model folder", "DIR"),
          QCommandLineOption("rounds", "boosting rounds", "N")}}},
       {"eval",
-       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N]",
+       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--no-target-calibration]",
         "leave-one-GPU-out accuracy: retrain without that GPU, report MAPE, median and p90 error per family "
-        "next to the roofline and Habitat-style baselines",
+        "next to the roofline and Habitat-style baselines; the held-out GPU uses its calibration if it has one "
+        "(target-measured tier), or with --no-target-calibration its datasheet (cross-generation tier)",
         cmdEval,
         {QCommandLineOption("holdout-gpu", "GPU to hold out", "ID"),
          QCommandLineOption("holdout-arch", "architecture to hold out", "ARCH"),
-         QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N")}}},
+         QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N"),
+         QCommandLineOption("no-target-calibration", "evaluate the held-out GPU without its calibration")}}},
       {"predict",
        {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
         "[--source-gpu ID] [--out OUT.csv]",
@@ -136,6 +138,9 @@ QString usageText() {
       ")\n"
       "  --json           one JSON document on stdout\n"
       "  --gpus-dir DIR   add or override GPUs with the perfloom-gpu/1 files of DIR (also $PERFLOOM_GPUS_DIR)\n"
+      "  --calibration FILE  a calibration sweep measured on a GPU (perfloom-calibration/1, bench/collector):\n"
+      "                   its measured rates replace the datasheet's in the learned model (target-measured\n"
+      "                   tier); may be repeated (also $PERFLOOM_CALIBRATION, FILE[:FILE...])\n"
       "  -h, --help       this text\n"
       "  --version        the version\n";
   return text;
@@ -159,6 +164,24 @@ GpuDatabase loadGpuDatabase(const QString& extra_dir) {
   return db;
 }
 
+void addCalibrations(GpuDatabase& db, const QStringList& files) {
+  QStringList all = files;
+  if (all.isEmpty()) {
+    const QString env = qEnvironmentVariable("PERFLOOM_CALIBRATION");
+    if (!env.isEmpty()) all = env.split(':', Qt::SkipEmptyParts);
+  }
+  for (const QString& f : all) {
+    try {
+      const std::string id = db.add_calibration(read_calibration_file(f.toStdString()));
+      std::cerr << "perfloom: " << id << ": target-measured tier (calibration " << f.toStdString() << ")\n";
+    } catch (const CalibrationError& e) {
+      // A bad calibration costs accuracy, not the answer: the GPU keeps the cross-generation tier.
+      std::cerr << "perfloom: warning: calibration not used: " << e.what()
+                << "; that GPU stays on the cross-generation tier (datasheet rates)\n";
+    }
+  }
+}
+
 int runCli(const QStringList& args) {
   const QString first = args.value(0);
   if (first == "--version" || first == "-v") {
@@ -180,8 +203,9 @@ int runCli(const QStringList& args) {
   QCommandLineOption dbOpt("db", "database", "PATH");
   QCommandLineOption jsonOpt("json", "JSON output");
   QCommandLineOption gpusDirOpt("gpus-dir", "extra GPU files", "DIR");
+  QCommandLineOption calibrationOpt("calibration", "calibration measured on a GPU", "FILE");
   QCommandLineOption helpOpt(QStringList{"h", "help"}, "help");
-  parser.addOptions({dbOpt, jsonOpt, gpusDirOpt, helpOpt});
+  parser.addOptions({dbOpt, jsonOpt, gpusDirOpt, calibrationOpt, helpOpt});
   parser.addOptions(it->second.options);
   QStringList argv = args;
   argv.front() = "perfloom " + first;  // QCommandLineParser skips argv[0]
@@ -198,6 +222,7 @@ int runCli(const QStringList& args) {
                    parser.isSet(dbOpt) ? std::filesystem::path(parser.value(dbOpt).toStdString())
                                        : storage::Database::default_path(),
                    loadGpuDatabase(parser.value(gpusDirOpt))};
+    addCalibrations(ctx.gpus, parser.values(calibrationOpt));
     return it->second.run(ctx, parser);
   } catch (const std::exception& e) {
     std::cerr << "perfloom " << first.toStdString() << ": " << e.what() << "\n";

@@ -74,6 +74,20 @@ int cmdTrain(CliContext& ctx, const QCommandLineParser& args) {
                            }()},
                           {"training_gpus", gpus_used},
                           {"skipped", skipped},
+                          {"achievable_defaults", [&] {
+                             // The cross-generation tier's fractions these models were trained with.
+                             const AchievableFractions& f = ctx.gpus.default_fractions();
+                             return nlohmann::json{{"from", f.from}, {"dram", f.dram}, {"l2", f.l2},
+                                                   {"fma", f.fma},   {"sfu", f.sfu},   {"smem", f.smem},
+                                                   {"launch", f.launch}, {"tensor", f.tensor},
+                                                   {"tensor_any", f.tensor_any}};
+                           }()},
+                          {"calibrated_gpus", [&] {
+                             nlohmann::json c = nlohmann::json::object();
+                             for (const auto& g : ctx.gpus.all())
+                               if (const Calibration* cal = ctx.gpus.calibration(g.id)) c[g.id] = cal->file;
+                             return c;
+                           }()},
                           {"options", {{"rounds", trainOptions(args).rounds}, {"max_depth", 8}, {"eta", 0.08}}}};
   LearnedPredictor predictor(std::move(models), {});
   const std::filesystem::path out = args.isSet("out") ? std::filesystem::path(args.value("out").toStdString())
@@ -109,7 +123,19 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       if (g.architecture == what) held.insert(g.id);
     if (held.empty()) throw std::invalid_argument("no GPU of architecture \"" + what + "\"");
   }
-  const auto rows = prepare_rows(loadSamples(dataRoot(args), ctx.gpus), ctx.gpus, nullptr);
+  // The held-out GPUs' calibrations never reach the training GPUs (the default fractions average
+  // the others'), so the training rows are the same with and without --no-target-calibration; only
+  // the held-out GPUs' rates differ: their measured ones (target-measured tier) or the datasheet x
+  // the default fractions (cross-generation tier).
+  GpuDatabase gpus = ctx.gpus;
+  gpus.exclude_from_defaults(held);
+  const bool target_calibration = !args.isSet("no-target-calibration");
+  std::vector<std::string> calibrated;
+  for (const auto& id : held) {
+    if (!target_calibration) gpus.remove_calibration(id);
+    if (const Calibration* c = gpus.calibration(id)) calibrated.push_back(id + ": " + c->file);
+  }
+  const auto rows = prepare_rows(loadSamples(dataRoot(args), gpus), gpus, nullptr);
   std::vector<PreparedRow> train, test;
   for (const auto& r : rows) (held.count(r.gpu_id) ? test : train).push_back(r);
   if (test.empty()) throw std::runtime_error("no measurements of " + what + " to evaluate on");
@@ -151,7 +177,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       a.measured.push_back(r.measured_us);
       const double roof = r.roofline_us / (eff_median.count(fam) ? eff_median[fam] : 0.5);
       a.roofline.push_back(roof);
-      a.learned.push_back(y.empty() ? roof : std::max(r.ceiling_us, r.roofline_us * std::exp(static_cast<double>(y[i]))));
+      a.learned.push_back(
+          y.empty() ? roof : std::max(r.ceiling_us, r.achievable_roofline_us * std::exp(static_cast<double>(y[i]))));
       // key: "op|dtype|shape..." (training.h)
       const std::string dtype = r.key.substr(r.key.find('|') + 1, r.key.find('|', r.key.find('|') + 1) - r.key.find('|') - 1);
       auto& src = by_source[std::string(family_name(fam)) + " " + r.dataset + " " + dtype];
@@ -164,10 +191,22 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       }
     }
   }
-  nlohmann::json out = {{"holdout", what}, {"held_out_gpus", held}, {"train_rows", train.size()},
-                        {"test_rows", test.size()}, {"families", nlohmann::json::object()}};
+  const std::string tier = calibrated.empty() ? "cross-generation" : "target-measured";
+  nlohmann::json out = {{"holdout", what},           {"held_out_gpus", held},
+                        {"train_rows", train.size()}, {"test_rows", test.size()},
+                        {"tier", tier},               {"target_calibrations", calibrated},
+                        {"default_fractions_from", gpus.default_fractions().from},
+                        {"families", nlohmann::json::object()}};
   if (!ctx.json)
     std::cout << "held out: " << what << " (" << test.size() << " kernels; trained on " << train.size() << ")\n"
+              << "tier: " << tier
+              << (calibrated.empty() ? std::string(" (datasheet x the default fractions)")
+                                     : " (" + [&] {
+                                         std::string j;
+                                         for (const auto& c : calibrated) j += (j.empty() ? "" : "; ") + c;
+                                         return j;
+                                       }() + ")")
+              << "\n"
               << std::left << std::setw(13) << "family" << std::right << std::setw(8) << "kernels" << std::setw(10)
               << "MAPE" << std::setw(10) << "median" << std::setw(10) << "p90" << std::setw(12) << "roofline"
               << std::setw(12) << "habitat" << std::setw(10) << "covered\n";

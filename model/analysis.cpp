@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/calibration.h"
+
 namespace perfloom {
 
 PipeDemand& PipeDemand::operator+=(const PipeDemand& o) {
@@ -28,30 +30,26 @@ PipeDemand PipeDemand::scaled(double f) const {
   return d;
 }
 
-namespace {
-// L2 bandwidth is not on datasheets. These are per-SM bytes per clock, set optimistic so that the
-// ceiling stays a lower bound: A100's whitepaper gives 5120 B/clk for 108 SMs (47 per SM); Hopper
-// and Blackwell are taken higher, older parts lower. A calibration file replaces them.
-double l2_bytes_per_clk_per_sm(const std::string& arch) {
-  if (arch == "blackwell") return 96;
-  if (arch == "hopper") return 64;
-  if (arch == "ampere" || arch == "ada" || arch == "cdna3" || arch == "cdna2" || arch == "cdna4") return 48;
-  return 32;
-}
-}  // namespace
-
 HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   HardwareRates hw;
   hw.clock_hz = gpu.clock_hz();
   hw.sms = gpu.sm_count;
-  if (auto key = tensor_rate_key(dtype)) {
+  const double per_sm_clk = hw.clock_hz * gpu.sm_count;
+  const auto key = tensor_rate_key(dtype);
+  auto tensor_of = [&](const PipeRates& r) {
+    if (!key) return 0.0;
+    auto it = r.tensor_flops_per_s.find(std::string(*key));
+    return it == r.tensor_flops_per_s.end() ? 0.0 : it->second / per_sm_clk;
+  };
+  // The datasheet peaks (datasheet_rates), computed here without building its map: a hot path.
+  if (key) {
     auto it = gpu.tensor_flops_per_sm_per_clock.find(std::string(*key));
     if (it != gpu.tensor_flops_per_sm_per_clock.end()) hw.tensor_flops_per_clk = it->second;
   }
   hw.fma_flops_per_clk = 2.0 * gpu.fp32_lanes_per_sm;
   hw.sfu_ops_per_clk = gpu.sfu_ops_per_sm_per_clock;
   hw.dram_bytes_per_clk = gpu.memory_bandwidth_bytes_per_s() / hw.clock_hz;
-  hw.l2_bytes_per_clk = l2_bytes_per_clk_per_sm(gpu.architecture) * gpu.sm_count;
+  hw.l2_bytes_per_clk = datasheet_l2_bytes_per_clk_per_sm(gpu.architecture) * gpu.sm_count;
   hw.smem_bytes_per_clk = 128;  // 32 banks x 4 bytes on every NVIDIA architecture since Kepler
   const double link_gb_s = gpu.interconnect.nvlink_bandwidth_gb_s > 0 ? gpu.interconnect.nvlink_bandwidth_gb_s
                                                                        : gpu.interconnect.pcie_bandwidth_gb_s;
@@ -63,6 +61,18 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.max_blocks_per_sm = gpu.max_blocks_per_sm;
   hw.registers_per_sm = gpu.registers_per_sm;
   hw.l2_bytes = gpu.l2_cache_mib * 1024.0 * 1024.0;
+
+  std::optional<AchievableRates> fallback;
+  const AchievableRates& ach = gpu.achievable ? *gpu.achievable : fallback.emplace(default_achievable_rates(gpu));
+  const PipeRates& r = ach.rates;
+  hw.calibrated = ach.measured;
+  hw.achievable.tensor_flops_per_clk = tensor_of(r);
+  hw.achievable.fma_flops_per_clk = r.fma_flops_per_s / per_sm_clk;
+  hw.achievable.sfu_ops_per_clk = r.sfu_ops_per_s / per_sm_clk;
+  hw.achievable.dram_bytes_per_clk = r.dram_bytes_per_s / hw.clock_hz;
+  hw.achievable.l2_bytes_per_clk = r.l2_bytes_per_s / hw.clock_hz;
+  hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
+  hw.achievable.launch_floor_us = r.launch_floor_us;
   return hw;
 }
 
@@ -128,6 +138,33 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   a.cycles_balanced[idx(Pipe::link)] = a.cycles_busiest[idx(Pipe::link)] = link_cycles;
   const double launch_cycles = hw.launch_floor_us * 1e-6 * hw.clock_hz;
   a.cycles_balanced[idx(Pipe::launch)] = a.cycles_busiest[idx(Pipe::launch)] = launch_cycles;
+
+  // The same work at the achievable rates: the learned model's view.
+  const auto& ach = hw.achievable;
+  auto ach_rate_of = [&](Pipe p) {
+    switch (p) {
+      case Pipe::tensor: return ach.tensor_flops_per_clk > 0 ? ach.tensor_flops_per_clk : 1e-9;
+      case Pipe::fma: return ach.fma_flops_per_clk;
+      case Pipe::sfu: return ach.sfu_ops_per_clk;
+      case Pipe::smem: return ach.smem_bytes_per_clk;
+      default: return 1.0;
+    }
+  };
+  for (Pipe p : kOnSm) {
+    const double work = work_of(d, p);
+    a.achievable_cycles_balanced[idx(p)] = work / (ach_rate_of(p) * sms);
+    a.achievable_cycles_busiest[idx(p)] = work * a.plan.busiest_sm_share / ach_rate_of(p);
+  }
+  a.achievable_cycles_balanced[idx(Pipe::dram)] = a.achievable_cycles_busiest[idx(Pipe::dram)] =
+      d.dram_bytes / ach.dram_bytes_per_clk;
+  a.achievable_cycles_balanced[idx(Pipe::l2)] = a.achievable_cycles_busiest[idx(Pipe::l2)] = d.l2_bytes / ach.l2_bytes_per_clk;
+  a.achievable_cycles_balanced[idx(Pipe::link)] = a.achievable_cycles_busiest[idx(Pipe::link)] = link_cycles;
+  a.achievable_cycles_balanced[idx(Pipe::launch)] = a.achievable_cycles_busiest[idx(Pipe::launch)] =
+      ach.launch_floor_us * 1e-6 * hw.clock_hz;
+  double ach_worst = 0;
+  for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem, Pipe::link})
+    ach_worst = std::max(ach_worst, a.achievable_cycles_busiest[idx(p)]);
+  a.achievable_roofline_us = ach_worst / hw.clock_hz * 1e6 + a.extra_us + ach.launch_floor_us;
 
   // The bound: the slowest pipe with cold caches on the busiest SM.
   Pipe bound = Pipe::launch;

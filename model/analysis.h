@@ -63,6 +63,11 @@ struct Analysis {
   // The roofline time with cold caches on the busiest SM (the bound's time plus fixed costs):
   // the estimate a roofline-only model makes, and what the baseline predictor scales.
   double roofline_us = 0;
+  // The same with the achievable rates (HardwareRates::achievable): what the learned model reads
+  // and scales. Equal to the above where a pipe reaches its peak.
+  std::array<double, kPipeCount> achievable_cycles_balanced{};
+  std::array<double, kPipeCount> achievable_cycles_busiest{};
+  double achievable_roofline_us = 0;
   double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
   // A family's own calibrated estimate of the duration, where measurements fitted one and no
   // learned model exists (collectives: measured NCCL curves carried by the NCCL model,
@@ -71,7 +76,10 @@ struct Analysis {
   std::string estimate_origin;
 };
 
-// Per-SM, per-clock rates of a GPU's pipes, from its spec (and, later, a calibration file).
+// Per-SM, per-clock rates of a GPU's pipes. The flat fields are the datasheet peaks, which the
+// roofline ceiling uses so that it stays a lower bound (a calibration's GEMM runs at the power limit;
+// kernels at other shapes beat it). `achievable` are the rates the pipes reach in practice: the
+// learned model's view (features, and the roofline time it scales).
 struct HardwareRates {
   double clock_hz = 0;
   int sms = 0;
@@ -86,6 +94,15 @@ struct HardwareRates {
   double max_smem_per_sm_bytes = 0, max_smem_per_block_bytes = 0;
   int max_threads_per_sm = 2048, max_blocks_per_sm = 32, registers_per_sm = 65536;
   double l2_bytes = 0;
+  // Same units as the peaks above, at the boost clock: a calibration measured on this GPU
+  // (target-measured tier, `calibrated`), else the peaks times the default achievable fractions
+  // (cross-generation tier; model/calibration.h).
+  struct Achievable {
+    double tensor_flops_per_clk = 0, fma_flops_per_clk = 0, sfu_ops_per_clk = 0;
+    double dram_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
+    double launch_floor_us = 0;
+  } achievable;
+  bool calibrated = false;
 };
 
 HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype);

@@ -27,11 +27,13 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   const HardwareRates hw = hardware_rates(gpu, k.dtype);
   std::vector<float> f;
   f.reserve(feature_names().size());
-  for (Pipe p : kWorkPipes) f.push_back(lg(a.cycles_balanced[static_cast<std::size_t>(p)]));
+  // Cycles and rates at what the pipes reach in practice (measured on a calibrated GPU, else the
+  // datasheet x the calibrated GPUs' mean fraction): the same meaning on every GPU.
+  for (Pipe p : kWorkPipes) f.push_back(lg(a.achievable_cycles_balanced[static_cast<std::size_t>(p)]));
   double work = 0;
   for (Pipe p : kWorkPipes) {
-    f.push_back(lg(a.cycles_busiest[static_cast<std::size_t>(p)]));
-    work = std::max(work, a.cycles_busiest[static_cast<std::size_t>(p)]);
+    f.push_back(lg(a.achievable_cycles_busiest[static_cast<std::size_t>(p)]));
+    work = std::max(work, a.achievable_cycles_busiest[static_cast<std::size_t>(p)]);
   }
   f.push_back(lg(work));
   f.push_back(lg(a.plan.waves));
@@ -54,10 +56,10 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   for (std::size_t i = 0; i < 5; ++i)
     f.push_back(i < cols.size() ? lg(static_cast<double>(shape_value(k.shape, cols[i]))) : 0.0f);
   f.push_back(static_cast<float>(static_cast<int>(k.op)));
-  f.push_back(lg(hw.dram_bytes_per_clk));
-  f.push_back(lg(hw.tensor_flops_per_clk));
+  f.push_back(lg(hw.achievable.dram_bytes_per_clk));
+  f.push_back(lg(hw.achievable.tensor_flops_per_clk));
   f.push_back(lg(gpu.l2_cache_mib));
-  f.push_back(lg(hw.launch_floor_us * 1e-6 * hw.clock_hz));
+  f.push_back(lg(hw.achievable.launch_floor_us * 1e-6 * hw.clock_hz));
   f.push_back(static_cast<float>(implementation_class(k.name)));
   return f;
 }

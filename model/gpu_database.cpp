@@ -243,6 +243,22 @@ json gpu_spec_to_json(const GpuSpec& g) {
   if (g.interconnect.pcie_bandwidth_gb_s > 0) ic["pcie_bandwidth_gb_s"] = g.interconnect.pcie_bandwidth_gb_s;
   j["interconnect"] = ic;
   if (g.tdp_w > 0) j["tdp_w"] = g.tdp_w;
+  // What the learned model takes the pipes to reach: measured (target-measured tier) or estimated.
+  const AchievableRates ach = g.achievable ? *g.achievable : default_achievable_rates(g);
+  json tensor = json::object();
+  for (Dtype d : kAllDtypes)
+    if (auto key = tensor_rate_key(d))
+      if (auto it = ach.rates.tensor_flops_per_s.find(std::string(*key)); it != ach.rates.tensor_flops_per_s.end())
+        tensor[std::string(dtype_name(d))] = it->second / 1e12;
+  j["achievable"] = {{"tier", ach.measured ? "target-measured" : "cross-generation"},
+                     {"origin", ach.origin},
+                     {"tensor_tflops", tensor},
+                     {"fp32_tflops", ach.rates.fma_flops_per_s / 1e12},
+                     {"sfu_gops", ach.rates.sfu_ops_per_s / 1e9},
+                     {"memory_bandwidth_gb_s", ach.rates.dram_bytes_per_s / 1e9},
+                     {"l2_gb_s", ach.rates.l2_bytes_per_s / 1e9},
+                     {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
+                     {"launch_floor_us", ach.rates.launch_floor_us}};
   j["sources"] = g.sources;
   j["source_file"] = g.source_file;
   return j;
@@ -252,7 +268,59 @@ GpuDatabase GpuDatabase::builtin() {
   GpuDatabase db;
   for (const auto& [path, text] : embedded::gpu_files()) db.add_json(text, std::string(path));
   std::sort(db.gpus_.begin(), db.gpus_.end(), [](const GpuSpec& a, const GpuSpec& b) { return a.id < b.id; });
+  for (Calibration& c : bundled_calibrations()) {
+    const std::string id = db.add_calibration(c);
+    db.bundled_fractions_[id] = achievable_fractions(c, *db.find(id));
+  }
+  db.refresh_achievable();
   return db;
+}
+
+std::string GpuDatabase::add_calibration(Calibration c) {
+  const GpuSpec* gpu = find(c.gpu_name);
+  if (!gpu)
+    throw CalibrationError(c.file, "gpu_name",
+                           "\"" + c.gpu_name + "\" names no known GPU (`perfloom gpus` lists them with their aliases)");
+  achievable_fractions(c, *gpu);  // validates it against the spec
+  const std::string id = gpu->id;
+  calibrations_[id] = std::move(c);
+  refresh_achievable();
+  return id;
+}
+
+void GpuDatabase::remove_calibration(std::string_view gpu_id) {
+  calibrations_.erase(std::string(gpu_id));
+  refresh_achievable();
+}
+
+const Calibration* GpuDatabase::calibration(std::string_view gpu_id) const {
+  auto it = calibrations_.find(std::string(gpu_id));
+  return it == calibrations_.end() ? nullptr : &it->second;
+}
+
+void GpuDatabase::exclude_from_defaults(const std::set<std::string>& gpu_ids) {
+  excluded_from_defaults_ = gpu_ids;
+  refresh_achievable();
+}
+
+void GpuDatabase::refresh_achievable() {
+  std::vector<AchievableFractions> used;
+  for (const auto& [id, f] : bundled_fractions_)
+    if (!excluded_from_defaults_.count(id)) used.push_back(f);
+  defaults_ = mean_fractions(used);
+  for (GpuSpec& g : gpus_) {
+    auto it = calibrations_.find(g.id);
+    bool measured = false;
+    if (it != calibrations_.end()) {
+      try {
+        achievable_fractions(it->second, g);  // a spec replaced since (--gpus-dir) may no longer match
+        g.achievable = measured_rates(it->second, g, defaults_);
+        measured = true;
+      } catch (const CalibrationError&) {
+      }
+    }
+    if (!measured) g.achievable = estimated_rates(g, defaults_);
+  }
 }
 
 void GpuDatabase::add(GpuSpec gpu) {
@@ -271,6 +339,7 @@ void GpuDatabase::add(GpuSpec gpu) {
     *same = std::move(gpu);
   else
     gpus_.push_back(std::move(gpu));
+  refresh_achievable();
 }
 
 void GpuDatabase::add_json(std::string_view json_text, const std::string& file_label) {

@@ -1,8 +1,12 @@
 #pragma once
 // The GPU database: the files of gpus/, embedded in the binary at build time, plus any files the
 // user adds from a folder. Every file is validated; a bad one is refused with its name, the field
-// and the reason, and nothing of it is kept.
+// and the reason, and nothing of it is kept. It also sets every GPU's achievable rates
+// (GpuSpec::achievable, model/calibration.h): measured where a calibration of that GPU is attached
+// (target-measured tier), else the datasheet times the default fractions (cross-generation tier).
 #include <filesystem>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -10,6 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/calibration.h"
 #include "model/gpu_spec.h"
 
 namespace perfloom {
@@ -51,8 +56,25 @@ class GpuDatabase {
   const std::vector<GpuSpec>& all() const { return gpus_; }
   std::size_t size() const { return gpus_.size(); }
 
+  // Attaches a calibration to the GPU it was measured on, replacing that GPU's earlier one, and
+  // returns the GPU's id. Throws CalibrationError (nothing changed) when no GPU matches it.
+  // builtin() attaches the bundled calibrations (resources/calibration).
+  std::string add_calibration(Calibration c);
+  void remove_calibration(std::string_view gpu_id);
+  const Calibration* calibration(std::string_view gpu_id) const;
+  // The default fractions average the bundled calibrations only (what the shipped models were
+  // trained with; a user's calibration changes its own GPU, not the others), less those of
+  // `gpu_ids` (the held-out GPUs of an evaluation, so that their measurements reach no other GPU).
+  void exclude_from_defaults(const std::set<std::string>& gpu_ids);
+  const AchievableFractions& default_fractions() const { return defaults_; }
+
  private:
+  void refresh_achievable();
   std::vector<GpuSpec> gpus_;
+  std::map<std::string, Calibration> calibrations_;           // by GPU id
+  std::map<std::string, AchievableFractions> bundled_fractions_;  // by GPU id
+  std::set<std::string> excluded_from_defaults_;
+  AchievableFractions defaults_;
 };
 
 }  // namespace perfloom

@@ -15,6 +15,24 @@ struct Interconnect {
   double pcie_bandwidth_gb_s = 0.0;    // x16, both directions
 };
 
+// A GPU's pipe rates per second: whole GPU, except shared memory (per SM). Tensor rates by the keys
+// of GpuSpec::tensor_flops_per_sm_per_clock (fp16 bf16 tf32 fp8 int8 fp4).
+struct PipeRates {
+  std::map<std::string, double> tensor_flops_per_s;
+  double fma_flops_per_s = 0, sfu_ops_per_s = 0;
+  double dram_bytes_per_s = 0, l2_bytes_per_s = 0, smem_bytes_per_s_per_sm = 0;
+  double launch_floor_us = 0;  // shortest duration of any kernel
+};
+
+// The rates a GPU's pipes reach in practice (DESIGN.md: the two accuracy tiers). Target-measured:
+// a calibration sweep on this GPU (model/calibration.h). Cross-generation: the datasheet peaks times
+// the mean fraction of them that the calibrated GPUs reach.
+struct AchievableRates {
+  PipeRates rates;
+  bool measured = false;  // true: from a calibration of this GPU
+  std::string origin;     // the calibration file, or how the defaults were derived
+};
+
 struct GpuSpec {
   std::string id;                  // short id, e.g. "h100-sxm"
   std::string name;                // marketing name
@@ -43,6 +61,10 @@ struct GpuSpec {
   Interconnect interconnect;
   double tdp_w = 0.0;              // 0: not given
 
+  // Set by GpuDatabase (a calibration of this GPU, else the default fractions); unset: the bundled
+  // calibrations' default fractions (hardware_rates in model/analysis.h).
+  std::optional<AchievableRates> achievable;
+
   std::map<std::string, std::string> sources;  // field name -> document and figure used
   std::string source_file;                     // e.g. "gpus/h100-sxm.json"
 
@@ -54,5 +76,11 @@ struct GpuSpec {
   double clock_hz() const { return boost_clock_mhz * 1e6; }
   bool supports(Dtype d) const { return d == Dtype::fp32 || peak_flops_per_s(d).has_value(); }
 };
+
+// The datasheet peaks as the analytical model takes them: the spec's figures at the boost clock, L2
+// bandwidth from a per-architecture guess (datasheets do not give it), shared memory 128 B/clk/SM,
+// a 1 us launch floor. The roofline ceiling is built on these so that it stays a lower bound.
+PipeRates datasheet_rates(const GpuSpec& gpu);
+double datasheet_l2_bytes_per_clk_per_sm(const std::string& architecture);
 
 }  // namespace perfloom

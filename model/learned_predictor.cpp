@@ -159,7 +159,7 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
     auto y = m.booster.predict(features[fam].data(), idx.size(), cols);
     for (std::size_t j = 0; j < idx.size(); ++j) {
       Prediction& p = out[idx[j]];
-      const double roof = p.analysis.roofline_us;
+      const double roof = p.analysis.achievable_roofline_us;
       p.pred_us = std::max(p.ceiling_us, roof * std::exp(static_cast<double>(y[j])));
       p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(m.log_q10));
       p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(m.log_q90));

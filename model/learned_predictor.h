@@ -1,6 +1,7 @@
 #pragma once
 // The learned predictor: per family an XGBoost booster on the analytical features predicts
-// log(measured / roofline time); the interval comes from held-out residual quantiles (80%).
+// log(measured / roofline time at the achievable rates, model/calibration.h); the interval comes
+// from held-out residual quantiles (80%).
 // Model files live in a folder with a manifest (resources/models/manifest.json).
 #include <filesystem>
 #include <map>

@@ -30,6 +30,12 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
+bool is_configuration_sweep(std::string_view dataset) {
+  for (std::string_view sweep : {"/tiles", "/plan"})
+    if (dataset.size() >= sweep.size() && dataset.substr(dataset.size() - sweep.size()) == sweep) return true;
+  return false;
+}
+
 void add_untiled_copies(std::vector<TrainingSample>& samples) {
   const std::size_t n = samples.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -37,11 +43,11 @@ void add_untiled_copies(std::vector<TrainingSample>& samples) {
     // An unnamed kernel stands for the serving engine's implementation (implementation_class 0):
     // a kernel of another implementation (FlashAttention-2, cuDNN) must not be learned as one.
     if (implementation_class(samples[i].kernel.name) != 0) continue;
-    // A kernel without a tile means the configuration the library picks; a tile sweep's row ran a
-    // configuration we forced (the collector's `tiles` sweep, bench/collector/FORMAT.md), often a
-    // slow one, so it says nothing about the untiled kernel and would only add label noise.
-    if (samples[i].dataset.size() >= 6 && samples[i].dataset.compare(samples[i].dataset.size() - 6, 6, "/tiles") == 0)
-      continue;
+    // A kernel without a tile means the configuration the library picks; a configuration sweep's
+    // row ran a configuration we forced or one of the library's lower-ranked candidates (the
+    // collector's `tiles` and `plan` sweeps, bench/collector/FORMAT.md), often a slow one, so it
+    // says nothing about the untiled kernel and would only add label noise.
+    if (is_configuration_sweep(samples[i].dataset)) continue;
     TrainingSample copy = samples[i];
     copy.kernel.tile.reset();
     copy.kernel.launch.reset();
@@ -72,6 +78,7 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
       r.family = a.family;
       r.features = make_features(s.kernel, *gpu, a);
       r.roofline_us = a.roofline_us;
+      r.achievable_roofline_us = a.achievable_roofline_us;
       r.ceiling_us = a.ceiling_us;
       r.measured_us = s.measured_us;
       r.gpu_id = gpu->id;
@@ -107,7 +114,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
     for (const PreparedRow* r : fam_rows) {
       // Deterministic split by the kernel's key and GPU: the same kernel never lands on both sides.
       const bool is_calib = static_cast<double>(fnv1a(r->key + r->gpu_id) % 10000) / 10000.0 < o.calibration_fraction;
-      const float label = static_cast<float>(std::log(r->measured_us / r->roofline_us));
+      const float label = static_cast<float>(std::log(r->measured_us / r->achievable_roofline_us));
       if (is_calib) {
         Xc.insert(Xc.end(), r->features.begin(), r->features.end());
         yc.push_back(label);
@@ -133,7 +140,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
       std::vector<double> resid, p, meas;
       for (std::size_t i = 0; i < yc.size(); ++i) {
         resid.push_back(yc[i] - pred[i]);
-        p.push_back(calib[i]->roofline_us * std::exp(pred[i]));
+        p.push_back(calib[i]->achievable_roofline_us * std::exp(pred[i]));
         meas.push_back(calib[i]->measured_us);
       }
       m.log_q10 = quantile(resid, 0.1);

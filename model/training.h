@@ -1,10 +1,11 @@
 #pragma once
 // Training and evaluating the learned efficiency models (DESIGN.md, idea 1): per kernel family one
-// XGBoost booster learns log(measured / roofline time) from the analytical features, so that
-// latency = roofline time x exp(prediction). Hardware enters only through the features.
+// XGBoost booster learns log(measured / roofline time at the achievable rates) from the analytical
+// features, so that latency = that time x exp(prediction). Hardware enters only through the features.
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/analysis.h"
@@ -25,6 +26,7 @@ struct PreparedRow {
   Family family = Family::unknown;
   std::vector<float> features;
   double roofline_us = 0, ceiling_us = 0, measured_us = 0;
+  double achievable_roofline_us = 0;  // what the learned model scales (Analysis::achievable_roofline_us)
   std::string gpu_id, dataset;
   std::string key;  // op, dtype and shape: the same kernel on another GPU has the same key
 };
@@ -33,6 +35,9 @@ struct PreparedRow {
 // measurements carry the tile the library ran. Each measured tiled kernel is therefore also
 // learned as it looks without its tile and launch grid, so that both kinds of input are covered.
 void add_untiled_copies(std::vector<TrainingSample>& samples);
+// True for a dataset of the collector's configuration sweeps (`.../tiles`, `.../plan`): rows that
+// ran forced or lower-ranked GEMM configurations rather than the library's choice.
+bool is_configuration_sweep(std::string_view dataset);
 
 // Analyses every sample on its GPU; samples that cannot run as described, or whose time beats
 // the useful work at the GPU's dense peak (impossible data), are counted in `skipped` by reason.

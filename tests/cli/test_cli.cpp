@@ -161,3 +161,52 @@ TEST(CliPredict, WithoutUsableModelsWarnsAndFallsBackToTheRoofline) {
   EXPECT_NE(r.err.find("warning: learned models not used"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find(",tensor,roofline,"), std::string::npos) << r.out;
 }
+
+// The target-measured tier: a user's calibration of a GPU (--calibration) replaces the datasheet
+// in what the learned model reads; a bad one is reported and that GPU stays cross-generation.
+TEST(CliCalibration, AUsersCalibrationMovesItsGpuToTheTargetMeasuredTier) {
+  std::ifstream in(std::string(PERFLOOM_SOURCE_DIR) + "/resources/calibration/h100-sxm.json");
+  json c = json::parse(in);
+  c["gpu_name"] = "NVIDIA A100-SXM4-80GB";
+  c["sm_count"] = 108;
+  c["measured"]["dram_read_gb_s"] = 1750.0;
+  c["measured"]["fp32_tflops"] = 19.0;
+  c["measured"]["tensor_tflops"] = {{"bf16", 270.0}, {"fp16", 270.0}, {"tf32", 140.0}, {"int8", 540.0}};
+  const std::string file = writeTemp("a100-calibration.json", c.dump());
+  auto before = runPerfloom("gpus --json a100-sxm-80gb " + kDb);
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(json::parse(before.out)["gpus"][0]["achievable"]["tier"], "cross-generation");
+  auto after = runPerfloom("gpus --json a100-sxm-80gb --calibration " + file + " " + kDb);
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  const json a = json::parse(after.out)["gpus"][0]["achievable"];
+  EXPECT_EQ(a["tier"], "target-measured");
+  EXPECT_DOUBLE_EQ(a["memory_bandwidth_gb_s"].get<double>(), 1750.0);
+
+  const std::string kernels = writeTemp("calib-kernels.csv", "op,dtype,T,H\nrmsnorm,bf16,4096,8192\n");
+  auto p0 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb " + kDb);
+  auto p1 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb --calibration " + file + " " + kDb);
+  ASSERT_EQ(p0.exit_code, 0) << p0.err;
+  ASSERT_EQ(p1.exit_code, 0) << p1.err;
+  EXPECT_NE(p0.out, p1.out);  // the prediction moved, the ceiling did not
+  fs::remove(file);
+  fs::remove(kernels);
+}
+
+TEST(CliCalibration, ABadCalibrationWarnsAndFallsBackToTheDatasheet) {
+  std::ifstream in(std::string(PERFLOOM_SOURCE_DIR) + "/resources/calibration/h100-sxm.json");
+  json c = json::parse(in);
+  c["measured"].erase("l2_gb_s");
+  const std::string file = writeTemp("bad-calibration.json", c.dump());
+  auto r = runPerfloom("gpus --json h100-sxm --calibration " + file + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad-calibration.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("measured.l2_gb_s"), std::string::npos) << r.err;
+  // The bundled calibration of that GPU stays in use.
+  EXPECT_EQ(json::parse(r.out)["gpus"][0]["achievable"]["tier"], "target-measured");
+  auto missing = runPerfloom("gpus --json t4 --calibration /nonexistent/cal.json " + kDb);
+  ASSERT_EQ(missing.exit_code, 0) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent/cal.json"), std::string::npos) << missing.err;
+  EXPECT_EQ(json::parse(missing.out)["gpus"][0]["achievable"]["tier"], "cross-generation");
+  fs::remove(file);
+}

@@ -10,6 +10,7 @@
 #include "model/features.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
+#include "model/training.h"
 #include "model/xgb_booster.h"
 
 using namespace perfloom;
@@ -55,6 +56,28 @@ TEST(XgbBooster, LearnsASimpleFunctionAndRoundTripsThroughJson) {
   EXPECT_FLOAT_EQ(back.predict(probe, 1, cols)[0], b.predict(probe, 1, cols)[0]);
   EXPECT_THROW(XgbBooster::load_json("{not a model", "broken.json"), XgbError);
   EXPECT_THROW(XgbBooster::train(X, rows, cols, std::vector<float>(3), {}, {}, 1), XgbError);
+}
+
+TEST(Training, UntiledCopiesComeOnlyFromTheLibrarysOwnChoice) {
+  // A measured tiled GEMM is also learned without its tile, but not a row of a configuration sweep
+  // (`tiles` or `plan`), which ran a forced or lower-ranked configuration.
+  std::vector<TrainingSample> samples;
+  for (const char* dataset : {"collector/h100-sxm/gemm", "collector/h100-sxm/tiles", "collector/h100-sxm/plan"}) {
+    TrainingSample s;
+    s.kernel.op = Op::gemm;
+    s.kernel.name = "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_TNT";
+    s.kernel.tile = TileConfig{128, 256, 64};
+    s.dataset = dataset;
+    samples.push_back(s);
+  }
+  add_untiled_copies(samples);
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples[3].dataset, "collector/h100-sxm/gemm+untiled");
+  EXPECT_FALSE(samples[3].kernel.tile.has_value());
+  EXPECT_TRUE(samples[3].kernel.name.empty());
+  EXPECT_TRUE(is_configuration_sweep("collector/h200/plan"));
+  EXPECT_FALSE(is_configuration_sweep("collector/h200/planet"));
+  EXPECT_FALSE(is_configuration_sweep("plan"));
 }
 
 TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {

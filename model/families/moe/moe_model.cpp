@@ -47,10 +47,13 @@ Analysis analyze_moe(const KernelDesc& k, const GpuSpec& gpu) {
   finish_analysis(up, hw);
   finish_analysis(down, hw);
   finish_analysis(a, hw);
-  for (std::size_t i = 0; i < a.cycles_busiest.size(); ++i)
+  for (std::size_t i = 0; i < a.cycles_busiest.size(); ++i) {
     a.cycles_busiest[i] = up.cycles_busiest[i] + down.cycles_busiest[i];
+    a.achievable_cycles_busiest[i] = up.achievable_cycles_busiest[i] + down.achievable_cycles_busiest[i];
+  }
   a.ceiling_us = up.ceiling_us + down.ceiling_us;
   a.roofline_us = up.roofline_us + down.roofline_us;
+  a.achievable_roofline_us = up.achievable_roofline_us + down.achievable_roofline_us;
   a.bound = up.ceiling_us >= down.ceiling_us ? up.bound : down.bound;
   return a;
 }

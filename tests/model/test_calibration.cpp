@@ -1,0 +1,191 @@
+// The target-measured tier (model/calibration.h): calibration files parsed and validated, attached
+// to their GPU, and used for the achievable rates but never for the roofline ceiling.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/analysis.h"
+#include "model/calibration.h"
+#include "model/families/family_models.h"
+#include "model/features.h"
+#include "model/gpu_database.h"
+
+using namespace perfloom;
+using nlohmann::json;
+
+namespace {
+
+json h100_calibration() {
+  std::ifstream in(std::string(PERFLOOM_SOURCE_DIR) + "/resources/calibration/h100-sxm.json");
+  return json::parse(in);
+}
+
+// The error a bad calibration gets, as field and message.
+CalibrationError error_of(const json& doc, GpuDatabase* db = nullptr) {
+  GpuDatabase local = GpuDatabase::builtin();
+  GpuDatabase& d = db ? *db : local;
+  try {
+    d.add_calibration(parse_calibration(doc.dump(), "bad.json"));
+  } catch (const CalibrationError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << doc.dump();
+  return CalibrationError("", "", "");
+}
+
+KernelDesc big_gemm() {
+  KernelDesc k;
+  k.op = Op::gemm;
+  k.dtype = Dtype::bf16;
+  k.shape.M = 8192;
+  k.shape.N = 8192;
+  k.shape.K = 8192;
+  return k;
+}
+
+}  // namespace
+
+TEST(Calibration, BundledCalibrationsGiveTheTargetMeasuredTier) {
+  const GpuDatabase db = GpuDatabase::builtin();
+  const GpuSpec& h100 = db.get("h100-sxm");
+  ASSERT_TRUE(h100.achievable.has_value());
+  EXPECT_TRUE(h100.achievable->measured);
+  EXPECT_NE(h100.achievable->origin.find("h100-sxm.json"), std::string::npos);
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  EXPECT_TRUE(hw.calibrated);
+  // Measured rates in the achievable fields, datasheet peaks in the others.
+  EXPECT_NEAR(hw.achievable.tensor_flops_per_clk, 799.013e12 / (132 * 1830e6), 1e-6);
+  EXPECT_NEAR(hw.achievable.dram_bytes_per_clk, 3112.89e9 / 1830e6, 1e-9);
+  // The launch floor is the default one (the mean empty-kernel time), not this GPU's own.
+  EXPECT_NEAR(hw.achievable.launch_floor_us, (0.927 + 0.672) / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(hw.tensor_flops_per_clk, 4096);
+  EXPECT_NEAR(hw.dram_bytes_per_clk, 3350e9 / 1830e6, 1e-9);
+  EXPECT_TRUE(db.get("h200").achievable->measured);
+  // The calibration's fp8e4m3 stands for the spec's fp8 key, so fp8e5m2 gets it too.
+  EXPECT_NEAR(hardware_rates(h100, Dtype::fp8e5m2).achievable.tensor_flops_per_clk, 1399.93e12 / (132 * 1830e6), 1e-6);
+}
+
+TEST(Calibration, DefaultFractionsAreTheMeanOverTheBundledCalibrations) {
+  const GpuDatabase db = GpuDatabase::builtin();
+  const AchievableFractions& f = db.default_fractions();
+  EXPECT_EQ(f.from, (std::vector<std::string>{"h100-sxm", "h200"}));
+  EXPECT_NEAR(f.dram, (3112.89 / 3350 + 4649.88 / 4800) / 2, 1e-9);
+  const double bf16_peak = 4096.0 * 132 * 1830e6 / 1e12;
+  EXPECT_NEAR(f.tensor.at("bf16"), (799.013 / bf16_peak + 805.567 / bf16_peak) / 2, 1e-9);
+  EXPECT_NEAR(f.launch, (0.927 + 0.672) / 2, 1e-9);
+  EXPECT_NEAR(bundled_default_fractions().dram, f.dram, 1e-12);
+  // A GPU without a calibration: its datasheet times these fractions (cross-generation tier).
+  const GpuSpec& a100 = db.get("a100-sxm-80gb");
+  ASSERT_TRUE(a100.achievable.has_value());
+  EXPECT_FALSE(a100.achievable->measured);
+  EXPECT_NEAR(a100.achievable->rates.dram_bytes_per_s, a100.memory_bandwidth_bytes_per_s() * f.dram, 1);
+  EXPECT_FALSE(hardware_rates(a100, Dtype::bf16).calibrated);
+  // A spec no database set up gets the same rates.
+  GpuSpec bare = a100;
+  bare.achievable.reset();
+  EXPECT_NEAR(hardware_rates(bare, Dtype::bf16).achievable.tensor_flops_per_clk,
+              hardware_rates(a100, Dtype::bf16).achievable.tensor_flops_per_clk, 1e-9);
+}
+
+TEST(Calibration, HeldOutGpuLeavesTheDefaultsAndCanDropItsCalibration) {
+  GpuDatabase db = GpuDatabase::builtin();
+  db.exclude_from_defaults({"h100-sxm"});
+  EXPECT_EQ(db.default_fractions().from, std::vector<std::string>{"h200"});
+  EXPECT_NEAR(db.default_fractions().dram, 4649.88 / 4800, 1e-9);
+  EXPECT_TRUE(db.get("h100-sxm").achievable->measured);  // still its own calibration
+  db.remove_calibration("h100-sxm");
+  EXPECT_FALSE(db.get("h100-sxm").achievable->measured);
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_bytes_per_s, 3350e9 * 4649.88 / 4800, 1);
+}
+
+TEST(Calibration, CeilingKeepsTheDatasheetPeaksAndTheLearnedViewMoves) {
+  GpuDatabase with = GpuDatabase::builtin();
+  GpuDatabase without = with;
+  without.remove_calibration("h100-sxm");
+  const KernelDesc k = big_gemm();
+  const Analysis a = analyze_kernel(k, with.get("h100-sxm"));
+  const Analysis b = analyze_kernel(k, without.get("h100-sxm"));
+  EXPECT_DOUBLE_EQ(a.ceiling_us, b.ceiling_us);
+  EXPECT_DOUBLE_EQ(a.roofline_us, b.roofline_us);
+  EXPECT_EQ(a.bound, Pipe::tensor);
+  // Achievable: the measured 799 TFLOP/s instead of the 989 peak.
+  EXPECT_GT(a.achievable_roofline_us, a.roofline_us * 1.2);
+  EXPECT_NE(a.achievable_roofline_us, b.achievable_roofline_us);
+  EXPECT_NE(make_features(k, with.get("h100-sxm"), a), make_features(k, without.get("h100-sxm"), b));
+}
+
+TEST(Calibration, AUsersCalibrationChangesItsGpuOnly) {
+  GpuDatabase db = GpuDatabase::builtin();
+  const AchievableFractions before = db.default_fractions();
+  json c = h100_calibration();
+  c["gpu_name"] = "NVIDIA A100-SXM4-80GB";
+  c["sm_count"] = 108;
+  c["measured"]["dram_read_gb_s"] = 1800.0;
+  c["measured"]["fp32_tflops"] = 19.0;
+  c["measured"]["tensor_tflops"] = {{"bf16", 280.0}, {"fp16", 275.0}, {"tf32", 140.0}, {"int8", 550.0}};
+  const GpuSpec* a100 = db.find("NVIDIA A100-SXM4-80GB");
+  ASSERT_NE(a100, nullptr) << "alias expected in gpus/";
+  EXPECT_EQ(db.add_calibration(parse_calibration(c.dump(), "mine.json")), a100->id);
+  EXPECT_TRUE(db.get(a100->id).achievable->measured);
+  EXPECT_NEAR(db.get(a100->id).achievable->rates.dram_bytes_per_s, 1800e9, 1);
+  EXPECT_EQ(db.default_fractions().from, before.from);
+  EXPECT_DOUBLE_EQ(db.default_fractions().dram, before.dram);
+}
+
+TEST(Calibration, MissingFieldIsRefusedWithFileFieldAndReason) {
+  json c = h100_calibration();
+  c["measured"].erase("dram_read_gb_s");
+  const CalibrationError e = error_of(c);
+  EXPECT_EQ(e.file(), "bad.json");
+  EXPECT_EQ(e.field(), "measured.dram_read_gb_s");
+  EXPECT_NE(std::string(e.what()).find("is required"), std::string::npos) << e.what();
+}
+
+TEST(Calibration, WrongSchemaIsRefused) {
+  json c = h100_calibration();
+  c["schema"] = "perfloom-gpu/1";
+  EXPECT_EQ(error_of(c).field(), "schema");
+  EXPECT_THROW(parse_calibration("{\"schema\":", "x.json"), CalibrationError);
+  EXPECT_THROW(parse_calibration("[1,2]", "x.json"), CalibrationError);
+}
+
+TEST(Calibration, NegativeRateIsRefused) {
+  json c = h100_calibration();
+  c["measured"]["tensor_tflops"]["bf16"] = -799.0;
+  const CalibrationError e = error_of(c);
+  EXPECT_EQ(e.field(), "measured.tensor_tflops.bf16");
+  EXPECT_NE(e.reason().find("between"), std::string::npos) << e.what();
+  c = h100_calibration();
+  c["measured"]["l2_gb_s"] = "fast";
+  EXPECT_EQ(error_of(c).field(), "measured.l2_gb_s");
+}
+
+TEST(Calibration, AnotherGpuOrAnotherUnitIsRefusedAndNothingChanges) {
+  GpuDatabase db = GpuDatabase::builtin();
+  json c = h100_calibration();
+  c["gpu_name"] = "NVIDIA GeForce GTX 480";
+  EXPECT_EQ(error_of(c, &db).field(), "gpu_name");
+  c = h100_calibration();
+  c["sm_count"] = 114;  // an H100 PCIe sweep labelled with the SXM's name
+  EXPECT_EQ(error_of(c, &db).field(), "sm_count");
+  c = h100_calibration();
+  c["measured"]["dram_read_gb_s"] = 3.11289;  // TB/s
+  const CalibrationError e = error_of(c, &db);
+  EXPECT_EQ(e.field(), "measured.dram_read_gb_s");
+  EXPECT_NE(e.reason().find("units"), std::string::npos) << e.what();
+  // The bundled calibration is still the one in use.
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_bytes_per_s, 3112.89e9, 1);
+}
+
+TEST(Calibration, ReadingAMissingFileNamesIt) {
+  try {
+    read_calibration_file("/nonexistent/calibration.json");
+    FAIL();
+  } catch (const CalibrationError& e) {
+    EXPECT_EQ(e.file(), "/nonexistent/calibration.json");
+  }
+}
