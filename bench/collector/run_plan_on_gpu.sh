@@ -29,18 +29,13 @@ while [ $# -gt 0 ]; do
 done
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=collector_lib.sh
+source "$HERE/collector_lib.sh"
 ROOT="$(cd "$HERE/../.." && pwd)"
 T0=$(date +%s)
 
 gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)"
-case "$gpu_name" in
-  *H100*PCIe*) GPU_ID=h100-pcie ;;
-  *H100*NVL*) GPU_ID=h100-nvl ;;
-  *H100*) GPU_ID=h100-sxm ;;
-  *H200*NVL*) GPU_ID=h200-nvl ;;
-  *H200*) GPU_ID=h200 ;;
-  *) GPU_ID="$(echo "${gpu_name:-unknown-gpu}" | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//' -e 's/-$//')" ;;
-esac
+GPU_ID="$(collector_gpu_id)"
 [ -n "${PERFLOOM_GPU_ID:-}" ] && GPU_ID="$PERFLOOM_GPU_ID"
 D="$OUTDIR/$GPU_ID"
 mkdir -p "$D"
@@ -83,46 +78,7 @@ for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" 
 } > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
-cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1 | tr -d ' .')"
-[ -n "$cc" ] || cc=90
-BUILD=/tmp/perfloom-collector-plan-build
-BIN=""
-NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-CUDA_ROOT="$(dirname "$(dirname "$NVCC")")"
-EXTRA_INC=""; EXTRA_LIB=""
-for dir in "$CUDA_ROOT/include" "$CUDA_ROOT/extras/CUPTI/include" "$CUDA_ROOT"/targets/*/include; do
-  [ -f "$dir/cupti.h" ] && { EXTRA_INC="$dir"; break; }
-done
-if [ -z "$EXTRA_INC" ]; then
-  h="$(find / -xdev -name cupti.h -path '*include*' 2>/dev/null | head -1)"
-  [ -n "$h" ] && EXTRA_INC="$(dirname "$h")"
-fi
-for dir in "$CUDA_ROOT/lib64" "$CUDA_ROOT/extras/CUPTI/lib64" "$CUDA_ROOT"/targets/*/lib; do
-  ls "$dir"/libcupti.so* >/dev/null 2>&1 && { EXTRA_LIB="$dir"; break; }
-done
-if [ -z "$EXTRA_LIB" ]; then
-  l="$(find / -xdev -name 'libcupti.so*' 2>/dev/null | head -1)"
-  [ -n "$l" ] && EXTRA_LIB="$(dirname "$l")"
-fi
-log "nvcc=$NVCC cupti include=${EXTRA_INC:-?} lib=${EXTRA_LIB:-?} sm_$cc"
-if command -v cmake >/dev/null && command -v ninja >/dev/null; then
-  rm -rf "$BUILD"
-  if cmake -S "$HERE" -B "$BUILD" -G Ninja -DCMAKE_CUDA_COMPILER="$NVCC" -DPERFLOOM_CUDA_ARCHS="$cc" \
-       ${EXTRA_LIB:+-DCMAKE_LIBRARY_PATH="$EXTRA_LIB"} ${EXTRA_INC:+-DCMAKE_INCLUDE_PATH="$EXTRA_INC"} >>"$LOG" 2>&1 \
-     && cmake --build "$BUILD" --target perfloom-collect -j 16 >>"$LOG" 2>&1; then
-    BIN="$BUILD/bin"
-  else
-    log "cmake build failed; trying nvcc directly"
-  fi
-fi
-if [ -z "$BIN" ]; then
-  mkdir -p "$BUILD/bin"
-  "$NVCC" -O3 -std=c++17 -gencode arch=compute_$cc,code=sm_$cc --expt-relaxed-constexpr -lineinfo \
-    ${EXTRA_INC:+-I"$EXTRA_INC"} ${EXTRA_LIB:+-L"$EXTRA_LIB"} \
-    -o "$BUILD/bin/perfloom-collect" "$HERE/collect.cu" -lcublasLt -lcupti -ldl >>"$LOG" 2>&1
-  [ -x "$BUILD/bin/perfloom-collect" ] && BIN="$BUILD/bin"
-fi
-[ -n "$EXTRA_LIB" ] && export LD_LIBRARY_PATH="$EXTRA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+build_collector /tmp/perfloom-collector-plan-build collect
 if [ -z "$BIN" ]; then
   log "BUILD FAILED (see log.txt)"
   exit 3
