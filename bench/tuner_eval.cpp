@@ -205,6 +205,20 @@ std::vector<std::string> categories(const tuner::GemmShape& s, double dflt_us, c
           "j. " + tuner::dtype_group(s.dtype)};
 }
 
+// The measured latency of the configuration the analytical GEMM model ranks fastest among `rows`.
+double choose_analytical(const GpuSpec& gpu, const tuner::GemmShape& shape, const std::vector<const bench::SweepRow*>& rows) {
+  double best_pred = INFINITY, pick = NAN;
+  for (const auto* r : rows) {
+    if (!r->modelled) continue;
+    const double p = tuner::evaluate_analytical(gpu, shape, r->sample.config).pred_us;
+    if (p < best_pred) {
+      best_pred = p;
+      pick = r->sample.latency_us;
+    }
+  }
+  return pick;
+}
+
 double choose_measured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
                        ErrorStats* err, double best, std::vector<double>* chosen_err) {
   double best_score = INFINITY, chosen = NAN, chosen_pred = NAN;
@@ -414,18 +428,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
 
       if (g_light) continue;
       // The analytical GEMM model ranking the same measured configurations.
-      {
-        double best_pred = INFINITY, pick = NAN;
-        for (const auto* r : rows) {
-          if (!r->modelled) continue;
-          const double p = tuner::evaluate_analytical(gpu, shape, r->sample.config).pred_us;
-          if (p < best_pred) {
-            best_pred = p;
-            pick = r->sample.latency_us;
-          }
-        }
-        rep.analytical.add(pick, best, dflt);
-      }
+      rep.analytical.add(choose_analytical(gpu, shape, rows), best, dflt);
 
       // The table path, as `perfloom tune` runs it.
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
@@ -1036,16 +1039,7 @@ PlanFitReport evaluate_plan_fit(const GpuSpec& gpu, const fs::path& dir, const f
     rep.cv_plus.add(choose_measured(cv_plus_tables[static_cast<std::size_t>(fold_of(shape, folds))], gpu, rows, nullptr, best,
                                     nullptr),
                     best, dflt);
-    double best_pred = INFINITY, pick = NAN;
-    for (const auto* r : rows) {
-      if (!r->modelled) continue;
-      const double p = tuner::evaluate_analytical(gpu, shape, r->sample.config).pred_us;
-      if (p < best_pred) {
-        best_pred = p;
-        pick = r->sample.latency_us;
-      }
-    }
-    rep.analytical.add(pick, best, dflt);
+    rep.analytical.add(choose_analytical(gpu, shape, rows), best, dflt);
   }
   return rep;
 }
