@@ -37,13 +37,14 @@ const std::map<QString, Command>& commands() {
         cmdImport,
         {}}},
       {"train",
-       {"perfloom train [--data DIR] [--out DIR] [--rounds N]",
+       {"perfloom train [--data DIR] [--out DIR] [--rounds N] [--seed N]",
         "retrain the learned models from every measurement under DIR (default: the source tree's bench/data)",
         cmdTrain,
         {QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("out", "model folder", "DIR"),
-         QCommandLineOption("rounds", "boosting rounds", "N")}}},
+         QCommandLineOption("rounds", "boosting rounds", "N"),
+         QCommandLineOption("seed", "random seed of the row and column subsampling (7)", "N")}}},
       {"eval",
-       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--no-target-calibration]",
+       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] [--no-target-calibration]",
         "leave-one-GPU-out accuracy: retrain without that GPU, report MAPE, median and p90 error per family "
         "next to the roofline and Habitat-style baselines; the held-out GPU uses its calibration if it has one "
         "(target-measured tier), or with --no-target-calibration its datasheet (cross-generation tier)",
@@ -51,6 +52,7 @@ const std::map<QString, Command>& commands() {
         {QCommandLineOption("holdout-gpu", "GPU to hold out", "ID"),
          QCommandLineOption("holdout-arch", "architecture to hold out", "ARCH"),
          QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N"),
+         QCommandLineOption("seed", "random seed of the row and column subsampling (7): how much a result depends on it", "N"),
          QCommandLineOption("no-target-calibration", "evaluate the held-out GPU without its calibration")}}},
       {"predict",
        {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "

@@ -47,6 +47,11 @@ TrainOptions trainOptions(const QCommandLineParser& args) {
   TrainOptions o;
   if (args.isSet("rounds")) o.rounds = args.value("rounds").toInt();
   if (o.rounds <= 0) throw std::invalid_argument("--rounds must be a positive number");
+  if (args.isSet("seed")) {
+    bool ok = false;
+    o.seed = args.value("seed").toInt(&ok);
+    if (!ok || o.seed < 0) throw std::invalid_argument("--seed must be a non-negative whole number");
+  }
   return o;
 }
 
@@ -60,11 +65,12 @@ std::string pct(double v) {
 
 int cmdTrain(CliContext& ctx, const QCommandLineParser& args) {
   const auto t0 = std::chrono::steady_clock::now();
+  const TrainOptions opts = trainOptions(args);  // bad options fail before the data is read
   const auto root = dataRoot(args);
   std::map<std::string, std::size_t> skipped;
   const auto rows = prepare_rows(loadSamples(root, ctx.gpus), ctx.gpus, &skipped);
   std::cerr << "perfloom train: " << rows.size() << " measured kernels from " << root.string() << "\n";
-  auto models = train_family_models(rows, trainOptions(args));
+  auto models = train_family_models(rows, opts);
   std::set<std::string> gpus_used;
   for (const auto& r : rows) gpus_used.insert(r.gpu_id);
   nlohmann::json extra = {{"data_hash", training_data_hash(rows)},
@@ -88,7 +94,7 @@ int cmdTrain(CliContext& ctx, const QCommandLineParser& args) {
                                if (const Calibration* cal = ctx.gpus.calibration(g.id)) c[g.id] = cal->file;
                              return c;
                            }()},
-                          {"options", {{"rounds", trainOptions(args).rounds}, {"max_depth", 8}, {"eta", 0.08}}}};
+                          {"options", {{"rounds", opts.rounds}, {"seed", opts.seed}, {"max_depth", 8}, {"eta", 0.08}}}};
   LearnedPredictor predictor(std::move(models), {});
   const std::filesystem::path out = args.isSet("out") ? std::filesystem::path(args.value("out").toStdString())
                                                       : resources_dir() / "models";
@@ -111,6 +117,7 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     std::cerr << "perfloom eval: needs --holdout-gpu ID or --holdout-arch ARCH\n";
     return 2;
   }
+  const TrainOptions opts = trainOptions(args);  // bad options fail before the data is read
   std::set<std::string> held;
   std::string what;
   if (args.isSet("holdout-gpu")) {
@@ -139,7 +146,7 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
   std::vector<PreparedRow> train, test;
   for (const auto& r : rows) (held.count(r.gpu_id) ? test : train).push_back(r);
   if (test.empty()) throw std::runtime_error("no measurements of " + what + " to evaluate on");
-  auto models = train_family_models(train, trainOptions(args));
+  auto models = train_family_models(train, opts);
   std::map<Family, const FamilyModel*> by_family;
   for (const auto& m : models) by_family[m.family] = &m;
 

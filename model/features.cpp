@@ -19,7 +19,7 @@ const std::vector<std::string_view>& feature_names() {
       "ctas_per_sm", "imbalance", "active_sm_fraction", "dtype_bytes",
       "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
       "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
-      "log2_l2_mib", "log2_launch_floor_cycles", "impl_class"};
+      "log2_l2_mib", "log2_launch_floor_cycles", "impl_class", "act_quant"};
   return names;
 }
 
@@ -61,6 +61,7 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   f.push_back(lg(gpu.l2_cache_mib));
   f.push_back(lg(hw.achievable.launch_floor_us * 1e-6 * hw.clock_hz));
   f.push_back(static_cast<float>(implementation_class(k.name)));
+  f.push_back(k.act_quant ? 1.0f : 0.0f);
   return f;
 }
 

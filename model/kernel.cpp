@@ -139,6 +139,7 @@ std::string kernel_key(const KernelDesc& k, KernelKeyDetail detail) {
     key += '|';
     key += std::to_string(shape_value(k.shape, c));
   }
+  if (k.act_quant) key += "|q";
   if (detail == KernelKeyDetail::shape) return key;
   key += k.shape.causal ? "|c" : "|n";
   for (auto l : k.shape.seqlens) key += ',' + std::to_string(l);

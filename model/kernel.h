@@ -90,6 +90,10 @@ struct KernelDesc {
   std::optional<TileConfig> tile;     // from the kernel name or a tuner; else the model picks
   std::optional<LaunchArgs> launch;   // from a trace
   std::string name;                   // kernel name as profiled, if any
+  // The time includes the activation quantisation in front of a low-precision GEMM (a serving
+  // framework's fp8/fp4 linear layer, as the public aiconfigurator tables measure it); false: the
+  // GEMM kernel alone.
+  bool act_quant = false;
 };
 
 // Checks that every dimension the op needs is positive; returns the reason when not.
@@ -97,9 +101,10 @@ std::optional<std::string> validate_shape(Op op, const Shape& s);
 
 // A kernel's identity as text, for deduplication and memoisation. Two kernels get the same key
 // exactly when they are the same at that level of detail:
-//  - shape: op, dtype and the op's shape columns, "gemm|bf16|4096|4096|4096" (training: a
-//    measured shape, whatever tile or launch ran it; this text also seeds the train/validation
-//    split, so it must not change);
+//  - shape: op, dtype and the op's shape columns, "gemm|bf16|4096|4096|4096", and "|q" when the
+//    time includes the activation quantisation (training: a measured shape, whatever tile or
+//    launch ran it; this text also seeds the train/validation split, so changing it reshuffles
+//    that split: do it only with a new feature version);
 //  - prediction: that plus everything a prediction depends on: causal, ragged sequence lengths,
 //    tile, launch arguments, and the kernel name where the model reads it (unknown ops; named
 //    tiled kernels), else its implementation class (classify/kernel_classifier.h) (the learned

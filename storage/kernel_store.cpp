@@ -476,6 +476,8 @@ void KernelStore::visit_kernels(int64_t source_id, const std::function<void(Stor
       m.gpu_id = col_text(st, 21);
       m.counters_json = col_text(st, 22);
       m.note = col_text(st, 23);
+      // The store has no column for it; the importer's note says it (storage/public_datasets.cpp).
+      if (m.note.find("act_quant=included") != std::string::npos) cur->desc.act_quant = true;
       cur->measurements.push_back(std::move(m));
     }
   }

@@ -274,6 +274,7 @@ void visit_aiconfigurator_gemm(const std::filesystem::path& csv, const GpuDataba
     MeasuredKernel mk;
     mk.kernel.op = Op::gemm;
     mk.kernel.dtype = *dt.dtype;
+    mk.kernel.act_quant = dt.note.find("act_quant=included") != std::string::npos;
     mk.kernel.shape.M = *m;
     mk.kernel.shape.N = *n;
     mk.kernel.shape.K = *k;

@@ -40,7 +40,7 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   whatif_view_ = new WhatIfView(*gpus_, predictor_, this);
   whatif_view_->setDatabasePath(db_path_);  // imported traces can be moved to other GPUs
   bottleneck_view_ = new BottleneckView(*gpus_, predictor_, this);
-  simulator_view_ = new SimulatorView(*gpus_, this);
+  simulator_view_ = new SimulatorView(*gpus_, predictor_, this);
   const QStringList names = viewNames();
   traces_view_ = new TracesView(*gpus_, db_path_, this);
   tabs_->addTab(traces_view_, names[0]);

@@ -22,6 +22,7 @@
 #include <QtConcurrent>
 #include <algorithm>
 
+#include "model/learned_predictor.h"
 #include "model/sim/llm_config.h"
 #include "model/sim/workload.h"
 #include "ui/chart_export.h"
@@ -61,7 +62,10 @@ SimulatorResult run_simulations(const SimulatorRequest& req, const std::function
   std::vector<double> rates = req.rates;
   if (rates.empty()) rates.push_back(0);
   const int total = static_cast<int>(req.gpus.size() * rates.size());
-  const RooflinePredictor predictor;  // as `perfloom simulate` does
+  // The learned models, else the roofline: what `perfloom simulate` uses.
+  const std::shared_ptr<const KernelPredictor> owned = req.predictor ? req.predictor : make_default_predictor(nullptr);
+  const KernelPredictor& predictor = *owned;
+  out.predictor = QString::fromStdString(predictor.name());
   int done = 0;
   for (const GpuSpec& gpu : req.gpus)
     for (double rate : rates) {
@@ -192,8 +196,8 @@ QVariant SimulatorTableModel::headerData(int section, Qt::Orientation orientatio
   return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
 }
 
-SimulatorView::SimulatorView(const GpuDatabase& gpus, QWidget* parent)
-    : QWidget(parent), gpus_(gpus), model_id_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
+SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
+    : QWidget(parent), gpus_(gpus), predictor_(std::move(predictor)), model_id_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
       tp_(new QSpinBox(this)), workload_(new QLineEdit(this)), rates_(new QLineEdit(this)),
       run_(new QPushButton(tr("Run (F5)"), this)), cancel_(new QPushButton(tr("Cancel"), this)),
       progress_(new QProgressBar(this)), status_(new QLabel(this)), chart_view_(new QChartView(this)),
@@ -265,6 +269,7 @@ void SimulatorView::recompute() {
   req.model = model_id_->currentText().trimmed();
   req.tp = tp_->value();
   req.workload = workload_->text().trimmed();
+  req.predictor = predictor_;
   try {
     req.rates = parse_rates(rates_->text());
   } catch (const std::exception& e) {
@@ -329,7 +334,7 @@ bool SimulatorView::applyResult(quint64 generation, const SimulatorResult& r) {
   int failed = 0;
   for (const auto& run : r.runs) failed += run.error.isEmpty() ? 0 : 1;
   status_->setText(failed ? tr("%1 of %2 simulations failed: %3").arg(failed).arg(r.runs.size()).arg(r.runs.front().error)
-                          : tr("%1 simulations of %2 (roofline predictor, as `perfloom simulate`).").arg(r.runs.size()).arg(r.workload));
+                          : tr("%1 simulations of %2 (%3 predictor, as `perfloom simulate`).").arg(r.runs.size()).arg(r.workload).arg(r.predictor));
   return true;
 }
 

@@ -9,9 +9,11 @@
 #include <QStringList>
 #include <QWidget>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "model/gpu_database.h"
+#include "model/predictor.h"
 #include "model/sim/simulator.h"
 
 class QChart;
@@ -43,6 +45,9 @@ struct SimulatorRequest {
   int tp = 1;
   QString workload;           // a workload spec (model/sim/workload.h)
   std::vector<double> rates;  // empty: the spec as given; else `rate=` replaced by each
+  // What predicts each kernel: the window's (the learned models, else the roofline), as
+  // `perfloom simulate` does. Null: make_default_predictor().
+  std::shared_ptr<const KernelPredictor> predictor;
 };
 
 struct SimulatorResult {
@@ -50,6 +55,7 @@ struct SimulatorResult {
   int tp = 1;
   bool sweep = false;
   bool canceled = false;
+  QString predictor;  // its name(), for the status line
   std::vector<SimulatorRun> runs;
 };
 
@@ -82,7 +88,7 @@ class SimulatorTableModel : public QAbstractTableModel {
 class SimulatorView : public QWidget {
   Q_OBJECT
  public:
-  explicit SimulatorView(const GpuDatabase& gpus, QWidget* parent = nullptr);
+  SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent = nullptr);
   ~SimulatorView() override;
   void setSelection(const QString& model, const QStringList& gpu_ids, int tp, const QString& workload,
                     const QString& rates);
@@ -99,6 +105,7 @@ class SimulatorView : public QWidget {
 
  private:
   const GpuDatabase& gpus_;
+  std::shared_ptr<const KernelPredictor> predictor_;
   QComboBox* model_id_;
   GpuPicker* picker_;
   QSpinBox* tp_;

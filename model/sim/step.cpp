@@ -137,6 +137,8 @@ struct Ctx {
     sh.K = K;
     const auto [dt, ratio] = weights(quantized_part);
     add(Op::gemm, dt, sh, label, ratio);
+    // A serving framework's fp8 linear quantises its activations in front of the GEMM.
+    if (dt != act && dt == Dtype::fp8e4m3) out->back().kernel.act_quant = true;
   }
   void rows(Op op, int64_t t, int64_t h, const char* label, Dtype dt) const {
     Shape sh;

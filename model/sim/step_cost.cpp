@@ -58,7 +58,7 @@ double StepCostModel::kernel_us(const StepKernel& k) {
            static_cast<int64_t>(k.kernel.dtype),
            std::bit_cast<int64_t>(k.weight_ratio),
            s.M, s.N, s.K, s.Bt, s.B, s.S, s.L, s.Hq, s.Hkv, s.D, s.T, s.H, s.I, s.V, s.E, s.topk, s.bytes, s.ranks,
-           s.causal ? 1 : 0};
+           s.causal ? 1 : 0, k.kernel.act_quant ? 1 : 0};
   key.seqlens = s.seqlens;
   auto it = cache_.find(key);
   if (it != cache_.end()) {

@@ -77,7 +77,7 @@ class StepCostModel {
 
  private:
   struct Key {
-    std::array<int64_t, 22> v{};
+    std::array<int64_t, 23> v{};
     std::vector<int64_t> seqlens;
     bool operator==(const Key& o) const { return v == o.v && seqlens == o.seqlens; }
   };

@@ -69,6 +69,14 @@ TEST(Cli, UnknownGpuAndUnknownCommandFailWithAReason) {
   EXPECT_NE(opt.err.find("no-such-option"), std::string::npos) << opt.err;
 }
 
+TEST(Cli, BadTrainingOptionsFailBeforeAnyTraining) {
+  for (const char* bad : {"--seed x", "--seed -3", "--rounds 0"}) {
+    auto r = runPerfloom(std::string("eval --holdout-gpu a40 ") + bad + " " + kDb);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find(std::string(bad).substr(0, 7)), std::string::npos) << bad << ": " << r.err;
+  }
+}
+
 TEST(Cli, BadUserGpuFileIsRefusedWithFileFieldAndReason) {
   fs::path dir = fs::temp_directory_path() / ("perfloom-cli-gpus-" + std::to_string(::getpid()));
   fs::create_directories(dir);

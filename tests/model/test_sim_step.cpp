@@ -194,6 +194,8 @@ TEST(SimStep, DeepSeekV3MlaDecodeAtTp8) {
   EXPECT_EQ(find(p, "fused_qkv_a_proj").kernel.shape.N, 1536 + 512 + 64);
   EXPECT_EQ(find(p, "q_b_proj").kernel.shape.N, 16 * 192);
   EXPECT_EQ(find(p, "q_b_proj").kernel.dtype, Dtype::fp8e4m3);  // fp8 weights, fp8 tensor cores
+  EXPECT_TRUE(find(p, "q_b_proj").kernel.act_quant);              // the fp8 linear quantises its input
+  EXPECT_FALSE(find(p, "attn_decode_mla").kernel.act_quant);
   EXPECT_EQ(find(p, "q_nope_w_uk").kernel.shape.Bt, 16);
   EXPECT_EQ(find(p, "gate_up_proj").count, 3);  // the dense layers
   EXPECT_EQ(find(p, "moe_experts").count, 58);
@@ -204,6 +206,7 @@ TEST(SimStep, DeepSeekV3MlaDecodeAtTp8) {
   ampere.fp8_tensor_cores = false;
   const StepKernel& w = find(build_step(c, {8, 1, 1}, decodes(1, 10), ampere), "q_b_proj");
   EXPECT_EQ(w.kernel.dtype, Dtype::bf16);
+  EXPECT_FALSE(w.kernel.act_quant);
   EXPECT_NEAR(w.weight_ratio, 0.5, 0.01);
   // Prefill takes the un-absorbed path: latents up-projected for context and new tokens.
   const StepPlan pre = build_step(c, {8, 1, 1}, {{128, 384}});

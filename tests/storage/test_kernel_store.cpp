@@ -243,6 +243,24 @@ TEST(KernelStore, PublicDatasetFileIsTrainingDataWithProvenance) {
   EXPECT_EQ(with_method, static_cast<int64_t>(sum.kernels));
 }
 
+TEST(KernelStore, ActivationQuantisedGemmsComeBackMarked) {
+  // aiconfigurator's fp8 GEMM rows time the framework's fp8 linear (activation quantisation
+  // included): the mark survives the store, which keeps it in the measurement's note.
+  TempDir dir;
+  Database db(dir / "q.db");
+  KernelStore store(db);
+  const fs::path file = source_dir() /
+      "bench/data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/vllm/0.14.0/gemm_perf.csv.gz";
+  auto sum = store.import_file(file, control());
+  std::size_t fp8 = 0, bf16 = 0;
+  for (const auto& k : store.kernels(sum.source_id)) {
+    EXPECT_EQ(k.desc.act_quant, k.desc.dtype == Dtype::fp8e4m3) << kernel_key(k.desc);
+    ++(k.desc.dtype == Dtype::fp8e4m3 ? fp8 : bf16);
+  }
+  EXPECT_GT(fp8, 0u);
+  EXPECT_GT(bf16, 0u);
+}
+
 TEST(KernelStore, ShapeAndTileTextRoundTrip) {
   Shape s;
   s.B = 2;

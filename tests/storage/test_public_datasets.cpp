@@ -171,6 +171,14 @@ TEST(PublicDatasets, AiconfiguratorGemmKnownRowAndCounts) {
   EXPECT_EQ(k.dataset, "aiconfigurator/h100_sxm/gemm/vllm-0.14.0");
   EXPECT_NE(k.note.find("act_quant=included"), std::string::npos) << k.note;
   EXPECT_NE(k.note.find("kernel_source=vllm_default"), std::string::npos) << k.note;
+  // The framework's fp8 linear: its time includes quantising the activations, which the learned
+  // model reads as a feature; its bf16 rows are the GEMM alone.
+  EXPECT_TRUE(k.kernel.act_quant);
+  for (const auto& m : ks) EXPECT_EQ(m.kernel.act_quant, m.kernel.dtype == Dtype::fp8e4m3);
+  KernelDesc alone = k.kernel;
+  alone.act_quant = false;
+  EXPECT_NE(kernel_key(k.kernel), kernel_key(alone));
+  EXPECT_NE(kernel_key(k.kernel, KernelKeyDetail::prediction), kernel_key(alone, KernelKeyDetail::prediction));
 
   EXPECT_EQ(rep.rows, 26040u);
   EXPECT_EQ(rep.kept, 18480u);

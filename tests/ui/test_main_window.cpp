@@ -139,6 +139,12 @@ class TestMainWindow : public QObject {
       QVERIFY(run.ttft_ms.p50 > 0);
     }
     QCOMPARE(r.runs[1].rate, 8.0);
+    // The same predictor as `perfloom simulate`: the shipped learned models.
+    QCOMPARE(r.predictor, QString("xgboost"));
+    // A given predictor is the one used (the window hands the views its own).
+    req.predictor = std::make_shared<RooflinePredictor>();
+    QCOMPARE(ui::run_simulations(req, {}).predictor, QString("roofline"));
+    req.predictor.reset();
     model.setResult(r);
     QCOMPARE(model.rowCount(), 4);
     QCOMPARE(ui::workload_with_rate("poisson:rate=1,n=20", 4), QString("poisson:rate=4,n=20"));
@@ -153,12 +159,13 @@ class TestMainWindow : public QObject {
 
   void simulatorViewRunsInTheBackground() {
     GpuDatabase gpus = GpuDatabase::builtin();
-    ui::SimulatorView view(gpus);
+    ui::SimulatorView view(gpus, std::make_shared<RooflinePredictor>());
     view.setSelection("llama-3.2-1b", {"h100-sxm"}, 1, "poisson:rate=1,n=10,input=128,output=16,seed=1", "1,2");
     QVERIFY(view.busy());
     QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 20000);
     QCOMPARE(view.result().runs.size(), std::size_t(2));
     QCOMPARE(view.tableModel()->rowCount(), 2);
+    QCOMPARE(view.result().predictor, QString("roofline"));  // the one it was given
   }
 
   void gpuModelPassesTheModelTester() {
