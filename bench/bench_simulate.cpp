@@ -1,19 +1,28 @@
 // Speed of the serving simulator (issue 7): 10,000 Poisson requests of Llama-3.1-70B at TP 4 on
 // H100s, input 1024 and output 256 tokens, at 20 requests/s (more than the deployment serves, so
-// it runs full batches throughout). Goal: under 2 s of wall time on a 2-core machine.
-//   perfloom-bench-simulate [REQUESTS] [RATE]
+// it runs full batches throughout). Goal: under 2 s of wall time on a 2-core machine. Kernels are
+// predicted as `perfloom simulate` predicts them: the learned models (loading them is part of the
+// setup time), or the roofline with --roofline.
+//   perfloom-bench-simulate [--roofline] [REQUESTS] [RATE]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "model/gpu_database.h"
+#include "model/learned_predictor.h"
 #include "model/predictor.h"
 #include "model/sim/simulator.h"
 
 using namespace perfloom;
 
 int main(int argc, char** argv) {
+  const bool roofline = argc > 1 && std::string(argv[1]) == "--roofline";
+  if (roofline) {
+    --argc;
+    ++argv;
+  }
   const long n = argc > 1 ? std::atol(argv[1]) : 10000;
   const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
   char rate_text[32];
@@ -26,13 +35,17 @@ int main(int argc, char** argv) {
     const sim::Workload workload = sim::parse_workload(spec);
     sim::SimulationConfig sc;
     sc.par.tp = 4;
-    const RooflinePredictor predictor;
+    std::string warning;
+    const std::shared_ptr<const KernelPredictor> owned =
+        roofline ? std::make_shared<RooflinePredictor>() : make_default_predictor(&warning);
+    if (!warning.empty()) std::fprintf(stderr, "perfloom-bench-simulate: warning: %s\n", warning.c_str());
+    const KernelPredictor& predictor = *owned;
     const auto t1 = std::chrono::steady_clock::now();
     const sim::SimulationResult r = sim::simulate(cfg, gpus.get("h100-sxm"), predictor, workload, sc);
     const auto t2 = std::chrono::steady_clock::now();
     const double setup_s = std::chrono::duration<double>(t1 - t0).count();
     const double sim_s = std::chrono::duration<double>(t2 - t1).count();
-    std::printf("workload %s, llama-3.1-70b, TP 4, h100-sxm\n", spec.c_str());
+    std::printf("workload %s, llama-3.1-70b, TP 4, h100-sxm, %s predictor\n", spec.c_str(), predictor.name().c_str());
     std::printf("simulated %.1f s of serving: %lld steps, %lld preemptions, KV cache %lld tokens\n", r.duration_s,
                 static_cast<long long>(r.step_count), static_cast<long long>(r.preemptions),
                 static_cast<long long>(r.memory.kv_tokens()));
