@@ -50,11 +50,11 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.sfu_ops_per_clk = gpu.sfu_ops_per_sm_per_clock;
   hw.dram_bytes_per_clk = gpu.memory_bandwidth_bytes_per_s() / hw.clock_hz;
   hw.l2_bytes_per_clk = datasheet_l2_bytes_per_clk_per_sm(gpu.architecture) * gpu.sm_count;
-  hw.smem_bytes_per_clk = 128;  // 32 banks x 4 bytes on every NVIDIA architecture since Kepler
+  hw.smem_bytes_per_clk = kSmemBytesPerClkPerSm;
   const double link_gb_s = gpu.interconnect.nvlink_bandwidth_gb_s > 0 ? gpu.interconnect.nvlink_bandwidth_gb_s
                                                                        : gpu.interconnect.pcie_bandwidth_gb_s;
   hw.link_bytes_per_s = link_gb_s > 0 ? link_gb_s * 1e9 / 2.0 : 16e9;  // datasheets give both directions
-  hw.launch_floor_us = 1.0;
+  hw.launch_floor_us = kDatasheetLaunchFloorUs;
   hw.max_smem_per_sm_bytes = gpu.shared_memory_per_sm_kib * 1024.0;
   hw.max_smem_per_block_bytes = gpu.max_shared_memory_per_block_kib * 1024.0;
   hw.max_threads_per_sm = gpu.max_threads_per_sm;

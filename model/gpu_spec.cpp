@@ -31,8 +31,8 @@ PipeRates datasheet_rates(const GpuSpec& gpu) {
   r.sfu_ops_per_s = gpu.sfu_ops_per_sm_per_clock * per_s;
   r.dram_bytes_per_s = gpu.memory_bandwidth_bytes_per_s();
   r.l2_bytes_per_s = datasheet_l2_bytes_per_clk_per_sm(gpu.architecture) * per_s;
-  r.smem_bytes_per_s_per_sm = 128.0 * gpu.clock_hz();  // 32 banks x 4 bytes on every NVIDIA architecture since Kepler
-  r.launch_floor_us = 1.0;
+  r.smem_bytes_per_s_per_sm = kSmemBytesPerClkPerSm * gpu.clock_hz();
+  r.launch_floor_us = kDatasheetLaunchFloorUs;
   return r;
 }
 

@@ -82,5 +82,9 @@ struct GpuSpec {
 // a 1 us launch floor. The roofline ceiling is built on these so that it stays a lower bound.
 PipeRates datasheet_rates(const GpuSpec& gpu);
 double datasheet_l2_bytes_per_clk_per_sm(const std::string& architecture);
+// Shared memory: 32 banks x 4 bytes per clock per SM on every NVIDIA architecture since Kepler.
+inline constexpr double kSmemBytesPerClkPerSm = 128.0;
+// The shortest duration the datasheet tier gives any kernel.
+inline constexpr double kDatasheetLaunchFloorUs = 1.0;
 
 }  // namespace perfloom
