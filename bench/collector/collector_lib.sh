@@ -15,6 +15,17 @@ collector_gpu_id() {
   esac
 }
 
+# Makes the output folder D and its log.txt (emptied): sets LOG and defines `log`, which prints a
+# line with the seconds since T0 and appends it to the log.
+collector_open_log() {
+  D="$1"
+  mkdir -p "$D"
+  LOG="$D/log.txt"
+  : > "$LOG"
+  # shellcheck disable=SC2317  # called by the sourcing script
+  log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
+}
+
 # Builds the collector programs on a GPU machine.
 #   build_collector BUILD_DIR PROGRAM...   (PROGRAM: collect, calibrate)
 # Uses cmake + ninja where they exist, else nvcc directly; finds CUPTI and cuBLASLt next to nvcc or

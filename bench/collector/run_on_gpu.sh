@@ -26,11 +26,7 @@ T0=$(date +%s)
 
 gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)"
 GPU_ID="$(collector_gpu_id)"
-D="$OUTDIR/$GPU_ID"
-mkdir -p "$D"
-LOG="$D/log.txt"
-: > "$LOG"
-log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
+collector_open_log "$OUTDIR/$GPU_ID"
 
 log "perfloom collector run on '$gpu_name' -> $D ${QUICK}"
 
