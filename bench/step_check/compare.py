@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Compare measured step latencies (bench/data/step/step_<gpu>.csv) with `perfloom step`; writes
 bench/results/step_check.md. Run from the repo root after building build/bin/perfloom."""
-import csv, json, subprocess, statistics, sys, os
+import csv, functools, json, subprocess, statistics, sys, os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("PERFLOOM", os.path.join(ROOT, "build/bin/perfloom"))
 FAM = ["gemm", "attention", "norm", "elementwise"]
 
 
+@functools.lru_cache(maxsize=None)  # the tables below ask for the same steps again
 def predict(model, gpu, phase, b, x, tp=1):
     # The benchmark's attention ran on PyTorch SDPA's cuDNN backend (its log and
     # bench/data/step/decode_attn_probe_h200.csv show the kernel names): predict those kernels.
