@@ -77,7 +77,13 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("attention-impl",
                             "attention kernels: serving (vLLM/SGLang's, default), fa2 (FlashAttention-2) or cudnn "
                             "(PyTorch SDPA's cuDNN backend)",
-                            "IMPL")}}},
+                            "IMPL"),
+         QCommandLineOption("clocks",
+                            "burst (default: kernels at the boost clock, as short measurements run them) or sustained "
+                            "(the step repeated back to back, slowed by the GPU's measured power limit; needs a "
+                            "sustained-power block in the GPU's calibration)",
+                            "STATE"),
+         QCommandLineOption("host-us", "host time per step in us, instead of the vLLM-like estimate", "US")}}},
       {"simulate",
        {"perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json]",
         "serving simulation (batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | "
@@ -96,7 +102,9 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("block-size", "KV-cache block size in tokens (16)", "N"),
          QCommandLineOption("kv-blocks", "KV-cache blocks (instead of the memory estimate)", "N"),
          QCommandLineOption("kv-cache-dtype", "KV-cache element type (default: the model's)", "DT"),
-         QCommandLineOption("attention-impl", "attention kernels: serving (default), fa2 or cudnn", "IMPL")}}},
+         QCommandLineOption("attention-impl", "attention kernels: serving (default), fa2 or cudnn", "IMPL"),
+         QCommandLineOption("clocks", "burst (default) or sustained: each step slowed as far as its load drives the "
+                                      "GPU into its power limit (needs a sustained-power calibration)", "STATE")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --plan --dtype DT --gpu ID [--out PLAN.csv]",
         "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "

@@ -4,6 +4,7 @@
 #include <QStringList>
 
 #include "app/cli_context.h"
+#include "model/sim/step_cost.h"
 
 namespace perfloom::app {
 int cmdGpus(CliContext& ctx, const QStringList& positional);
@@ -16,6 +17,8 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args);
 int cmdTune(CliContext& ctx, const QCommandLineParser& args);
 // The integer value of --NAME, `fallback` when absent; throws std::invalid_argument below `min`.
 int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t fallback, int64_t min);
+// --clocks burst|sustained (model/sim/step_cost.h); burst when not given.
+sim::ClockState cliClockState(const QCommandLineParser& args);
 
 // Splits "a,b" into the GPUs it names; throws std::invalid_argument for an unknown one.
 std::vector<const GpuSpec*> gpusFromList(const CliContext& ctx, const QString& list);

@@ -50,6 +50,7 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
                                   args.value("attention-impl").toStdString() + "\")");
     sc.attention_impl = *impl;
   }
+  sc.clocks = cliClockState(args);
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
   const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
   const sim::Workload workload = sim::parse_workload(args.value("workload").toStdString());

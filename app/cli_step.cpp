@@ -1,5 +1,6 @@
 // `perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C)
 //  [--tp N] [--pp N] [--graphs] [--json]` (CONTRACT.md): the latency of one forward step.
+// Extensions: --attention-impl, --clocks burst|sustained, --host-us.
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -21,6 +22,13 @@ int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t 
     throw std::invalid_argument("--" + name.toStdString() + " must be an integer of at least " + std::to_string(min) +
                                 " (got \"" + args.value(name).toStdString() + "\")");
   return v;
+}
+
+sim::ClockState cliClockState(const QCommandLineParser& args) {
+  if (!args.isSet("clocks")) return sim::ClockState::burst;
+  const auto c = sim::parse_clock_state(args.value("clocks").toStdString());
+  if (!c) throw std::invalid_argument("--clocks must be burst or sustained (got \"" + args.value("clocks").toStdString() + "\")");
+  return *c;
 }
 
 int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
@@ -65,13 +73,24 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
     }
     q.attention_impl = *impl;
   }
+  q.clocks = cliClockState(args);
+  sim::Overheads overheads;
+  if (args.isSet("host-us")) {
+    bool ok = false;
+    const double host = args.value("host-us").toDouble(&ok);
+    if (!ok || !(host >= 0))
+      throw std::invalid_argument("--host-us must be a number of microseconds, 0 or more (got \"" +
+                                  args.value("host-us").toStdString() + "\")");
+    overheads.host_step_us = host;
+    overheads.host_per_seq_us = 0;
+  }
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
   const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
   std::string warning;
   const auto predictor_ptr = make_default_predictor(&warning);  // the learned models, else the roofline
   if (!warning.empty()) std::cerr << "perfloom step: warning: " << warning << "\n";
   const KernelPredictor& predictor = *predictor_ptr;
-  const sim::StepPrediction p = sim::predict_step(cfg, gpu, predictor, q);
+  const sim::StepPrediction p = sim::predict_step(cfg, gpu, predictor, q, overheads);
 
   if (ctx.json) {
     std::cout << sim::step_to_json(cfg, gpu, q, p).dump(2) << "\n";
@@ -83,6 +102,9 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
               static_cast<long long>(q.phase == sim::Phase::prefill ? q.tokens : q.context), q.par.tp,
               q.par.pp > 1 ? (", PP " + std::to_string(q.par.pp)).c_str() : "",
               p.cost.graphs ? "CUDA graphs" : "eager");
+  if (p.cost.clocks == sim::ClockState::sustained)
+    std::printf("clocks: sustained (tensor utilisation %.2f: compute x%.3f, memory x%.3f; %s)\n",
+                p.cost.tensor_utilization, p.cost.power.compute, p.cost.power.memory, gpu.sustained->origin().c_str());
   std::printf("breakdown_us:\n");
   for (int i = 0; i < sim::kBreakdownCount; ++i) {
     const double us = p.cost.breakdown_us[static_cast<std::size_t>(i)];

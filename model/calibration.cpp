@@ -101,6 +101,7 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
     const double v = read_number(t, it.key(), p + "tensor_tflops.", file, true, 0.01, 100000);
     if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) c.tensor_tflops[k->second] = v;
   }
+  if (doc.contains("sustained_power")) c.sustained_power = parse_sustained_power(doc.at("sustained_power"), file);
   return c;
 }
 
@@ -224,6 +225,16 @@ AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const A
   a.measured = true;
   a.origin = "calibration " + c.file;
   return a;
+}
+
+std::optional<SustainedPowerCurve> sustained_power_curve(const Calibration& c, const GpuSpec& gpu) {
+  if (!c.sustained_power) return std::nullopt;
+  try {
+    return SustainedPowerCurve::fit(*c.sustained_power, gpu.peak_flops_per_s(Dtype::bf16).value_or(0.0),
+                                    "calibration " + c.file);
+  } catch (const std::invalid_argument& e) {
+    throw CalibrationError(c.file, "sustained_power", e.what());
+  }
 }
 
 std::vector<Calibration> bundled_calibrations() {

@@ -9,12 +9,14 @@
 // at other shapes can.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/gpu_spec.h"
+#include "model/power.h"
 
 namespace perfloom {
 
@@ -30,6 +32,8 @@ struct Calibration {
   double clock_mhz_under_load = 0;  // 0: not given
   // By the tensor keys of GpuSpec (fp16 bf16 tf32 fp8 int8); the file's fp8e4m3 is fp8.
   std::map<std::string, double> tensor_tflops;
+  // The optional "sustained_power" block: the sustained-power probe's load levels (model/power.h).
+  std::optional<SustainedPower> sustained_power;
 };
 
 class CalibrationError : public std::runtime_error {
@@ -65,6 +69,9 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
 // Target-measured: the calibration's pipe rates (a dtype it did not measure: datasheet x `defaults`;
 // the launch floor: datasheet x `defaults`, see calibration.cpp).
 AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const AchievableFractions& defaults);
+// The sustained-power curve of the calibration's "sustained_power" block on `gpu`, or nothing when it
+// has none. Throws CalibrationError (field "sustained_power") when the block cannot make a curve.
+std::optional<SustainedPowerCurve> sustained_power_curve(const Calibration& c, const GpuSpec& gpu);
 // Cross-generation: the datasheet peaks times `defaults`.
 AchievableRates estimated_rates(const GpuSpec& gpu, const AchievableFractions& defaults);
 

@@ -259,6 +259,12 @@ json gpu_spec_to_json(const GpuSpec& g) {
                      {"l2_gb_s", ach.rates.l2_bytes_per_s / 1e9},
                      {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
                      {"launch_floor_us", ach.rates.launch_floor_us}};
+  if (g.sustained) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& pt : g.sustained->points())
+      pts.push_back({{"tensor_utilization", pt.utilization}, {"compute", pt.factors.compute}, {"memory", pt.factors.memory}});
+    j["sustained_power"] = {{"origin", g.sustained->origin()}, {"slowdown_by_tensor_utilization", pts}};
+  }
   j["sources"] = g.sources;
   j["source_file"] = g.source_file;
   return j;
@@ -282,6 +288,7 @@ std::string GpuDatabase::add_calibration(Calibration c) {
     throw CalibrationError(c.file, "gpu_name",
                            "\"" + c.gpu_name + "\" names no known GPU (`perfloom gpus` lists them with their aliases)");
   achievable_fractions(c, *gpu);  // validates it against the spec
+  sustained_power_curve(c, *gpu);  // and its sustained-power block, if any
   const std::string id = gpu->id;
   calibrations_[id] = std::move(c);
   refresh_achievable();
@@ -311,11 +318,13 @@ void GpuDatabase::refresh_achievable() {
   for (GpuSpec& g : gpus_) {
     auto it = calibrations_.find(g.id);
     bool measured = false;
+    g.sustained.reset();
     if (it != calibrations_.end()) {
       try {
         achievable_fractions(it->second, g);  // a spec replaced since (--gpus-dir) may no longer match
         g.achievable = measured_rates(it->second, g, defaults_);
         measured = true;
+        g.sustained = sustained_power_curve(it->second, g);
       } catch (const CalibrationError&) {
       }
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/power.h"
 
 namespace perfloom {
 
@@ -64,6 +65,9 @@ struct GpuSpec {
   // Set by GpuDatabase (a calibration of this GPU, else the default fractions); unset: the bundled
   // calibrations' default fractions (hardware_rates in model/analysis.h).
   std::optional<AchievableRates> achievable;
+  // Set by GpuDatabase where this GPU's calibration has a sustained-power block (model/power.h):
+  // how much slower kernels run at the power limit. Unset: burst clocks only.
+  std::optional<SustainedPowerCurve> sustained;
 
   std::map<std::string, std::string> sources;  // field name -> document and figure used
   std::string source_file;                     // e.g. "gpus/h100-sxm.json"

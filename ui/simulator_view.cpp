@@ -57,6 +57,7 @@ SimulatorResult run_simulations(const SimulatorRequest& req, const std::function
   out.model = req.model;
   out.workload = req.workload;
   out.tp = req.tp;
+  out.clocks = req.clocks;
   out.sweep = !req.rates.empty();
   const sim::LlmConfig cfg = sim::load_llm_config(req.model.toStdString());
   std::vector<double> rates = req.rates;
@@ -82,6 +83,7 @@ SimulatorResult run_simulations(const SimulatorRequest& req, const std::function
         const sim::Workload w = sim::parse_workload(spec.toStdString());
         sim::SimulationConfig sc;
         sc.par.tp = req.tp;
+        sc.clocks = req.clocks;
         sc.record_steps = false;
         const sim::SimulationResult r = sim::simulate(cfg, gpu, predictor, w, sc);
         run.ttft_ms = r.ttft_ms;
@@ -198,7 +200,7 @@ QVariant SimulatorTableModel::headerData(int section, Qt::Orientation orientatio
 
 SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
     : QWidget(parent), gpus_(gpus), predictor_(std::move(predictor)), model_id_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
-      tp_(new QSpinBox(this)), workload_(new QLineEdit(this)), rates_(new QLineEdit(this)),
+      tp_(new QSpinBox(this)), clocks_(new QComboBox(this)), workload_(new QLineEdit(this)), rates_(new QLineEdit(this)),
       run_(new QPushButton(tr("Run (F5)"), this)), cancel_(new QPushButton(tr("Cancel"), this)),
       progress_(new QProgressBar(this)), status_(new QLabel(this)), chart_view_(new QChartView(this)),
       model_(new SimulatorTableModel(this)), table_(new QTableView(this)) {
@@ -206,6 +208,11 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
   model_id_->setEditable(true);  // a path to a config.json works too
   model_id_->setCurrentText("llama-3.1-8b");
   tp_->setRange(1, 64);
+  clocks_->addItem(tr("burst"), QVariant::fromValue(static_cast<int>(sim::ClockState::burst)));
+  clocks_->addItem(tr("sustained"), QVariant::fromValue(static_cast<int>(sim::ClockState::sustained)));
+  clocks_->setToolTip(tr("burst: kernels at the boost clock, as short measurements run them; sustained: each step "
+                         "slowed as far as its load drives the GPU into its power limit (needs the GPU's "
+                         "sustained-power measurement: H100 SXM and H200 ship one)"));
   workload_->setText("poisson:rate=4,n=100,input=512,output=128,seed=1");
   workload_->setToolTip(tr("batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | trace:FILE.csv"));
   rates_->setPlaceholderText(tr("e.g. 1,2,4,8 (sweep; empty: the workload as given)"));
@@ -213,6 +220,7 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
   auto* form = new QFormLayout;
   form->addRow(tr("Model"), model_id_);
   form->addRow(tr("TP"), tp_);
+  form->addRow(tr("Clocks"), clocks_);
   form->addRow(tr("Workload"), workload_);
   form->addRow(tr("Rates"), rates_);
   auto* buttons = new QHBoxLayout;
@@ -268,6 +276,7 @@ void SimulatorView::recompute() {
   SimulatorRequest req;
   req.model = model_id_->currentText().trimmed();
   req.tp = tp_->value();
+  req.clocks = static_cast<sim::ClockState>(clocks_->currentData().toInt());
   req.workload = workload_->text().trimmed();
   req.predictor = predictor_;
   try {
@@ -334,7 +343,11 @@ bool SimulatorView::applyResult(quint64 generation, const SimulatorResult& r) {
   int failed = 0;
   for (const auto& run : r.runs) failed += run.error.isEmpty() ? 0 : 1;
   status_->setText(failed ? tr("%1 of %2 simulations failed: %3").arg(failed).arg(r.runs.size()).arg(r.runs.front().error)
-                          : tr("%1 simulations of %2 (%3 predictor, as `perfloom simulate`).").arg(r.runs.size()).arg(r.workload).arg(r.predictor));
+                          : tr("%1 simulations of %2 (%3 predictor, %4 clocks, as `perfloom simulate`).")
+                                .arg(r.runs.size())
+                                .arg(r.workload)
+                                .arg(r.predictor)
+                                .arg(QString::fromUtf8(sim::clock_state_name(r.clocks))));
   return true;
 }
 

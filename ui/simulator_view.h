@@ -48,11 +48,15 @@ struct SimulatorRequest {
   // What predicts each kernel: the window's (the learned models, else the roofline), as
   // `perfloom simulate` does. Null: make_default_predictor().
   std::shared_ptr<const KernelPredictor> predictor;
+  // Burst, or each step slowed as far as its load drives the GPU into its power limit (a GPU
+  // without a sustained-power measurement gets an error row).
+  sim::ClockState clocks = sim::ClockState::burst;
 };
 
 struct SimulatorResult {
   QString model, workload;
   int tp = 1;
+  sim::ClockState clocks = sim::ClockState::burst;
   bool sweep = false;
   bool canceled = false;
   QString predictor;  // its name(), for the status line
@@ -109,6 +113,7 @@ class SimulatorView : public QWidget {
   QComboBox* model_id_;
   GpuPicker* picker_;
   QSpinBox* tp_;
+  QComboBox* clocks_;
   QLineEdit* workload_;
   QLineEdit* rates_;
   QPushButton* run_;

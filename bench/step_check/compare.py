@@ -9,7 +9,9 @@ FAM = ["gemm", "attention", "norm", "elementwise"]
 
 
 @functools.lru_cache(maxsize=None)  # the tables below ask for the same steps again
-def predict(model, gpu, phase, b, x, tp=1):
+def predict(model, gpu, phase, b, x, tp=1, host_us=None):
+    """`perfloom step --json`; with `host_us` (the benchmark's measured gap between steps) also in
+    the sustained power state (`--clocks sustained --host-us`), as "sustained" inside the result."""
     # The benchmark's attention ran on PyTorch SDPA's cuDNN backend (its log and
     # bench/data/step/decode_attn_probe_h200.csv show the kernel names): predict those kernels.
     cmd = [BIN, "step", "--model", model, "--gpu", gpu, "--phase", phase, "--batch", str(b), "--attention-impl", "cudnn"]
@@ -19,7 +21,24 @@ def predict(model, gpu, phase, b, x, tp=1):
     r = subprocess.run(cmd + ["--json"], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": (r.stderr or r.stdout).strip().replace("|", "/")}
-    return json.loads(r.stdout)
+    j = json.loads(r.stdout)
+    if host_us is not None:
+        r = subprocess.run(cmd + ["--json", "--clocks", "sustained", "--host-us", f"{host_us:.1f}"], cwd=ROOT,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"perfloom step --clocks sustained failed: {r.stderr}")
+        j["sustained"] = json.loads(r.stdout)
+    return j
+
+
+def gpu_side(j):
+    """A prediction's step time without the host part (what the benchmark measures)."""
+    return j["latency_us"] - j["breakdown_us"].get("host", 0.0)
+
+
+def measured_gap(r):
+    """The benchmark's host time per step: median step latency minus its summed kernel time."""
+    return max(0.0, float(r["latency_us"]) - float(r["kernel_total_us"]))
 
 
 # The fused benchmark's kernels grouped the way perfloom's step names them (kernels_<gpu>_fused.csv):
@@ -59,31 +78,43 @@ def op_table(gpu, phase):
         meas.setdefault(key, {}).setdefault(g, 0.0)
         meas[key][g] += float(r["total_us"])
     groups = [g for g, _, _ in OP_GROUPS] + ["embedding, sampling, rest"]
+    gaps = {(r["model"], int(r["batch"]), int(r["tokens_or_context"])): measured_gap(r)
+            for r in csv.DictReader(open(os.path.join(ROOT, f"bench/data/step/step_{gpu}_fused.csv")))
+            if r["phase"] == phase}
     tot_m = {g: 0.0 for g in groups}
     tot_p = {g: 0.0 for g in groups}
+    tot_s = {g: 0.0 for g in groups}
     per_cfg = {g: [] for g in groups}
+    per_cfg_s = {g: [] for g in groups}
     for (model, b, x), mg in sorted(meas.items()):
-        j = predict(model, gpu, phase, b, x)
+        j = predict(model, gpu, phase, b, x, 1, gaps.get((model, b, x), 0.0))
         if "error" in j:
             continue
         pg = {g: 0.0 for g in groups}
-        for k in j["kernels"]:
-            g = next((g for g, _, labels in OP_GROUPS if k["label"] in labels), "embedding, sampling, rest")
-            pg[g] += k["us_total"]
+        sg = {g: 0.0 for g in groups}
+        for pred, into in ((j, pg), (j["sustained"], sg)):
+            for k in pred["kernels"]:
+                g = next((g for g, _, labels in OP_GROUPS if k["label"] in labels), "embedding, sampling, rest")
+                into[g] += k["us_total"]
         for g in groups:
             tot_m[g] += mg.get(g, 0.0)
             tot_p[g] += pg[g]
+            tot_s[g] += sg[g]
             if mg.get(g, 0.0) > 0:
                 per_cfg[g].append(pct(mg[g], pg[g]))
+                per_cfg_s[g].append(pct(mg[g], sg[g]))
     rows = [f"Per kernel group, {phase}, {gpu.upper()} fused, summed over {len(meas)} configurations "
-            f"(kernels from one torch.profiler run each; predicted: the kernels of `perfloom step --json`):", "",
-            "| kernel group | measured us | predicted us | share of measured | summed err % | MAPE over configurations % |",
-            "|---|---|---|---|---|---|"]
+            f"(kernels from one torch.profiler run each; predicted: the kernels of `perfloom step --json`, burst "
+            f"and `--clocks sustained`):", "",
+            "| kernel group | measured us | predicted us, burst | sustained | share of measured | summed err %, burst | sustained | MAPE over configurations %, burst | sustained |",
+            "|---|---|---|---|---|---|---|---|---|"]
     all_m = sum(tot_m.values())
+    nan = float("nan")
     for g in groups:
-        mape = statistics.mean(abs(e) for e in per_cfg[g]) if per_cfg[g] else float("nan")
-        rows.append(f"| {g} | {tot_m[g]:.0f} | {tot_p[g]:.0f} | {100 * tot_m[g] / all_m:.1f}% | "
-                    f"{pct(tot_m[g], tot_p[g]):+.1f} | {mape:.1f} |")
+        mape = statistics.mean(abs(e) for e in per_cfg[g]) if per_cfg[g] else nan
+        mape_s = statistics.mean(abs(e) for e in per_cfg_s[g]) if per_cfg_s[g] else nan
+        rows.append(f"| {g} | {tot_m[g]:.0f} | {tot_p[g]:.0f} | {tot_s[g]:.0f} | {100 * tot_m[g] / all_m:.1f}% | "
+                    f"{pct(tot_m[g], tot_p[g]):+.1f} | {pct(tot_m[g], tot_s[g]):+.1f} | {mape:.1f} | {mape_s:.1f} |")
     return rows + [""]
 
 
@@ -125,41 +156,47 @@ for variant, what in VARIANTS:
     rows = list(csv.DictReader(open(path)))
     gpu_label = gpu.upper() + (", fused" if variant else ", eager elementwise")
     out += [f"## {gpu_label}", "", f"Benchmark: {what}.", "",
-            "| model | phase | B | tokens/ctx | measured us | predicted GPU-side us | err % | predicted with host us | gemm m/p | attention m/p | norm m/p | elementwise m/p | gap m / launch p |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| model | phase | B | tokens/ctx | measured us | predicted GPU-side us, burst | err % | sustained us | err % | tensor util. | predicted with host us | gemm m/p | attention m/p | norm m/p | elementwise m/p | gap m / launch p |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     errs = {}
     fam_err = {}
     for r in rows:
         b, x = int(r["batch"]), int(r["tokens_or_context"])
-        j = predict(r["model"], gpu, r["phase"], b, x)
+        j = predict(r["model"], gpu, r["phase"], b, x, 1, measured_gap(r))
         if "error" in j:
-            out.append(f"| {r['model']} | {r['phase']} | {b} | {x} | {float(r['latency_us']):.0f} | refused | - | | {j['error']} | | | | |")
+            out.append(f"| {r['model']} | {r['phase']} | {b} | {x} | {float(r['latency_us']):.0f} | refused | - | | | | | {j['error']} | | | | |")
             continue
         bd = j["breakdown_us"]
         m = float(r["latency_us"])
         if variant and r["phase"] == "prefill":
             m = float(r["kernel_total_us"])
-        p_all = j["latency_us"]; p = p_all - bd.get("host", 0.0)
+        p_all = j["latency_us"]; p = gpu_side(j)
+        js = j["sustained"]; p_s = gpu_side(js)
         mf = {f: float(r[f + "_us"]) for f in FAM}
         mf["elementwise"] += float(r["other_us"])
         pf = {f: bd.get(f, 0.0) for f in FAM}
         pf["elementwise"] += bd.get("moe", 0.0) + bd.get("communication", 0.0)
         gap_m = m - float(r["kernel_total_us"]); gap_p = bd.get("launch", 0.0)
-        e = pct(m, p)
-        errs.setdefault((r["model"], r["phase"]), []).append(e)
-        errs.setdefault(("all", r["phase"]), []).append(e)
+        e, e_s = pct(m, p), pct(m, p_s)
+        for key in ((r["model"], r["phase"]), ("all", r["phase"])):
+            errs.setdefault(key, []).append((e, e_s))
         for f in FAM:
             fam_err.setdefault((r["phase"], f), []).append(pf[f] - mf[f])
         fam_err.setdefault((r["phase"], "gap"), []).append(gap_p - gap_m)
         cells = " | ".join(f"{mf[f]:.0f} / {pf[f]:.0f}" for f in FAM)
-        out.append(f"| {r['model']} | {r['phase']} | {b} | {x} | {m:.0f} | {p:.0f} | {e:+.1f} | {p_all:.0f} | {cells} | {gap_m:.0f} / {gap_p:.0f} |")
-    out += ["", f"MAPE on {gpu_label}:", "", "| model | phase | n | MAPE % | mean signed err % | worst % |", "|---|---|---|---|---|---|"]
+        out.append(f"| {r['model']} | {r['phase']} | {b} | {x} | {m:.0f} | {p:.0f} | {e:+.1f} | {p_s:.0f} | {e_s:+.1f} | "
+                   f"{js['tensor_utilization']:.2f} | {p_all:.0f} | {cells} | {gap_m:.0f} / {gap_p:.0f} |")
+    out += ["", f"MAPE on {gpu_label} (burst: `perfloom step` as before; sustained: `--clocks sustained --host-us` the "
+            "measured gap):", "",
+            "| model | phase | n | MAPE %, burst | sustained | mean signed err %, burst | sustained | worst %, burst | sustained |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for (mo, ph), es in sorted(errs.items()):
-        mape = statistics.mean(abs(e) for e in es)
-        worst = max(es, key=abs)
-        out.append(f"| {mo} | {ph} | {len(es)} | {mape:.1f} | {statistics.mean(es):+.1f} | {worst:+.1f} |")
-        summary.append((gpu_label, mo, ph, len(es), mape))
-    out += ["", f"Mean (predicted - measured) per family on {gpu_label}, us per step:", "",
+        b_e = [x[0] for x in es]; s_e = [x[1] for x in es]
+        mape, mape_s = statistics.mean(abs(e) for e in b_e), statistics.mean(abs(e) for e in s_e)
+        out.append(f"| {mo} | {ph} | {len(es)} | {mape:.1f} | {mape_s:.1f} | {statistics.mean(b_e):+.1f} | "
+                   f"{statistics.mean(s_e):+.1f} | {max(b_e, key=abs):+.1f} | {max(s_e, key=abs):+.1f} |")
+        summary.append((gpu_label, mo, ph, len(es), mape, mape_s))
+    out += ["", f"Mean (predicted - measured) per family on {gpu_label}, us per step (burst):", "",
             "| phase | gemm | attention | norm | elementwise | gap |", "|---|---|---|---|---|---|"]
     for ph in ("prefill", "decode"):
         out.append(f"| {ph} | " + " | ".join(f"{statistics.mean(fam_err[(ph, f)]):+.0f}" for f in FAM + ["gap"]) + " |")
@@ -176,26 +213,32 @@ if os.path.exists(tp_path):
             "the attention output and the MLP down projection and after the vocabulary-parallel embedding; the "
             "logits gather is left out. Latency = the slowest rank's median graph replay. Predicted: `perfloom step "
             "--tp N --graphs --attention-impl cudnn`, GPU side.", "",
-            "| model | TP | B | context | measured us | predicted GPU-side us | err % | communication p us |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| model | TP | B | context | measured us | predicted GPU-side us, burst | err % | sustained us | err % | communication p us |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     tp_errs = {}
     for r in csv.DictReader(open(tp_path)):
         tp, b, x = int(r["tp"]), int(r["batch"]), int(r["context"])
-        j = predict(r["model"], "h200", "decode", b, x, tp)
+        # The TP benchmark replays its graph back to back and records no kernel sum: no host gap.
+        j = predict(r["model"], "h200", "decode", b, x, tp, 0.0)
         if "error" in j:
-            out.append(f"| {r['model']} | {tp} | {b} | {x} | {float(r['latency_us']):.0f} | refused | - | {j['error']} |")
+            out.append(f"| {r['model']} | {tp} | {b} | {x} | {float(r['latency_us']):.0f} | refused | - | | | {j['error']} |")
             continue
         bd = j["breakdown_us"]
-        m = float(r["latency_us"]); p = j["latency_us"] - bd.get("host", 0.0)
-        e = pct(m, p)
-        tp_errs.setdefault((r["model"], tp), []).append(e)
-        tp_errs.setdefault(("all", 0), []).append(e)
-        out.append(f"| {r['model']} | {tp} | {b} | {x} | {m:.0f} | {p:.0f} | {e:+.1f} | {bd.get('communication', 0.0):.0f} |")
-    out += ["", "| model | TP | n | MAPE % | mean signed err % | worst % |", "|---|---|---|---|---|---|"]
+        m = float(r["latency_us"]); p = gpu_side(j); p_s = gpu_side(j["sustained"])
+        e, e_s = pct(m, p), pct(m, p_s)
+        tp_errs.setdefault((r["model"], tp), []).append((e, e_s))
+        tp_errs.setdefault(("all", 0), []).append((e, e_s))
+        out.append(f"| {r['model']} | {tp} | {b} | {x} | {m:.0f} | {p:.0f} | {e:+.1f} | {p_s:.0f} | {e_s:+.1f} | "
+                   f"{bd.get('communication', 0.0):.0f} |")
+    out += ["", "| model | TP | n | MAPE %, burst | sustained | mean signed err %, burst | sustained | worst %, burst | sustained |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for (mo, tp), es in sorted(tp_errs.items()):
-        out.append(f"| {mo} | {tp or 'all'} | {len(es)} | {statistics.mean(abs(e) for e in es):.1f} | "
-                   f"{statistics.mean(es):+.1f} | {max(es, key=abs):+.1f} |")
-        summary.append(("H200, TP", f"{mo} tp{tp}", "decode", len(es), statistics.mean(abs(e) for e in es)))
+        b_e = [x[0] for x in es]; s_e = [x[1] for x in es]
+        out.append(f"| {mo} | {tp or 'all'} | {len(es)} | {statistics.mean(abs(e) for e in b_e):.1f} | "
+                   f"{statistics.mean(abs(e) for e in s_e):.1f} | {statistics.mean(b_e):+.1f} | {statistics.mean(s_e):+.1f} | "
+                   f"{max(b_e, key=abs):+.1f} | {max(s_e, key=abs):+.1f} |")
+        summary.append(("H200, TP", f"{mo} tp{tp}", "decode", len(es), statistics.mean(abs(e) for e in b_e),
+                        statistics.mean(abs(e) for e in s_e)))
     out.append("")
 
 
@@ -250,8 +293,8 @@ out += ["## Where the prefill error comes from", "",
         "`sustained_gemm.py` (bench/step_check/) timed the same four GEMMs again, on another lease of each kind of machine, through "
         "torch.mm: as a burst (10 repetitions after 2 s idle) and sustained (back to back for 20 s; the median of "
         "the last 5 s), its SM clock logged every 0.25 s (`bench/data/step/sustained_*`).", "",
-        "| GPU | isolated us per layer (collector) | burst us per layer (sustained_gemm.py) | sustained us per layer | sustained / burst | SM clock, last 5 s sustained | in the step us per layer | predicted us per layer | step / isolated | predicted / step | SM clock at >= 600 W in the step (samples) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|"]
+        "| GPU | isolated us per layer (collector) | burst us per layer (sustained_gemm.py) | sustained us per layer | sustained / burst | SM clock, last 5 s sustained | in the step us per layer | predicted us per layer, burst | sustained | step / isolated | predicted / step, burst | sustained | SM clock at >= 600 W in the step (samples) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for gpu, gdir in (("h100", "h100-sxm"), ("h200", "h200")):
     kpath = os.path.join(ROOT, f"bench/data/step/kernels_{gpu}_fused.csv")
     if not os.path.exists(kpath):
@@ -261,24 +304,37 @@ for gpu, gdir in (("h100", "h100-sxm"), ("h200", "h200")):
                  if r["model"] == "llama-3-8b" and r["phase"] == "prefill" and r["batch"] == "1"
                  and r["tokens_or_context"] == "4096" and r["range"] == "gemm" and "memset" not in r["kernel"].lower()
                  and r["count"] != "1")  # the LM head (M = 1) is the one GEMM kernel that runs once
-    j = predict("llama-3-8b", gpu, "prefill", 1, 4096)
+    step_row = next(r for r in csv.DictReader(open(os.path.join(ROOT, f"bench/data/step/step_{gpu}_fused.csv")))
+                    if r["model"] == "llama-3-8b" and r["phase"] == "prefill" and r["batch"] == "1"
+                    and r["tokens_or_context"] == "4096")
+    j = predict("llama-3-8b", gpu, "prefill", 1, 4096, 1, measured_gap(step_row))
     if "error" in j or len(iso) != 4:
         continue
     pred = sum(k["us_each"] for k in j["kernels"] if k["label"] in LLAMA_NK)
+    pred_s = sum(k["us_each"] for k in j["sustained"]["kernels"] if k["label"] in LLAMA_NK)
     in_step = step_g / 32
     clk, n = power_limited_clock(gpu)
     burst, sus, sclk = sustained_gemm(gpu)
     sus_cells = (f"{burst:.0f} | {sus:.0f} | {sus / burst:.2f} | {sclk:.0f} MHz" if burst else "- | - | - | -")
-    out.append(f"| {gpu.upper()} | {sum(iso.values()):.0f} | {sus_cells} | {in_step:.0f} | {pred:.0f} | "
-               f"{in_step / sum(iso.values()):.2f} | {pred / in_step:.2f} | {clk:.0f} MHz ({n}) |")
+    out.append(f"| {gpu.upper()} | {sum(iso.values()):.0f} | {sus_cells} | {in_step:.0f} | {pred:.0f} | {pred_s:.0f} | "
+               f"{in_step / sum(iso.values()):.2f} | {pred / in_step:.2f} | {pred_s / in_step:.2f} | {clk:.0f} MHz ({n}) |")
 out += ["", "Kept busy, the GPUs sit at their 700 W limit and the SM clock falls from the 1980 MHz boost to "
         "1.4-1.5 GHz within a quarter of a second: the same GEMMs then take 1.15-1.2x their burst time "
-        "(sustained / burst). perfloom's per-layer GEMM estimate is close to a burst (its training data are "
-        "short measurements, ours and the public ones; the two H100 machines' bursts differ by 15%, collector "
-        "against sustained_gemm.py), so long compute-bound steps, which run near the sustained time, are "
-        "under-predicted: the prefill rows above from 4096 tokens on. perfloom has no power model yet; the "
-        "sustained / burst factor measured per GPU, applied by how compute-bound and how long a step is, is the "
-        "next step.", ""]
+        "(sustained / burst). perfloom's kernel estimates are bursts (its training data are short measurements, "
+        "ours and the public ones; the two H100 machines' bursts differ by 15%, collector against "
+        "sustained_gemm.py), so long compute-bound steps were under-predicted at burst clocks.", "",
+        "### The sustained power state (`--clocks sustained`)", "",
+        "`bench/power/power_probe.py` measured on one H100 and one H200 (another lease of each kind) how much "
+        "slower a GEMM and a copy run sustained than in a burst, at twelve load levels (GEMMs from M = 64 to "
+        "8192, some with the GPU idle 25-75% of the time, and a copy alone; `bench/data/power/`). perfloom "
+        "turns the levels into a curve (slowdown against tensor utilisation, model/power.h) kept in each GPU's "
+        "calibration file, and `perfloom step --clocks sustained` slows each kernel of a step by the point of "
+        "the curve its step's utilisation reaches (its tensor work at the datasheet peak over its burst "
+        "duration, host time included). The benchmark's host time per step is known (median latency minus "
+        "summed kernel time), so the sustained columns above pass it as `--host-us`: the 128-1024-token "
+        "prefills are host-bound (Dynamo guards; the GPU busy 15-60% of the time) and keep their burst "
+        "estimate, the long ones run at 0.65-0.75 utilisation and get 1.13-1.19x on their GEMMs. The curve "
+        "was measured before it was applied here and was not fitted to these steps.", ""]
 open(os.path.join(ROOT, "bench/results/step_check.md"), "w").write("\n".join(out) + "\n")
 for s in summary:
-    print("%-22s %-10s %-7s n=%2d MAPE=%.1f%%" % s)
+    print("%-22s %-10s %-7s n=%2d MAPE burst=%.1f%% sustained=%.1f%%" % s)

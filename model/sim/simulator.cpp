@@ -66,7 +66,7 @@ class Engine {
         sc_(sc),
         sched_(sched),
         pool_(mem.num_blocks, mem.block_size, sched.prefix_caching),
-        cost_(predictor, gpu, sc.overheads),
+        cost_(predictor, gpu, sc.overheads, sc.clocks),
         out_(out) {
     reqs_.reserve(specs.size());
     for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -298,6 +298,7 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     sched.max_num_batched_tokens = std::max(sched.max_num_batched_tokens, n * w.requests.front().input_tokens);
   }
   out.sched = sched;
+  out.clocks = config.clocks;
   MemoryOptions mo = config.memory;
   mo.max_num_batched_tokens = sched.max_num_batched_tokens;
   mo.max_num_seqs = sched.max_num_seqs;
@@ -371,6 +372,7 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
   j["gpu"] = r.gpu;
   j["workload"] = r.workload;
   j["parallelism"] = {{"tp", r.par.tp}, {"pp", r.par.pp}, {"ep", r.par.ep}};
+  j["clocks"] = clock_state_name(r.clocks);
   j["scheduler"] = {{"max_num_seqs", r.sched.max_num_seqs},
                     {"max_num_batched_tokens", r.sched.max_num_batched_tokens},
                     {"chunked_prefill", r.sched.chunked_prefill},

@@ -42,6 +42,7 @@ struct SimulationConfig {
   MemoryOptions memory;  // block size, utilization, KV dtype; its token limits follow `sched`
   AttentionImpl attention_impl = AttentionImpl::serving;  // which attention kernels the steps run
   Overheads overheads;
+  ClockState clocks = ClockState::burst;  // sustained: each step at the power state its load holds
   bool record_steps = true;  // keep the per-step timeline
 };
 
@@ -80,6 +81,7 @@ struct SimulationResult {
   WorkloadKind kind = WorkloadKind::batch;
   Parallelism par;
   SchedulerConfig sched;   // as applied (batch workloads raise the limits)
+  ClockState clocks = ClockState::burst;
   MemoryPlan memory;
   std::vector<RequestRecord> requests;  // in arrival order
   std::vector<StepRecord> steps;

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace perfloom::sim {
 
@@ -13,10 +14,37 @@ const char* breakdown_name(int i) {
   return i >= 0 && i < kBreakdownCount ? names[i] : "?";
 }
 
-StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads)
-    : predictor_(predictor), gpu_(gpu), overheads_(overheads) {
+std::optional<ClockState> parse_clock_state(std::string_view s) {
+  if (s == "burst") return ClockState::burst;
+  if (s == "sustained") return ClockState::sustained;
+  return std::nullopt;
+}
+
+const char* clock_state_name(ClockState c) { return c == ClockState::sustained ? "sustained" : "burst"; }
+
+StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads, ClockState clocks)
+    : predictor_(predictor), gpu_(gpu), overheads_(overheads), clocks_(clocks) {
+  if (clocks_ == ClockState::sustained && !gpu_.sustained)
+    throw std::invalid_argument("sustained clocks need a sustained-power measurement of '" + gpu_.id +
+                                "', and its calibration has none: run bench/power/power_probe.py on that GPU, merge "
+                                "it into its calibration with bench/power/merge_into_calibration.py and pass "
+                                "--calibration FILE; or use burst clocks");
   cache_.reserve(4096);
 }
+
+namespace {
+
+// The part of a kernel's time bound by SM-clocked pipes rather than by DRAM: 1 when a core pipe
+// (tensor, FMA, SFU, L2, shared memory) needs at least as many cycles as DRAM, else their ratio.
+double clock_bound_share(const Analysis& a) {
+  const auto& c = a.achievable_cycles_busiest;
+  auto at = [&](Pipe p) { return c[static_cast<std::size_t>(p)]; };
+  const double core = std::max({at(Pipe::tensor), at(Pipe::fma), at(Pipe::sfu), at(Pipe::l2), at(Pipe::smem)});
+  const double dram = at(Pipe::dram);
+  return dram <= 0 || core >= dram ? 1.0 : core / dram;
+}
+
+}  // namespace
 
 std::size_t StepCostModel::KeyHash::operator()(const Key& k) const {
   uint64_t h = 1469598103934665603ull;
@@ -36,9 +64,17 @@ std::size_t StepCostModel::KeyHash::operator()(const Key& k) const {
 // has the same bytes (N, or the MoE's I, scaled by the byte ratio: the memory-bound side, right for
 // decode), and the full 16-bit GEMM's time in proportion of its useful tensor work to its ceiling
 // (the compute-bound side, right for prefill). The dequantisation work in the main loop is ignored.
-double StepCostModel::predict_uncached(const StepKernel& k) const {
-  if (k.weight_ratio == 1.0) return predictor_.predict(k.kernel, gpu_).pred_us;
+StepCostModel::Memo StepCostModel::predict_uncached(const StepKernel& k) const {
   const Prediction full = predictor_.predict(k.kernel, gpu_);
+  Memo m;
+  m.clock_share = clock_bound_share(full.analysis);
+  // The tensor work at the datasheet peak: the sustained-power curve's unit (model/power.h).
+  if (full.analysis.cycles_balanced[static_cast<std::size_t>(Pipe::tensor)] > 0)
+    if (auto peak = gpu_.peak_flops_per_s(k.kernel.dtype)) m.tensor_us = full.analysis.useful_flops / *peak * 1e6;
+  if (k.weight_ratio == 1.0) {
+    m.us = full.pred_us;
+    return m;
+  }
   KernelDesc q = k.kernel;
   int64_t* scaled = k.kernel.op == Op::moe ? &q.shape.I : &q.shape.N;
   *scaled = std::max<int64_t>(1, std::llround(static_cast<double>(*scaled) * k.weight_ratio));
@@ -48,10 +84,12 @@ double StepCostModel::predict_uncached(const StepKernel& k) const {
   const double peak = gpu_.peak_flops_per_s(k.kernel.dtype).value_or(gpu_.fp32_flops_per_s());
   const double tensor_us = full.analysis.useful_flops / peak * 1e6;
   const double compute_us = full.ceiling_us > 0 ? full.pred_us * std::min(1.0, tensor_us / full.ceiling_us) : 0.0;
-  return std::max(mem.pred_us, compute_us);
+  m.us = std::max(mem.pred_us, compute_us);
+  if (mem.pred_us > compute_us) m.clock_share = clock_bound_share(mem.analysis);
+  return m;
 }
 
-double StepCostModel::kernel_us(const StepKernel& k) {
+const StepCostModel::Memo& StepCostModel::entry(const StepKernel& k) {
   Key key;
   const Shape& s = k.kernel.shape;
   key.v = {static_cast<int64_t>(k.kernel.op),
@@ -66,21 +104,55 @@ double StepCostModel::kernel_us(const StepKernel& k) {
     return it->second;
   }
   ++misses_;
-  const double us = predict_uncached(k);
-  cache_.emplace(std::move(key), us);
-  return us;
+  return cache_.emplace(std::move(key), predict_uncached(k)).first->second;
 }
 
 StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernels) {
   StepCost c;
   c.graphs = graphs && plan.tokens <= overheads_.max_graph_tokens;
-  std::vector<double> stage_gpu(static_cast<std::size_t>(plan.stages), 0.0);
-  std::vector<double> stage_launches(static_cast<std::size_t>(plan.stages), 0.0);
+  c.clocks = clocks_;
+  c.host_us = overheads_.host_step_us + overheads_.host_per_seq_us * static_cast<double>(plan.seqs);
+  const auto stages = static_cast<std::size_t>(plan.stages);
+  std::vector<const Memo*> memo;
+  memo.reserve(plan.kernels.size());
+  for (const StepKernel& k : plan.kernels) memo.push_back(&entry(k));  // map nodes do not move
+  // The duration of a stage from its kernels' time and launch count.
+  auto stage_us = [&](double gpu, double launches) {
+    return c.graphs ? gpu + overheads_.graph_launch_us : std::max(gpu, launches * overheads_.eager_launch_us);
+  };
+  std::vector<PowerFactors> factors(stages);
+  if (clocks_ == ClockState::sustained) {
+    std::vector<double> gpu(stages, 0.0), launches(stages, 0.0), tensor(stages, 0.0);
+    for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
+      const auto st = static_cast<std::size_t>(plan.kernels[i].stage);
+      const auto n = static_cast<double>(plan.kernels[i].count);
+      gpu[st] += memo[i]->us * n;
+      launches[st] += n;
+      tensor[st] += memo[i]->tensor_us * n;
+    }
+    double interval = 0;  // each stage's GPU repeats its part once per this long
+    for (std::size_t st = 0; st < stages; ++st) interval = std::max(interval, stage_us(gpu[st], launches[st]));
+    interval += c.host_us;
+    for (std::size_t st = 0; st < stages; ++st) {
+      const double u = interval > 0 ? tensor[st] / interval : 0.0;
+      factors[st] = gpu_.sustained->at(u);
+      if (u >= c.tensor_utilization) {
+        c.tensor_utilization = u;
+        c.power = factors[st];
+      }
+    }
+  }
+  std::vector<double> stage_gpu(stages, 0.0);
+  std::vector<double> stage_launches(stages, 0.0);
   if (with_kernels) c.kernels.reserve(plan.kernels.size());
-  for (const StepKernel& k : plan.kernels) {
-    const double us = kernel_us(k);
-    const double total = us * static_cast<double>(k.count);
+  for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
+    const StepKernel& k = plan.kernels[i];
     const Family f = family_of(k.kernel.op);
+    const PowerFactors& pf = factors[static_cast<std::size_t>(k.stage)];
+    const double slowdown =
+        f == Family::communication ? 1.0 : pf.memory + memo[i]->clock_share * (pf.compute - pf.memory);
+    const double us = memo[i]->us * slowdown;
+    const double total = us * static_cast<double>(k.count);
     stage_gpu[static_cast<std::size_t>(k.stage)] += total;
     stage_launches[static_cast<std::size_t>(k.stage)] += static_cast<double>(k.count);
     const int col = static_cast<int>(f);
@@ -89,15 +161,12 @@ StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernel
     if (with_kernels) c.kernels.push_back({&k, us, f});
   }
   double slowest = 0;
-  for (int st = 0; st < plan.stages; ++st) {
-    const double gpu = stage_gpu[static_cast<std::size_t>(st)];
-    const double stage = c.graphs ? gpu + overheads_.graph_launch_us
-                                  : std::max(gpu, stage_launches[static_cast<std::size_t>(st)] * overheads_.eager_launch_us);
-    c.launch_us += stage - gpu;
+  for (std::size_t st = 0; st < stages; ++st) {
+    const double stage = stage_us(stage_gpu[st], stage_launches[st]);
+    c.launch_us += stage - stage_gpu[st];
     c.latency_us += stage;
     slowest = std::max(slowest, stage);
   }
-  c.host_us = overheads_.host_step_us + overheads_.host_per_seq_us * static_cast<double>(plan.seqs);
   c.latency_us += c.host_us;
   c.interval_us = slowest + c.host_us;
   c.breakdown_us[kBreakdownLaunch] = c.launch_us;

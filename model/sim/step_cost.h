@@ -16,9 +16,19 @@
 //   plus 3 us per scheduled sequence. First guesses in line with vLLM v1 profiles, where the CPU
 //   side of a decode step is a few hundred microseconds for small batches and around 1 ms at 256
 //   sequences.
+//
+// Clocks: the kernel models predict kernels as short measurements run them, at the boost clock
+// ("burst"). With ClockState::sustained the step runs in the steady state of a GPU kept busy step
+// after step: the step's tensor utilisation (its tensor work at the datasheet peak over its burst
+// duration, host time included; per pipeline stage, each on its own GPU) picks the slowdowns of the
+// GPU's sustained-power curve (model/power.h, from its calibration), and each kernel is slowed by
+// memory + share x (compute - memory), `share` being the part of the kernel bound by SM-clocked
+// pipes rather than DRAM (from its analysis). Communication kernels keep their time.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +45,10 @@ struct Overheads {
   double host_per_seq_us = 3.0;
   int64_t max_graph_tokens = 512;
 };
+
+enum class ClockState { burst, sustained };
+std::optional<ClockState> parse_clock_state(std::string_view s);  // "burst", "sustained"
+const char* clock_state_name(ClockState c);
 
 // Breakdown columns: the six kernel families, then the launch overhead and host time.
 inline constexpr int kBreakdownCount = 8;
@@ -55,6 +69,10 @@ struct StepCost {
   double host_us = 0;
   double interval_us = 0;  // pipeline parallel: the next step can start this much later
   bool graphs = false;     // ran under CUDA graphs
+  ClockState clocks = ClockState::burst;
+  // Sustained clocks: the busiest stage's tensor utilisation at burst speed and the slowdowns it got.
+  double tensor_utilization = 0;
+  PowerFactors power;
   std::array<double, kBreakdownCount> breakdown_us{};
   std::vector<KernelTime> kernels;  // filled when asked for
 };
@@ -62,15 +80,19 @@ struct StepCost {
 class StepCostModel {
  public:
   // The predictor and GPU must outlive the model. Not thread-safe: one per simulation.
-  StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads = {});
+  // Sustained clocks need the GPU's sustained-power curve (GpuSpec::sustained): std::invalid_argument
+  // says how to get one otherwise.
+  StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads = {},
+                ClockState clocks = ClockState::burst);
 
   // `graphs`: run under CUDA graphs when the step is small enough to have been captured.
   StepCost cost(const StepPlan& plan, bool graphs, bool with_kernels = false);
-  // One kernel's predicted time, memoised. Throws UnsupportedKernel from the predictor.
-  double kernel_us(const StepKernel& k);
+  // One kernel's predicted time at burst clocks, memoised. Throws UnsupportedKernel from the predictor.
+  double kernel_us(const StepKernel& k) { return entry(k).us; }
 
   const GpuSpec& gpu() const { return gpu_; }
   const Overheads& overheads() const { return overheads_; }
+  ClockState clocks() const { return clocks_; }
   std::size_t cache_size() const { return cache_.size(); }
   std::size_t cache_hits() const { return hits_; }
   std::size_t cache_misses() const { return misses_; }
@@ -84,12 +106,19 @@ class StepCostModel {
   struct KeyHash {
     std::size_t operator()(const Key& k) const;
   };
-  double predict_uncached(const StepKernel& k) const;
+  struct Memo {
+    double us = 0;            // burst time
+    double tensor_us = 0;     // its tensor work at the datasheet peak
+    double clock_share = 1;   // the part bound by SM-clocked pipes (1) rather than DRAM (0)
+  };
+  const Memo& entry(const StepKernel& k);
+  Memo predict_uncached(const StepKernel& k) const;
 
   const KernelPredictor& predictor_;
   const GpuSpec& gpu_;
   Overheads overheads_;
-  std::unordered_map<Key, double, KeyHash> cache_;
+  ClockState clocks_;
+  std::unordered_map<Key, Memo, KeyHash> cache_;
   std::size_t hits_ = 0, misses_ = 0;
 };
 

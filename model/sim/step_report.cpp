@@ -34,7 +34,7 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
   opt.attention_impl = q.attention_impl;
   StepPrediction p;
   p.plan = build_step(cfg, q.par, batch, opt);
-  StepCostModel model(predictor, gpu, overheads);
+  StepCostModel model(predictor, gpu, overheads, q.clocks);
   p.cost = model.cost(p.plan, q.graphs, true);
   return p;
 }
@@ -57,6 +57,12 @@ nlohmann::json step_to_json(const LlmConfig& cfg, const GpuSpec& gpu, const Step
   j["kernels_us"] = p.cost.kernels_us;
   j["launch_overhead_us"] = p.cost.launch_us;
   j["host_overhead_us"] = p.cost.host_us;
+  j["clocks"] = clock_state_name(p.cost.clocks);
+  if (p.cost.clocks == ClockState::sustained) {
+    j["tensor_utilization"] = p.cost.tensor_utilization;
+    j["sustained_slowdown"] = {{"compute", p.cost.power.compute}, {"memory", p.cost.power.memory}};
+    j["sustained_origin"] = gpu.sustained ? gpu.sustained->origin() : "";
+  }
   json b = json::object();
   for (int i = 0; i < kBreakdownCount; ++i) b[breakdown_name(i)] = p.cost.breakdown_us[static_cast<std::size_t>(i)];
   j["breakdown_us"] = b;

@@ -17,6 +17,7 @@ struct StepQuery {
   Parallelism par;
   bool graphs = false;
   AttentionImpl attention_impl = AttentionImpl::serving;
+  ClockState clocks = ClockState::burst;  // sustained: the step repeated back to back (step_cost.h)
 };
 
 struct StepPrediction {

@@ -188,3 +188,41 @@ TEST(CliSim, BadInputsFailWithAReason) {
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.err.find("--workload"), std::string::npos) << missing.err;
 }
+
+TEST(CliSim, SustainedClocksAndTheHostTimeOfAStep) {
+  const std::string step = "step --model llama-3-8b --phase prefill --batch 1 --tokens 4096 --json " + kDb;
+  auto burst = runPerfloom(step + " --gpu h100");
+  auto sus = runPerfloom(step + " --gpu h100 --clocks sustained");
+  ASSERT_EQ(burst.exit_code, 0) << burst.err;
+  ASSERT_EQ(sus.exit_code, 0) << sus.err;
+  const json b = json::parse(burst.out), s = json::parse(sus.out);
+  EXPECT_EQ(b.at("clocks"), "burst");
+  EXPECT_FALSE(b.contains("tensor_utilization"));
+  EXPECT_EQ(s.at("clocks"), "sustained");
+  EXPECT_GT(s.at("tensor_utilization").get<double>(), 0.3);
+  EXPECT_LT(s.at("tensor_utilization").get<double>(), 1.0);
+  EXPECT_GE(s["sustained_slowdown"]["compute"].get<double>(), 1.0);
+  EXPECT_NE(s.at("sustained_origin").get<std::string>().find("h100-sxm.json"), std::string::npos);
+  EXPECT_GT(s["breakdown_us"]["gemm"].get<double>(), b["breakdown_us"]["gemm"].get<double>());
+
+  // --host-us replaces the vLLM-like host estimate.
+  auto host = runPerfloom(step + " --gpu h100 --host-us 0");
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  EXPECT_EQ(json::parse(host.out).at("host_overhead_us").get<double>(), 0.0);
+  EXPECT_GT(b.at("host_overhead_us").get<double>(), 0.0);
+
+  auto sim = runPerfloom("simulate --model llama-3-8b --gpu h200 --workload batch:n=4,input=512,output=8 --json "
+                         "--clocks sustained " + kDb);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_EQ(json::parse(sim.out).at("clocks"), "sustained");
+
+  auto bad = runPerfloom(step + " --gpu h100 --clocks boost");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--clocks must be burst or sustained"), std::string::npos) << bad.err;
+  auto neg = runPerfloom(step + " --gpu h100 --host-us -5");
+  EXPECT_NE(neg.exit_code, 0);
+  EXPECT_NE(neg.err.find("--host-us"), std::string::npos) << neg.err;
+  auto none = runPerfloom(step + " --gpu b200 --clocks sustained");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("power_probe.py"), std::string::npos) << none.err;
+}

@@ -189,3 +189,97 @@ TEST(Calibration, ReadingAMissingFileNamesIt) {
     EXPECT_EQ(e.file(), "/nonexistent/calibration.json");
   }
 }
+
+// Sustained power (model/power.h): the probe's levels in a calibration file make a curve.
+namespace {
+
+SustainedPowerLevel level(double tflops, double gemm, double memory) {
+  SustainedPowerLevel l;
+  l.tensor_tflops = tflops;
+  l.gemm_factor = gemm;
+  l.memory_factor = memory;
+  return l;
+}
+
+}  // namespace
+
+TEST(SustainedPower, CurveIsAtLeastOneNonDecreasingAndLinearBetweenLevels) {
+  SustainedPower s;
+  // Utilisation = tflops x slowdown / 1000 (a 1000 TFLOP/s peak): 0, 0.194, 0.408, 0.5, 0.72.
+  s.levels = {level(600, 1.2, 1.04), level(0, 0, 0.95), level(200, 0.97, 1.0), level(400, 1.02, 1.0),
+              level(500, 1.0, 1.01)};
+  const SustainedPowerCurve c = SustainedPowerCurve::fit(s, 1e15, "test");
+  ASSERT_EQ(c.points().size(), 5u);
+  const double want_u[] = {0.0, 0.194, 0.408, 0.5, 0.72};
+  // Below 1 becomes 1; the 1.02 then 1.0 pair is pooled to 1.01 (isotonic).
+  const double want_compute[] = {1.0, 1.0, 1.01, 1.01, 1.2};
+  const double want_memory[] = {1.0, 1.0, 1.0, 1.01, 1.04};
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_NEAR(c.points()[i].utilization, want_u[i], 1e-12) << i;
+    EXPECT_NEAR(c.points()[i].factors.compute, want_compute[i], 1e-12) << i;
+    EXPECT_NEAR(c.points()[i].factors.memory, want_memory[i], 1e-12) << i;
+  }
+  EXPECT_NEAR(c.at(0.61).compute, 1.105, 1e-12);
+  EXPECT_NEAR(c.at(0.61).memory, 1.025, 1e-12);
+  EXPECT_DOUBLE_EQ(c.at(0.95).compute, 1.2);  // flat beyond the ends
+  EXPECT_DOUBLE_EQ(c.at(-1).compute, 1.0);
+  EXPECT_EQ(c.origin(), "test");
+  SustainedPower one_gemm;
+  one_gemm.levels = {level(0, 0, 1.0), level(600, 1.2, 1.0)};
+  EXPECT_THROW(SustainedPowerCurve::fit(one_gemm, 1e15, "x"), std::invalid_argument);
+}
+
+TEST(SustainedPower, BundledH100AndH200CurvesComeFromTheirCalibrations) {
+  const GpuDatabase db = GpuDatabase::builtin();
+  for (const char* id : {"h100-sxm", "h200"}) {
+    const GpuSpec& g = db.get(id);
+    ASSERT_TRUE(g.sustained.has_value()) << id;
+    EXPECT_NE(g.sustained->origin().find(std::string(id) + ".json"), std::string::npos);
+    // Measured 2026-11-22: GEMMs at 650-680 TFLOP/s sustained run 1.16-1.21x their burst time at
+    // 700 W; at a quarter of that load the clock holds (bench/data/power/sustained_power_*.json).
+    EXPECT_GT(g.sustained->at(0.78).compute, 1.12) << id;
+    EXPECT_LT(g.sustained->at(0.78).compute, 1.25) << id;
+    EXPECT_DOUBLE_EQ(g.sustained->at(0.2).compute, 1.0) << id;
+    EXPECT_LT(g.sustained->at(0.78).memory, 1.06) << id;
+    const json j = gpu_spec_to_json(g);
+    ASSERT_TRUE(j.contains("sustained_power")) << id;
+    EXPECT_EQ(j["sustained_power"]["slowdown_by_tensor_utilization"].size(), g.sustained->points().size());
+  }
+  EXPECT_FALSE(db.get("b200").sustained.has_value());
+  EXPECT_FALSE(gpu_spec_to_json(db.get("b200")).contains("sustained_power"));
+}
+
+TEST(SustainedPower, ABadBlockNamesTheLevelAndFieldAndKeepsWhatWasThere) {
+  json doc = h100_calibration();
+  ASSERT_TRUE(doc.contains("sustained_power"));
+  json bad = doc;
+  bad["sustained_power"]["levels"][1]["gemm_factor"] = 5;
+  GpuDatabase db = GpuDatabase::builtin();
+  const CalibrationError e = error_of(bad, &db);
+  EXPECT_EQ(e.file(), "bad.json");
+  EXPECT_EQ(e.field(), "sustained_power.levels[1].gemm_factor");
+  EXPECT_NE(e.reason().find("between 0.5 and 3"), std::string::npos) << e.reason();
+  // Nothing lost: the bundled calibration and its curve stay.
+  ASSERT_NE(db.calibration("h100-sxm"), nullptr);
+  EXPECT_NE(db.calibration("h100-sxm")->file.find("h100-sxm.json"), std::string::npos);
+  EXPECT_TRUE(db.get("h100-sxm").sustained.has_value());
+
+  bad = doc;
+  bad["sustained_power"]["levels"] = json::array({doc["sustained_power"]["levels"][0]});
+  EXPECT_EQ(error_of(bad).field(), "sustained_power.levels");
+  bad = doc;
+  bad["sustained_power"]["levels"][2].erase("gemm_factor");
+  EXPECT_EQ(error_of(bad).field(), "sustained_power.levels[2].gemm_factor");
+  bad = doc;
+  bad["sustained_power"]["levels"][0]["tensor_tflops"] = "fast";
+  EXPECT_EQ(error_of(bad).field(), "sustained_power.levels[0].tensor_tflops");
+  // Levels that cannot make a curve (one GEMM level) are refused when the file is attached.
+  bad = doc;
+  json levels = json::array();
+  for (const auto& l : doc["sustained_power"]["levels"])
+    if (!l.contains("gemm_factor") || levels.empty()) levels.push_back(l);
+  bad["sustained_power"]["levels"] = levels;
+  const CalibrationError few = error_of(bad);
+  EXPECT_EQ(few.field(), "sustained_power");
+  EXPECT_NE(few.reason().find("fewer than two"), std::string::npos) << few.reason();
+}

@@ -363,3 +363,67 @@ TEST(SimMemory, KvCacheCapacityFromGpuMemory) {
   EXPECT_THROW(plan_memory(ds, {8, 1, 1}, h100, {}), std::runtime_error);
   EXPECT_NO_THROW(plan_memory(ds, {8, 1, 1}, db().get("h200"), {}));
 }
+
+// Sustained clocks (model/power.h, step_cost.h): a long compute-bound step is slowed by the GPU's
+// measured power limit, a weight-streaming decode is not, and host time between steps lowers the load.
+TEST(SimStep, SustainedClocksSlowALongPrefillButNotADecode) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  const GpuSpec& h100 = db().get("h100-sxm");
+  ASSERT_TRUE(h100.sustained.has_value());
+  RooflinePredictor roofline;
+  StepCostModel burst(roofline, h100), sustained(roofline, h100, {}, ClockState::sustained);
+  const StepPlan prefill = build_step(c, {}, {{4096, 0}});
+  const StepCost pb = burst.cost(prefill, false, true), ps = sustained.cost(prefill, false, true);
+  EXPECT_EQ(pb.clocks, ClockState::burst);
+  EXPECT_EQ(pb.tensor_utilization, 0.0);
+  EXPECT_EQ(ps.clocks, ClockState::sustained);
+  // The step's tensor work at the datasheet peak over its duration: Llama-3-8B at 4096 tokens does
+  // about 66 TFLOP (67 ms at 989 TFLOP/s; the LM head runs for one token), and the roofline
+  // baseline's step takes about 160 ms.
+  const double linear = 2.0 * 4096 * 4096 * (6144 + 4096 + 2 * 14336 + 14336);
+  const double attention = 4.0 * 4096 * 4096 * 128 * 32 / 2;  // causal: QK^T and PV, half the scores
+  const double tflop = (linear + attention) * 32 / 1e12;
+  EXPECT_NEAR(ps.tensor_utilization, tflop / 989.4 * 1e6 / pb.latency_us, 0.02 * ps.tensor_utilization);
+  EXPECT_GT(ps.tensor_utilization, 0.35);
+  EXPECT_DOUBLE_EQ(ps.power.compute, h100.sustained->at(ps.tensor_utilization).compute);
+  EXPECT_GT(ps.power.compute, 1.02);
+  EXPECT_GE(ps.power.compute, ps.power.memory);
+  // The GEMMs are slowed by the compute factor; the host time is not.
+  EXPECT_NEAR(ps.breakdown_us[0] / pb.breakdown_us[0], ps.power.compute, 0.01);
+  EXPECT_DOUBLE_EQ(ps.host_us, pb.host_us);
+  ASSERT_EQ(ps.kernels.size(), pb.kernels.size());
+  for (std::size_t i = 0; i < ps.kernels.size(); ++i) {
+    EXPECT_GE(ps.kernels[i].us_each, pb.kernels[i].us_each * ps.power.memory * (1 - 1e-12)) << ps.kernels[i].kernel->label;
+    EXPECT_LE(ps.kernels[i].us_each, pb.kernels[i].us_each * ps.power.compute * (1 + 1e-12)) << ps.kernels[i].kernel->label;
+  }
+  // A decode step streams weights: low tensor utilisation, no slowdown to speak of.
+  const StepPlan decode = build_step(c, {}, decodes(8, 1024));
+  const StepCost db_ = burst.cost(decode, true), ds = sustained.cost(decode, true);
+  EXPECT_LT(ds.tensor_utilization, 0.1);
+  EXPECT_LT(ds.latency_us / db_.latency_us, 1.01);
+  // The same prefill with the GPU idle most of the time between steps: less load, less slowdown.
+  Overheads slow_host;
+  slow_host.host_step_us = 4 * pb.latency_us;
+  StepCostModel idle(roofline, h100, slow_host, ClockState::sustained);
+  const StepCost pi = idle.cost(prefill, false);
+  EXPECT_LT(pi.tensor_utilization, ps.tensor_utilization / 4);
+  EXPECT_LT(pi.power.compute, ps.power.compute);
+}
+
+TEST(SimStep, SustainedClocksNeedAPowerMeasurement) {
+  const GpuSpec& b200 = db().get("b200");
+  ASSERT_FALSE(b200.sustained.has_value());
+  RooflinePredictor roofline;
+  try {
+    StepCostModel m(roofline, b200, {}, ClockState::sustained);
+    FAIL() << "accepted sustained clocks without a sustained-power curve";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'b200'"), std::string::npos) << what;
+    EXPECT_NE(what.find("power_probe.py"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(StepCostModel(roofline, b200));
+  EXPECT_EQ(parse_clock_state("sustained"), ClockState::sustained);
+  EXPECT_EQ(parse_clock_state("burst"), ClockState::burst);
+  EXPECT_FALSE(parse_clock_state("boost").has_value());
+}

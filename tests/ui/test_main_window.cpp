@@ -168,6 +168,27 @@ class TestMainWindow : public QObject {
     QCOMPARE(view.result().predictor, QString("roofline"));  // the one it was given
   }
 
+  void simulatorSustainedClocksSlowLongPromptsAndNameAMissingMeasurement() {
+    GpuDatabase gpus = GpuDatabase::builtin();
+    ui::SimulatorRequest req;
+    req.model = "llama-3-8b";
+    req.gpus = {gpus.get("h100-sxm"), gpus.get("b200")};
+    req.workload = "batch:n=2,input=4096,output=4";
+    req.predictor = std::make_shared<RooflinePredictor>();
+    const ui::SimulatorResult burst = ui::run_simulations(req, {});
+    req.clocks = sim::ClockState::sustained;
+    const ui::SimulatorResult sustained = ui::run_simulations(req, {});
+    QCOMPARE(sustained.clocks, sim::ClockState::sustained);
+    QCOMPARE(sustained.runs.size(), std::size_t(2));
+    QVERIFY2(sustained.runs[0].error.isEmpty(), qPrintable(sustained.runs[0].error));
+    QVERIFY(burst.runs[0].error.isEmpty());
+    // Two 4096-token prompts keep the tensor cores busy: the first token comes later at the power limit.
+    QVERIFY(sustained.runs[0].ttft_ms.p50 > 1.03 * burst.runs[0].ttft_ms.p50);
+    // B200 has no sustained-power measurement: its row says so, the H100's still ran.
+    QVERIFY(burst.runs[1].error.isEmpty());
+    QVERIFY2(sustained.runs[1].error.contains("power_probe.py"), qPrintable(sustained.runs[1].error));
+  }
+
   void gpuModelPassesTheModelTester() {
     ui::GpuTableModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);

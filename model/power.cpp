@@ -1,0 +1,142 @@
+#include "model/power.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "model/calibration.h"
+
+namespace perfloom {
+
+using nlohmann::json;
+
+namespace {
+
+std::string num(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+// A number in [lo, hi]; absent and optional gives `fallback`.
+double number(const json& obj, const char* key, const std::string& where, const std::string& file, bool required,
+              double lo, double hi, double fallback) {
+  if (!obj.contains(key) || (!required && obj.at(key).is_null())) {
+    if (required) throw CalibrationError(file, where + key, "is required");
+    return fallback;
+  }
+  const json& v = obj.at(key);
+  if (!v.is_number()) throw CalibrationError(file, where + key, std::string("expected a number, got ") + v.type_name());
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    throw CalibrationError(file, where + key, "must be between " + num(lo) + " and " + num(hi) + " (got " + v.dump() + ")");
+  return x;
+}
+
+// Pool-adjacent-violators: the non-decreasing sequence closest to `y` in least squares.
+std::vector<double> isotonic(const std::vector<double>& y) {
+  std::vector<double> value;
+  std::vector<int> size;
+  for (double v : y) {
+    value.push_back(v);
+    size.push_back(1);
+    while (value.size() > 1 && value[value.size() - 2] > value.back()) {
+      const std::size_t n = value.size();
+      const double merged = (value[n - 2] * size[n - 2] + value[n - 1] * size[n - 1]) / (size[n - 2] + size[n - 1]);
+      size[n - 2] += size[n - 1];
+      value[n - 2] = merged;
+      value.pop_back();
+      size.pop_back();
+    }
+  }
+  std::vector<double> out;
+  for (std::size_t i = 0; i < value.size(); ++i) out.insert(out.end(), static_cast<std::size_t>(size[i]), value[i]);
+  return out;
+}
+
+}  // namespace
+
+SustainedPower parse_sustained_power(const json& block, const std::string& file) {
+  const std::string p = "sustained_power.";
+  if (!block.is_object()) throw CalibrationError(file, "sustained_power", std::string("expected an object, got ") + block.type_name());
+  SustainedPower s;
+  s.power_limit_w = number(block, "power_limit_w", p, file, false, 1, 10000, 0);
+  if (block.contains("probe") && block.at("probe").is_string()) s.probe = block.at("probe").get<std::string>();
+  if (!block.contains("levels")) throw CalibrationError(file, p + "levels", "is required");
+  const json& levels = block.at("levels");
+  if (!levels.is_array() || levels.size() < 2)
+    throw CalibrationError(file, p + "levels", "expected an array of at least two load levels");
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const std::string where = p + "levels[" + std::to_string(i) + "].";
+    const json& l = levels[i];
+    if (!l.is_object()) throw CalibrationError(file, where.substr(0, where.size() - 1), "expected an object");
+    SustainedPowerLevel lv;
+    if (l.contains("label") && l.at("label").is_string()) lv.label = l.at("label").get<std::string>();
+    lv.tensor_tflops = number(l, "tensor_tflops", where, file, true, 0, 100000, 0);
+    // A slowdown outside 0.5-3x is a broken measurement, not a power limit.
+    lv.gemm_factor = number(l, "gemm_factor", where, file, false, 0.5, 3, 0);
+    lv.memory_factor = number(l, "memory_factor", where, file, true, 0.5, 3, 1);
+    lv.sm_clock_mhz = number(l, "sm_clock_mhz", where, file, false, 0, 10000, 0);
+    lv.power_w = number(l, "power_w", where, file, false, 0, 10000, 0);
+    if (lv.tensor_tflops > 0 && lv.gemm_factor == 0)
+      throw CalibrationError(file, where + "gemm_factor", "is required where tensor_tflops is above 0");
+    s.levels.push_back(lv);
+  }
+  return s;
+}
+
+SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, double bf16_peak, std::string origin) {
+  if (!(bf16_peak > 0)) throw std::invalid_argument("sustained power: the GPU has no bf16 tensor peak to scale by");
+  struct Raw {
+    double u, compute, memory;
+  };
+  std::vector<Raw> raw;
+  for (const SustainedPowerLevel& l : measured.levels) {
+    // Throughput at burst speed: the level did the same work in 1/slowdown of the time.
+    const double slowdown = l.gemm_factor > 0 ? l.gemm_factor : l.memory_factor;
+    const double u = l.tensor_tflops * 1e12 * slowdown / bf16_peak;
+    raw.push_back({u, l.gemm_factor > 0 ? l.gemm_factor : 0.0, l.memory_factor});
+  }
+  std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.u < b.u; });
+  if (std::count_if(raw.begin(), raw.end(), [](const Raw& r) { return r.compute > 0; }) < 2)
+    throw std::invalid_argument("sustained power: fewer than two load levels ran a GEMM");
+  // Each factor at least 1 and non-decreasing in the utilisation; a level without a GEMM (a copy)
+  // informs the memory slowdown only, and its compute slowdown is the curve's at its utilisation.
+  std::vector<double> c, m;
+  for (const Raw& r : raw) m.push_back(std::max(1.0, r.memory));
+  for (const Raw& r : raw)
+    if (r.compute > 0) c.push_back(std::max(1.0, r.compute));
+  m = isotonic(m);
+  c = isotonic(c);
+  SustainedPowerCurve curve;
+  curve.origin_ = std::move(origin);
+  std::size_t ci = 0;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    Point pt;
+    pt.utilization = raw[i].u;
+    pt.factors.memory = m[i];
+    pt.factors.compute = raw[i].compute > 0 ? c[ci++] : (ci > 0 ? c[ci - 1] : 1.0);
+    curve.points_.push_back(pt);
+  }
+  // A copy-only level sorted before the first GEMM level took 1 above; with the isotonic GEMM
+  // curve that is at most its value, so the compute curve stays non-decreasing.
+  return curve;
+}
+
+PowerFactors SustainedPowerCurve::at(double u) const {
+  if (points_.empty()) return {};
+  if (u <= points_.front().utilization) return points_.front().factors;
+  if (u >= points_.back().utilization) return points_.back().factors;
+  auto hi = std::upper_bound(points_.begin(), points_.end(), u,
+                             [](double x, const Point& p) { return x < p.utilization; });
+  auto lo = hi - 1;
+  const double span = hi->utilization - lo->utilization;
+  const double t = span > 0 ? (u - lo->utilization) / span : 1.0;
+  return {lo->factors.compute + t * (hi->factors.compute - lo->factors.compute),
+          lo->factors.memory + t * (hi->factors.memory - lo->factors.memory)};
+}
+
+}  // namespace perfloom

@@ -1,0 +1,76 @@
+#pragma once
+// Sustained power (issue 7): how much slower kernels run once a GPU sits at its power limit.
+//
+// perfloom's kernel models learn from short measurements, which run at the boost clock ("burst").
+// A serving step that keeps the tensor cores busy for hundreds of milliseconds drives the GPU to
+// its power limit and the SM clock falls: on an H100 SXM or H200 at 700 W from 1980 MHz to about
+// 1350-1500 MHz, and a Llama-3-8B gate-up GEMM takes 1.16-1.21x its burst time
+// (bench/data/power/sustained_power_*.json). How much depends on how hard the step drives the GPU.
+//
+// The sustained-power probe (bench/power/power_probe.py) runs load levels, from compute-bound GEMMs
+// through weight-streaming GEMMs to a plain copy, some with the GPU idle part of the time, and
+// measures each level's average tensor throughput and how much slower its GEMM ("compute") and its
+// copy ("memory") run sustained than in a burst. Its levels travel in the GPU's calibration file
+// (the optional "sustained_power" block of perfloom-calibration/1, bench/collector/FORMAT.md).
+//
+// The curve: each level's tensor utilisation (its tensor throughput at burst speed, i.e. measured
+// x its slowdown, over the GPU's dense bf16 datasheet peak) against its two slowdowns, each made
+// at least 1 and non-decreasing in the utilisation (isotonic regression: a sustained kernel is not
+// faster than a burst, and more load does not throttle less; the few levels measured below 1 are
+// clock ramp-up inside their burst window), linear between levels, flat beyond the ends.
+// A step's utilisation is its tensor work at the datasheet peak over its burst duration, host time
+// included (model/sim/step_cost.h applies it).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace perfloom {
+
+// One load level of the probe, as measured.
+struct SustainedPowerLevel {
+  std::string label;
+  double tensor_tflops = 0;  // average tensor throughput over the sustained window's wall time
+  double gemm_factor = 0;    // sustained / burst time of the level's GEMM; 0: the level ran no GEMM
+  double memory_factor = 1;  // the same for its memory-bound copy
+  double sm_clock_mhz = 0;   // mean SM clock over the sustained window (0: not given)
+  double power_w = 0;        // mean board power over it (0: not given)
+};
+
+struct SustainedPower {
+  double power_limit_w = 0;  // 0: not given
+  std::string probe;         // how it was measured
+  std::vector<SustainedPowerLevel> levels;
+};
+
+// Parses the "sustained_power" block of a calibration file. Throws CalibrationError naming the file,
+// the field ("sustained_power.levels[3].gemm_factor") and the reason.
+SustainedPower parse_sustained_power(const nlohmann::json& block, const std::string& file);
+
+struct PowerFactors {
+  double compute = 1;  // for the clock-bound part of a kernel (tensor, FMA, SFU, shared memory, L2)
+  double memory = 1;   // for the DRAM-bound part
+};
+
+class SustainedPowerCurve {
+ public:
+  struct Point {
+    double utilization = 0;
+    PowerFactors factors;
+  };
+  SustainedPowerCurve() = default;
+  // `bf16_peak_flops_per_s`: the GPU's dense bf16 datasheet peak (the utilisation's unit).
+  // Throws std::invalid_argument when fewer than two levels have a GEMM.
+  static SustainedPowerCurve fit(const SustainedPower& measured, double bf16_peak_flops_per_s, std::string origin);
+
+  // The slowdowns of a GPU whose tensor pipes are busy `tensor_utilization` of the time at burst speed.
+  PowerFactors at(double tensor_utilization) const;
+  const std::vector<Point>& points() const { return points_; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::vector<Point> points_;  // by utilisation
+  std::string origin_;
+};
+
+}  // namespace perfloom
