@@ -85,6 +85,10 @@ SustainedPower parse_sustained_power(const json& block, const std::string& file)
       throw CalibrationError(file, where + "gemm_factor", "is required where tensor_tflops is above 0");
     s.levels.push_back(lv);
   }
+  s.rise_ms = number(block, "rise_ms", p, file, false, 0.1, 100000, 0);
+  s.fall_ms = number(block, "fall_ms", p, file, false, 0.1, 100000, 0);
+  if ((s.rise_ms > 0) != (s.fall_ms > 0))
+    throw CalibrationError(file, p + (s.rise_ms > 0 ? "fall_ms" : "rise_ms"), "is required with the other response time");
   return s;
 }
 
@@ -113,6 +117,8 @@ SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, dou
   c = isotonic(c);
   SustainedPowerCurve curve;
   curve.origin_ = std::move(origin);
+  curve.rise_ms_ = measured.rise_ms;
+  curve.fall_ms_ = measured.fall_ms;
   std::size_t ci = 0;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     Point pt;
@@ -137,6 +143,15 @@ PowerFactors SustainedPowerCurve::at(double u) const {
   const double t = span > 0 ? (u - lo->utilization) / span : 1.0;
   return {lo->factors.compute + t * (hi->factors.compute - lo->factors.compute),
           lo->factors.memory + t * (hi->factors.memory - lo->factors.memory)};
+}
+
+SustainedPowerCurve::Lagged SustainedPowerCurve::lag(double before, double idle_us, double load, double duration_us) const {
+  const double start = before * std::exp(-std::max(0.0, idle_us) / (fall_ms_ * 1e3));
+  const double tau_us = (load >= start ? rise_ms_ : fall_ms_) * 1e3;
+  if (!(duration_us > 0)) return {start, start};
+  const double decay = std::exp(-duration_us / tau_us);
+  // The lag's mean over the step: load + (start - load) x tau / T x (1 - e^(-T / tau)).
+  return {load + (start - load) * tau_us / duration_us * (1 - decay), load + (start - load) * decay};
 }
 
 }  // namespace perfloom

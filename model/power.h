@@ -20,6 +20,14 @@
 // clock ramp-up inside their burst window), linear between levels, flat beyond the ends.
 // A step's utilisation is its tensor work at the datasheet peak over its burst duration, host time
 // included (model/sim/step_cost.h applies it).
+//
+// Across the steps of a simulation the GPU's load is lagged: the power limit takes hold within tens of
+// milliseconds of busy time and lets go within tens of milliseconds of idle time
+// (bench/power/power_response.py: rise 110 ms on our H100 SXM, 48 ms on our H200, fall 31 and 28 ms,
+// first-order lags fitted to a GEMM ramp after 3 s idle and to GEMMs after idle gaps of 2-1000 ms).
+// A step then runs at the slowdown of its mean lagged load: a lone prefill after idle runs near its
+// burst time, a long stream of prefills at the sustained one. Without the response times (a curve
+// from the load levels alone) every step runs at its own steady state.
 #include <string>
 #include <vector>
 
@@ -41,6 +49,14 @@ struct SustainedPower {
   double power_limit_w = 0;  // 0: not given
   std::string probe;         // how it was measured
   std::vector<SustainedPowerLevel> levels;
+  double rise_ms = 0, fall_ms = 0;  // the limit's response times; 0: not measured
+};
+
+// A GPU's lagged tensor load across the steps of a simulation.
+struct PowerHistory {
+  double utilization = 0;  // the lagged load when the last step ended
+  double end_us = 0;       // when that was
+  bool started = false;    // false: the GPU has been idle since forever
 };
 
 // Parses the "sustained_power" block of a calibration file. Throws CalibrationError naming the file,
@@ -68,9 +84,20 @@ class SustainedPowerCurve {
   const std::vector<Point>& points() const { return points_; }
   const std::string& origin() const { return origin_; }
 
+  bool has_response() const { return rise_ms_ > 0 && fall_ms_ > 0; }
+  double rise_ms() const { return rise_ms_; }
+  double fall_ms() const { return fall_ms_; }
+  // A step of `duration_us` at steady load `load` after `idle_us` of idle since `before` (the lagged
+  // load then): the mean lagged load over the step, and the lagged load at its end. Needs has_response().
+  struct Lagged {
+    double mean = 0, at_end = 0;
+  };
+  Lagged lag(double before, double idle_us, double load, double duration_us) const;
+
  private:
   std::vector<Point> points_;  // by utilisation
   std::string origin_;
+  double rise_ms_ = 0, fall_ms_ = 0;
 };
 
 }  // namespace perfloom

@@ -207,7 +207,7 @@ class Engine {
     work_.clear();
     for (const Scheduled& s : batch) work_.push_back({s.new_tokens, s.context});
     const StepPlan plan = build_step(cfg_, sc_.par, work_, step_opt_);
-    const StepCost c = cost_.cost(plan, sched_.cuda_graphs);
+    const StepCost c = cost_.cost(plan, sched_.cuda_graphs, false, &power_, now * 1e6);
     for (int i = 0; i < kBreakdownCount; ++i) out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
     out_.step_count += 1;
     if (plan.prefill_tokens > 0) last_prefill_end_s_ = std::max(last_prefill_end_s_, now + c.latency_us * 1e-6);
@@ -266,6 +266,7 @@ class Engine {
   SchedulerConfig sched_;
   BlockPool pool_;
   StepCostModel cost_;
+  PowerHistory power_;  // sustained clocks: the GPU's lagged load across steps
   SimulationResult& out_;
   StepOptions step_opt_;
   std::vector<Req> reqs_;

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace perfloom::sim {
@@ -107,7 +108,8 @@ const StepCostModel::Memo& StepCostModel::entry(const StepKernel& k) {
   return cache_.emplace(std::move(key), predict_uncached(k)).first->second;
 }
 
-StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernels) {
+StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernels, PowerHistory* history,
+                             double start_us) {
   StepCost c;
   c.graphs = graphs && plan.tokens <= overheads_.max_graph_tokens;
   c.clocks = clocks_;
@@ -121,6 +123,8 @@ StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernel
     return c.graphs ? gpu + overheads_.graph_launch_us : std::max(gpu, launches * overheads_.eager_launch_us);
   };
   std::vector<PowerFactors> factors(stages);
+  const bool lagged = clocks_ == ClockState::sustained && history && gpu_.sustained->has_response();
+  double steady = 0, idle_us = 0;  // the busiest stage's steady load; the idle time before the step
   if (clocks_ == ClockState::sustained) {
     std::vector<double> gpu(stages, 0.0), launches(stages, 0.0), tensor(stages, 0.0);
     for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
@@ -133,8 +137,16 @@ StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernel
     double interval = 0;  // each stage's GPU repeats its part once per this long
     for (std::size_t st = 0; st < stages; ++st) interval = std::max(interval, stage_us(gpu[st], launches[st]));
     interval += c.host_us;
+    for (std::size_t st = 0; st < stages; ++st) steady = std::max(steady, interval > 0 ? tensor[st] / interval : 0.0);
+    // Lagged: every stage's load scaled by the busiest stage's mean lagged load over its steady one.
+    double scale = 1;
+    if (lagged) {
+      idle_us = history->started ? std::max(0.0, start_us - history->end_us) : std::numeric_limits<double>::infinity();
+      const double mean = gpu_.sustained->lag(history->utilization, idle_us, steady, interval).mean;
+      scale = steady > 0 ? mean / steady : 0.0;
+    }
     for (std::size_t st = 0; st < stages; ++st) {
-      const double u = interval > 0 ? tensor[st] / interval : 0.0;
+      const double u = (interval > 0 ? tensor[st] / interval : 0.0) * scale;
       factors[st] = gpu_.sustained->at(u);
       if (u >= c.tensor_utilization) {
         c.tensor_utilization = u;
@@ -169,6 +181,11 @@ StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernel
   }
   c.latency_us += c.host_us;
   c.interval_us = slowest + c.host_us;
+  if (lagged) {  // the load carried into the next step, over the step as it ran
+    history->utilization = gpu_.sustained->lag(history->utilization, idle_us, steady, c.interval_us).at_end;
+    history->end_us = start_us + c.interval_us;
+    history->started = true;
+  }
   c.breakdown_us[kBreakdownLaunch] = c.launch_us;
   c.breakdown_us[kBreakdownHost] = c.host_us;
   return c;

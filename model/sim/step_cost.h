@@ -23,7 +23,9 @@
 // duration, host time included; per pipeline stage, each on its own GPU) picks the slowdowns of the
 // GPU's sustained-power curve (model/power.h, from its calibration), and each kernel is slowed by
 // memory + share x (compute - memory), `share` being the part of the kernel bound by SM-clocked
-// pipes rather than DRAM (from its analysis). Communication kernels keep their time.
+// pipes rather than DRAM (from its analysis). Communication kernels keep their time. Given the GPU's
+// PowerHistory (a simulation), the load is lagged across steps and idle gaps as model/power.h says;
+// without one (`perfloom step`), the step is repeated back to back and runs at its steady state.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -70,7 +72,8 @@ struct StepCost {
   double interval_us = 0;  // pipeline parallel: the next step can start this much later
   bool graphs = false;     // ran under CUDA graphs
   ClockState clocks = ClockState::burst;
-  // Sustained clocks: the busiest stage's tensor utilisation at burst speed and the slowdowns it got.
+  // Sustained clocks: the busiest stage's tensor utilisation at burst speed (lagged, given a history)
+  // and the slowdowns it got.
   double tensor_utilization = 0;
   PowerFactors power;
   std::array<double, kBreakdownCount> breakdown_us{};
@@ -86,7 +89,10 @@ class StepCostModel {
                 ClockState clocks = ClockState::burst);
 
   // `graphs`: run under CUDA graphs when the step is small enough to have been captured.
-  StepCost cost(const StepPlan& plan, bool graphs, bool with_kernels = false);
+  // `history`, `start_us`: sustained clocks across steps; the step starts at `start_us` (the same
+  // clock as history->end_us) and the history is advanced past it. Ignored at burst clocks.
+  StepCost cost(const StepPlan& plan, bool graphs, bool with_kernels = false, PowerHistory* history = nullptr,
+                double start_us = 0);
   // One kernel's predicted time at burst clocks, memoised. Throws UnsupportedKernel from the predictor.
   double kernel_us(const StepKernel& k) { return entry(k).us; }
 

@@ -283,3 +283,30 @@ TEST(SustainedPower, ABadBlockNamesTheLevelAndFieldAndKeepsWhatWasThere) {
   EXPECT_EQ(few.field(), "sustained_power");
   EXPECT_NE(few.reason().find("fewer than two"), std::string::npos) << few.reason();
 }
+
+TEST(SustainedPower, TheLoadIsLaggedWithTheMeasuredRiseAndFallTimes) {
+  SustainedPower s;
+  s.levels = {level(0, 0, 1.0), level(300, 1.0, 1.0), level(700, 1.2, 1.02)};
+  s.rise_ms = 100;
+  s.fall_ms = 30;
+  const SustainedPowerCurve c = SustainedPowerCurve::fit(s, 1e15, "test");
+  ASSERT_TRUE(c.has_response());
+  // 100 ms at load 0.8 from a cold GPU: mean 0.8 - 0.8 (1 - 1/e), end 0.8 (1 - 1/e).
+  const auto first = c.lag(0.0, 1e9, 0.8, 100e3);
+  EXPECT_NEAR(first.mean, 0.8 - 0.8 * (1 - std::exp(-1.0)), 1e-12);
+  EXPECT_NEAR(first.at_end, 0.8 * (1 - std::exp(-1.0)), 1e-12);
+  // 30 ms idle then a light step: the load falls with the fall time.
+  const auto next = c.lag(first.at_end, 30e3, 0.0, 30e3);
+  EXPECT_NEAR(next.at_end, first.at_end * std::exp(-2.0), 1e-12);
+  // Back to back at the same load, the lag converges to the load.
+  double u = 0;
+  for (int i = 0; i < 50; ++i) u = c.lag(u, 0, 0.8, 20e3).at_end;
+  EXPECT_NEAR(u, 0.8, 1e-3);
+  // Without response times there is no lag to apply.
+  s.rise_ms = s.fall_ms = 0;
+  EXPECT_FALSE(SustainedPowerCurve::fit(s, 1e15, "test").has_response());
+  // One response time without the other is refused.
+  json doc = h100_calibration();
+  doc["sustained_power"].erase("fall_ms");
+  EXPECT_EQ(error_of(doc).field(), "sustained_power.fall_ms");
+}

@@ -410,6 +410,36 @@ TEST(SimStep, SustainedClocksSlowALongPrefillButNotADecode) {
   EXPECT_LT(pi.power.compute, ps.power.compute);
 }
 
+TEST(SimStep, SustainedClocksLagTheLoadAcrossStepsAndIdleGaps) {
+  const LlmConfig c = load_llm_config("llama-3-8b");
+  const GpuSpec& h100 = db().get("h100-sxm");
+  ASSERT_TRUE(h100.sustained && h100.sustained->has_response());
+  RooflinePredictor roofline;
+  StepCostModel burst(roofline, h100), sustained(roofline, h100, {}, ClockState::sustained);
+  const StepPlan prefill = build_step(c, {}, {{4096, 0}});
+  const StepCost b = burst.cost(prefill, false), steady = sustained.cost(prefill, false);
+  ASSERT_GT(steady.latency_us, 1.02 * b.latency_us);
+  // The first prefill after a cold start runs below its steady load, so nearer its burst time.
+  PowerHistory h;
+  double t = 0;
+  const StepCost first = sustained.cost(prefill, false, false, &h, t);
+  EXPECT_LT(first.tensor_utilization, steady.tensor_utilization);
+  EXPECT_LT(first.latency_us, steady.latency_us);
+  EXPECT_GE(first.latency_us, b.latency_us);
+  EXPECT_TRUE(h.started);
+  EXPECT_DOUBLE_EQ(h.end_us, first.interval_us);
+  // Back to back, the steps reach the steady state.
+  StepCost last;
+  for (int i = 0; i < 40; ++i) {
+    t = h.end_us;
+    last = sustained.cost(prefill, false, false, &h, t);
+  }
+  EXPECT_NEAR(last.latency_us, steady.latency_us, 1e-3 * steady.latency_us);
+  // After a second idle the limit has let go: the next step is as the first.
+  const StepCost rested = sustained.cost(prefill, false, false, &h, h.end_us + 1e6);
+  EXPECT_NEAR(rested.latency_us, first.latency_us, 1e-3 * first.latency_us);
+}
+
 TEST(SimStep, SustainedClocksNeedAPowerMeasurement) {
   const GpuSpec& b200 = db().get("b200");
   ASSERT_FALSE(b200.sustained.has_value());
