@@ -18,12 +18,6 @@ std::vector<std::pair<std::string_view, std::string_view>> calibration_files(); 
 
 using nlohmann::json;
 
-CalibrationError::CalibrationError(std::string file, std::string field, std::string reason)
-    : std::runtime_error(file + (field.empty() ? std::string() : ": field '" + field + "'") + ": " + reason),
-      file_(std::move(file)),
-      field_(std::move(field)),
-      reason_(std::move(reason)) {}
-
 namespace {
 
 constexpr const char* kSchema = "perfloom-calibration/1";
@@ -40,7 +34,12 @@ std::string num(double x) {
   return os.str();
 }
 
-// A positive number within [lo, hi]; absent and optional gives 0.
+// The calibration's dtype names -> GpuSpec's tensor keys. Others (fp32_sgemm) are not tensor-core rates.
+const std::map<std::string, std::string> kTensorKeys = {
+    {"bf16", "bf16"}, {"fp16", "fp16"}, {"tf32", "tf32"}, {"fp8e4m3", "fp8"}, {"fp8", "fp8"}, {"int8", "int8"}, {"fp4", "fp4"}};
+
+}  // namespace
+
 double read_number(const json& obj, const std::string& key, const std::string& prefix, const std::string& file,
                    bool required, double lo, double hi) {
   if (!obj.contains(key)) {
@@ -54,12 +53,6 @@ double read_number(const json& obj, const std::string& key, const std::string& p
     throw CalibrationError(file, prefix + key, "must be between " + num(lo) + " and " + num(hi) + " (got " + v.dump() + ")");
   return x;
 }
-
-// The calibration's dtype names -> GpuSpec's tensor keys. Others (fp32_sgemm) are not tensor-core rates.
-const std::map<std::string, std::string> kTensorKeys = {
-    {"bf16", "bf16"}, {"fp16", "fp16"}, {"tf32", "tf32"}, {"fp8e4m3", "fp8"}, {"fp8", "fp8"}, {"int8", "int8"}, {"fp4", "fp4"}};
-
-}  // namespace
 
 Calibration parse_calibration(std::string_view json_text, const std::string& file) {
   json doc;

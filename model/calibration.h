@@ -15,7 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "model/gpu_spec.h"
+#include "model/input_error.h"
 #include "model/power.h"
 
 namespace perfloom {
@@ -36,16 +39,16 @@ struct Calibration {
   std::optional<SustainedPower> sustained_power;
 };
 
-class CalibrationError : public std::runtime_error {
+// A calibration file perfloom refuses; what() reads "FILE: field 'FIELD': REASON".
+class CalibrationError : public InputError {
  public:
-  CalibrationError(std::string file, std::string field, std::string reason);
-  const std::string& file() const { return file_; }
-  const std::string& field() const { return field_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  std::string file_, field_, reason_;
+  using InputError::InputError;
 };
+
+// A number of a calibration file's object `obj` within [lo, hi] (absent and optional: 0); a
+// CalibrationError names `file`, the field `prefix + key` and the reason otherwise.
+double read_number(const nlohmann::json& obj, const std::string& key, const std::string& prefix,
+                   const std::string& file, bool required, double lo, double hi);
 
 // Parses and validates one calibration file. `file_label` names the file in error messages.
 Calibration parse_calibration(std::string_view json_text, const std::string& file_label);

@@ -17,13 +17,6 @@ std::vector<std::pair<std::string_view, std::string_view>> gpu_files();  // gene
 
 using nlohmann::json;
 
-GpuSpecError::GpuSpecError(std::string file, std::string field, std::string reason)
-    : std::runtime_error(file + (field.empty() ? std::string() : ": field '" + field + "'") + ": " +
-                         reason),
-      file_(std::move(file)),
-      field_(std::move(field)),
-      reason_(std::move(reason)) {}
-
 namespace {
 
 std::string lower(std::string_view s) {

@@ -16,18 +16,14 @@
 
 #include "model/calibration.h"
 #include "model/gpu_spec.h"
+#include "model/input_error.h"
 
 namespace perfloom {
 
-class GpuSpecError : public std::runtime_error {
+// A GPU file perfloom refuses; what() reads "FILE: field 'FIELD': REASON".
+class GpuSpecError : public InputError {
  public:
-  GpuSpecError(std::string file, std::string field, std::string reason);
-  const std::string& file() const { return file_; }
-  const std::string& field() const { return field_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  std::string file_, field_, reason_;
+  using InputError::InputError;
 };
 
 // Parses and validates one GPU file. `file_label` names the file in error messages.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -14,27 +13,6 @@ namespace perfloom {
 using nlohmann::json;
 
 namespace {
-
-std::string num(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
-
-// A number in [lo, hi]; absent and optional gives `fallback`.
-double number(const json& obj, const char* key, const std::string& where, const std::string& file, bool required,
-              double lo, double hi, double fallback) {
-  if (!obj.contains(key) || (!required && obj.at(key).is_null())) {
-    if (required) throw CalibrationError(file, where + key, "is required");
-    return fallback;
-  }
-  const json& v = obj.at(key);
-  if (!v.is_number()) throw CalibrationError(file, where + key, std::string("expected a number, got ") + v.type_name());
-  const double x = v.get<double>();
-  if (!(x >= lo && x <= hi))
-    throw CalibrationError(file, where + key, "must be between " + num(lo) + " and " + num(hi) + " (got " + v.dump() + ")");
-  return x;
-}
 
 // Pool-adjacent-violators: the non-decreasing sequence closest to `y` in least squares.
 std::vector<double> isotonic(const std::vector<double>& y) {
@@ -63,7 +41,7 @@ SustainedPower parse_sustained_power(const json& block, const std::string& file)
   const std::string p = "sustained_power.";
   if (!block.is_object()) throw CalibrationError(file, "sustained_power", std::string("expected an object, got ") + block.type_name());
   SustainedPower s;
-  s.power_limit_w = number(block, "power_limit_w", p, file, false, 1, 10000, 0);
+  s.power_limit_w = read_number(block, "power_limit_w", p, file, false, 1, 10000);
   if (block.contains("probe") && block.at("probe").is_string()) s.probe = block.at("probe").get<std::string>();
   if (!block.contains("levels")) throw CalibrationError(file, p + "levels", "is required");
   const json& levels = block.at("levels");
@@ -75,18 +53,18 @@ SustainedPower parse_sustained_power(const json& block, const std::string& file)
     if (!l.is_object()) throw CalibrationError(file, where.substr(0, where.size() - 1), "expected an object");
     SustainedPowerLevel lv;
     if (l.contains("label") && l.at("label").is_string()) lv.label = l.at("label").get<std::string>();
-    lv.tensor_tflops = number(l, "tensor_tflops", where, file, true, 0, 100000, 0);
+    lv.tensor_tflops = read_number(l, "tensor_tflops", where, file, true, 0, 100000);
     // A slowdown outside 0.5-3x is a broken measurement, not a power limit.
-    lv.gemm_factor = number(l, "gemm_factor", where, file, false, 0.5, 3, 0);
-    lv.memory_factor = number(l, "memory_factor", where, file, true, 0.5, 3, 1);
-    lv.sm_clock_mhz = number(l, "sm_clock_mhz", where, file, false, 0, 10000, 0);
-    lv.power_w = number(l, "power_w", where, file, false, 0, 10000, 0);
+    lv.gemm_factor = read_number(l, "gemm_factor", where, file, false, 0.5, 3);
+    lv.memory_factor = read_number(l, "memory_factor", where, file, true, 0.5, 3);
+    lv.sm_clock_mhz = read_number(l, "sm_clock_mhz", where, file, false, 0, 10000);
+    lv.power_w = read_number(l, "power_w", where, file, false, 0, 10000);
     if (lv.tensor_tflops > 0 && lv.gemm_factor == 0)
       throw CalibrationError(file, where + "gemm_factor", "is required where tensor_tflops is above 0");
     s.levels.push_back(lv);
   }
-  s.rise_ms = number(block, "rise_ms", p, file, false, 0.1, 100000, 0);
-  s.fall_ms = number(block, "fall_ms", p, file, false, 0.1, 100000, 0);
+  s.rise_ms = read_number(block, "rise_ms", p, file, false, 0.1, 100000);
+  s.fall_ms = read_number(block, "fall_ms", p, file, false, 0.1, 100000);
   if ((s.rise_ms > 0) != (s.fall_ms > 0))
     throw CalibrationError(file, p + (s.rise_ms > 0 ? "fall_ms" : "rise_ms"), "is required with the other response time");
   return s;

@@ -150,15 +150,6 @@ QChart* build_simulator_chart(const SimulatorResult& r) {
   return chart;
 }
 
-void SimulatorTableModel::setResult(SimulatorResult r) {
-  beginResetModel();
-  r_ = std::move(r);
-  endResetModel();
-}
-
-int SimulatorTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(r_.runs.size()); }
-int SimulatorTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const SimulatorRun& run = r_.runs[static_cast<std::size_t>(index.row())];
@@ -188,14 +179,6 @@ QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) return QString::number(v, 'f', c == OutputTokensPerS ? 0 : 2);
   if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
   return {};
-}
-
-QVariant SimulatorTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"GPU", "rate (req/s)", "TTFT p50 (ms)", "TTFT p90 (ms)", "TTFT p99 (ms)",
-                                "TPOT p50 (ms)", "TPOT p90 (ms)", "TPOT p99 (ms)", "E2E p50 (ms)", "E2E p99 (ms)",
-                                "output tok/s", "requests/s"};
-  return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
 }
 
 SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)

@@ -3,7 +3,6 @@
 // runs the serving simulator in a background job with progress and Cancel; a table of TTFT, TPOT
 // and E2E percentiles with throughput, and TTFT p50 against request rate (one curve per GPU) when
 // a rate sweep is asked.
-#include <QAbstractTableModel>
 #include <QFuture>
 #include <QString>
 #include <QStringList>
@@ -15,6 +14,7 @@
 #include "model/gpu_database.h"
 #include "model/predictor.h"
 #include "model/sim/simulator.h"
+#include "ui/result_table_model.h"
 
 class QChart;
 class QChartView;
@@ -72,21 +72,17 @@ SimulatorResult run_simulations(const SimulatorRequest& req,
                                 const std::function<bool(int done, int total, const QString& text)>& progress);
 QChart* build_simulator_chart(const SimulatorResult& r);
 
-class SimulatorTableModel : public QAbstractTableModel {
+class SimulatorTableModel : public ResultTableModel<SimulatorTableModel, SimulatorResult, &SimulatorResult::runs> {
   Q_OBJECT
  public:
   enum Column { Gpu, Rate, TtftP50, TtftP90, TtftP99, TpotP50, TpotP90, TpotP99, E2eP50, E2eP99,
                 OutputTokensPerS, RequestsPerS, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
-  using QAbstractTableModel::QAbstractTableModel;
-  void setResult(SimulatorResult r);
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
+  static constexpr const char* kHeaders[ColumnCount] = {
+      "GPU",           "rate (req/s)",  "TTFT p50 (ms)", "TTFT p90 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)",
+      "TPOT p90 (ms)", "TPOT p99 (ms)", "E2E p50 (ms)",  "E2E p99 (ms)",  "output tok/s",  "requests/s"};
+  using ResultTableModel::ResultTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
- private:
-  SimulatorResult r_;
 };
 
 class SimulatorView : public QWidget {

@@ -179,15 +179,6 @@ QChart* build_tuner_sweep_chart(const TunerViewResult& r) {
   return chart;
 }
 
-void TunerRankModel::setResult(TunerViewResult r) {
-  beginResetModel();
-  r_ = std::move(r);
-  endResetModel();
-}
-
-int TunerRankModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(r_.ranked.size()); }
-int TunerRankModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const tuner::RankedConfig& c = r_.ranked[static_cast<std::size_t>(index.row())];
@@ -220,12 +211,6 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
     case Reason: return QString::fromStdString(c.reason);
     default: return {};
   }
-}
-
-QVariant TunerRankModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"rank", "tile M×N×K", "split-K", "cluster M×N", "pred (µs)", "waves", "last wave", "reason"};
-  return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
 }
 
 TunerView::TunerView(const GpuDatabase& gpus, QWidget* parent)

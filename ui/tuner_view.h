@@ -3,7 +3,6 @@
 // latency of each candidate tile configuration (best highlighted, with its reason) and the wave
 // steps: the predicted latency of the top configurations as M (or N) sweeps. Computed in a
 // background job; results of an older selection are dropped.
-#include <QAbstractTableModel>
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -11,6 +10,7 @@
 
 #include "model/gpu_database.h"
 #include "model/tuner/tuner.h"
+#include "ui/result_table_model.h"
 
 class QChart;
 class QChartView;
@@ -56,20 +56,15 @@ QChart* build_tuner_bar_chart(const TunerViewResult& r);
 QChart* build_tuner_sweep_chart(const TunerViewResult& r);
 
 // One row per ranked configuration.
-class TunerRankModel : public QAbstractTableModel {
+class TunerRankModel : public ResultTableModel<TunerRankModel, TunerViewResult, &TunerViewResult::ranked> {
   Q_OBJECT
  public:
   enum Column { Rank, Tile, SplitK, Cluster, PredUs, Waves, Fill, Reason, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
-  using QAbstractTableModel::QAbstractTableModel;
-  void setResult(TunerViewResult r);
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
+  static constexpr const char* kHeaders[ColumnCount] = {"rank",      "tile M×N×K", "split-K",   "cluster M×N",
+                                                        "pred (µs)", "waves",      "last wave", "reason"};
+  using ResultTableModel::ResultTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
- private:
-  TunerViewResult r_;
 };
 
 class TunerView : public QWidget {

@@ -240,12 +240,6 @@ QChart* build_whatif_chart(const WhatIfResult& r) {
   return chart;
 }
 
-void SpeedupTableModel::setResult(WhatIfResult r) {
-  beginResetModel();
-  r_ = std::move(r);
-  endResetModel();
-}
-
 void SpeedupTableModel::setTokens(double tokens) {
   tokens_ = tokens;
   if (rowCount() > 0) emit dataChanged(index(0, CostPerMTokens), index(rowCount() - 1, CostPerMTokens));
@@ -263,9 +257,6 @@ void SpeedupTableModel::setPrices(QMap<QString, double> prices) {
   prices_ = std::move(prices);
   if (rowCount() > 0) emit dataChanged(index(0, PricePerHour), index(rowCount() - 1, CostPerMTokens));
 }
-
-int SpeedupTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(r_.gpus.size()); }
-int SpeedupTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 Qt::ItemFlags SpeedupTableModel::flags(const QModelIndex& index) const {
   Qt::ItemFlags f = QAbstractTableModel::flags(index);
@@ -330,13 +321,6 @@ QVariant SpeedupTableModel::data(const QModelIndex& index, int role) const {
                   : QString("Needs a price per GPU-hour and the tokens in this workload");
   }
   return {};
-}
-
-QVariant SpeedupTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"GPU", "total (µs)", "low, p10 (µs)", "high, p90 (µs)", "speedup vs first", "kernels",
-                                "price ($/GPU-hour)", "cost per million tokens"};
-  return section >= 0 && section < ColumnCount ? QVariant(QString::fromUtf8(names[section])) : QVariant();
 }
 
 namespace {

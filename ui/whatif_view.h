@@ -5,7 +5,6 @@
 // and the cost per million tokens), and for a trace the measured vs predicted time of each kernel.
 // Computed in a background job (a trace through storage::run_trace_whatif, on the job's own
 // database connection); late results are dropped.
-#include <QAbstractTableModel>
 #include <QMap>
 #include <QString>
 #include <QStringList>
@@ -17,6 +16,7 @@
 
 #include "model/gpu_database.h"
 #include "model/predictor.h"
+#include "ui/result_table_model.h"
 #include "ui/source_list_model.h"
 #include "ui/whatif_models.h"
 
@@ -69,13 +69,15 @@ QChart* build_whatif_chart(const WhatIfResult& r);
 
 // One row per GPU: total, interval, speedup over the first GPU, and an editable price per GPU-hour
 // (kept per GPU id across results) with the cost per million tokens when a token count is set.
-class SpeedupTableModel : public QAbstractTableModel {
+class SpeedupTableModel : public ResultTableModel<SpeedupTableModel, WhatIfResult, &WhatIfResult::gpus> {
   Q_OBJECT
  public:
   enum Column { Gpu, TotalUs, LoUs, HiUs, Speedup, Kernels, PricePerHour, CostPerMTokens, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
-  using QAbstractTableModel::QAbstractTableModel;
-  void setResult(WhatIfResult r);
+  static constexpr const char* kHeaders[ColumnCount] = {
+      "GPU",     "total (µs)",         "low, p10 (µs)",          "high, p90 (µs)", "speedup vs first",
+      "kernels", "price ($/GPU-hour)", "cost per million tokens"};
+  using ResultTableModel::ResultTableModel;
   // Tokens the workload processes; <= 0: no cost is shown.
   void setTokens(double tokens);
   double tokens() const { return tokens_; }
@@ -84,19 +86,15 @@ class SpeedupTableModel : public QAbstractTableModel {
   // All prices at once (restored from the settings); emits no priceChanged.
   void setPrices(QMap<QString, double> prices);
   const QMap<QString, double>& prices() const { return prices_; }
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
   Qt::ItemFlags flags(const QModelIndex& index) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  signals:
   // A price was entered or cleared (0): the view stores it.
   void priceChanged(const QString& gpu_id, double dollars_per_hour);
 
  private:
-  WhatIfResult r_;
   QMap<QString, double> prices_;  // GPU id -> $ per GPU-hour
   double tokens_ = 0;
 };

@@ -17,12 +17,6 @@ namespace perfloom::sim {
 
 using nlohmann::json;
 
-LlmConfigError::LlmConfigError(std::string file, std::string field, std::string reason)
-    : std::runtime_error(file + ": " + (field.empty() ? "" : field + ": ") + reason),
-      file_(std::move(file)),
-      field_(std::move(field)),
-      reason_(std::move(reason)) {}
-
 std::string_view weight_quant_name(WeightQuant q) {
   switch (q) {
     case WeightQuant::none: return "none";

@@ -9,19 +9,16 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/input_error.h"
 
 namespace perfloom::sim {
 
-// A config that cannot be used: which file, which field, and why.
-class LlmConfigError : public std::runtime_error {
+// A config that cannot be used: which file, which field, and why. what() reads "FILE: FIELD: REASON":
+// the field is a Hugging Face key, often dotted (quantization_config.bits), that reads plainly unquoted.
+class LlmConfigError : public InputError {
  public:
-  LlmConfigError(std::string file, std::string field, std::string reason);
-  const std::string& file() const { return file_; }
-  const std::string& field() const { return field_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  std::string file_, field_, reason_;
+  LlmConfigError(std::string file, std::string field, std::string reason)
+      : InputError(std::move(file), std::move(field), std::move(reason), Place::as_given) {}
 };
 
 // How the linear-layer weights are stored.

@@ -3,20 +3,6 @@
 namespace perfloom::storage {
 
 namespace {
-std::string join_message(const std::string& file, const std::string& where, const std::string& reason) {
-  std::string m = file;
-  if (!where.empty()) m += ": " + where;
-  return m + ": " + reason;
-}
-}  // namespace
-
-ImportError::ImportError(std::string file, std::string where, std::string reason)
-    : std::runtime_error(join_message(file, where, reason)),
-      file_(std::move(file)),
-      where_(std::move(where)),
-      reason_(std::move(reason)) {}
-
-namespace {
 // Length of the valid UTF-8 sequence at s[i], 0 when invalid.
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };

@@ -15,21 +15,19 @@
 
 #include "model/classify/kernel_classifier.h"
 #include "model/gpu_database.h"
+#include "model/input_error.h"
 #include "model/kernel.h"
 
 namespace perfloom::storage {
 
 // A file that cannot be imported. what() reads "FILE: WHERE: REASON" (WHERE may be empty), so a
 // person sees which file broke, where (line, byte offset, event index, table row) and why.
-class ImportError : public std::runtime_error {
+// The place is InputError's field, named where() here because it is a position, not a key.
+class ImportError : public InputError {
  public:
-  ImportError(std::string file, std::string where, std::string reason);
-  const std::string& file() const { return file_; }
-  const std::string& where() const { return where_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  std::string file_, where_, reason_;
+  ImportError(std::string file, std::string where, std::string reason)
+      : InputError(std::move(file), std::move(where), std::move(reason), Place::as_given) {}
+  const std::string& where() const { return field(); }
 };
 
 // The import was stopped through ImportControl::cancel.
