@@ -76,6 +76,11 @@ std::vector<float> XgbBooster::predict(const float* features, std::size_t rows, 
   return std::vector<float>(out, out + rows);
 }
 
+void XgbBooster::set_param(const std::string& name, const std::string& value) {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  check(XGBoosterSetParam(handle_, name.c_str(), value.c_str()), "parameter " + name);
+}
+
 std::size_t XgbBooster::num_features() const {
   bst_ulong n = 0;
   check(XGBoosterGetNumFeature(handle_, &n), "feature count");

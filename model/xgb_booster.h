@@ -35,6 +35,9 @@ class XgbBooster {
   // One prediction per row. Thread-safe.
   std::vector<float> predict(const float* features, std::size_t rows, std::size_t cols) const;
   std::size_t num_features() const;
+  // Sets one of XGBoost's parameters on a trained or loaded booster, e.g. "nthread" to "1" where
+  // predictions come in small batches and a thread team would cost more than it saves.
+  void set_param(const std::string& name, const std::string& value);
   bool empty() const { return handle_ == nullptr; }
 
  private:

@@ -33,15 +33,26 @@ void sort_by_score(std::vector<RankedConfig>& v) {
   std::stable_sort(v.begin(), v.end(), [](const RankedConfig& a, const RankedConfig& b) { return a.score < b.score; });
 }
 
-RankedConfig evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw, const GemmShape& shape,
-                      const TileConfig& config) {
-  RankedConfig r;
-  r.config = config;
-  const WaveFeatures f = wave_features(shape, config, hw, concurrent_ctas(config, shape.dtype, hw, table.slots_by_cluster));
-  r.grid = f.grid;
-  r.pred_us = group_latency(group, shape, config, f, &r.class_samples);
-  r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
-  return r;
+// Every configuration predicted (the learned residual batched over them), in the order given.
+std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
+                                   const GemmShape& shape, const std::vector<TileConfig>& configs) {
+  std::vector<RankedConfig> out(configs.size());
+  std::vector<WaveFeatures> feats;
+  feats.reserve(configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    RankedConfig& r = out[i];
+    r.config = configs[i];
+    feats.push_back(wave_features(shape, configs[i], hw, concurrent_ctas(configs[i], shape.dtype, hw, table.slots_by_cluster)));
+    r.grid = feats.back().grid;
+    r.pred_us = group_latency(group, shape, configs[i], feats.back(), &r.class_samples);
+  }
+  const std::vector<double> learned = learned_factors(group, shape, configs, feats);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    RankedConfig& r = out[i];
+    r.pred_us = std::max(1.0, r.pred_us * learned[i]);
+    r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
+  }
+  return out;
 }
 
 const GroupTable& group_for(const TunerTable& table, const GemmShape& shape) {
@@ -56,7 +67,7 @@ const GroupTable& group_for(const TunerTable& table, const GemmShape& shape) {
 
 RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                  const TileConfig& config) {
-  RankedConfig r = evaluate(table, group_for(table, shape), hardware_rates(gpu, shape.dtype), shape, config);
+  RankedConfig r = evaluate(table, group_for(table, shape), hardware_rates(gpu, shape.dtype), shape, {config}).front();
   r.reason = describe_grid(r.grid);
   return r;
 }
@@ -65,9 +76,7 @@ std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec
                                           const std::vector<TileConfig>& configs, bool with_reasons) {
   const GroupTable& group = group_for(table, shape);
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
-  std::vector<RankedConfig> out;
-  out.reserve(configs.size());
-  for (const auto& c : configs) out.push_back(evaluate(table, group, hw, shape, c));
+  std::vector<RankedConfig> out = evaluate(table, group, hw, shape, configs);
   sort_by_score(out);
   if (with_reasons)
     for (auto& r : out) r.reason = describe_grid(r.grid);

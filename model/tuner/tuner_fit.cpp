@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <tuple>
 
@@ -25,6 +26,37 @@ auto candidate_key(const TileConfig& t) {
 }
 
 auto shape_key(const GemmShape& s) { return std::tuple(static_cast<int>(s.dtype), s.M, s.N, s.K); }
+using ShapeKey = decltype(shape_key(GemmShape{}));
+
+std::shared_ptr<const XgbBooster> fit_learned_residual(const GroupTable& g, const std::vector<const TunerSample*>& rows,
+                                                       const std::vector<WaveFeatures>& feats,
+                                                       std::map<ShapeKey, double>& shape_best, const FitOptions& opt) {
+  std::vector<double> r(rows.size());
+  std::map<ShapeKey, std::pair<double, double>> shape_mean;  // sum r, count
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    r[i] = std::log(rows[i]->latency_us / group_latency(g, rows[i]->shape, rows[i]->config, feats[i]));
+    auto& m = shape_mean[shape_key(rows[i]->shape)];
+    m.first += r[i];
+    m.second += 1;
+  }
+  std::vector<float> x, y, w;
+  x.reserve(rows.size() * kLearnedCount);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto row = learned_features(rows[i]->shape, rows[i]->config, feats[i]);
+    x.insert(x.end(), row.begin(), row.end());
+    const auto& m = shape_mean[shape_key(rows[i]->shape)];
+    y.push_back(static_cast<float>(r[i] - m.first / m.second));
+    const bool near = rows[i]->latency_us <= opt.residual_near * shape_best[shape_key(rows[i]->shape)];
+    w.push_back(static_cast<float>(rows[i]->weight * (near ? 1.0 : opt.residual_far_weight)));
+  }
+  auto b = std::make_shared<XgbBooster>(
+      XgbBooster::train(x, rows.size(), kLearnedCount, y, w,
+                        {{"max_depth", std::to_string(opt.learned_depth)}, {"eta", std::to_string(opt.learned_eta)},
+                         {"subsample", "0.8"}, {"lambda", "3"}, {"objective", "reg:squarederror"}, {"base_score", "0"}, {"seed", "0"},
+                         {"nthread", "1"}},  // deterministic, and small enough that threads gain little
+                        opt.learned_rounds));
+  return b;
+}
 }  // namespace
 
 SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const GpuSpec& gpu) {
@@ -82,7 +114,7 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const double y = rows[i]->latency_us * scale[shape_key(rows[i]->shape)];
         const double far = rows[i]->latency_us > opt.far_from_best * shape_best[shape_key(rows[i]->shape)] ? opt.far_weight : 1.0;
-        const double w = far / (y * y);
+        const double w = far * rows[i]->weight / (y * y);
         const auto x = row_of(feats[i]);
         all.add(x, y, w);
         per_class.try_emplace(class_of(rows[i]->config), kFeatureCount).first->second.add(x, y, w);
@@ -124,7 +156,8 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const double base = group_latency(g, rows[i]->shape, rows[i]->config, feats[i], nullptr, false);
         r[i] = std::log(rows[i]->latency_us / base);
-        w[i] = rows[i]->latency_us > opt.residual_near * shape_best[shape_key(rows[i]->shape)] ? opt.residual_far_weight : 1.0;
+        w[i] = rows[i]->weight *
+               (rows[i]->latency_us > opt.residual_near * shape_best[shape_key(rows[i]->shape)] ? opt.residual_far_weight : 1.0);
         z[i] = residual_features(rows[i]->shape, rows[i]->config, feats[i]);
       }
       if (opt.residual_ridge >= 0) {
@@ -149,6 +182,8 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
           if (a.second >= 1.0) g.config_factor[k] = std::exp(a.first / (a.second + opt.config_ridge));
       }
     }
+
+    if (opt.learned_rounds > 0) g.learned = fit_learned_residual(g, rows, feats, shape_best, opt);
 
     // Buckets: per shape its fastest few configurations; a bucket ranks them by how close to the
     // best they came, summed over its shapes.

@@ -15,6 +15,7 @@ struct TunerSample {
   double latency_us = 0;
   int launched_ctas = 0;    // CTAs of the launch grid (0: unknown); persistent kernels cap it at the slots
   int heuristic_rank = 0;   // the collector's: 1 = cuBLASLt's default choice (informational)
+  double weight = 1.0;      // the row's weight in the fits (e.g. plan rows against sweep rows)
 };
 
 struct FitOptions {
@@ -39,6 +40,13 @@ struct FitOptions {
   // Per exact configuration (tile, split-K, cluster) a multiplicative factor, the mean log
   // residual left after the correction shrunk toward 1 by `config_ridge` pseudo-points; negative: off.
   double config_ridge = 10.0;
+  // Learned residual (tuner_table.h GroupTable::learned): per group gradient-boosted trees on
+  // wave_model.h learned_features, fitted to log(measured / the prediction with the corrections
+  // above) minus its shape's mean (how the configurations of one shape differ, which is what the
+  // ranking needs), rows weighted as for the residual correction; 0 rounds: off.
+  int learned_rounds = 200;
+  int learned_depth = 4;
+  double learned_eta = 0.05;
 };
 
 // Concurrent CTAs per cluster size as the launch grids of persistent kernels show them (the

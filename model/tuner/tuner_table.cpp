@@ -124,6 +124,21 @@ double group_latency(const GroupTable& group, const GemmShape& shape, const Tile
   return std::max(1.0, lat * factor);
 }
 
+std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape, const std::vector<TileConfig>& configs,
+                                    const std::vector<WaveFeatures>& features) {
+  std::vector<double> out(configs.size(), 1.0);
+  if (!group.learned || configs.empty()) return out;
+  std::vector<float> rows;
+  rows.reserve(configs.size() * kLearnedCount);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const auto r = learned_features(shape, configs[i], features[i]);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  const std::vector<float> p = group.learned->predict(rows.data(), configs.size(), kLearnedCount);
+  for (std::size_t i = 0; i < configs.size(); ++i) out[i] = std::exp(std::clamp(static_cast<double>(p[i]), -1.0, 1.0));
+  return out;
+}
+
 TileClassKey class_of(const TileConfig& t) { return {t.tile_m, t.tile_n, t.tile_k, t.split_k > 1}; }
 
 BucketKey bucket_of(int64_t M, int64_t N, int64_t K) {
@@ -238,6 +253,11 @@ std::string tuner_table_to_json(const TunerTable& table) {
         f3 = false;
       }
       os << "\n   }";
+    }
+    if (g.learned) {
+      json names = json::array();
+      for (const auto& n : learned_names()) names.push_back(n);
+      os << ",\n   \"learned_features\": " << names.dump() << ",\n   \"learned\": " << g.learned->save_json();
     }
     os << "\n  }";
   }
@@ -354,6 +374,25 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
         gt.residual[i] = (*it)[i].get<double>();
       }
     }
+    if (auto it = gj.find("learned"); it != gj.end()) {
+      json names = json::array();
+      for (const auto& n : learned_names()) names.push_back(n);
+      const json& ln = need(gj, "learned_features", label, where);
+      if (ln != names)
+        fail(label, where + ".learned_features", "are " + ln.dump() + ", this build's model uses " + names.dump() +
+                                                     ": refit the table with perfloom-tuner-fit");
+      if (!it->is_object()) fail(label, where + ".learned", "is not an XGBoost model (a JSON object)");
+      try {
+        auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(it->dump(), label + ": " + where + ".learned"));
+        b->set_param("nthread", "1");  // a query predicts ~15 rows: one thread is faster than a team
+        if (b->num_features() != kLearnedCount)
+          fail(label, where + ".learned", "takes " + std::to_string(b->num_features()) + " features, expected " +
+                                              std::to_string(kLearnedCount));
+        gt.learned = std::move(b);
+      } catch (const XgbError& e) {
+        fail(label, where + ".learned", e.what());
+      }
+    }
     if (auto it = gj.find("config_factor"); it != gj.end()) {
       if (!it->is_object()) fail(label, where + ".config_factor", "is not an object");
       for (auto c = it->begin(); c != it->end(); ++c) {
@@ -389,7 +428,9 @@ struct Bundled {
 };
 
 const Bundled& bundled() {
-  static const Bundled b = [] {
+  // Never destroyed: the tables hold XGBoost boosters, and XGBoost's own statics may be gone by the
+  // time this one's destructor would run at exit.
+  static const Bundled& b = *new Bundled([] {
     Bundled out;
     for (const auto& [path, text] : embedded::tuner_files()) {
       std::string p(path);
@@ -405,7 +446,7 @@ const Bundled& bundled() {
       }
     }
     return out;
-  }();
+  }());
   return b;
 }
 }  // namespace

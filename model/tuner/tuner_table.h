@@ -9,6 +9,7 @@
 #include <array>
 #include <compare>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 
 #include "model/gpu_spec.h"
 #include "model/tuner/wave_model.h"
+#include "model/xgb_booster.h"
 
 namespace perfloom::tuner {
 
@@ -62,6 +64,9 @@ struct GroupTable {
   std::array<double, kResidualCount> residual{};
   // Per exact configuration a shrunk multiplicative factor (JSON keys: config_key_string).
   std::map<ConfigKey, double> config_factor;
+  // Learned residual: gradient-boosted trees on wave_model.h learned_features, predicting
+  // log(measured / the prediction above) relative to the shape's other configurations; null: none.
+  std::shared_ptr<const XgbBooster> learned;
   int shapes = 0, samples = 0;           // what the fit saw
 };
 
@@ -81,6 +86,10 @@ struct TunerTable {
 // (0: the group's fit). `with_correction` false gives the linear model alone (what the fit needs).
 double group_latency(const GroupTable& group, const GemmShape& shape, const TileConfig& config, const WaveFeatures& f,
                      int* class_samples = nullptr, bool with_correction = true);
+// The learned residual's factor for each of `configs` of one shape (one batched prediction; every
+// factor 1 when the group has none), exp of the prediction clamped to [-1, 1].
+std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape, const std::vector<TileConfig>& configs,
+                                    const std::vector<WaveFeatures>& features);
 // config_to_string without the stage count: the key of GroupTable::config_factor.
 std::string config_key_string(const TileConfig& t);
 

@@ -102,6 +102,33 @@ const std::array<std::string_view, kResidualCount>& residual_names() {
   return names;
 }
 
+const std::array<std::string, kLearnedCount>& learned_names() {
+  static const std::array<std::string, kLearnedCount> names = [] {
+    std::array<std::string, kLearnedCount> n;
+    std::size_t i = 0;
+    for (auto v : feature_names()) n[i++] = "wave:" + std::string(v);
+    for (auto v : residual_names()) n[i++] = "residual:" + std::string(v);
+    for (const char* v : {"tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "split_k", "waves", "fill", "k_iters",
+                          "log2_M", "log2_N", "log2_K", "element_bytes"})
+      n[i++] = v;
+    return n;
+  }();
+  return names;
+}
+
+std::array<float, kLearnedCount> learned_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f) {
+  std::array<float, kLearnedCount> row{};
+  std::size_t i = 0;
+  for (double v : f.x) row[i++] = static_cast<float>(v);
+  for (double v : residual_features(s, t, f)) row[i++] = static_cast<float>(v);
+  for (double v : {double(t.tile_m), double(t.tile_n), double(t.tile_k), double(std::max(1, t.cluster_m)),
+                   double(std::max(1, t.cluster_n)), double(std::max(1, t.split_k)), double(f.grid.waves), f.grid.last_wave_fill,
+                   double(f.grid.k_iters), std::log2(double(s.M)), std::log2(double(s.N)), std::log2(double(s.K)),
+                   dtype_bytes(s.dtype)})
+    row[i++] = static_cast<float>(v);
+  return row;
+}
+
 std::array<double, kResidualCount> residual_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f) {
   const WaveGrid& g = f.grid;
   const double lk = std::log2(static_cast<double>(std::max<int64_t>(1, g.k_iters)));

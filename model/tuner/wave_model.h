@@ -76,6 +76,14 @@ inline constexpr std::size_t kResidualCount = 16;
 const std::array<std::string_view, kResidualCount>& residual_names();
 std::array<double, kResidualCount> residual_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f);
 
+// The learned residual's inputs (tuner_fit.h FitOptions::learned_rounds): the wave features, the
+// residual features and the raw coordinates: tile M, N, K, cluster M, N, split-K, waves, fill,
+// K-iterations, log2 of M, N and K, element bytes. Names prefixed "wave:" and "residual:" for the
+// first two sets; a table stores them and must match.
+inline constexpr std::size_t kLearnedCount = kFeatureCount + kResidualCount + 13;
+const std::array<std::string, kLearnedCount>& learned_names();
+std::array<float, kLearnedCount> learned_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f);
+
 // "1 wave, 97% full, 112 K-iterations" (and the split-K factor when there is one).
 std::string describe_grid(const WaveGrid& g);
 

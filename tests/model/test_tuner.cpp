@@ -248,6 +248,7 @@ TEST(TunerFit, ResidualCorrectionAndConfigurationFactorLearnWhatTheLinearFormCan
   plain.class_ridge = 1e6;  // one shared linear model: the multiplicative effects are left to the correction
   plain.residual_ridge = -1;
   plain.config_ridge = -1;
+  plain.learned_rounds = 0;
   FitOptions corrected = plain;
   corrected.residual_ridge = 1e-3;
   corrected.config_ridge = 1.0;
@@ -271,6 +272,67 @@ TEST(TunerFit, ResidualCorrectionAndConfigurationFactorLearnWhatTheLinearFormCan
     ADD_FAILURE() << "a residual of the wrong length was accepted";
   } catch (const TunerTableError& e) {
     EXPECT_NE(std::string(e.what()).find("residual"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TunerFit, LearnedResidualRanksWhatTheLinearCorrectionsCannot) {
+  // Two configurations of one class whose latency differs only through an interaction: the wide
+  // cluster is 20% slower when the last wave is less than half full and 20% faster otherwise. The
+  // linear model, the log-linear correction and the per-configuration factor see the same average
+  // for both, so they cannot tell which one to pick; the learned residual can.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  const Coefficients truth = {2.0, 1.1, 0.5, -0.2, 0.3, 0.9, 1.0, 0.0, 0.0, 0.4};
+  const TileConfig narrow = tile(128, 128, 64, 1, 1, 2), wide = tile(128, 128, 64, 1, 2, 1);
+  std::vector<TunerSample> samples;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dim(1, 60);
+  for (int i = 0; i < 300; ++i) {
+    const GemmShape shape{64 * dim(rng), 64 * dim(rng), 64 * dim(rng), Dtype::bf16};
+    for (const TileConfig& c : {narrow, wide}) {
+      TunerSample s;
+      s.shape = shape;
+      s.config = c;
+      const auto f = wave_features(s.shape, c, hw, concurrent_ctas(c, Dtype::bf16, hw));
+      for (std::size_t j = 0; j < kFeatureCount; ++j) s.latency_us += truth[j] * f.x[j];
+      if (c.cluster_m > 1) s.latency_us *= f.grid.last_wave_fill < 0.5 ? 1.2 : 1.0 / 1.2;
+      samples.push_back(s);
+    }
+  }
+  auto right_picks = [&](const TunerTable& t) {
+    int right = 0;
+    for (std::size_t i = 0; i < samples.size(); i += 2) {
+      const auto ranked = rank_with_table(t, h100, samples[i].shape, {narrow, wide}, false);
+      const bool wide_faster = samples[i + 1].latency_us < samples[i].latency_us;
+      right += (ranked.front().config == wide) == wide_faster;
+    }
+    return right;
+  };
+  FitOptions without;
+  without.learned_rounds = 0;
+  FitOptions with;
+  with.learned_rounds = 100;
+  const TunerTable a = fit_tuner_table(samples, h100, without), b = fit_tuner_table(samples, h100, with);
+  ASSERT_FALSE(a.groups.at("16bit").learned);
+  ASSERT_TRUE(b.groups.at("16bit").learned);
+  EXPECT_GE(right_picks(b), 290);  // of 300 shapes
+  EXPECT_LT(right_picks(a), 240);
+  // The trees survive the JSON form, and a table whose feature list differs is refused by name.
+  const TunerTable back = parse_tuner_table(tuner_table_to_json(b), "round-trip");
+  ASSERT_TRUE(back.groups.at("16bit").learned);
+  for (std::size_t i = 0; i < samples.size(); i += 29) {
+    const double p = evaluate_with_table(b, h100, samples[i].shape, samples[i].config).pred_us;
+    EXPECT_NEAR(evaluate_with_table(back, h100, samples[i].shape, samples[i].config).pred_us / p, 1.0, 1e-4) << i;  // coefficients stored to 5-7 digits
+  }
+  std::string text = tuner_table_to_json(b);
+  const auto at = text.find("\"log2_M\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 8, "\"log2_Q\"");
+  try {
+    parse_tuner_table(text, "bad.json");
+    ADD_FAILURE() << "a learned residual over other features was accepted";
+  } catch (const TunerTableError& e) {
+    EXPECT_NE(std::string(e.what()).find("learned_features"), std::string::npos) << e.what();
   }
 }
 
