@@ -44,7 +44,7 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed", "random seed of the row and column subsampling (7)", "N")}}},
       {"eval",
-       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] [--no-target-calibration]",
+       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] [--no-target-calibration] [--rows OUT.csv]",
         "leave-one-GPU-out accuracy: retrain without that GPU, report MAPE, median and p90 error per family "
         "next to the roofline and Habitat-style baselines; the held-out GPU uses its calibration if it has one "
         "(target-measured tier), or with --no-target-calibration its datasheet (cross-generation tier)",
@@ -53,7 +53,8 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("holdout-arch", "architecture to hold out", "ARCH"),
          QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed", "random seed of the row and column subsampling (7): how much a result depends on it", "N"),
-         QCommandLineOption("no-target-calibration", "evaluate the held-out GPU without its calibration")}}},
+         QCommandLineOption("no-target-calibration", "evaluate the held-out GPU without its calibration"),
+         QCommandLineOption("rows", "write every held-out kernel's measured and predicted time to this CSV", "OUT.csv")}}},
       {"predict",
        {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
         "[--source-gpu ID] [--out OUT.csv]",

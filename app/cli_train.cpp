@@ -2,6 +2,7 @@
 // measurements a fresh clone carries (bench/data), and their honest cross-GPU accuracy.
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -173,6 +174,17 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
   const std::size_t cols = feature_names().size();
   std::map<Family, std::vector<const PreparedRow*>> test_by_family;
   for (const auto& r : test) test_by_family[r.family].push_back(&r);
+  // --rows: one line per held-out kernel, for breaking the error down further than per source.
+  std::ofstream rows_out;
+  if (args.isSet("rows")) {
+    const std::string path = args.value("rows").toStdString();
+    rows_out.open(path);
+    if (!rows_out) throw std::runtime_error(path + ": cannot open for writing (--rows)");
+    rows_out << "gpu,dataset,family,key,measured_us,predicted_us,roofline_us,achievable_roofline_us,ceiling_us";
+    for (auto name : feature_names()) rows_out << ',' << name;  // what the model read
+    rows_out << '\n';
+    rows_out << std::setprecision(6);
+  }
   for (auto& [fam, rs] : test_by_family) {
     Acc& a = acc[fam];
     std::vector<float> X;
@@ -191,6 +203,12 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       auto& src = by_source[std::string(family_name(fam)) + " " + r.dataset + " " + dtype];
       src.first.push_back(a.learned.back());
       src.second.push_back(r.measured_us);
+      if (rows_out.is_open()) {
+        rows_out << r.gpu_id << ',' << r.dataset << ',' << family_name(fam) << ',' << r.key << ',' << r.measured_us << ','
+                 << a.learned.back() << ',' << r.roofline_us << ',' << r.achievable_roofline_us << ',' << r.ceiling_us;
+        for (float v : r.features) rows_out << ',' << v;
+        rows_out << '\n';
+      }
       auto other = measured_elsewhere.find(r.key);
       if (other != measured_elsewhere.end()) {
         a.habitat.push_back(other->second->measured_us * r.roofline_us / other->second->roofline_us);

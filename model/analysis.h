@@ -47,7 +47,10 @@ struct Analysis {
   // kernel): the ceiling then charges the busiest SM; otherwise work spread evenly over all SMs.
   bool schedule_exact = false;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
-  std::string tile_origin;         // "kernel name", "heuristic", "given", "tuner" (GEMM, gemm_model.h)
+  // "kernel name", "given", "tuner", "heuristic" (chosen per shape, GEMM: gemm_model.h), or
+  // "architecture default" (one tile per architecture and head dim:
+  // attention prefill).
+  std::string tile_origin;
   // Ideal cycles per pipe at the boost clock, indexed by Pipe: balanced over all SMs, and for the
   // busiest SM after the CTA schedule. Launch and link are in cycles too.
   std::array<double, kPipeCount> cycles_balanced{};

@@ -46,7 +46,13 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // that a GPU between two trained ones (A100 between A40 and H100) is not mistaken for either.
   f.push_back(static_cast<float>(dtype_bytes(k.dtype)));
   f.push_back(static_cast<float>(std::log2((a.useful_flops + 1.0) / (a.demand.dram_bytes + 1.0))));
-  const TileConfig t = a.tile.value_or(TileConfig{});
+  // A tile that is the architecture's default (attention: FlashAttention's per-architecture tile)
+  // is not a feature: its effect is already in the cycle and wave features, and as a feature of
+  // its own it only names the architecture. Ampere's FlashAttention-2 tile (128x64 at head dim
+  // 128) sent a held-out A100's prefill rows to the leaves of Blackwell's head-dim-256 kernels
+  // (128x80): 2-8x over-predicted. A GEMM's tile, given or chosen per shape, stays.
+  const TileConfig t =
+      a.tile_origin == "architecture default" ? TileConfig{} : a.tile.value_or(TileConfig{});
   f.push_back(static_cast<float>(t.tile_m));
   f.push_back(static_cast<float>(t.tile_n));
   f.push_back(static_cast<float>(t.tile_k));

@@ -1,7 +1,9 @@
 // Hand-computed cases per kernel family of the analytical pipeline model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
@@ -232,6 +234,48 @@ TEST(Features, HaveTheDeclaredLayoutAndAreFinite) {
     ASSERT_EQ(f.size(), feature_names().size());
     for (float x : f) EXPECT_TRUE(std::isfinite(x));
   }
+}
+
+namespace {
+float feature(const std::vector<float>& f, std::string_view name) {
+  const auto& names = feature_names();
+  const auto it = std::find(names.begin(), names.end(), name);
+  EXPECT_NE(it, names.end()) << name;
+  return it == names.end() ? NAN : f[static_cast<std::size_t>(it - names.begin())];
+}
+}  // namespace
+
+TEST(Features, AttentionPrefillsArchitectureDefaultTileIsNoFeature) {
+  // FlashAttention-2 on Ampere tiles head dim 128 as 128x64, FA3 on Hopper as 128x128. The
+  // analysis uses its architecture's tile; the features must not name the architecture by it.
+  KernelDesc k;
+  k.op = Op::attn_prefill;
+  k.shape.B = 8;
+  k.shape.S = 4096;
+  k.shape.Hq = 32;
+  k.shape.Hkv = 8;
+  k.shape.D = 128;
+  const GpuSpec& a100 = db().get("a100-sxm-80gb");
+  const Analysis on_a100 = analyze_kernel(k, a100), on_h100 = analyze_kernel(k, h100());
+  ASSERT_TRUE(on_a100.tile && on_h100.tile);
+  EXPECT_EQ(on_a100.tile->tile_n, 64);
+  EXPECT_EQ(on_h100.tile->tile_n, 128);
+  EXPECT_EQ(on_a100.tile_origin, "architecture default");
+  const auto fa = make_features(k, a100, on_a100), fh = make_features(k, h100(), on_h100);
+  for (std::string_view name : {"tile_m", "tile_n", "tile_k"}) {
+    EXPECT_EQ(feature(fa, name), 0.0f) << name;
+    EXPECT_EQ(feature(fh, name), 0.0f) << name;
+  }
+  EXPECT_EQ(feature(fa, "split_k"), static_cast<float>(TileConfig{}.split_k));
+  EXPECT_EQ(feature(fh, "split_k"), static_cast<float>(TileConfig{}.split_k));
+  // A decode's tile is chosen per shape (query group, split-KV count) and stays a feature.
+  k.op = Op::attn_decode;
+  k.shape.B = 1;
+  k.shape.L = 4096;
+  const Analysis decode = analyze_kernel(k, h100());
+  const auto fd = make_features(k, h100(), decode);
+  EXPECT_EQ(feature(fd, "tile_m"), 16.0f);
+  EXPECT_GT(feature(fd, "split_k"), 1.0f);
 }
 
 TEST(Roofline, CeilingIsBelowThePredictionAndTheIntervalBracketsIt) {

@@ -104,7 +104,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
                                ? busiest_share_lpt(std::move(cta_work), hw.sms)
                                : std::max(d.tensor_flops / hw.sms, max_cta_flops) / d.tensor_flops;
   a.tile = TileConfig{t.q_rows, t.kv_cols, static_cast<int>(s.D)};
-  a.tile_origin = "heuristic";
+  a.tile_origin = "architecture default";
   return a;
 }
 
@@ -157,7 +157,7 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
   a.plan = plan_uniform_ctas(blocks * splits, occupancy(128, 0, smem_cta, hw), 128, hw);
   a.tile = TileConfig{static_cast<int>(rows_exec), kv_block, static_cast<int>(s.D)};
   a.tile->split_k = splits;
-  a.tile_origin = "heuristic";
+  a.tile_origin = "heuristic";  // per shape: the query group and the split-KV count
   return a;
 }
 
