@@ -503,6 +503,37 @@ std::vector<float> xgb_row(const tuner::TunerTable& table, const GpuSpec& gpu, c
     row.push_back(static_cast<float>(v));
   return row;
 }
+// Training rows for an XGBoost correction on top of `table`: the features of xgb_row, the log
+// residual (minus its shape's mean where `within_shape`: how one shape's configurations differ), and a
+// weight that favours the configurations within 25% of their shape's best (times the row's weight).
+XgbBooster train_residual_booster(const tuner::TunerTable& table, const GpuSpec& gpu,
+                                  const std::vector<tuner::TunerSample>& train, bool within_shape,
+                                  const std::map<std::string, std::string>& params, int rounds) {
+  std::vector<float> x, y, w;
+  std::size_t cols = 0;
+  std::map<ShapeKey, std::pair<double, int>> shape_mean;
+  std::map<ShapeKey, double> shape_best;
+  std::vector<double> resid;
+  for (const auto& s : train) {
+    resid.push_back(std::log(s.latency_us / tuner::evaluate_with_table(table, gpu, s.shape, s.config).pred_us));
+    auto& m = shape_mean[key_of(s.shape)];
+    m.first += resid.back();
+    m.second += 1;
+    auto [it, fresh] = shape_best.try_emplace(key_of(s.shape), s.latency_us);
+    if (!fresh) it->second = std::min(it->second, s.latency_us);
+  }
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    const auto row = xgb_row(table, gpu, train[i]);
+    cols = row.size();
+    x.insert(x.end(), row.begin(), row.end());
+    const auto& m = shape_mean[key_of(train[i].shape)];
+    y.push_back(static_cast<float>(within_shape ? resid[i] - m.first / m.second : resid[i]));
+    w.push_back(static_cast<float>(train[i].weight *
+                                   (train[i].latency_us <= 1.25 * shape_best[key_of(train[i].shape)] ? 1.0 : 0.2)));
+  }
+  return XgbBooster::train(x, train.size(), cols, y, w, params, rounds);
+}
+
 XgbVariantResult evaluate_xgb_variant(const GpuSpec& gpu, const fs::path& dir, int folds, bool within_shape, int rounds, int depth) {
   XgbVariantResult out;
   const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
@@ -515,32 +546,11 @@ XgbVariantResult evaluate_xgb_variant(const GpuSpec& gpu, const fs::path& dir, i
     tuner::FitOptions opt = g_fit;
     opt.learned_rounds = 0;  // the table without its own learned residual, as when this experiment was first run
     const tuner::TunerTable table = tuner::fit_tuner_table(train, gpu, opt);
-    std::vector<float> x, y, w;
-    std::size_t cols = 0;
-    std::map<ShapeKey, std::pair<double, int>> shape_mean;
-    std::map<ShapeKey, double> shape_best;
-    std::vector<double> resid;
-    for (const auto& s : train) {
-      const double p = tuner::evaluate_with_table(table, gpu, s.shape, s.config).pred_us;
-      resid.push_back(std::log(s.latency_us / p));
-      auto& m = shape_mean[key_of(s.shape)];
-      m.first += resid.back();
-      m.second += 1;
-      auto [it, fresh] = shape_best.try_emplace(key_of(s.shape), s.latency_us);
-      if (!fresh) it->second = std::min(it->second, s.latency_us);
-    }
-    for (std::size_t i = 0; i < train.size(); ++i) {
-      const auto row = xgb_row(table, gpu, train[i]);
-      cols = row.size();
-      x.insert(x.end(), row.begin(), row.end());
-      const auto& m = shape_mean[key_of(train[i].shape)];
-      y.push_back(static_cast<float>(within_shape ? resid[i] - m.first / m.second : resid[i]));
-      w.push_back(train[i].latency_us <= 1.25 * shape_best[key_of(train[i].shape)] ? 1.0f : 0.2f);
-    }
-    const XgbBooster booster = XgbBooster::train(x, train.size(), cols, y, w,
-                                                 {{"max_depth", std::to_string(depth)}, {"eta", "0.05"}, {"subsample", "0.8"},
-                                                  {"lambda", "3"}, {"objective", "reg:squarederror"}, {"nthread", "1"}},
-                                                 rounds);
+    const XgbBooster booster = train_residual_booster(
+        table, gpu, train, within_shape,
+        {{"max_depth", std::to_string(depth)}, {"eta", "0.05"}, {"subsample", "0.8"}, {"lambda", "3"},
+         {"objective", "reg:squarederror"}, {"nthread", "1"}},
+        rounds);
     for (const auto& [key, rows] : shapes) {
       if (fold_of(rows.front()->sample.shape, folds) != fold) continue;
       double best = INFINITY, dflt = NAN;
@@ -1277,33 +1287,11 @@ FoldData fold_data(const GpuSpec& gpu, const bench::Sweep& sweep, const bench::S
     }
   }
   std::optional<XgbBooster> booster;
-  if (g_xgb_rounds > 0) {
-    std::vector<float> x, y, w;
-    std::size_t cols = 0;
-    std::map<ShapeKey, std::pair<double, int>> shape_mean;
-    std::map<ShapeKey, double> shape_best;
-    std::vector<double> resid;
-    for (const auto& s : train) {
-      resid.push_back(std::log(s.latency_us / tuner::evaluate_with_table(table, gpu, s.shape, s.config).pred_us));
-      auto& m = shape_mean[key_of(s.shape)];
-      m.first += resid.back();
-      m.second += 1;
-      auto [it, fresh] = shape_best.try_emplace(key_of(s.shape), s.latency_us);
-      if (!fresh) it->second = std::min(it->second, s.latency_us);
-    }
-    for (std::size_t i = 0; i < train.size(); ++i) {
-      const auto row = xgb_row(table, gpu, train[i]);
-      cols = row.size();
-      x.insert(x.end(), row.begin(), row.end());
-      const auto& m = shape_mean[key_of(train[i].shape)];
-      y.push_back(static_cast<float>(resid[i] - m.first / m.second));
-      w.push_back(static_cast<float>(train[i].weight * (train[i].latency_us <= 1.25 * shape_best[key_of(train[i].shape)] ? 1.0 : 0.2)));
-    }
-    booster = XgbBooster::train(x, train.size(), cols, y, w,
-                                {{"max_depth", std::to_string(g_xgb_depth)}, {"eta", "0.05"}, {"subsample", "0.8"},
-                                 {"lambda", "3"}, {"objective", "reg:squarederror"}, {"nthread", "2"}},
-                                g_xgb_rounds);
-  }
+  if (g_xgb_rounds > 0)
+    booster = train_residual_booster(table, gpu, train, true,
+                                     {{"max_depth", std::to_string(g_xgb_depth)}, {"eta", "0.05"}, {"subsample", "0.8"},
+                                      {"lambda", "3"}, {"objective", "reg:squarederror"}, {"nthread", "2"}},
+                                     g_xgb_rounds);
   for (const auto& [key, rows] : shapes) {
     ShapePred sp;
     sp.shape = rows.front()->sample.shape;
