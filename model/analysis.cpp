@@ -104,15 +104,18 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   const PipeDemand& d = a.demand;
   auto idx = [](Pipe p) { return static_cast<std::size_t>(p); };
   const double sms = hw.sms;
-  auto rate_of = [&](Pipe p) {
+  // One on-SM pipe's rate per SM and clock in a set of rates: the datasheet peaks (`hw`) or the
+  // achievable rates (`hw.achievable`), which name their fields alike.
+  auto rate_in = [](const auto& rates, Pipe p) {
     switch (p) {
-      case Pipe::tensor: return hw.tensor_flops_per_clk > 0 ? hw.tensor_flops_per_clk : 1e-9;
-      case Pipe::fma: return hw.fma_flops_per_clk;
-      case Pipe::sfu: return hw.sfu_ops_per_clk;
-      case Pipe::smem: return hw.smem_bytes_per_clk;
+      case Pipe::tensor: return rates.tensor_flops_per_clk > 0 ? rates.tensor_flops_per_clk : 1e-9;
+      case Pipe::fma: return rates.fma_flops_per_clk;
+      case Pipe::sfu: return rates.sfu_ops_per_clk;
+      case Pipe::smem: return rates.smem_bytes_per_clk;
       default: return 1.0;
     }
   };
+  auto rate_of = [&](Pipe p) { return rate_in(hw, p); };
   auto work_of = [](const PipeDemand& x, Pipe p) {
     switch (p) {
       case Pipe::tensor: return x.tensor_flops;
@@ -126,41 +129,26 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
     }
   };
   constexpr Pipe kOnSm[] = {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::smem};
-  for (Pipe p : kOnSm) {
-    const double work = work_of(d, p);
-    a.cycles_balanced[idx(p)] = work / (rate_of(p) * sms);
-    a.cycles_busiest[idx(p)] = work * a.plan.busiest_sm_share / rate_of(p);
-  }
-  // DRAM and L2 are shared by all SMs: the balanced figure is the bound.
-  a.cycles_balanced[idx(Pipe::dram)] = a.cycles_busiest[idx(Pipe::dram)] = d.dram_bytes / hw.dram_bytes_per_clk;
-  a.cycles_balanced[idx(Pipe::l2)] = a.cycles_busiest[idx(Pipe::l2)] = d.l2_bytes / hw.l2_bytes_per_clk;
   const double link_cycles = d.link_bytes / hw.link_bytes_per_s * hw.clock_hz;
-  a.cycles_balanced[idx(Pipe::link)] = a.cycles_busiest[idx(Pipe::link)] = link_cycles;
   const double launch_cycles = hw.launch_floor_us * 1e-6 * hw.clock_hz;
-  a.cycles_balanced[idx(Pipe::launch)] = a.cycles_busiest[idx(Pipe::launch)] = launch_cycles;
-
+  // The cycles each pipe needs at `rates`, balanced over all SMs and on the busiest SM. DRAM and L2
+  // are shared by all SMs: the balanced figure is the bound.
+  auto fill_cycles = [&](const auto& rates, std::array<double, kPipeCount>& balanced,
+                         std::array<double, kPipeCount>& busiest) {
+    for (Pipe p : kOnSm) {
+      const double work = work_of(d, p);
+      balanced[idx(p)] = work / (rate_in(rates, p) * sms);
+      busiest[idx(p)] = work * a.plan.busiest_sm_share / rate_in(rates, p);
+    }
+    balanced[idx(Pipe::dram)] = busiest[idx(Pipe::dram)] = d.dram_bytes / rates.dram_bytes_per_clk;
+    balanced[idx(Pipe::l2)] = busiest[idx(Pipe::l2)] = d.l2_bytes / rates.l2_bytes_per_clk;
+    balanced[idx(Pipe::link)] = busiest[idx(Pipe::link)] = link_cycles;
+    balanced[idx(Pipe::launch)] = busiest[idx(Pipe::launch)] = rates.launch_floor_us * 1e-6 * hw.clock_hz;
+  };
+  fill_cycles(hw, a.cycles_balanced, a.cycles_busiest);
   // The same work at the achievable rates: the learned model's view.
   const auto& ach = hw.achievable;
-  auto ach_rate_of = [&](Pipe p) {
-    switch (p) {
-      case Pipe::tensor: return ach.tensor_flops_per_clk > 0 ? ach.tensor_flops_per_clk : 1e-9;
-      case Pipe::fma: return ach.fma_flops_per_clk;
-      case Pipe::sfu: return ach.sfu_ops_per_clk;
-      case Pipe::smem: return ach.smem_bytes_per_clk;
-      default: return 1.0;
-    }
-  };
-  for (Pipe p : kOnSm) {
-    const double work = work_of(d, p);
-    a.achievable_cycles_balanced[idx(p)] = work / (ach_rate_of(p) * sms);
-    a.achievable_cycles_busiest[idx(p)] = work * a.plan.busiest_sm_share / ach_rate_of(p);
-  }
-  a.achievable_cycles_balanced[idx(Pipe::dram)] = a.achievable_cycles_busiest[idx(Pipe::dram)] =
-      d.dram_bytes / ach.dram_bytes_per_clk;
-  a.achievable_cycles_balanced[idx(Pipe::l2)] = a.achievable_cycles_busiest[idx(Pipe::l2)] = d.l2_bytes / ach.l2_bytes_per_clk;
-  a.achievable_cycles_balanced[idx(Pipe::link)] = a.achievable_cycles_busiest[idx(Pipe::link)] = link_cycles;
-  a.achievable_cycles_balanced[idx(Pipe::launch)] = a.achievable_cycles_busiest[idx(Pipe::launch)] =
-      ach.launch_floor_us * 1e-6 * hw.clock_hz;
+  fill_cycles(ach, a.achievable_cycles_balanced, a.achievable_cycles_busiest);
   double ach_worst = 0;
   for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem, Pipe::link})
     ach_worst = std::max(ach_worst, a.achievable_cycles_busiest[idx(p)]);

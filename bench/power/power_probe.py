@@ -22,7 +22,6 @@ samples OUT_DIR/power_samples_<gpu>.csv.
 """
 import datetime
 import json
-import math
 import os
 import subprocess
 import sys

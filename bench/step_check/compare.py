@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare measured step latencies (bench/data/step/step_<gpu>.csv) with `perfloom step`; writes
 bench/results/step_check.md. Run from the repo root after building build/bin/perfloom."""
-import csv, functools, json, subprocess, statistics, sys, os
+import csv, functools, json, subprocess, statistics, os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("PERFLOOM", os.path.join(ROOT, "build/bin/perfloom"))

@@ -93,8 +93,6 @@ class StepCostModel {
   // clock as history->end_us) and the history is advanced past it. Ignored at burst clocks.
   StepCost cost(const StepPlan& plan, bool graphs, bool with_kernels = false, PowerHistory* history = nullptr,
                 double start_us = 0);
-  // One kernel's predicted time at burst clocks, memoised. Throws UnsupportedKernel from the predictor.
-  double kernel_us(const StepKernel& k) { return entry(k).us; }
 
   const GpuSpec& gpu() const { return gpu_; }
   const Overheads& overheads() const { return overheads_; }
@@ -117,6 +115,7 @@ class StepCostModel {
     double tensor_us = 0;     // its tensor work at the datasheet peak
     double clock_share = 1;   // the part bound by SM-clocked pipes (1) rather than DRAM (0)
   };
+  // One kernel's prediction at burst clocks, memoised. Throws UnsupportedKernel from the predictor.
   const Memo& entry(const StepKernel& k);
   Memo predict_uncached(const StepKernel& k) const;
 
