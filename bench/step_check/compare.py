@@ -49,7 +49,7 @@ OP_GROUPS = [
     ("attention", lambda rng, n: rng == "attention" and "memset" not in n, ("attn_prefill", "attn_decode")),
     ("add + RMSNorm", lambda rng, n: rng == "norm", ("input_norm", "post_attention_norm", "final_norm")),
     ("q/k norm + rotary", lambda rng, n: rng == "elementwise" and n.startswith("triton") and "silu" not in n,
-     ("q_norm", "k_norm", "rotary")),
+     ("q_norm", "k_norm", "rotary", "qk_norm_rotary")),
     ("SiLU-and-mul", lambda rng, n: rng == "elementwise" and "silu" in n, ("silu_mul",)),
     ("KV-cache write", lambda rng, n: rng == "elementwise" and ("direct_copy" in n or "memcpy" in n),
      ("kv_cache_write",)),

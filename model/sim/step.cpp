@@ -160,7 +160,8 @@ void attention_gqa(const Ctx& x, bool sliding) {
   const LlmConfig& c = x.c;
   const int64_t D = c.head_dim;
   x.gemm(x.T, (x.hq + 2 * x.hkv) * D, x.H, c.quant_attention, "qkv_proj");
-  if (c.qk_norm) {
+  const bool fused_qk_norm = c.qk_norm && x.opt.fuse_qk_norm_rope;
+  if (c.qk_norm && !fused_qk_norm) {
     x.rows(Op::rmsnorm, x.T * x.hq, D, "q_norm", x.act);
     x.rows(Op::rmsnorm, x.T * x.hkv, D, "k_norm", x.act);
   }
@@ -169,7 +170,9 @@ void attention_gqa(const Ctx& x, bool sliding) {
   rot.Hq = x.hq;
   rot.Hkv = x.hkv;
   rot.D = D;
-  x.add(Op::rotary, x.act, rot, "rotary");
+  // Fused, the norms read and write q and k in registers between rotary's load and store: the
+  // kernel moves rotary's bytes, so rotary's model predicts it.
+  x.add(Op::rotary, x.act, rot, fused_qk_norm ? "qk_norm_rotary" : "rotary");
   Shape kvw;
   kvw.T = x.T;
   kvw.Hkv = x.hkv;

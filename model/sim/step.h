@@ -78,6 +78,11 @@ struct StepOptions {
   // Which attention kernels the engine runs (the learned model tells implementations apart,
   // classify/kernel_classifier.h implementation_class): the serving engines' own by default.
   AttentionImpl attention_impl = AttentionImpl::serving;
+  // Models with per-head q/k RMSNorm (Qwen3): true, the norms run inside the rotary kernel, as
+  // vLLM v1 compiles them (Inductor fuses them; its qk-norm+RoPE fusion pass does the same), so
+  // the step has one kernel with rotary's traffic; false, two rmsnorm kernels before the rotary
+  // one, as engines without that fusion (SGLang) run them.
+  bool fuse_qk_norm_rope = true;
 };
 
 // A sequence counts as a decode when it computes one token on top of a non-empty cache.

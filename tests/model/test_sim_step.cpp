@@ -179,7 +179,32 @@ TEST(SimStep, ExpertParallelAddsAllToAll) {
   EXPECT_EQ(find(p, "moe_dispatch").kernel.shape.bytes, 16 * 8 * 2048 * 2);
   EXPECT_EQ(count_label(p, "moe_combine"), 1);
   EXPECT_EQ(count_label(p, "moe_allreduce"), 0);
-  EXPECT_EQ(count_label(p, "q_norm"), 1);  // Qwen3 normalizes q and k per head
+  // Qwen3 normalizes q and k per head, inside the rotary kernel as vLLM v1 compiles it
+  EXPECT_EQ(count_label(p, "qk_norm_rotary"), 1);
+  EXPECT_EQ(count_label(p, "q_norm"), 0);
+  EXPECT_EQ(count_label(p, "rotary"), 0);
+}
+
+TEST(SimStep, QkNormFusedIntoRotaryOrSeparate) {
+  const LlmConfig c = load_llm_config("qwen3-8b");
+  const StepPlan fused = build_step(c, {1, 1, 1}, {{512, 0}});
+  const StepKernel& rot = find(fused, "qk_norm_rotary");
+  EXPECT_EQ(rot.kernel.op, Op::rotary);  // rotary's traffic: q and k read and written once
+  EXPECT_EQ(rot.kernel.shape.T, 512);
+  EXPECT_EQ(rot.kernel.shape.Hq, 32);
+  EXPECT_EQ(rot.kernel.shape.Hkv, 8);
+  EXPECT_EQ(count_label(fused, "q_norm") + count_label(fused, "k_norm"), 0);
+  StepOptions sep;
+  sep.fuse_qk_norm_rope = false;
+  const StepPlan separate = build_step(c, {1, 1, 1}, {{512, 0}}, sep);
+  EXPECT_EQ(find(separate, "q_norm").kernel.shape.T, 512 * 32);  // one row per head
+  EXPECT_EQ(find(separate, "k_norm").kernel.shape.T, 512 * 8);
+  EXPECT_EQ(find(separate, "rotary").kernel.op, Op::rotary);
+  EXPECT_EQ(count_label(separate, "qk_norm_rotary"), 0);
+  // Llama has no q/k norm: the option changes nothing
+  const LlmConfig l = load_llm_config("llama-3-8b");
+  EXPECT_EQ(build_step(l, {1, 1, 1}, {{512, 0}}).kernels.size(), build_step(l, {1, 1, 1}, {{512, 0}}, sep).kernels.size());
+  EXPECT_EQ(count_label(build_step(l, {1, 1, 1}, {{512, 0}}), "rotary"), 1);
 }
 
 TEST(SimStep, DeepSeekV3MlaDecodeAtTp8) {
