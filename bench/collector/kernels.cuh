@@ -153,22 +153,25 @@ __global__ void fused_add_rmsnorm_kernel(T* __restrict__ x_io, T* __restrict__ r
     }
 }
 
-// SiLU-and-mul: in (T, 2I) = [gate | up], out (T, I) = silu(gate) * up. One block per token.
+// SiLU-and-mul: in (T, 2I) = [gate | up], out (T, I) = silu(gate) * up. Flat over the T x I/8
+// 16-byte vectors of the output (grid-stride), with the fast divide and exp, as the kernel vLLM v1
+// compiles (Inductor) does: the earlier one-block-per-token version with IEEE division reached 54%
+// of the H200's DRAM bandwidth at T = 4096, I = 14336, where the compiled kernel reaches ~88%.
 template <typename T>
-__global__ void silu_mul_kernel(T* __restrict__ out, const T* __restrict__ in, int I) {
-    const int nv = I / 8;
-    const Vec8<T>* g = reinterpret_cast<const Vec8<T>*>(in + (size_t)blockIdx.x * 2 * I);
-    const Vec8<T>* u = reinterpret_cast<const Vec8<T>*>(in + (size_t)blockIdx.x * 2 * I + I);
-    Vec8<T>* y = reinterpret_cast<Vec8<T>*>(out + (size_t)blockIdx.x * I);
-    for (int i = threadIdx.x; i < nv; i += blockDim.x) {
+__global__ void silu_mul_kernel(T* __restrict__ out, const T* __restrict__ in, int I, int64_t rows) {
+    const int64_t nv = I / 8, total = rows * nv;
+    const Vec8<T>* src = reinterpret_cast<const Vec8<T>*>(in);
+    Vec8<T>* y = reinterpret_cast<Vec8<T>*>(out);
+    for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v < total; v += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = v / nv, i = v - t * nv;
         float a[8], b[8];
-        Vec8<T>::ldg(&g[i]).to_float(a);
-        Vec8<T>::ldg(&u[i]).to_float(b);
+        Vec8<T>::ldg(&src[t * 2 * nv + i]).to_float(a);
+        Vec8<T>::ldg(&src[t * 2 * nv + nv + i]).to_float(b);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) a[j] = a[j] / (1.f + __expf(-a[j])) * b[j];
+        for (int j = 0; j < 8; ++j) a[j] = __fdividef(a[j], 1.f + __expf(-a[j])) * b[j];
         Vec8<T> o;
         o.from_float(a);
-        y[i] = o;
+        y[v] = o;
     }
 }
 

@@ -2,7 +2,10 @@
 # One GPU run of perfloom's collector: build, calibrate, collect (GEMM default + tile sweeps,
 # elementwise/norm kernels), attention through PyTorch, and a short table at the end.
 #
-#   bench/collector/run_on_gpu.sh [--quick] [OUTDIR]
+#   bench/collector/run_on_gpu.sh [--quick] [--only PART[,PART...]] [OUTDIR]
+#
+# PART: calibrate, gemm, tiles, elementwise, attention (default: all of them; --only elementwise
+# re-measures the elementwise/norm kernels alone, about a minute with the build).
 #
 # Results land in OUTDIR/<gpu-id>/ (default OUTDIR: $OUT if set, else ./collector-out):
 #   calibration.json gemm.csv tiles.csv elementwise.csv attention.csv trace.json.gz env.txt log.txt
@@ -11,13 +14,17 @@
 set -u -o pipefail
 
 QUICK=""
+ONLY="calibrate,gemm,tiles,elementwise,attention"
 OUTDIR="${OUT:-$PWD/collector-out}"
-for a in "$@"; do
-  case "$a" in
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) QUICK="--quick" ;;
-    *) OUTDIR="$a" ;;
+    --only) shift; ONLY="${1:?--only needs a list of parts}" ;;
+    *) OUTDIR="$1" ;;
   esac
+  shift
 done
+wanted() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=collector_lib.sh
@@ -28,7 +35,7 @@ gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null |
 GPU_ID="$(collector_gpu_id)"
 collector_open_log "$OUTDIR/$GPU_ID"
 
-log "perfloom collector run on '$gpu_name' -> $D ${QUICK}"
+log "perfloom collector run on '$gpu_name' -> $D ${QUICK} parts: $ONLY"
 
 # ---- environment ---------------------------------------------------------------------------------
 {
@@ -70,9 +77,12 @@ finish_csv() {  # a crashed collector leaves FILE.partial: keep its rows
 }
 
 if [ -n "$BIN" ]; then
-  log "calibrate"
-  timeout 170 "$BIN/perfloom-calibrate" $QUICK --out "$D/calibration.json" 2>&1 | tee -a "$LOG"
+  if wanted calibrate; then
+    log "calibrate"
+    timeout 170 "$BIN/perfloom-calibrate" $QUICK --out "$D/calibration.json" 2>&1 | tee -a "$LOG"
+  fi
   for sw in gemm tiles elementwise; do
+    wanted "$sw" || continue
     case $sw in gemm) b=$B_GEMM; f=gemm.csv ;; tiles) b=$B_TILES; f=tiles.csv ;; elementwise) b=$B_EW; f=elementwise.csv ;; esac
     log "collect $sw (budget ${b}s)"
     t_sw=$(date +%s)
@@ -92,9 +102,11 @@ if [ -n "$BIN" ]; then
   done
 fi
 
-log "attention (torch.profiler, budget ${B_ATTN}s)"
-PYTHONUNBUFFERED=1 timeout $(( B_ATTN + 120 )) python3 "$HERE/attention_torch.py" $QUICK --budget-s $B_ATTN \
-  --out "$D/attention.csv" --trace "$D/trace.json.gz" 2>&1 | tail -n 40 | tee -a "$LOG"
+if wanted attention; then
+  log "attention (torch.profiler, budget ${B_ATTN}s)"
+  PYTHONUNBUFFERED=1 timeout $(( B_ATTN + 120 )) python3 "$HERE/attention_torch.py" $QUICK --budget-s $B_ATTN \
+    --out "$D/attention.csv" --trace "$D/trace.json.gz" 2>&1 | tail -n 40 | tee -a "$LOG"
+fi
 
 # files over 15 MB travel gzipped
 for f in "$D"/*.csv; do
