@@ -224,7 +224,8 @@ std::optional<SustainedPowerCurve> sustained_power_curve(const Calibration& c, c
   if (!c.sustained_power) return std::nullopt;
   try {
     return SustainedPowerCurve::fit(*c.sustained_power, gpu.peak_flops_per_s(Dtype::bf16).value_or(0.0),
-                                    "calibration " + c.file);
+                                    "calibration " + c.file,
+                                    gpu.max_clock_mhz > 0 ? gpu.max_clock_mhz : gpu.boost_clock_mhz);
   } catch (const std::invalid_argument& e) {
     throw CalibrationError(c.file, "sustained_power", e.what());
   }

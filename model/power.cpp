@@ -70,7 +70,8 @@ SustainedPower parse_sustained_power(const json& block, const std::string& file)
   return s;
 }
 
-SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, double bf16_peak, std::string origin) {
+SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, double bf16_peak, std::string origin,
+                                             double boost_clock_mhz) {
   if (!(bf16_peak > 0)) throw std::invalid_argument("sustained power: the GPU has no bf16 tensor peak to scale by");
   struct Raw {
     double u, compute, memory;
@@ -80,7 +81,9 @@ SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, dou
     // Throughput at burst speed: the level did the same work in 1/slowdown of the time.
     const double slowdown = l.gemm_factor > 0 ? l.gemm_factor : l.memory_factor;
     const double u = l.tensor_tflops * 1e12 * slowdown / bf16_peak;
-    raw.push_back({u, l.gemm_factor > 0 ? l.gemm_factor : 0.0, l.memory_factor});
+    const bool at_boost = boost_clock_mhz > 0 && l.sm_clock_mhz >= 0.99 * boost_clock_mhz;
+    if (at_boost) raw.push_back({u, l.gemm_factor > 0 ? 1.0 : 0.0, 1.0});
+    else raw.push_back({u, l.gemm_factor > 0 ? l.gemm_factor : 0.0, l.memory_factor});
   }
   std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.u < b.u; });
   if (std::count_if(raw.begin(), raw.end(), [](const Raw& r) { return r.compute > 0; }) < 2)

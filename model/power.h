@@ -17,7 +17,11 @@
 // x its slowdown, over the GPU's dense bf16 datasheet peak) against its two slowdowns, each made
 // at least 1 and non-decreasing in the utilisation (isotonic regression: a sustained kernel is not
 // faster than a burst, and more load does not throttle less; the few levels measured below 1 are
-// clock ramp-up inside their burst window), linear between levels, flat beyond the ends.
+// clock ramp-up inside their burst window), linear between levels, flat beyond the ends. A level
+// whose SM clock stayed at the GPU's highest clock was not held back by the power limit: its slowdowns are
+// taken as 1. (The probe's duty-cycled levels measured 1.04 there: each of their GEMMs follows an
+// idle gap, and the first kernel after a gap of 2 ms or more runs 15-50% slower, a wake-up cost per
+// gap that a per-kernel factor for the whole step would charge to every kernel.)
 // A step's utilisation is its tensor work at the datasheet peak over its burst duration, host time
 // included (model/sim/step_cost.h applies it).
 //
@@ -77,9 +81,12 @@ class SustainedPowerCurve {
     PowerFactors factors;
   };
   SustainedPowerCurve() = default;
-  // `bf16_peak_flops_per_s`: the GPU's dense bf16 datasheet peak (the utilisation's unit).
+  // `bf16_peak_flops_per_s`: the GPU's dense bf16 datasheet peak (the utilisation's unit);
+  // `boost_clock_mhz`: the highest SM clock (GpuSpec::max_clock_mhz, else its boost clock); levels
+  // that ran at it (within 1%) are not power-limited (0: no such rule).
   // Throws std::invalid_argument when fewer than two levels have a GEMM.
-  static SustainedPowerCurve fit(const SustainedPower& measured, double bf16_peak_flops_per_s, std::string origin);
+  static SustainedPowerCurve fit(const SustainedPower& measured, double bf16_peak_flops_per_s, std::string origin,
+                                 double boost_clock_mhz = 0);
 
   // The slowdowns of a GPU whose tensor pipes are busy `tensor_utilization` of the time at burst speed.
   PowerFactors at(double tensor_utilization) const;

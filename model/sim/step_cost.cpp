@@ -120,7 +120,8 @@ StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernel
   for (const StepKernel& k : plan.kernels) memo.push_back(&entry(k));  // map nodes do not move
   // The duration of a stage from its kernels' time and launch count.
   auto stage_us = [&](double gpu, double launches) {
-    return c.graphs ? gpu + overheads_.graph_launch_us : std::max(gpu, launches * overheads_.eager_launch_us);
+    const double busy = gpu + launches * overheads_.kernel_gap_us;
+    return c.graphs ? busy + overheads_.graph_launch_us : std::max(busy, launches * overheads_.eager_launch_us);
   };
   std::vector<PowerFactors> factors(stages);
   const bool lagged = clocks_ == ClockState::sustained && history && gpu_.sustained->has_response();

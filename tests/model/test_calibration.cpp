@@ -229,6 +229,24 @@ TEST(SustainedPower, CurveIsAtLeastOneNonDecreasingAndLinearBetweenLevels) {
   EXPECT_THROW(SustainedPowerCurve::fit(one_gemm, 1e15, "x"), std::invalid_argument);
 }
 
+TEST(SustainedPower, LevelsAtTheBoostClockAreNotPowerLimited) {
+  // A duty-cycled level (its GEMMs after idle gaps) at the 1980 MHz boost clock measured 1.05: not
+  // the power limit, so 1; the throttled level at 1400 MHz keeps its 1.2.
+  SustainedPower s;
+  s.levels = {level(300, 1.05, 1.02), level(600, 1.2, 1.04)};
+  s.levels[0].sm_clock_mhz = 1975;
+  s.levels[1].sm_clock_mhz = 1400;
+  const SustainedPowerCurve ruled = SustainedPowerCurve::fit(s, 1e15, "test", 1980);
+  ASSERT_EQ(ruled.points().size(), 2u);
+  EXPECT_NEAR(ruled.points()[0].utilization, 0.315, 1e-12);  // its throughput still counts at burst speed
+  EXPECT_DOUBLE_EQ(ruled.points()[0].factors.compute, 1.0);
+  EXPECT_DOUBLE_EQ(ruled.points()[0].factors.memory, 1.0);
+  EXPECT_DOUBLE_EQ(ruled.points()[1].factors.compute, 1.2);
+  EXPECT_DOUBLE_EQ(ruled.points()[1].factors.memory, 1.04);
+  // Without a boost clock (or without clocks in the levels) the measured factors stand.
+  EXPECT_DOUBLE_EQ(SustainedPowerCurve::fit(s, 1e15, "test").points()[0].factors.compute, 1.05);
+}
+
 TEST(SustainedPower, BundledH100AndH200CurvesComeFromTheirCalibrations) {
   const GpuDatabase db = GpuDatabase::builtin();
   for (const char* id : {"h100-sxm", "h200"}) {

@@ -27,7 +27,7 @@ const GpuSpec& h100() {
 
 SimulationConfig one_ms_steps(int64_t kv_blocks = 0) {
   SimulationConfig sc;
-  sc.overheads = {0.0, 0.0, 1000.0, 0.0, 512};
+  sc.overheads = {0.0, 0.0, 1000.0, 0.0, 512, 0.0};  // 1 ms of host time, nothing else
   sc.memory.num_blocks_override = kv_blocks;
   return sc;
 }

@@ -312,14 +312,18 @@ TEST(SimStep, EagerPaysLaunchesWhenTheHostIsSlower) {
   EXPECT_DOUBLE_EQ(eager.kernels_us, static_cast<double>(launches));
   EXPECT_DOUBLE_EQ(eager.latency_us - eager.host_us, launches * 4.0);
   EXPECT_DOUBLE_EQ(eager.launch_us, launches * 3.0);
-  EXPECT_DOUBLE_EQ(graphs.latency_us - graphs.host_us, launches + 10.0);
-  EXPECT_DOUBLE_EQ(graphs.launch_us, 10.0);
-  // When the GPU is the slower side, eager costs the GPU time alone.
+  // Under graphs the GPU runs the kernels back to back, with the measured gap between two kernels.
+  const double gap = Overheads{}.kernel_gap_us;
+  EXPECT_DOUBLE_EQ(graphs.latency_us - graphs.host_us, launches * (1.0 + gap) + 10.0);
+  EXPECT_DOUBLE_EQ(graphs.launch_us, launches * gap + 10.0);
+  // When the GPU is the slower side, eager costs the GPU time and the gaps between its kernels.
   RooflinePredictor roofline;
   StepCostModel real(roofline, h100);
   const StepPlan big = build_step(c, {}, {{4096, 0}});
   const StepCost prefill = real.cost(big, false);
-  EXPECT_DOUBLE_EQ(prefill.launch_us, 0.0);
+  int64_t big_launches = 0;
+  for (const auto& k : big.kernels) big_launches += k.count;
+  EXPECT_NEAR(prefill.launch_us, big_launches * gap, 1e-6);
   // A prefill of 4096 tokens is past the largest captured graph: eager even when asked for graphs.
   EXPECT_FALSE(real.cost(big, true).graphs);
   // The host overhead grows with the batch.
@@ -411,7 +415,7 @@ TEST(SimStep, SustainedClocksSlowALongPrefillButNotADecode) {
   EXPECT_NEAR(ps.tensor_utilization, tflop / 989.4 * 1e6 / pb.latency_us, 0.02 * ps.tensor_utilization);
   EXPECT_GT(ps.tensor_utilization, 0.35);
   EXPECT_DOUBLE_EQ(ps.power.compute, h100.sustained->at(ps.tensor_utilization).compute);
-  EXPECT_GT(ps.power.compute, 1.02);
+  EXPECT_GT(ps.power.compute, 1.01);  // the roofline's slow step only reaches the curve's knee
   EXPECT_GE(ps.power.compute, ps.power.memory);
   // The GEMMs are slowed by the compute factor; the host time is not.
   EXPECT_NEAR(ps.breakdown_us[0] / pb.breakdown_us[0], ps.power.compute, 0.01);
@@ -443,7 +447,7 @@ TEST(SimStep, SustainedClocksLagTheLoadAcrossStepsAndIdleGaps) {
   StepCostModel burst(roofline, h100), sustained(roofline, h100, {}, ClockState::sustained);
   const StepPlan prefill = build_step(c, {}, {{4096, 0}});
   const StepCost b = burst.cost(prefill, false), steady = sustained.cost(prefill, false);
-  ASSERT_GT(steady.latency_us, 1.02 * b.latency_us);
+  ASSERT_GT(steady.latency_us, 1.01 * b.latency_us);
   // The first prefill after a cold start runs below its steady load, so nearer its burst time.
   PowerHistory h;
   double t = 0;
