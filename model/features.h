@@ -12,8 +12,9 @@ namespace perfloom {
 // Bumped whenever the layout or meaning of a feature changes; model files record it.
 // 2: impl_class; 3: no sm_count, clock_ghz; 4: achievable rates (model/calibration.h) instead of
 // the datasheet peaks in every cycle and rate feature; 5: act_quant; 6: no tile features for an
-// architecture's default tile (attention prefill).
-inline constexpr int kFeatureVersion = 6;
+// architecture's default tile (attention prefill); 7: tile_known (a GEMM's tile came with the
+// kernel, not from the model's choice).
+inline constexpr int kFeatureVersion = 7;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

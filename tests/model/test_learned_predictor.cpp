@@ -1,10 +1,12 @@
 // The XGBoost wrapper, the learned predictor's model files, and the shipped models' sanity.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "model/features.h"
@@ -78,6 +80,30 @@ TEST(Training, UntiledCopiesComeOnlyFromTheLibrarysOwnChoice) {
   EXPECT_TRUE(is_configuration_sweep("collector/h200/plan"));
   EXPECT_FALSE(is_configuration_sweep("collector/h200/planet"));
   EXPECT_FALSE(is_configuration_sweep("plan"));
+}
+
+TEST(Training, SweepRowsWithoutATileAreNotLearnedAndTheTileSourceIsAFeature) {
+  // A sweep row whose kernel had no describable tile (cuBLAS's SIMT fallback) would otherwise look
+  // exactly like the library's own choice for the shape; a row of the library's own run stays.
+  KernelDesc named = gemm(512, 6144, 4096);
+  named.name = "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_TNT";
+  named.tile = TileConfig{128, 192, 64};
+  KernelDesc simt = gemm(512, 6144, 4096);
+  simt.name = "void magma_sgemmEx_kernel<float, __nv_bfloat16, __nv_bfloat16, true, false, 6, 4, 6, 3, 4>";
+  const std::vector<TrainingSample> samples = {{gemm(512, 6144, 4096), "h100-sxm", 32.0, "collector/h100-sxm/default"},
+                                               {named, "h100-sxm", 34.6, "collector/h100-sxm/tiles"},
+                                               {simt, "h100-sxm", 966.0, "collector/h100-sxm/tiles"}};
+  std::map<std::string, std::size_t> skipped;
+  const auto rows = prepare_rows(samples, db(), &skipped);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped.begin()->first.find("configuration sweep row without a tile"), std::string::npos);
+  EXPECT_EQ(skipped.begin()->second, 1u);
+  const auto& names = feature_names();
+  const auto known = static_cast<std::size_t>(std::find(names.begin(), names.end(), "tile_known") - names.begin());
+  ASSERT_LT(known, names.size());
+  EXPECT_EQ(rows[0].features[known], 0.0f);  // the heuristic's tile
+  EXPECT_EQ(rows[1].features[known], 1.0f);  // the kernel's own
 }
 
 TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
