@@ -30,7 +30,8 @@ XgbBooster& XgbBooster::operator=(XgbBooster&& o) noexcept {
 
 XgbBooster XgbBooster::train(const std::vector<float>& features, std::size_t rows, std::size_t cols,
                              const std::vector<float>& labels, const std::vector<float>& weights,
-                             const std::map<std::string, std::string>& params, int rounds) {
+                             const std::map<std::string, std::string>& params, int rounds,
+                             const std::vector<unsigned>& groups) {
   if (rows == 0 || features.size() != rows * cols || labels.size() != rows)
     throw XgbError("XGBoost training: inconsistent matrix (" + std::to_string(rows) + " rows, " +
                    std::to_string(cols) + " columns, " + std::to_string(features.size()) + " values)");
@@ -39,6 +40,12 @@ XgbBooster XgbBooster::train(const std::vector<float>& features, std::size_t row
   std::unique_ptr<void, int (*)(DMatrixHandle)> dm_guard(dm, XGDMatrixFree);
   check(XGDMatrixSetFloatInfo(dm, "label", labels.data(), rows), "labels");
   if (!weights.empty()) check(XGDMatrixSetFloatInfo(dm, "weight", weights.data(), rows), "weights");
+  if (!groups.empty()) {
+    std::size_t total = 0;
+    for (unsigned g : groups) total += g;
+    if (total != rows) throw XgbError("XGBoost training: query groups cover " + std::to_string(total) + " of " + std::to_string(rows) + " rows");
+    check(XGDMatrixSetUIntInfo(dm, "group", groups.data(), groups.size()), "groups");
+  }
   XgbBooster b;
   check(XGBoosterCreate(&dm, 1, &b.handle_), "create");
   for (const auto& [k, v] : params) check(XGBoosterSetParam(b.handle_, k.c_str(), v.c_str()), "parameter " + k);

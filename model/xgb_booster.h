@@ -25,9 +25,11 @@ class XgbBooster {
   XgbBooster& operator=(const XgbBooster&) = delete;
 
   // Trains `rounds` boosting rounds on rows x cols (row-major) with labels and optional weights.
+  // `groups` (optional, for the rank:* objectives): the sizes of consecutive query groups of rows.
   static XgbBooster train(const std::vector<float>& features, std::size_t rows, std::size_t cols,
                           const std::vector<float>& labels, const std::vector<float>& weights,
-                          const std::map<std::string, std::string>& params, int rounds);
+                          const std::map<std::string, std::string>& params, int rounds,
+                          const std::vector<unsigned>& groups = {});
   // Loads a model saved by save_json(); `label` names it in errors.
   static XgbBooster load_json(const std::string& json_text, const std::string& label);
   std::string save_json() const;

@@ -49,8 +49,19 @@ std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& gr
   const std::vector<double> learned = learned_factors(group, shape, configs, feats);
   for (std::size_t i = 0; i < out.size(); ++i) {
     RankedConfig& r = out[i];
+    r.index = i;
     r.pred_us = std::max(1.0, r.pred_us * learned[i]);
     r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
+  }
+  if (table.ranker.booster && out.size() > 1) {  // one batched call of the chooser's trees
+    std::vector<double> pred(out.size()), score(out.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      pred[i] = out[i].pred_us;
+      score[i] = out[i].score;
+    }
+    const std::vector<float> rows = ranker_rows(shape, configs, feats, pred, score);
+    const std::vector<float> p = table.ranker.booster->predict(rows.data(), out.size(), kRankerCount);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i].rank_score = p[i];
   }
   return out;
 }
@@ -72,12 +83,20 @@ RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, co
   return r;
 }
 
+std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                             const std::vector<TileConfig>& configs) {
+  return evaluate(table, group_for(table, shape), hardware_rates(gpu, shape.dtype), shape, configs);
+}
+
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                           const std::vector<TileConfig>& configs, bool with_reasons) {
   const GroupTable& group = group_for(table, shape);
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<RankedConfig> out = evaluate(table, group, hw, shape, configs);
-  sort_by_score(out);
+  if (table.ranker.booster && out.size() > 1)
+    std::stable_sort(out.begin(), out.end(), [](const RankedConfig& a, const RankedConfig& b) { return a.rank_score > b.rank_score; });
+  else
+    sort_by_score(out);
   if (with_reasons)
     for (auto& r : out) r.reason = describe_grid(r.grid);
   return out;

@@ -20,6 +20,8 @@ struct RankedConfig {
   double score = 0;        // what the ranking sorts by (the latency, with the support penalty)
   WaveGrid grid;
   int class_samples = -1;  // points the class's fit saw; -1 for the analytical model
+  double rank_score = 0;   // the table's chooser (TunerTable::ranker), higher first; 0 without one
+  std::size_t index = 0;   // position in the configurations given to the ranking
   std::string reason;      // "1 wave, 97% full, 112 K-iterations"
 };
 
@@ -33,8 +35,12 @@ struct TuneResult {
 // for the shape's dtype group.
 RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                  const TileConfig& config);
-// Every configuration predicted and sorted by score, best first (reasons only when asked: a
-// string per candidate is most of a query's cost).
+// Every configuration predicted, in the order given (no chooser, no reasons).
+std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                             const std::vector<TileConfig>& configs);
+// Every configuration predicted and ordered best first: by the table's chooser (TunerTable::ranker)
+// where it has one, else by score (reasons only when asked: a string per candidate is most of a
+// query's cost).
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                           const std::vector<TileConfig>& configs, bool with_reasons = true);
 // The candidates of a query: the configurations of the nearest shape buckets (octaves of M, N and

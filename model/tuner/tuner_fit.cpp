@@ -5,9 +5,11 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <set>
 #include <tuple>
 
 #include "model/tuner/least_squares.h"
+#include "model/tuner/tuner.h"
 
 namespace perfloom::tuner {
 
@@ -57,7 +59,122 @@ std::shared_ptr<const XgbBooster> fit_learned_residual(const GroupTable& g, cons
                         opt.learned_rounds));
   return b;
 }
+
+// Relevance of a configuration at `ratio` x its shape's best, by grading name.
+int grade(const std::string& grading, double ratio) {
+  if (grading == "1/3/5%") return ratio <= 1.01 ? 3 : ratio <= 1.03 ? 2 : ratio <= 1.05 ? 1 : 0;
+  return ratio <= 1.01 ? 4 : ratio <= 1.03 ? 3 : ratio <= 1.05 ? 2 : ratio <= 1.10 ? 1 : 0;  // "1/3/5/10%"
+}
+
+struct RankShape {
+  int fold = 0;
+  std::vector<float> x;      // kRankerCount per configuration, model inputs out-of-sample
+  std::vector<double> ratio;  // latency / the shape's best
+};
+
+std::shared_ptr<const XgbBooster> train_ranker(const std::vector<const RankShape*>& shapes, const std::string& objective,
+                                               const std::string& grading, const FitOptions& opt) {
+  std::vector<float> x, y;
+  std::vector<unsigned> groups;
+  for (const RankShape* s : shapes) {
+    x.insert(x.end(), s->x.begin(), s->x.end());
+    for (double r : s->ratio) y.push_back(static_cast<float>(grade(grading, r)));
+    groups.push_back(static_cast<unsigned>(s->ratio.size()));
+  }
+  return std::make_shared<XgbBooster>(XgbBooster::train(
+      x, y.size(), kRankerCount, y, {},
+      {{"objective", objective}, {"max_depth", std::to_string(opt.ranker_depth)}, {"eta", std::to_string(opt.ranker_eta)},
+       {"subsample", "0.8"}, {"lambda", "3"}, {"min_child_weight", "1"}, {"tree_method", "hist"}, {"seed", "0"}, {"nthread", "1"}},
+      opt.ranker_rounds, groups));
+}
+
+// Held-out shapes whose first choice by `b` is within 3% of their best.
+int ranker_hits(const XgbBooster& b, const std::vector<const RankShape*>& shapes) {
+  int hits = 0;
+  for (const RankShape* s : shapes) {
+    const auto p = b.predict(s->x.data(), s->ratio.size(), kRankerCount);
+    const std::size_t i = static_cast<std::size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+    hits += s->ratio[i] <= 1.03;
+  }
+  return hits;
+}
+
+TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& opt, const TunerTable& table) {
+  TunerRanker out;
+  std::map<ShapeKey, std::vector<const TunerSample*>> by_shape;
+  for (const auto& s : samples)
+    if (s.latency_us > 0 && std::isfinite(s.latency_us)) by_shape[shape_key(s.shape)].push_back(&s);
+  std::map<ShapeKey, RankShape> data;
+  std::map<int, std::vector<ShapeKey>> by_fold;
+  for (const auto& [k, v] : by_shape)
+    if (static_cast<int>(v.size()) >= opt.ranker_min_configs) by_fold[shape_fold(v.front()->shape, opt.ranker_folds)].push_back(k);
+  std::size_t n = 0;
+  for (const auto& [f, keys] : by_fold) n += keys.size();
+  if (static_cast<int>(n) < opt.ranker_min_shapes || by_fold.size() < 2) return out;
+  FitOptions inner = opt;
+  inner.ranker_rounds = 0;
+  for (const auto& [fold, keys] : by_fold) {
+    const std::set<ShapeKey> held(keys.begin(), keys.end());
+    std::vector<TunerSample> train;
+    train.reserve(samples.size());
+    for (const auto& s : samples)
+      if (!held.count(shape_key(s.shape))) train.push_back(s);
+    const TunerTable t = fit_tuner_table(train, gpu, inner);
+    for (const ShapeKey& k : keys) {
+      const auto& rows = by_shape.at(k);
+      const GemmShape& shape = rows.front()->shape;
+      if (!t.groups.count(dtype_group(shape.dtype))) continue;
+      std::vector<TileConfig> configs;
+      double best = INFINITY;
+      for (const TunerSample* s : rows) {
+        configs.push_back(s->config);
+        best = std::min(best, s->latency_us);
+      }
+      const auto pred = predict_with_table(t, gpu, shape, configs);
+      const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+      std::vector<WaveFeatures> feats;
+      std::vector<double> p, sc;
+      for (std::size_t i = 0; i < configs.size(); ++i) {
+        feats.push_back(wave_features(shape, configs[i], hw, concurrent_ctas(configs[i], shape.dtype, hw, table.slots_by_cluster)));
+        p.push_back(pred[i].pred_us);
+        sc.push_back(pred[i].score);
+      }
+      RankShape& rs = data[k];
+      rs.fold = fold;
+      rs.x = ranker_rows(shape, configs, feats, p, sc);
+      for (const TunerSample* s : rows) rs.ratio.push_back(s->latency_us / best);
+    }
+  }
+  // Objective and grading by cross-validation over the folds.
+  const std::vector<std::pair<std::string, std::string>> grid = {
+      {"rank:pairwise", "1/3/5%"}, {"rank:pairwise", "1/3/5/10%"}, {"rank:ndcg", "1/3/5%"}, {"rank:ndcg", "1/3/5/10%"}};
+  std::vector<int> hits(grid.size(), 0);
+  for (const auto& [fold, keys] : by_fold) {
+    std::vector<const RankShape*> tr, te;
+    for (const auto& [k, rs] : data) (rs.fold == fold ? te : tr).push_back(&rs);
+    if (tr.empty() || te.empty()) continue;
+    for (std::size_t g = 0; g < grid.size(); ++g) hits[g] += ranker_hits(*train_ranker(tr, grid[g].first, grid[g].second, opt), te);
+  }
+  const std::size_t chosen = static_cast<std::size_t>(std::max_element(hits.begin(), hits.end()) - hits.begin());
+  std::vector<const RankShape*> all;
+  for (const auto& [k, rs] : data) all.push_back(&rs);
+  out.booster = train_ranker(all, grid[chosen].first, grid[chosen].second, opt);
+  out.objective = grid[chosen].first;
+  out.grading = grid[chosen].second;
+  out.shapes = static_cast<int>(all.size());
+  return out;
+}
 }  // namespace
+
+int shape_fold(const GemmShape& s, int folds) {
+  const std::string text = std::string(dtype_name(s.dtype)) + ":" + std::to_string(s.M) + "," + std::to_string(s.N) + "," + std::to_string(s.K);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return static_cast<int>(h % static_cast<uint64_t>(std::max(1, folds)));
+}
 
 SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const GpuSpec& gpu) {
   SlotsByCluster out;
@@ -225,6 +342,7 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
     for (std::size_t i = 0; i < w.size() && static_cast<int>(i) < opt.common_count; ++i) g.common.push_back(w[i].second);
     table.groups.emplace(name, std::move(g));
   }
+  if (opt.ranker_rounds > 0) table.ranker = fit_ranker(samples, gpu, opt, table);
   return table;
 }
 

@@ -44,10 +44,28 @@ struct FitOptions {
   // wave_model.h learned_features, fitted to log(measured / the prediction with the corrections
   // above) minus its shape's mean (how the configurations of one shape differ, which is what the
   // ranking needs), rows weighted as for the residual correction; 0 rounds: off.
-  int learned_rounds = 200;
-  int learned_depth = 4;
+  // 400 rounds of depth 6 since session 5: chosen by nested cross-validation among 200/400 rounds x
+  // depth 4/6 (bench/results/tuner_eval.md, Session 5); session 4 shipped 200 of depth 4.
+  int learned_rounds = 400;
+  int learned_depth = 6;
   double learned_eta = 0.05;
+  // Chooser (tuner_table.h TunerRanker): learning-to-rank trees over the exhaustively measured
+  // shapes (those with at least `ranker_min_configs` configurations: a tile sweep's, not a sampling
+  // plan's ~9), one query group each. Its model inputs must be out-of-sample, as at a query: the
+  // shapes are split into `ranker_folds` folds by shape_fold(), and each fold's shapes are predicted
+  // by a table fitted without them (every other row kept). The objective (rank:pairwise or
+  // rank:ndcg) and the relevance grading are chosen by cross-validation over the same folds (the
+  // share of held-out shapes whose first choice is within 3% of their best). 0 rounds: none.
+  int ranker_rounds = 200;
+  int ranker_depth = 4;
+  double ranker_eta = 0.1;
+  int ranker_min_configs = 18;
+  int ranker_folds = 5;
+  int ranker_min_shapes = 20;  // fewer exhaustive shapes: no chooser
 };
+
+// The fold of a shape, 0..folds-1: FNV-1a of "dtype:M,N,K" (the tuner evaluation's folds).
+int shape_fold(const GemmShape& s, int folds);
 
 // Concurrent CTAs per cluster size as the launch grids of persistent kernels show them (the
 // largest grid launched with fewer CTAs than there were tiles).

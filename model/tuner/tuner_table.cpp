@@ -139,6 +139,43 @@ std::vector<double> learned_factors(const GroupTable& group, const GemmShape& sh
   return out;
 }
 
+const std::array<std::string, kRankerCount>& ranker_names() {
+  static const std::array<std::string, kRankerCount> names = [] {
+    std::array<std::string, kRankerCount> n;
+    std::size_t i = 0;
+    for (const auto& v : learned_names()) n[i++] = v;
+    for (const char* v : {"model:log_pred_gap", "model:log_score_gap", "model:score_rank"}) n[i++] = v;
+    return n;
+  }();
+  return names;
+}
+
+std::vector<float> ranker_rows(const GemmShape& shape, const std::vector<TileConfig>& configs,
+                               const std::vector<WaveFeatures>& features, const std::vector<double>& pred_us,
+                               const std::vector<double>& score) {
+  const std::size_t n = configs.size();
+  std::vector<float> rows;
+  rows.reserve(n * kRankerCount);
+  if (n == 0) return rows;
+  double min_lp = INFINITY, min_ls = INFINITY;
+  for (std::size_t i = 0; i < n; ++i) {
+    min_lp = std::min(min_lp, std::log(pred_us[i]));
+    min_ls = std::min(min_ls, std::log(score[i]));
+  }
+  std::vector<std::size_t> order(n), pos(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+  for (std::size_t r = 0; r < n; ++r) pos[order[r]] = r;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = learned_features(shape, configs[i], features[i]);
+    rows.insert(rows.end(), x.begin(), x.end());
+    rows.push_back(static_cast<float>(std::log(pred_us[i]) - min_lp));
+    rows.push_back(static_cast<float>(std::log(score[i]) - min_ls));
+    rows.push_back(static_cast<float>(std::min<std::size_t>(pos[i], 10)));
+  }
+  return rows;
+}
+
 TileClassKey class_of(const TileConfig& t) { return {t.tile_m, t.tile_n, t.tile_k, t.split_k > 1}; }
 
 BucketKey bucket_of(int64_t M, int64_t N, int64_t K) {
@@ -261,7 +298,15 @@ std::string tuner_table_to_json(const TunerTable& table) {
     }
     os << "\n  }";
   }
-  os << "\n }\n}\n";
+  os << "\n }";
+  if (table.ranker.booster) {
+    json names = json::array();
+    for (const auto& n : ranker_names()) names.push_back(n);
+    os << ",\n \"ranker\": {\"objective\": " << q(table.ranker.objective) << ", \"grading\": " << q(table.ranker.grading)
+       << ", \"shapes\": " << table.ranker.shapes << ",\n  \"features\": " << names.dump()
+       << ",\n  \"model\": " << table.ranker.booster->save_json() << "}";
+  }
+  os << "\n}\n";
   return os.str();
 }
 
@@ -409,6 +454,30 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       }
     }
     t.groups.emplace(g.key(), std::move(gt));
+  }
+  if (auto it = j.find("ranker"); it != j.end()) {
+    if (!it->is_object()) fail(label, "ranker", "is not an object");
+    json names = json::array();
+    for (const auto& n : ranker_names()) names.push_back(n);
+    const json& rn = need(*it, "features", label, "ranker");
+    if (rn != names)
+      fail(label, "ranker.features", "are " + rn.dump() + ", this build's chooser uses " + names.dump() +
+                                         "; refit the table with perfloom-tuner-fit");
+    const json& m = need(*it, "model", label, "ranker");
+    if (!m.is_object()) fail(label, "ranker.model", "is not an XGBoost model (a JSON object)");
+    try {
+      auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.dump(), label + ": ranker.model"));
+      if (b->num_features() != kRankerCount)
+        fail(label, "ranker.model", "takes " + std::to_string(b->num_features()) + " features, expected " +
+                                        std::to_string(kRankerCount));
+      b->set_param("nthread", "1");
+      t.ranker.booster = std::move(b);
+    } catch (const XgbError& e) {
+      fail(label, "ranker.model", e.what());
+    }
+    if (auto o = it->find("objective"); o != it->end() && o->is_string()) t.ranker.objective = o->get<std::string>();
+    if (auto o = it->find("grading"); o != it->end() && o->is_string()) t.ranker.grading = o->get<std::string>();
+    if (auto o = it->find("shapes"); o != it->end() && o->is_number_integer()) t.ranker.shapes = o->get<int>();
   }
   return t;
 }

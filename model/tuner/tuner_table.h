@@ -70,6 +70,25 @@ struct GroupTable {
   int shapes = 0, samples = 0;           // what the fit saw
 };
 
+// The chooser (tuner_fit.h FitOptions::ranker_rounds): gradient-boosted trees trained with one of
+// XGBoost's learning-to-rank objectives, one query group per exhaustively measured training shape,
+// the relevance graded by how close each configuration came to that shape's best. Its inputs are
+// wave_model.h learned_features and three of the latency model's outputs relative to the shape's
+// other candidates (log predicted latency and log score above the lowest, and the score's rank,
+// capped at 10), so that it learns when the model's gaps can be trusted. A query orders its
+// candidates by it; the latency stays the model's.
+inline constexpr std::size_t kRankerCount = kLearnedCount + 3;
+const std::array<std::string, kRankerCount>& ranker_names();
+// The ranker's rows (row-major, kRankerCount per configuration) for the configurations of one shape.
+std::vector<float> ranker_rows(const GemmShape& shape, const std::vector<TileConfig>& configs,
+                               const std::vector<WaveFeatures>& features, const std::vector<double>& pred_us,
+                               const std::vector<double>& score);
+struct TunerRanker {
+  std::shared_ptr<const XgbBooster> booster;  // null: none (the candidates are ordered by score)
+  std::string objective, grading;             // what the fit chose by cross-validation on its training shapes
+  int shapes = 0;                             // query groups it was trained on
+};
+
 struct TunerTable {
   std::string gpu_id;
   int sm_count = 0;
@@ -77,6 +96,7 @@ struct TunerTable {
   double support_penalty = 0;   // ranking score = latency x (1 + penalty / sqrt(1 + class samples))
   SlotsByCluster slots_by_cluster;  // concurrent CTAs per cluster size, measured
   std::map<std::string, GroupTable> groups;  // by dtype_group()
+  TunerRanker ranker;           // optional (JSON "ranker"; tables without one rank by score)
   std::string label;            // where it was read from, for messages
 };
 

@@ -336,6 +336,79 @@ TEST(TunerFit, LearnedResidualRanksWhatTheLinearCorrectionsCannot) {
   }
 }
 
+TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
+  // 40 shapes measured on 18 configurations each (an exhaustive sweep) and 40 on 6 (a sampling
+  // plan's few): the chooser trains on the former only, orders a query's candidates by its score,
+  // and is stored in the table's JSON; a table without one still ranks by the model's score.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  const Coefficients truth = {2.0, 1.1, 0.5, -0.2, 0.3, 0.9, 1.0, 0.0, 0.0, 0.4};
+  std::vector<TileConfig> configs;
+  for (int m : {64, 128, 256})
+    for (int n : {64, 128, 256})
+      for (int k : {64, 128}) configs.push_back(tile(m, n, k));
+  std::vector<TunerSample> samples;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dim(2, 80);
+  std::normal_distribution<double> noise(0.0, 0.03);
+  for (int i = 0; i < 80; ++i) {
+    const GemmShape shape{32 * dim(rng), 32 * dim(rng), 64 * dim(rng), Dtype::bf16};
+    const bool exhaustive = i < 40;
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      if (!exhaustive && c % 3 != 0) continue;
+      TunerSample s;
+      s.shape = shape;
+      s.config = configs[c];
+      const auto f = wave_features(shape, s.config, hw, concurrent_ctas(s.config, Dtype::bf16, hw));
+      for (std::size_t j = 0; j < kFeatureCount; ++j) s.latency_us += truth[j] * f.x[j];
+      s.latency_us *= std::exp(noise(rng)) * (f.grid.last_wave_fill < 0.5 ? 1.15 : 1.0);
+      samples.push_back(s);
+    }
+  }
+  FitOptions opt;
+  opt.learned_rounds = 20;
+  opt.learned_depth = 3;
+  opt.ranker_rounds = 30;
+  const TunerTable t = fit_tuner_table(samples, h100, opt);
+  ASSERT_TRUE(t.ranker.booster);
+  EXPECT_EQ(t.ranker.shapes, 40);  // the exhaustive shapes only
+  EXPECT_TRUE(t.ranker.objective == "rank:pairwise" || t.ranker.objective == "rank:ndcg") << t.ranker.objective;
+  const GemmShape q = samples.front().shape;
+  const auto ranked = rank_with_table(t, h100, q, configs, false);
+  ASSERT_EQ(ranked.size(), configs.size());
+  for (std::size_t i = 1; i < ranked.size(); ++i) EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score);
+  // The latency stays the model's: the same prediction as one configuration alone.
+  EXPECT_NEAR(evaluate_with_table(t, h100, q, ranked.front().config).pred_us / ranked.front().pred_us, 1.0, 1e-9);
+  const TunerTable back = parse_tuner_table(tuner_table_to_json(t), "round-trip");
+  ASSERT_TRUE(back.ranker.booster);
+  EXPECT_EQ(back.ranker.objective, t.ranker.objective);
+  EXPECT_EQ(back.ranker.grading, t.ranker.grading);
+  for (std::size_t i = 0; i < samples.size(); i += 97) {
+    const auto a = rank_with_table(t, h100, samples[i].shape, configs, false);
+    const auto b = rank_with_table(back, h100, samples[i].shape, configs, false);
+    EXPECT_EQ(a.front().config, b.front().config) << i;
+  }
+  // Too few exhaustive shapes: no chooser, and the order is the score's.
+  FitOptions few = opt;
+  few.ranker_min_shapes = 41;
+  const TunerTable none = fit_tuner_table(samples, h100, few);
+  EXPECT_FALSE(none.ranker.booster);
+  EXPECT_EQ(tuner_table_to_json(none).find("\"ranker\""), std::string::npos);
+  const auto by_score = rank_with_table(none, h100, q, configs, false);
+  for (std::size_t i = 1; i < by_score.size(); ++i) EXPECT_LE(by_score[i - 1].score, by_score[i].score);
+  // A chooser over other features is refused by name.
+  std::string text = tuner_table_to_json(t);
+  const auto at = text.find("\"model:score_rank\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 18, "\"model:score_rink\"");
+  try {
+    parse_tuner_table(text, "bad.json");
+    ADD_FAILURE() << "a chooser over other features was accepted";
+  } catch (const TunerTableError& e) {
+    EXPECT_NE(std::string(e.what()).find("ranker.features"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TunerUntiledGemm, TheAnalysisTakesTheTunersTopConfigurationWhenTheTileIsUnknown) {
   const GpuSpec& h100 = db().get("h100-sxm");
   KernelDesc k;
