@@ -340,12 +340,15 @@ out += ["", "Kept busy, the GPUs sit at their 700 W limit and the SM clock falls
         "summed kernel time), so the sustained columns above pass it as `--host-us`: the 128-1024-token "
         "prefills are host-bound (Dynamo guards; the GPU busy 15-60% of the time) and keep their burst "
         "estimate, the long ones run at 0.65-0.75 utilisation and get 1.13-1.19x on their GEMMs. The curve "
-        "was measured before it was applied here and was not fitted to these steps. Where it errs: the "
-        "middle loads (2048 tokens, 4 x 512; utilisation 0.45-0.6) ran close to their burst time but get "
-        "1.04-1.09x, so they are over-predicted by 4-10%: the probe has few levels between 0.4 and 0.75, "
-        "and its one load variable, tensor utilisation, leaves out the power the DRAM draws (a weight-"
-        "streaming level at 2.2 TB/s and 0.56 utilisation slowed 1.075x, a GEMM level at the same "
-        "utilisation with the GPU idle a quarter of the time 1.048x).", ""]
+        "was measured before it was applied here and was not fitted to these steps; its levels that ran at "
+        "the highest SM clock count as unthrottled (model/power.h: their 1.04 was the wake-up of the first "
+        "kernel after each idle gap). Where it errs (models v7, 2026-11-22): on the H200 every prefill is "
+        "under-predicted, by 3-8% at the host-bound 128-1024 tokens, which run at burst clocks (the GEMM "
+        "model follows the collector's isolated GEMM timings, which ran faster than this benchmark's lease), "
+        "and by up to 7% at the heavy loads; on the H100 the middle loads (2048 tokens, 4 x 512; utilisation "
+        "0.5-0.6) are over-predicted by 3-5%. The curve's one load variable, tensor utilisation, leaves out "
+        "the power the DRAM draws (a weight-streaming level at 2.2 TB/s and 0.56 utilisation slowed 1.075x, "
+        "a GEMM level at the same utilisation with the GPU idle a quarter of the time 1.048x).", ""]
 open(os.path.join(ROOT, "bench/results/step_check.md"), "w").write("\n".join(out) + "\n")
 for s in summary:
     print("%-22s %-10s %-7s n=%2d MAPE burst=%.1f%% sustained=%.1f%%" % s)
