@@ -71,7 +71,7 @@ SustainedPower parse_sustained_power(const json& block, const std::string& file)
 }
 
 SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, double bf16_peak, std::string origin,
-                                             double boost_clock_mhz) {
+                                             double max_clock_mhz) {
   if (!(bf16_peak > 0)) throw std::invalid_argument("sustained power: the GPU has no bf16 tensor peak to scale by");
   struct Raw {
     double u, compute, memory;
@@ -81,8 +81,8 @@ SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, dou
     // Throughput at burst speed: the level did the same work in 1/slowdown of the time.
     const double slowdown = l.gemm_factor > 0 ? l.gemm_factor : l.memory_factor;
     const double u = l.tensor_tflops * 1e12 * slowdown / bf16_peak;
-    const bool at_boost = boost_clock_mhz > 0 && l.sm_clock_mhz >= 0.99 * boost_clock_mhz;
-    if (at_boost) raw.push_back({u, l.gemm_factor > 0 ? 1.0 : 0.0, 1.0});
+    const bool at_max_clock = max_clock_mhz > 0 && l.sm_clock_mhz >= 0.99 * max_clock_mhz;
+    if (at_max_clock) raw.push_back({u, l.gemm_factor > 0 ? 1.0 : 0.0, 1.0});
     else raw.push_back({u, l.gemm_factor > 0 ? l.gemm_factor : 0.0, l.memory_factor});
   }
   std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.u < b.u; });

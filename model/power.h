@@ -82,11 +82,11 @@ class SustainedPowerCurve {
   };
   SustainedPowerCurve() = default;
   // `bf16_peak_flops_per_s`: the GPU's dense bf16 datasheet peak (the utilisation's unit);
-  // `boost_clock_mhz`: the highest SM clock (GpuSpec::max_clock_mhz, else its boost clock); levels
+  // `max_clock_mhz`: the highest SM clock (GpuSpec::max_clock_mhz, else its boost clock); levels
   // that ran at it (within 1%) are not power-limited (0: no such rule).
   // Throws std::invalid_argument when fewer than two levels have a GEMM.
   static SustainedPowerCurve fit(const SustainedPower& measured, double bf16_peak_flops_per_s, std::string origin,
-                                 double boost_clock_mhz = 0);
+                                 double max_clock_mhz = 0);
 
   // The slowdowns of a GPU whose tensor pipes are busy `tensor_utilization` of the time at burst speed.
   PowerFactors at(double tensor_utilization) const;
