@@ -63,21 +63,6 @@ namespace {
 using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t>;
 ShapeKey key_of(const tuner::GemmShape& s) { return {static_cast<int>(s.dtype), s.M, s.N, s.K}; }
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-int fold_of(const tuner::GemmShape& s, int folds) {
-  std::ostringstream os;
-  os << dtype_name(s.dtype) << ":" << s.M << "," << s.N << "," << s.K;
-  return static_cast<int>(fnv1a(os.str()) % static_cast<uint64_t>(folds));
-}
-
 bool same_config(const TileConfig& a, const TileConfig& b) {
   return a.tile_m == b.tile_m && a.tile_n == b.tile_n && a.tile_k == b.tile_k && std::max(1, a.split_k) == std::max(1, b.split_k) &&
          std::max(1, a.cluster_m) == std::max(1, b.cluster_m) && std::max(1, a.cluster_n) == std::max(1, b.cluster_n);
@@ -362,12 +347,12 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
   for (int fold = 0; fold < folds; ++fold) {
     std::vector<tuner::TunerSample> train;
     for (const auto& r : sweep.rows)
-      if (r.modelled && (g_insample || fold_of(r.sample.shape, folds) != fold)) train.push_back(r.sample);
+      if (r.modelled && (g_insample || tuner::shape_fold(r.sample.shape, folds) != fold)) train.push_back(r.sample);
     // The plan's rows, except any at a shape of the test fold (there are none today: the plan's
     // shapes are whole multiples of its tiles, the sweep's are not).
     std::vector<tuner::TunerSample> train_all = train;
     for (const auto& r : plan.rows)
-      if (r.modelled && (g_insample || !(shapes.count(key_of(r.sample.shape)) && fold_of(r.sample.shape, folds) == fold)))
+      if (r.modelled && (g_insample || !(shapes.count(key_of(r.sample.shape)) && tuner::shape_fold(r.sample.shape, folds) == fold)))
         train_all.push_back(r.sample);
     const tuner::TunerTable table = tuner::fit_tuner_table(train_all, gpu, g_fit);
     rep.ranker_choice.push_back(table.ranker.booster ? table.ranker.objective + " " + table.ranker.grading : "none");
@@ -393,7 +378,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
     {
       std::vector<std::size_t> hits(std::size(kThresholds), 0);
       for (const auto& [key, rows] : shapes) {
-        if (fold_of(rows.front()->sample.shape, folds) == fold) continue;  // training shapes only
+        if (tuner::shape_fold(rows.front()->sample.shape, folds) == fold) continue;  // training shapes only
         double best = INFINITY;
         for (const auto* r : rows) best = std::min(best, r->sample.latency_us);
         const Pick p = pick_measured(table, gpu, rows);
@@ -411,7 +396,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
 
     for (const auto& [key, rows] : shapes) {
       const tuner::GemmShape& shape = rows.front()->sample.shape;
-      if (fold_of(shape, folds) != fold) continue;
+      if (tuner::shape_fold(shape, folds) != fold) continue;
       double best = INFINITY, dflt = NAN, exhaustive_us = 0;
       const bench::SweepRow* best_row = nullptr;
       for (const auto* r : rows) {
@@ -558,7 +543,7 @@ XgbVariantResult evaluate_xgb_variant(const GpuSpec& gpu, const fs::path& dir, i
   for (int fold = 0; fold < folds; ++fold) {
     std::vector<tuner::TunerSample> train;
     for (const auto& r : sweep.rows)
-      if (r.modelled && fold_of(r.sample.shape, folds) != fold) train.push_back(r.sample);
+      if (r.modelled && tuner::shape_fold(r.sample.shape, folds) != fold) train.push_back(r.sample);
     tuner::FitOptions opt = g_fit;
     opt.learned_rounds = 0;  // the table without its own learned residual, as when this experiment was first run
     opt.ranker_rounds = 0;
@@ -569,7 +554,7 @@ XgbVariantResult evaluate_xgb_variant(const GpuSpec& gpu, const fs::path& dir, i
          {"objective", "reg:squarederror"}, {"nthread", "1"}},
         rounds);
     for (const auto& [key, rows] : shapes) {
-      if (fold_of(rows.front()->sample.shape, folds) != fold) continue;
+      if (tuner::shape_fold(rows.front()->sample.shape, folds) != fold) continue;
       double best = INFINITY, dflt = NAN;
       for (const auto* r : rows) {
         best = std::min(best, r->sample.latency_us);
@@ -1044,7 +1029,7 @@ PlanFitReport evaluate_plan_fit(const GpuSpec& gpu, const fs::path& dir, const f
   for (int fold = 0; fold < folds; ++fold) {
     std::vector<tuner::TunerSample> train;
     for (const auto& r : sweep.rows)
-      if (r.modelled && fold_of(r.sample.shape, folds) != fold) train.push_back(r.sample);
+      if (r.modelled && tuner::shape_fold(r.sample.shape, folds) != fold) train.push_back(r.sample);
     cv_tables.push_back(tuner::fit_tuner_table(train, gpu, g_fit));
     train.insert(train.end(), fit_all.begin(), fit_all.end());
     cv_plus_tables.push_back(tuner::fit_tuner_table(train, gpu, g_fit));
@@ -1076,10 +1061,10 @@ PlanFitReport evaluate_plan_fit(const GpuSpec& gpu, const fs::path& dir, const f
       rep.forced_only.add(choose_measured(t_forced, gpu, rows, &rep.err_forced, best, &rep.chosen_err_forced), best, dflt);
     if (have_forced && t_forced_default.groups.count(tuner::dtype_group(shape.dtype)))
       rep.forced_default.add(choose_measured(t_forced_default, gpu, rows, nullptr, best, nullptr), best, dflt);
-    rep.cv.add(choose_measured(cv_tables[static_cast<std::size_t>(fold_of(shape, folds))], gpu, rows, &rep.err_cv, best,
+    rep.cv.add(choose_measured(cv_tables[static_cast<std::size_t>(tuner::shape_fold(shape, folds))], gpu, rows, &rep.err_cv, best,
                                &rep.chosen_err_cv),
                best, dflt);
-    rep.cv_plus.add(choose_measured(cv_plus_tables[static_cast<std::size_t>(fold_of(shape, folds))], gpu, rows, nullptr, best,
+    rep.cv_plus.add(choose_measured(cv_plus_tables[static_cast<std::size_t>(tuner::shape_fold(shape, folds))], gpu, rows, nullptr, best,
                                     nullptr),
                     best, dflt);
     rep.analytical.add(choose_analytical(gpu, shape, rows), best, dflt);
@@ -1279,7 +1264,7 @@ FoldData fold_data(const GpuSpec& gpu, const bench::Sweep& sweep, const bench::S
   FoldData fd;
   std::vector<tuner::TunerSample> train;
   for (const auto& r : sweep.rows)
-    if (r.modelled && fold_of(r.sample.shape, folds) != fold) train.push_back(r.sample);
+    if (r.modelled && tuner::shape_fold(r.sample.shape, folds) != fold) train.push_back(r.sample);
   for (const auto& r : plan.rows)
     if (r.modelled) {
       train.push_back(r.sample);
@@ -1329,7 +1314,7 @@ FoldData fold_data(const GpuSpec& gpu, const bench::Sweep& sweep, const bench::S
       sp.cands.push_back(c);
     }
     if (!std::isfinite(sp.dflt) || sp.cands.empty()) continue;
-    (fold_of(sp.shape, folds) == fold ? fd.test : fd.train).push_back(std::move(sp));
+    (tuner::shape_fold(sp.shape, folds) == fold ? fd.test : fd.train).push_back(std::move(sp));
   }
   return fd;
 }
@@ -1741,7 +1726,7 @@ void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int ro
   for (const auto& ex : sets) {
     std::vector<tuner::TunerSample> train;
     for (const auto& r : sweep.rows)
-      if (r.modelled && !ex.count(fold_of(r.sample.shape, folds))) train.push_back(r.sample);
+      if (r.modelled && !ex.count(tuner::shape_fold(r.sample.shape, folds))) train.push_back(r.sample);
     for (const auto& r : plan.rows)
       if (r.modelled) train.push_back(r.sample);
     const auto t0 = std::chrono::steady_clock::now();
@@ -1750,7 +1735,7 @@ void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int ro
     std::string name;
     for (int f : ex) name += (name.empty() ? "" : "_") + std::to_string(f);
     for (const auto& r : sweep.rows) {
-      const int fold = fold_of(r.sample.shape, folds);
+      const int fold = tuner::shape_fold(r.sample.shape, folds);
       if (!r.modelled || !ex.count(fold)) continue;
       const auto rc = tuner::evaluate_with_table(table, gpu, r.sample.shape, r.sample.config);
       const auto& s = r.sample.shape;
@@ -1812,7 +1797,7 @@ void dump_features(const GpuSpec& gpu, const fs::path& dir, int folds, const fs:
       const HardwareRates hw = hardware_rates(gpu, s.dtype);
       const auto f = tuner::wave_features(s, r.sample.config, hw, tuner::concurrent_ctas(r.sample.config, s.dtype, hw, slots));
       const auto x = tuner::learned_features(s, r.sample.config, f);
-      os << (sw == &sweep ? "sweep" : "plan") << "," << (sw == &sweep ? fold_of(s, folds) : -1) << "," << dtype_name(s.dtype) << ","
+      os << (sw == &sweep ? "sweep" : "plan") << "," << (sw == &sweep ? tuner::shape_fold(s, folds) : -1) << "," << dtype_name(s.dtype) << ","
          << s.M << "," << s.N << "," << s.K << "," << tuner::config_key_string(r.sample.config) << "," << r.sample.heuristic_rank
          << "," << std::setprecision(9) << r.sample.latency_us << "," << best[key_of(s)] << ",1";
       for (float v : x) os << "," << v;

@@ -7,18 +7,12 @@
 #include "model/classify/kernel_classifier.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
+#include "model/hash.h"
 
 namespace perfloom {
 
 namespace {
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -171,7 +165,7 @@ std::string training_data_hash(const std::vector<PreparedRow>& rows) {
     keys.push_back(os.str());
   }
   std::sort(keys.begin(), keys.end());
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aOffset;
   for (const auto& k : keys) h = fnv1a(k + "\n", h);
   std::ostringstream os;
   os << std::hex << h;

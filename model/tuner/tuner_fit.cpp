@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "model/hash.h"
 #include "model/tuner/least_squares.h"
 #include "model/tuner/tuner.h"
 
@@ -168,12 +169,7 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
 
 int shape_fold(const GemmShape& s, int folds) {
   const std::string text = std::string(dtype_name(s.dtype)) + ":" + std::to_string(s.M) + "," + std::to_string(s.N) + "," + std::to_string(s.K);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return static_cast<int>(h % static_cast<uint64_t>(std::max(1, folds)));
+  return static_cast<int>(fnv1a(text) % static_cast<uint64_t>(std::max(1, folds)));
 }
 
 SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const GpuSpec& gpu) {
