@@ -13,10 +13,18 @@ namespace perfloom {
 // 2: impl_class; 3: no sm_count, clock_ghz; 4: achievable rates (model/calibration.h) instead of
 // the datasheet peaks in every cycle and rate feature; 5: act_quant; 6: no tile features for an
 // architecture's default tile (attention prefill); 7: tile_known (a GEMM's tile came with the
-// kernel, not from the model's choice).
-inline constexpr int kFeatureVersion = 7;
+// kernel, not from the model's choice); 8: act_quant_share (the activation quantisation's
+// estimated time over the GEMM's roofline) instead of the act_quant flag, and impl_class 3
+// (Sarathi-Serve's non-GEMM kernels in Vidur's profiles).
+inline constexpr int kFeatureVersion = 8;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);
+
+// The activation quantisation in front of an `act_quant` GEMM (KernelDesc::act_quant), in us: read
+// M x K bf16, write M x K in the GEMM's dtype with its scales (fp32 per token; fp4: one byte per 16
+// values), at the achievable L2 rate when that fits in L2 (the activations were just written),
+// else DRAM, plus one launch floor. 0 for a kernel without it.
+double act_quant_us(const KernelDesc& k, const GpuSpec& gpu);
 
 }  // namespace perfloom

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "model/classify/kernel_classifier.h"
 #include "storage/csv_reader.h"
 
 namespace perfloom::storage {
@@ -749,6 +750,9 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
           break;
       }
       if (skip_op) continue;
+      // GEMMs are cuBLAS through PyTorch, what every engine runs; the other ops are Sarathi-Serve's
+      // own kernels, an implementation of their own (classify/kernel_classifier.h, class 3).
+      if (mk.kernel.op != Op::gemm) mk.kernel.name = std::string(kSarathiKernelPrefix) + std::string(o.name);
       mk.gpu_id = gpu;
       mk.latency_us = *ms * kUsPerMs;
       mk.dataset = dataset;

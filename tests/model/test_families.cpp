@@ -278,6 +278,42 @@ TEST(Features, AttentionPrefillsArchitectureDefaultTileIsNoFeature) {
   EXPECT_GT(feature(fd, "split_k"), 1.0f);
 }
 
+TEST(Features, ActQuantShareIsTheQuantisationsTimeOverTheGemmsRoofline) {
+  // A kernel list's fp8 GEMM is the kernel alone: no quantisation in its time.
+  KernelDesc k = gemm(1024, 4096, 4096, Dtype::fp8e4m3);
+  EXPECT_EQ(act_quant_us(k, h100()), 0.0);
+  EXPECT_EQ(feature(make_features(k, h100(), analyze_kernel(k, h100())), "act_quant_share"), 0.0f);
+  // A framework's fp8 linear quantises its bf16 input first: 1024 x 4096 bf16 read, as many fp8
+  // values and 1024 fp32 scales written (12.6 MB, inside H100's 50 MiB L2), plus one launch.
+  k.act_quant = true;
+  const HardwareRates hw = hardware_rates(h100(), k.dtype);
+  const double in_l2 = (1024.0 * 4096 * 3 + 1024 * 4) / (hw.achievable.l2_bytes_per_clk * hw.clock_hz) * 1e6;
+  EXPECT_NEAR(act_quant_us(k, h100()), in_l2 + hw.achievable.launch_floor_us, 1e-9);
+  const Analysis a = analyze_kernel(k, h100());
+  const double share = act_quant_us(k, h100()) / a.achievable_roofline_us;
+  EXPECT_GT(share, 0.0);
+  EXPECT_FLOAT_EQ(feature(make_features(k, h100(), a), "act_quant_share"), static_cast<float>(share));
+  // It reads the activations (M x K), whatever N: a narrow GEMM spends a larger share on it.
+  KernelDesc narrow = k;
+  narrow.shape.N = 256;
+  EXPECT_DOUBLE_EQ(act_quant_us(narrow, h100()), act_quant_us(k, h100()));
+  EXPECT_GT(feature(make_features(narrow, h100(), analyze_kernel(narrow, h100())), "act_quant_share"), share);
+  // Past L2 the activations stream from DRAM: 8192 x 16384 (403 MB).
+  KernelDesc big = gemm(8192, 4096, 16384, Dtype::fp8e4m3);
+  big.act_quant = true;
+  const double from_dram = (8192.0 * 16384 * 3 + 8192 * 4) / (hw.achievable.dram_bytes_per_clk * hw.clock_hz) * 1e6;
+  EXPECT_NEAR(act_quant_us(big, h100()), from_dram + hw.achievable.launch_floor_us, 1e-6);
+  // nvfp4: half a byte per value and one fp8 scale per 16 values.
+  const GpuSpec& b200 = db().get("b200");
+  KernelDesc fp4 = gemm(1024, 4096, 4096, Dtype::fp4);
+  fp4.act_quant = true;
+  const HardwareRates hb = hardware_rates(b200, Dtype::fp4);
+  EXPECT_NEAR(act_quant_us(fp4, b200),
+              (1024.0 * 4096 * 2.5 + 1024.0 * 4096 / 16) / (hb.achievable.l2_bytes_per_clk * hb.clock_hz) * 1e6 +
+                  hb.achievable.launch_floor_us,
+              1e-9);
+}
+
 TEST(Roofline, CeilingIsBelowThePredictionAndTheIntervalBracketsIt) {
   Prediction p = predict_roofline(gemm(4096, 4096, 4096), h100());
   EXPECT_LT(p.ceiling_us, p.pred_us);

@@ -753,4 +753,8 @@ TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
   EXPECT_EQ(implementation_class("BatchDecodeWithPagedKVCacheKernel flashinfer"), 0);
   EXPECT_EQ(implementation_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT"), 0);
   EXPECT_EQ(implementation_class("cudnn_infer_ampere_scudnn_128x64_relu_small_nn_v1"), 0);
+  // Sarathi-Serve's layer kernels, as the Vidur importer names them.
+  EXPECT_EQ(implementation_class("sarathi::mlp_act"), 3);
+  EXPECT_EQ(implementation_class("sarathi::input_layernorm"), 3);
+  EXPECT_EQ(implementation_class("void vllm::rms_norm_kernel<c10::Half>(...)"), 0);
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "model/classify/kernel_classifier.h"
 #include "model/gpu_database.h"
 #include "storage/csv_reader.h"
 #include "storage/public_datasets.h"
@@ -386,6 +387,17 @@ TEST(PublicDatasets, VidurKnownRow) {
   EXPECT_EQ(first["emb"]->kernel.op, Op::embedding);
   EXPECT_EQ(first["emb"]->kernel.shape.V, 32768);
   EXPECT_EQ(first["attn_rope"]->kernel.op, Op::rotary);
+  // GEMMs are cuBLAS, the serving engines' own (no name, implementation class 0); the other ops
+  // are Sarathi-Serve's kernels, named so that the learned model tells them apart (class 3).
+  for (const auto& [op, k] : first) {
+    if (k->kernel.op == Op::gemm) {
+      EXPECT_EQ(k->kernel.name, "") << op;
+      EXPECT_EQ(implementation_class(k->kernel.name), 0) << op;
+    } else {
+      EXPECT_EQ(k->kernel.name, "sarathi::" + op);
+      EXPECT_EQ(implementation_class(k->kernel.name), 3) << op;
+    }
+  }
 }
 
 TEST(PublicDatasets, VidurTensorParallelSlicing) {
