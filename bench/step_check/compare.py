@@ -342,7 +342,7 @@ out += ["", "Kept busy, the GPUs sit at their 700 W limit and the SM clock falls
         "estimate, the long ones run at 0.65-0.75 utilisation and get 1.13-1.19x on their GEMMs. The curve "
         "was measured before it was applied here and was not fitted to these steps; its levels that ran at "
         "the highest SM clock count as unthrottled (model/power.h: their 1.04 was the wake-up of the first "
-        "kernel after each idle gap). Where it errs (models v7, 2026-11-22): on the H200 every prefill is "
+        "kernel after each idle gap). Where it errs (models v7 and v8, 2026-11-22): on the H200 every prefill is "
         "under-predicted, by 3-8% at the host-bound 128-1024 tokens, which run at burst clocks (the GEMM "
         "model follows the collector's isolated GEMM timings, which ran faster than this benchmark's lease), "
         "and by up to 7% at the heavy loads; on the H100 the middle loads (2048 tokens, 4 x 512; utilisation "
