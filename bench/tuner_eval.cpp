@@ -27,7 +27,10 @@
 //   --ridge R, --penalty P, --min-class N, --far RATIO WEIGHT, --shape-effects ROUNDS (FitOptions),
 //   --insample (fit on every shape: an upper bound, not an evaluation), --dump POINTS.csv,
 //   --sweep-only (the folds' training sets without tiles_plan.csv's rows), --plan-weight W (weight of the
-//   plan's rows in the fit), --learned ROUNDS DEPTH (the learned residual; 0 0: none).
+//   plan's rows in the fit), --learned ROUNDS DEPTH (the learned residual; 0 0: none), --tiles-only (the
+//   exhaustive shapes of tiles.csv alone, without DIR/<gpu>/tiles_more/*.csv: as before the extra sweeps),
+//   --train-share F (each fold trains on the sweep rows of a fixed share F of its training shapes: a
+//   learning curve), --main-only (the main evaluation alone: no sweep-only pass, no variants).
 //   --explore (last): decision rules (each rule's parameter chosen on the training folds) and an
 //   error analysis of the choice, to stdout; --explore-xgb ROUNDS DEPTH adds a second learned
 //   residual on top of the table's in it.
@@ -112,6 +115,15 @@ struct ChoiceStats {
 
 std::ofstream g_dump;  // --dump FILE.csv: every held-out point with its prediction
 bool g_insample = false;
+// The exhaustive sweeps: tiles.csv plus every tiles_more/*.csv of the GPU's folder (bench/tuner_sweep.h
+// read_exhaustive); --tiles-only: tiles.csv alone, as before the extra sweeps.
+bool g_more = true;
+// --train-share F (experiment): each fold trains on the sweep rows of only a share F of its training shapes
+// (a fixed subset by a hash of the shape; test shapes and plan rows unchanged): a learning curve of the
+// exhaustive shapes. --main-only: the main evaluation alone (no sweep-only pass, no variants).
+double g_train_share = 1.0;
+bool g_main_only = false;
+bool in_train_share(const tuner::GemmShape& s) { return g_train_share >= 1.0 || tuner::shape_fold(s, 97) < g_train_share * 97; }
 bool g_light = false;  // variants table: only the choice on held-out shapes, no timing or baselines  // --insample: fit on every shape (an upper bound, not an evaluation)
 
 struct ErrorStats {
@@ -156,6 +168,12 @@ struct GpuReport {
   std::size_t table_buckets = 0, table_classes = 0, table_config_factors = 0;
   std::vector<std::string> ranker_choice;  // per fold: the chooser's objective and grading (chosen on its training shapes)
   std::string ranker_all;                  // the same for the table fitted on everything
+  // The exhaustive sweep's files (tiles.csv, tiles_more/*.csv) and the choice on tiles.csv's own shapes
+  // (the original 250) apart, to compare with the evaluation before the extra sweeps.
+  std::vector<std::string> files;
+  std::vector<std::size_t> file_shapes;
+  std::size_t duplicate_shapes = 0;
+  ChoiceStats model_orig, default_orig, fallback_orig, model_more, default_more;
 };
 
 // The model's pick among the measured configurations of a shape, and cuBLASLt's default.
@@ -304,10 +322,10 @@ bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as 
 GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool with_plan) {
   GpuReport rep;
   rep.gpu = gpu.id;
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   bench::Sweep plan;
-  rep.with_plan = with_plan && fs::exists(dir / "tiles_plan.csv");
-  if (rep.with_plan) plan = bench::read_sweep((dir / "tiles_plan.csv").string());
+  rep.with_plan = with_plan && fs::exists(bench::data_file(dir, "tiles_plan.csv"));
+  if (rep.with_plan) plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
   auto env = [&](const char* k) {
     auto it = sweep.environment.find(k);
     return it == sweep.environment.end() ? std::string("?") : it->second;
@@ -319,6 +337,9 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
   rep.shapes = shapes.size();
   rep.rows = sweep.rows.size();
   for (const auto& r : sweep.rows) rep.modelled_rows += r.modelled;
+  rep.files = sweep.files;
+  rep.file_shapes = sweep.file_shapes;
+  rep.duplicate_shapes = sweep.duplicate_shapes;
   {
     std::set<ShapeKey> ps;
     for (const auto& r : plan.rows)
@@ -347,9 +368,10 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
   for (int fold = 0; fold < folds; ++fold) {
     std::vector<tuner::TunerSample> train;
     for (const auto& r : sweep.rows)
-      if (r.modelled && (g_insample || tuner::shape_fold(r.sample.shape, folds) != fold)) train.push_back(r.sample);
-    // The plan's rows, except any at a shape of the test fold (there are none today: the plan's
-    // shapes are whole multiples of its tiles, the sweep's are not).
+      if (r.modelled && (g_insample || (tuner::shape_fold(r.sample.shape, folds) != fold && in_train_share(r.sample.shape))))
+        train.push_back(r.sample);
+    // The plan's rows, except any at a shape of the test fold (none in tiles.csv: the plan's shapes
+    // are whole multiples of its tiles; the extra sweeps' shapes are checked the same way).
     std::vector<tuner::TunerSample> train_all = train;
     for (const auto& r : plan.rows)
       if (r.modelled && (g_insample || !(shapes.count(key_of(r.sample.shape)) && tuner::shape_fold(r.sample.shape, folds) == fold)))
@@ -379,6 +401,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       std::vector<std::size_t> hits(std::size(kThresholds), 0);
       for (const auto& [key, rows] : shapes) {
         if (tuner::shape_fold(rows.front()->sample.shape, folds) == fold) continue;  // training shapes only
+        if (!in_train_share(rows.front()->sample.shape)) continue;
         double best = INFINITY;
         for (const auto* r : rows) best = std::min(best, r->sample.latency_us);
         const Pick p = pick_measured(table, gpu, rows);
@@ -414,6 +437,9 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
 
       const double chosen = choose_measured(table, gpu, rows, &rep.err, best, &rep.chosen_err);
       rep.model.add(chosen, best, dflt);
+      const bool orig = rows.front()->file == 0;  // a shape of tiles.csv itself
+      (orig ? rep.model_orig : rep.model_more).add(chosen, best, dflt);
+      (orig ? rep.default_orig : rep.default_more).add(dflt, best, dflt);
       rep.model_by_group[tuner::dtype_group(shape.dtype)].add(chosen, best, dflt);
       {
         const Pick p = pick_measured(table, gpu, rows);
@@ -421,6 +447,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
         const double fb = keep ? p.dflt : p.chosen;
         rep.fallback_taken += keep;
         rep.fallback.add(fb, best, dflt);
+        if (orig) rep.fallback_orig.add(fb, best, dflt);
         rep.either.push_back(p.chosen <= best * 1.03 || dflt <= best * 1.03);
         for (const auto& c : categories(shape, dflt, gpu)) {
           auto& b = rep.breakdown[c];
@@ -479,7 +506,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       rep.rank_measured_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kReps + 0.0 * sink);
     }
   }
-  if (!g_light) noise_floor(sweep, dir / "gemm.csv", rep);
+  if (!g_light) noise_floor(sweep, bench::data_file(dir, "gemm.csv"), rep);
   return rep;
 }
 
@@ -537,7 +564,7 @@ XgbBooster train_residual_booster(const tuner::TunerTable& table, const GpuSpec&
 
 XgbVariantResult evaluate_xgb_variant(const GpuSpec& gpu, const fs::path& dir, int folds, bool within_shape, int rounds, int depth) {
   XgbVariantResult out;
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   std::map<ShapeKey, std::vector<const bench::SweepRow*>> shapes;
   for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)].push_back(&r);
   for (int fold = 0; fold < folds; ++fold) {
@@ -597,6 +624,13 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
   os << "## " << r.gpu << "\n\n";
   os << "Data: `bench/data/" << r.gpu << "/tiles.csv` — " << r.env << ". " << r.shapes << " shapes, " << r.rows
      << " measured (shape, configuration) points, " << r.modelled_rows << " of them nvjet (modelled).";
+  if (r.files.size() > 1) {
+    os << " The shapes are those of " << r.files.size() << " exhaustive sweeps (";
+    for (std::size_t i = 0; i < r.files.size(); ++i)
+      os << (i ? ", " : "") << "`" << r.files[i] << "` " << (i < r.file_shapes.size() ? r.file_shapes[i] : 0);
+    os << " shapes; " << r.duplicate_shapes
+       << " shapes measured again by a later file keep the earlier file's rows only), all of them test shapes in the folds.";
+  }
   if (r.with_plan)
     os << " Each fold's training set also holds the " << r.plan_rows << " nvjet points of `bench/data/" << r.gpu
        << "/tiles_plan.csv` (" << r.plan_shapes << " shapes, none of them a test shape).";
@@ -613,6 +647,11 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
   choice_row(os, "analytical GEMM model (ranks the measured set)", r.analytical, 0);
   choice_row(os, "sparse fit: wave-boundary points only", r.boundary_fit, 0);
   choice_row(os, "sparse fit: as many random points", r.random_fit, 0);
+  if (r.files.size() > 1) {
+    choice_row(os, "wave model, on `tiles.csv`'s own shapes (the test set before the extra sweeps)", r.model_orig, 0);
+    choice_row(os, "  with fallback, on `tiles.csv`'s own shapes", r.fallback_orig, 0);
+    choice_row(os, "  cuBLASLt default, on `tiles.csv`'s own shapes", r.default_orig, 0);
+  }
   os << "\n";
   os << "- The exhaustive best is the fastest of *all* configurations measured for the shape (" << pct(r.shapes ? static_cast<double>(r.best_is_default) / r.shapes : NAN)
      << " of the time it is cuBLASLt's default itself).\n";
@@ -703,12 +742,12 @@ void untiled_section(std::ostream& md, const GpuDatabase& gpus, const fs::path& 
   const UntiledGemmTile keep = untiled_gemm_tile();
   std::map<std::string, std::pair<double, double>> both;  // GPU -> (heuristic, tuner) MAPE
   for (const char* id : {"h100-sxm", "h200"}) {
-    const fs::path csv = data / id / "gemm.csv";
-    if (!fs::exists(csv) || !fs::exists(data / id / "tiles.csv")) continue;
+    const fs::path csv = bench::data_file(data / id, "gemm.csv");
+    if (!fs::exists(csv) || !fs::exists(bench::data_file(data / id, "tiles.csv"))) continue;
     const GpuSpec& gpu = gpus.get(id);
     const bench::Sweep gemm = bench::read_sweep(csv.string());
     std::set<ShapeKey> swept;
-    for (const auto& r : bench::read_sweep((data / id / "tiles.csv").string()).rows) swept.insert(key_of(r.sample.shape));
+    for (const auto& r : bench::read_exhaustive(data / id, g_more).rows) swept.insert(key_of(r.sample.shape));
     std::vector<KernelDesc> kernels;
     std::vector<double> meas;
     std::vector<bool> in_sweep;
@@ -775,7 +814,17 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
   md << "Written by `perfloom-tuner-eval` (bench/tuner_eval.cpp) from `bench/data/<gpu>/tiles.csv`"
      << (plan ? " and `tiles_plan.csv`" : "") << "; rerun it after changing the model. The tuner (model/tuner/, DESIGN.md idea 3) predicts a cuBLASLt tile configuration's latency "
         "with the wave model and picks the fastest; `perfloom tune` is its command.\n\n";
-  md << "**Protocol.** Per GPU the sweep's 250 (shape, dtype) points are split into " << folds
+  bool more = false;  // extra exhaustive sweeps (tiles_more/) on some GPU
+  for (const auto& r : reports) more = more || r.files.size() > 1;
+  if (more) {
+    md << "**Protocol.** Per GPU the exhaustive sweeps' (shape, dtype) points (";
+    for (std::size_t i = 0; i < reports.size(); ++i) md << (i ? ", " : "") << reports[i].shapes << " on " << reports[i].gpu;
+    md << ": `tiles.csv` and the further sweeps of `tiles_more/`, other seeds of the same shape draw; a shape measured twice "
+          "keeps its first measurement) are split into " << folds;
+  } else {
+    md << "**Protocol.** Per GPU the sweep's 250 (shape, dtype) points are split into " << folds;
+  }
+  md
      << " folds by a hash of (dtype, M, N, K); each fold is tested with tables fitted without any of its points (on the "
         "other folds" << (plan ? " and the plan's points, below" : " only") << "), so every shape is tested once, by a "
         "model that saw none of its points. *Within 3%*: the chosen configuration's measured "
@@ -812,6 +861,15 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
        << " classes, " << r.table_config_factors << " configuration factors |\n";
   }
   md << "\n";
+  for (const auto& r : reports) {
+    if (r.files.size() < 2) continue;
+    md << "- " << r.gpu << ", on `tiles.csv`'s own " << r.model_orig.within3.size()
+       << " shapes (the test set before the extra sweeps; tables fitted with the extra sweeps' training folds too): within 3% "
+       << pct(share(r.model_orig.within3)) << " (with fallback " << pct(share(r.fallback_orig.within3)) << ", cuBLASLt default "
+       << pct(share(r.default_orig.within3)) << "); on the other " << r.model.within3.size() - r.model_orig.within3.size()
+       << " shapes " << pct(share(r.model_more.within3)) << " (cuBLASLt default " << pct(share(r.default_more.within3)) << ")"
+       << ".\n";
+  }
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const GpuReport& r = reports[i];
     const GpuReport& s = i < sweep_only.size() ? sweep_only[i] : r;
@@ -984,7 +1042,7 @@ PlanFitReport evaluate_plan_fit(const GpuSpec& gpu, const fs::path& dir, const f
   rep.gpu = gpu.id;
   rep.plan_file = fs::relative(plan_csv, fs::path(PERFLOOM_SOURCE_DIR)).string();  // repo-relative in the report
   const bench::Sweep plan = bench::read_sweep(plan_csv.string());
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   auto env = [&](const bench::Sweep& sw, const char* k) {
     auto it = sw.environment.find(k);
     return it == sw.environment.end() ? std::string("?") : it->second;
@@ -1266,7 +1324,7 @@ FoldData fold_data(const GpuSpec& gpu, const bench::Sweep& sweep, const bench::S
   for (const auto& r : sweep.rows)
     if (r.modelled && tuner::shape_fold(r.sample.shape, folds) != fold) train.push_back(r.sample);
   for (const auto& r : plan.rows)
-    if (r.modelled) {
+    if (r.modelled && !(shapes.count(key_of(r.sample.shape)) && tuner::shape_fold(r.sample.shape, folds) == fold)) {
       train.push_back(r.sample);
       train.back().weight = g_plan_weight;
     }
@@ -1445,9 +1503,9 @@ struct DecisionRuleReport {
 DecisionRuleReport explore_gpu(const GpuSpec& gpu, const fs::path& dir, int folds) {
   DecisionRuleReport rep;
   rep.gpu = gpu.id;
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   bench::Sweep plan;
-  if (g_use_plan && fs::exists(dir / "tiles_plan.csv")) plan = bench::read_sweep((dir / "tiles_plan.csv").string());
+  if (g_use_plan && fs::exists(bench::data_file(dir, "tiles_plan.csv"))) plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
   std::map<ShapeKey, std::vector<const bench::SweepRow*>> shapes;
   for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)].push_back(&r);
   const std::vector<RuleFamily> families = rule_families();
@@ -1711,8 +1769,10 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
 // without sweep fold f (5) and without folds {f, g} (10), plan rows always in; every modelled row of
 // the excluded shapes predicted. `--dump-features GPU OUT.csv`: learned_features of every sweep and plan row.
 void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int rounds, int depth, const fs::path& out) {
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
-  const bench::Sweep plan = bench::read_sweep((dir / "tiles_plan.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
+  const bench::Sweep plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
+  std::set<ShapeKey> swept;
+  for (const auto& r : sweep.rows) swept.insert(key_of(r.sample.shape));
   std::ofstream os(out);
   os << "excl,fold,dtype,M,N,K,config,rank,meas,pred,score,fit_s\n";
   tuner::FitOptions opt = g_fit;
@@ -1727,8 +1787,9 @@ void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int ro
     std::vector<tuner::TunerSample> train;
     for (const auto& r : sweep.rows)
       if (r.modelled && !ex.count(tuner::shape_fold(r.sample.shape, folds))) train.push_back(r.sample);
-    for (const auto& r : plan.rows)
-      if (r.modelled) train.push_back(r.sample);
+    for (const auto& r : plan.rows)  // none at an excluded sweep shape
+      if (r.modelled && !(swept.count(key_of(r.sample.shape)) && ex.count(tuner::shape_fold(r.sample.shape, folds))))
+        train.push_back(r.sample);
     const auto t0 = std::chrono::steady_clock::now();
     const tuner::TunerTable table = tuner::fit_tuner_table(train, gpu, opt);
     const double fit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -1749,7 +1810,7 @@ void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int ro
 
 // `--time-tables GPU TABLE.json...`: decision time of tune_gemm (top 5) over the sweep's shapes, per table file.
 void time_tables(const GpuSpec& gpu, const fs::path& dir, const std::vector<std::string>& files) {
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   std::map<ShapeKey, tuner::GemmShape> shapes;
   for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)] = r.sample.shape;
   for (int pass = 0; pass < 2; ++pass)  // the second pass is reported (warm caches)
@@ -1774,8 +1835,8 @@ void time_tables(const GpuSpec& gpu, const fs::path& dir, const std::vector<std:
 }
 
 void dump_features(const GpuSpec& gpu, const fs::path& dir, int folds, const fs::path& out) {
-  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
-  const bench::Sweep plan = bench::read_sweep((dir / "tiles_plan.csv").string());
+  const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
+  const bench::Sweep plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
   std::vector<tuner::TunerSample> all;
   for (const auto* sw : {&sweep, &plan})
     for (const auto& r : sw->rows)
@@ -1852,6 +1913,9 @@ int main(int argc, char** argv) {
     // Experiments with the fit's options (the defaults are what perfloom-tuner-fit uses).
     else if (a == "--insample") g_insample = true;
     else if (a == "--sweep-only") g_use_plan = false;
+    else if (a == "--tiles-only") g_more = false;
+    else if (a == "--main-only") g_main_only = true;
+    else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {
       g_dump.open(argv[++i]);
       g_dump << "gpu,dtype,M,N,K,config,rank,meas,pred,class_samples,waves,fill,k_iters,slots,best,kernel\n";
@@ -1900,7 +1964,7 @@ int main(int argc, char** argv) {
                    "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
-                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
+                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
       return 2;
     }
@@ -1910,7 +1974,7 @@ int main(int argc, char** argv) {
       const GpuDatabase gpus = GpuDatabase::builtin();
       if (plan_files.empty())
         for (const char* id : {"h100-sxm", "h200"})
-          if (fs::exists(data / id / "tiles_plan.csv")) plan_files.emplace_back(id, data / id / "tiles_plan.csv");
+          if (fs::exists(bench::data_file(data / id, "tiles_plan.csv"))) plan_files.emplace_back(id, bench::data_file(data / id, "tiles_plan.csv"));
       if (plan_files.empty()) {
         std::cerr << "perfloom-tuner-eval: no " << (data / "<gpu-id>/tiles_plan.csv").string()
                   << " (perfloom-collect --sweep plan writes it; --plan-file GPU FILE names one)\n";
@@ -1952,10 +2016,10 @@ int main(int argc, char** argv) {
     // measured while the other GPU's fits run, so they are upper bounds on an idle machine).
     std::map<std::string, std::future<std::pair<GpuReport, std::optional<GpuReport>>>> pending;
     for (const char* id : {"h100-sxm", "h200"}) {
-      if (!fs::exists(data / id / "tiles.csv")) continue;
+      if (!fs::exists(bench::data_file(data / id, "tiles.csv"))) continue;
       pending[id] = std::async(std::launch::async, [&, id = std::string(id)] {
         std::pair<GpuReport, std::optional<GpuReport>> out{evaluate_gpu(gpus.get(id), data / id, folds, g_use_plan), std::nullopt};
-        if (out.first.with_plan) out.second = evaluate_gpu(gpus.get(id), data / id, folds, false);
+        if (out.first.with_plan && !g_main_only) out.second = evaluate_gpu(gpus.get(id), data / id, folds, false);
         return out;
       });
     }
@@ -1970,6 +2034,10 @@ int main(int argc, char** argv) {
                   << num(mean(s.model.speedup)) << ", MAPE " << pct(mean(s.err.all)) << "\n";
       }
       const auto& r = reports.back();
+      std::cout << id << ": " << r.shapes << " shapes from " << r.files.size() << " file(s) (" << r.duplicate_shapes
+                << " duplicate shapes dropped); on tiles.csv's " << r.model_orig.within3.size() << ": within 3% "
+                << pct(share(r.model_orig.within3)) << " (fallback " << pct(share(r.fallback_orig.within3)) << ", cuBLASLt default "
+                << pct(share(r.default_orig.within3)) << ")\n";
       std::cout << id << ": within 3% " << pct(share(r.model.within3)) << " (cuBLASLt default " << pct(share(r.cublas_default.within3))
                 << ", analytical " << pct(share(r.analytical.within3)) << ", with fallback " << pct(share(r.fallback.within3))
                 << " kept default " << r.fallback_taken << "), chosen MAPE " << pct(mean(r.chosen_err)) << ", speedup vs default mean " << num(mean(r.model.speedup))
@@ -2017,7 +2085,7 @@ int main(int argc, char** argv) {
     std::ostringstream vt;
     std::vector<GpuReport> before_session4;  // the variant "plan rows, no learned residual"
     std::vector<GpuReport> session4;         // the variant "plan rows, learned residual, no chooser"
-    if (!g_insample && !g_dump.is_open()) {
+    if (!g_insample && !g_dump.is_open() && !g_main_only) {
       const tuner::FitOptions keep = g_fit;
       g_light = true;
       vt << "## Variants tried\n\nEach row is a full 5-fold evaluation held out by shape (same folds as above); the "
@@ -2046,7 +2114,7 @@ int main(int argc, char** argv) {
         {
           std::vector<std::future<GpuReport>> fv;
           for (const char* id : {"h100-sxm", "h200"})
-            if (fs::exists(data / id / "tiles.csv"))
+            if (fs::exists(bench::data_file(data / id, "tiles.csv")))
               fv.push_back(std::async(std::launch::async, [&, id = std::string(id)] { return evaluate_gpu(gpus.get(id), data / id, folds, v.with_plan); }));
           for (auto& f : fv) vr.push_back(f.get());
         }
@@ -2082,7 +2150,7 @@ int main(int argc, char** argv) {
     std::ostringstream md;
     write_summary(md, reports, sweep_only, folds);
     md << vt.str();
-    if (!g_insample && !g_dump.is_open()) {
+    if (!g_insample && !g_dump.is_open() && !g_main_only) {
       tried_section(md, gpus, data, folds, session4.empty() ? reports : session4, before_session4);
       session5_section(md, reports, session4);
     }
@@ -2112,8 +2180,8 @@ int main(int argc, char** argv) {
           "that lie near a wave boundary (last wave ≥ 85% or ≤ 25% full, ~44% of the points) against as many random "
           "points.\n\n"
           "## Reproduce\n\n```\ncmake -S . -B build -DPERFLOOM_BUILD_COLLECTOR=OFF && ninja -C build\n"
-          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_plan.csv (rebuild to embed)\n"
-          "build/bin/perfloom-tuner-eval     # this file\n"
+          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_more/*.csv + tiles_plan.csv (rebuild to embed)\n"
+          "build/bin/perfloom-tuner-eval     # this file (--tiles-only: without tiles_more/, as before the extra sweeps)\n"
           "build/bin/perfloom-tuner-eval --plan-fit --report bench/results/tuner_plan_eval.md\n"
           "build/bin/perfloom tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm\n```\n";
     fs::create_directories(report.parent_path());

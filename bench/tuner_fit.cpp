@@ -5,9 +5,12 @@
 // Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [GPU-ID...]
 //   --data DIR  the measured data (default: bench/data)
 //   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
-//               several together. Default: tiles.csv (the exhaustive tile sweep) and, where it
-//               exists, tiles_plan.csv (the points of the sparse sampling plan, `perfloom-collect
-//               --sweep plan`): both together, which tuner_eval.md shows beats the sweep alone.
+//               several together. Default: the exhaustive tile sweeps (tiles.csv plus every
+//               tiles_more/*.csv: further seeds of `perfloom-collect --sweep tiles`; a shape measured
+//               by two of them keeps the first file's rows, bench/tuner_sweep.h read_exhaustive) and,
+//               where it exists, tiles_plan.csv (the points of the sparse sampling plan,
+//               `perfloom-collect --sweep plan`): all together, which tuner_eval.md shows beats the
+//               sweep alone. `--csv tiles.csv --csv tiles_plan.csv` fits as before the extra sweeps.
 //   --out DIR   where the tables go (default: resources/tuner)
 //   GPU-ID      the GPUs to fit (default: every folder of DIR with the first file)
 // The fit is deterministic: the rows enter in file order (the files in the order given).
@@ -43,7 +46,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "-h" || a == "--help") {
       std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [GPU-ID...]\n"
-                   "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together\n";
+                   "  default: fit on DIR/<gpu>/tiles.csv, DIR/<gpu>/tiles_more/*.csv and DIR/<gpu>/tiles_plan.csv (where they exist) together\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
   if (!csv_given) csv_names = {"tiles.csv", "tiles_plan.csv"};
   if (ids.empty() && fs::is_directory(data))
     for (const auto& e : fs::directory_iterator(data))
-      if (fs::exists(e.path() / csv_names.front())) ids.push_back(e.path().filename().string());
+      if (fs::exists(bench::data_file(e.path(), csv_names.front()))) ids.push_back(e.path().filename().string());
   std::sort(ids.begin(), ids.end());
   if (ids.empty()) {
     std::cerr << "perfloom-tuner-fit: no " << (data / "<gpu-id>" / csv_names.front()).string() << " found\n";
@@ -68,26 +71,33 @@ int main(int argc, char** argv) {
       std::set<std::tuple<int, int64_t, int64_t, int64_t>> all_shapes;
       std::string source;
       for (std::size_t f = 0; f < csv_names.size(); ++f) {
-        const fs::path csv = data / id / csv_names[f];
+        const fs::path csv = bench::data_file(data / id, csv_names[f]);
         // The default's second file is optional; a file named with --csv is not.
         if (!csv_given && f > 0 && !fs::exists(csv)) continue;
-        const bench::Sweep sweep = bench::read_sweep(csv.string());
-        std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
-        std::size_t points = 0;
-        for (const auto& r : sweep.rows) {
-          if (!r.modelled) continue;
-          samples.push_back(r.sample);
-          ++points;
-          seen.emplace(static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K);
+        // The default's first file: every exhaustive sweep of the folder (tiles.csv + tiles_more/*.csv).
+        const bench::Sweep sweep = !csv_given && f == 0 ? bench::read_exhaustive(data / id) : bench::read_sweep(csv.string());
+        const std::vector<std::string> names = sweep.files.empty() ? std::vector<std::string>{csv_names[f]} : sweep.files;
+        for (std::size_t part = 0; part < names.size(); ++part) {
+          std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+          std::size_t points = 0;
+          for (const auto& r : sweep.rows) {
+            if (!r.modelled || static_cast<std::size_t>(r.file) != part) continue;
+            samples.push_back(r.sample);
+            ++points;
+            seen.emplace(static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K);
+          }
+          all_shapes.insert(seen.begin(), seen.end());
+          const auto env = [&](const char* k) {
+            auto it = sweep.environment.find(k);
+            return it == sweep.environment.end() ? std::string("?") : it->second;
+          };
+          // The environment is the first file's (tiles.csv's); the extra sweeps name their file only.
+          source += (source.empty() ? "" : "; ") + ("bench/data/" + id + "/" + names[part] + ": " + std::to_string(points) +
+                                                    " nvjet points of " + std::to_string(seen.size()) + " shapes" +
+                                                    (part == 0 ? ", cuBLASLt " + env("cublaslt_version") + ", " + env("date") : ""));
         }
-        all_shapes.insert(seen.begin(), seen.end());
-        const auto env = [&](const char* k) {
-          auto it = sweep.environment.find(k);
-          return it == sweep.environment.end() ? std::string("?") : it->second;
-        };
-        source += (source.empty() ? "" : "; ") + ("bench/data/" + id + "/" + csv_names[f] + ": " + std::to_string(points) +
-                                                  " nvjet points of " + std::to_string(seen.size()) + " shapes, cuBLASLt " +
-                                                  env("cublaslt_version") + ", " + env("date"));
+        if (sweep.duplicate_shapes)
+          source += " (" + std::to_string(sweep.duplicate_shapes) + " shapes measured again by a later file: first kept)";
       }
       const std::size_t shapes = all_shapes.size();
       const tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);

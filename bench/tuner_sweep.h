@@ -3,12 +3,18 @@
 // default-heuristic GEMM file (gemm.csv) into the tuner's samples. Shared by perfloom-tuner-fit
 // and perfloom-tuner-eval. Orientation: the CSV's `tile` and `cluster` are cuBLASLt's (first
 // number along N); TunerSample holds perfloom's (tile_m along M).
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <zlib.h>
 
 #include "model/tuner/tuner_fit.h"
 #include "storage/csv_reader.h"
@@ -22,11 +28,17 @@ struct SweepRow {
   int reps = 0;
   std::string kernel;      // the longest kernel's name as the collector wrote it (first 80 chars)
   std::string source;
+  int file = 0;            // read_exhaustive: index into Sweep::files of the file the row came from (0: tiles.csv)
 };
 
 struct Sweep {
-  std::map<std::string, std::string> environment;  // the `# key=value` lines
+  std::map<std::string, std::string> environment;  // the `# key=value` lines (read_exhaustive: tiles.csv's)
   std::vector<SweepRow> rows;
+  // read_exhaustive only: the files read, in order (paths relative to the GPU's folder), per file the
+  // shapes whose rows were kept, and the shapes (with their rows) dropped because an earlier file had them.
+  std::vector<std::string> files;
+  std::vector<std::size_t> file_shapes;
+  std::size_t duplicate_shapes = 0, duplicate_rows = 0;
 };
 
 namespace detail {
@@ -43,10 +55,21 @@ inline std::vector<int> dims(const std::string& s) {
 }
 }  // namespace detail
 
-// Throws std::runtime_error naming the file when it is missing or lacks a column.
+// Throws std::runtime_error naming the file when it is missing or lacks a column. A gzip-compressed
+// file (FILE.csv.gz) is read as well: zlib reads plain files unchanged.
 inline Sweep read_sweep(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot be opened");
+  std::string text;
+  {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (!gz) throw std::runtime_error(path + ": cannot be opened");
+    char buf[1 << 16];
+    int n = 0;
+    while ((n = gzread(gz, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+    const bool bad = n < 0;
+    gzclose(gz);
+    if (bad) throw std::runtime_error(path + ": cannot be read (corrupt gzip?)");
+  }
+  std::istringstream in(std::move(text));
   Sweep sweep;
   std::string line, body;
   while (std::getline(in, line)) {
@@ -116,6 +139,60 @@ inline Sweep read_sweep(const std::string& path) {
     sweep.rows.push_back(std::move(r));
   }
   return sweep;
+}
+
+// A data file of a GPU's folder: DIR/NAME, or DIR/NAME.gz where only the compressed file exists
+// (bench/data keeps its large sweeps gzip-compressed, which read_sweep reads as they are). DIR/NAME
+// where neither exists, so that the error names the file asked for.
+inline std::filesystem::path data_file(const std::filesystem::path& dir, const std::string& name) {
+  const std::filesystem::path plain = dir / name;
+  if (std::filesystem::exists(plain)) return plain;
+  std::filesystem::path gz = dir / (name + ".gz");
+  return std::filesystem::exists(gz) ? gz : plain;
+}
+
+// Every exhaustive tile sweep of one GPU's data folder DIR: DIR/tiles.csv (or .csv.gz), then, with `more`, every
+// *.csv (or *.csv.gz) of DIR/tiles_more/ in name order (further runs of `perfloom-collect --sweep tiles --seed S`,
+// which draw other shapes). One (dtype, M, N, K) shape is one shape: where a later file measured a
+// shape an earlier file already has, the later file's rows of it are dropped (the oldest measurement
+// is kept, so tiles.csv's shapes keep exactly their rows). `more` false, or no tiles_more/ folder:
+// tiles.csv alone, as before the extra sweeps. Throws like read_sweep.
+inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names{"tiles.csv"};
+  if (more && fs::is_directory(dir / "tiles_more")) {
+    std::vector<std::string> extra;
+    for (const auto& e : fs::directory_iterator(dir / "tiles_more"))
+      if (const std::string n = e.path().filename().string();
+          e.is_regular_file() && (n.ends_with(".csv") || n.ends_with(".csv.gz")))
+        extra.push_back("tiles_more/" + n);
+    std::sort(extra.begin(), extra.end());
+    names.insert(names.end(), extra.begin(), extra.end());
+  }
+  Sweep out;
+  std::set<std::tuple<int, long long, long long, long long>> have;
+  for (std::size_t f = 0; f < names.size(); ++f) {
+    Sweep s = read_sweep((f == 0 ? data_file(dir, names[f]) : dir / names[f]).string());
+    if (f == 0) out.environment = s.environment;
+    std::set<std::tuple<int, long long, long long, long long>> mine, dropped;
+    for (auto& r : s.rows) {
+      const auto key = std::make_tuple(static_cast<int>(r.sample.shape.dtype), static_cast<long long>(r.sample.shape.M),
+                                       static_cast<long long>(r.sample.shape.N), static_cast<long long>(r.sample.shape.K));
+      if (have.count(key)) {
+        dropped.insert(key);
+        ++out.duplicate_rows;
+        continue;
+      }
+      mine.insert(key);
+      r.file = static_cast<int>(f);
+      out.rows.push_back(std::move(r));
+    }
+    have.insert(mine.begin(), mine.end());
+    out.files.push_back(names[f]);
+    out.file_shapes.push_back(mine.size());
+    out.duplicate_shapes += dropped.size();
+  }
+  return out;
 }
 
 }  // namespace perfloom::bench

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <fstream>
 #include <zlib.h>
 
 #include "storage/csv_reader.h"
+#include "storage/importers/input_file.h"
 
 namespace perfloom::storage {
 
@@ -183,12 +183,10 @@ void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": not a folder");
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file() || e.path().extension() != ".csv") continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::string first(kMagic.size(), '\0');  // a bounded read: the file may be one huge line
-    in.read(first.data(), static_cast<std::streamsize>(first.size()));
-    first.resize(static_cast<std::size_t>(in.gcount()));
-    if (sniff_collector_csv(first)) files.push_back(e.path());
+    if (!e.is_regular_file()) continue;
+    // By content, plain or gzip (FILE.csv.gz), as the importer does; never by the extension. A
+    // bounded read: the file may be one huge line.
+    if (sniff_collector_csv(InputFile::head(e.path(), 4096))) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {

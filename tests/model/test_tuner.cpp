@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
+#include "bench/tuner_sweep.h"
 #include "model/gpu_database.h"
 #include "model/tuner/least_squares.h"
 #include "model/tuner/sampling_plan.h"
@@ -632,4 +635,72 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
   EXPECT_NE(csv.find("gemm,bf16,"), std::string::npos);
   EXPECT_NE(csv.find(",256x128,1x2x1,"), std::string::npos);  // cuBLASLt orientation: N first
   EXPECT_THROW(plan_wave_samples(h100, Dtype::bf16, {}), std::invalid_argument);
+}
+
+// ---- the exhaustive sweeps' reader (bench/tuner_sweep.h) ----
+
+TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepeatedShape) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("perfloom_tiles_more_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                                     "_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir / "tiles_more");
+  const std::string header =
+      "# sweep=tiles\n# date=D0\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  auto row = [](const std::string& shape, double lat, int rank) {
+    return "gemm," + shape + "," + std::to_string(lat) + ",nvjet_sm90_tst_128x128_64x6_4x1_v_bz_TNT,66,128x128,64xAUTO,1,1x1x1," +
+           std::to_string(rank) + ",4x30x1,20,x\n";
+  };
+  auto write = [&](const fs::path& p, const std::string& body, const std::string& date) {
+    std::ofstream os(p);
+    std::string h = header;
+    h.replace(h.find("D0"), 2, date);
+    os << h << body;
+  };
+  write(dir / "tiles.csv", row("bf16,128,4096,4096", 10, 1) + row("bf16,128,4096,4096", 11, 2) + row("fp8e4m3,64,1024,2048", 5, 1), "old");
+  // A later sweep: one shape tiles.csv has (dropped, both rows), one new shape (kept, both rows).
+  write(dir / "tiles_more" / "tiles_s2.csv", row("bf16,128,4096,4096", 9, 1) + row("bf16,256,4096,4096", 20, 1) +
+                                                 row("bf16,128,4096,4096", 9.5, 2) + row("bf16,256,4096,4096", 21, 2), "new2");
+  // Files are read in name order: s1 before s2, so s2's new shape also repeats s1's and is dropped there.
+  write(dir / "tiles_more" / "tiles_s1.csv", row("bf16,256,4096,4096", 30, 1), "new1");
+  std::ofstream(dir / "tiles_more" / "log.txt") << "not a csv\n";
+  {  // a compressed sweep is read too
+    std::string h = header;
+    h.replace(h.find("D0"), 2, "new3");
+    const std::string text = h + row("bf16,512,4096,4096", 40, 1);
+    gzFile gz = gzopen((dir / "tiles_more" / "tiles_s3.csv.gz").string().c_str(), "wb");
+    ASSERT_NE(gz, nullptr);
+    gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(gz);
+  }
+
+  const bench::Sweep all = bench::read_exhaustive(dir);
+  ASSERT_EQ(all.files, (std::vector<std::string>{"tiles.csv", "tiles_more/tiles_s1.csv", "tiles_more/tiles_s2.csv",
+                                                  "tiles_more/tiles_s3.csv.gz"}));
+  EXPECT_EQ(all.file_shapes, (std::vector<std::size_t>{2, 1, 0, 1}));
+  EXPECT_EQ(all.duplicate_shapes, 2u);  // bf16 128 (in s2) and bf16 256 (in s2), each counted once per file
+  EXPECT_EQ(all.duplicate_rows, 4u);
+  EXPECT_EQ(all.environment.at("date"), "old");  // tiles.csv's
+  ASSERT_EQ(all.rows.size(), 5u);
+  EXPECT_EQ(all.rows[4].file, 3);
+  EXPECT_EQ(all.rows[4].sample.shape.M, 512);
+  EXPECT_DOUBLE_EQ(all.rows[0].sample.latency_us, 10);  // tiles.csv's rows first, unchanged
+  EXPECT_EQ(all.rows[0].file, 0);
+  EXPECT_EQ(all.rows[3].file, 1);
+  EXPECT_DOUBLE_EQ(all.rows[3].sample.latency_us, 30);
+  EXPECT_EQ(all.rows[3].sample.shape.M, 256);
+  EXPECT_TRUE(all.rows[3].modelled);
+
+  // Without the extra sweeps (or without the folder): tiles.csv alone, row for row what read_sweep gives.
+  const bench::Sweep only = bench::read_exhaustive(dir, false);
+  const bench::Sweep plain = bench::read_sweep((dir / "tiles.csv").string());
+  ASSERT_EQ(only.rows.size(), plain.rows.size());
+  for (std::size_t i = 0; i < only.rows.size(); ++i) {
+    EXPECT_DOUBLE_EQ(only.rows[i].sample.latency_us, plain.rows[i].sample.latency_us);
+    EXPECT_EQ(only.rows[i].sample.shape.M, plain.rows[i].sample.shape.M);
+    EXPECT_EQ(only.rows[i].file, 0);
+  }
+  EXPECT_EQ(only.files, (std::vector<std::string>{"tiles.csv"}));
+  fs::remove_all(dir / "tiles_more");
+  EXPECT_EQ(bench::read_exhaustive(dir).rows.size(), plain.rows.size());
+  fs::remove_all(dir);
 }
