@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by run_on_gpu.sh and run_plan_on_gpu.sh.
+# Sourced by run_on_gpu.sh, run_plan_on_gpu.sh and run_tiles_more.sh.
 
 # Prints perfloom's id of GPU 0 (gpus/<id>.json), from the driver's name.
 collector_gpu_id() {
@@ -24,6 +24,25 @@ collector_open_log() {
   : > "$LOG"
   # shellcheck disable=SC2317  # called by the sourcing script
   log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
+}
+
+# Prints the machine as env.txt records it: the GPU id and the date, the KEY=VALUE lines given as
+# arguments (the run's mode), the GPU's state (clocks, power, ECC), the toolchain, the CPU and the
+# kernel. Needs GPU_ID.
+collector_env() {
+  local kv
+  echo "gpu_id=$GPU_ID"
+  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  for kv in "$@"; do echo "$kv"; done
+  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode,ecc.mode.current --format=csv -i 0 2>&1
+  echo "--- nvidia-smi -q (clocks, power, application clocks)"
+  nvidia-smi -q -d CLOCK,POWER,PERFORMANCE -i 0 2>&1 | sed -n '1,80p'
+  echo "--- toolchain"
+  nvcc --version 2>&1 | tail -2
+  cmake --version 2>&1 | head -1
+  ninja --version 2>&1 | sed 's/^/ninja /'
+  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+  echo "kernel=$(uname -r)"
 }
 
 # Builds the collector programs on a GPU machine.

@@ -39,19 +39,8 @@ log "perfloom collector run on '$gpu_name' -> $D ${QUICK} parts: $ONLY"
 
 # ---- environment ---------------------------------------------------------------------------------
 {
-  echo "gpu_id=$GPU_ID"
-  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "mode=${QUICK:-full}"
-  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode,ecc.mode.current --format=csv -i 0 2>&1
-  echo "--- nvidia-smi -q (clocks, power, application clocks)"
-  nvidia-smi -q -d CLOCK,POWER,PERFORMANCE -i 0 2>&1 | sed -n '1,80p'
-  echo "--- toolchain"
-  nvcc --version 2>&1 | tail -2
-  cmake --version 2>&1 | head -1
-  ninja --version 2>&1 | sed 's/^/ninja /'
+  collector_env "mode=${QUICK:-full}"
   python3 -c 'import torch, sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
-  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-  echo "kernel=$(uname -r)"
 } > "$D/env.txt" 2>&1
 log "environment written"
 

@@ -59,19 +59,7 @@ PLAN_ARGS=()
 for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
 
 # ---- environment ---------------------------------------------------------------------------------
-{
-  echo "gpu_id=$GPU_ID"
-  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "mode=plan budget_s=$BUDGET"
-  echo "plans=${PLANS[*]}"
-  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode,ecc.mode.current --format=csv -i 0 2>&1
-  echo "--- toolchain"
-  nvcc --version 2>&1 | tail -2
-  cmake --version 2>&1 | head -1
-  ninja --version 2>&1 | sed 's/^/ninja /'
-  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-  echo "kernel=$(uname -r)"
-} > "$D/env.txt" 2>&1
+collector_env "mode=plan budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
 build_collector /tmp/perfloom-collector-plan-build collect

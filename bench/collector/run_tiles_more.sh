@@ -15,21 +15,8 @@ T0=$(date +%s)
 GPU_ID="$(collector_gpu_id)"
 collector_open_log "$OUTDIR/$GPU_ID"
 log "tiles_more on '$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)' -> $D seeds: ${SEEDS[*]}"
-{
-  echo "gpu_id=$GPU_ID"
-  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "mode=tiles_more seeds=${SEEDS[*]} budget_s=85 each"
-  echo "repo_commit=$(git rev-parse HEAD 2>/dev/null || echo ?)"
-  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode,ecc.mode.current --format=csv -i 0 2>&1
-  echo "--- nvidia-smi -q (clocks, power, application clocks)"
-  nvidia-smi -q -d CLOCK,POWER,PERFORMANCE -i 0 2>&1 | sed -n '1,80p'
-  echo "--- toolchain"
-  nvcc --version 2>&1 | tail -2
-  cmake --version 2>&1 | head -1
-  ninja --version 2>&1 | sed 's/^/ninja /'
-  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-  echo "kernel=$(uname -r)"
-} > "$D/env.txt" 2>&1
+collector_env "mode=tiles_more seeds=${SEEDS[*]} budget_s=85 each" \
+  "repo_commit=$(git rev-parse HEAD 2>/dev/null || echo ?)" > "$D/env.txt" 2>&1
 log "environment written"
 build_collector /tmp/perfloom-collector-build collect
 if [ -z "$BIN" ]; then log "BUILD FAILED"; tail -n 40 "$LOG"; exit 1; fi
