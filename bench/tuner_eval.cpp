@@ -2180,7 +2180,7 @@ int main(int argc, char** argv) {
           "that lie near a wave boundary (last wave ≥ 85% or ≤ 25% full, ~44% of the points) against as many random "
           "points.\n\n"
           "## Reproduce\n\n```\ncmake -S . -B build -DPERFLOOM_BUILD_COLLECTOR=OFF && ninja -C build\n"
-          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_more/*.csv + tiles_plan.csv (rebuild to embed)\n"
+          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_plan.csv (--with-tiles-more: + tiles_more/*.csv; rebuild to embed)\n"
           "build/bin/perfloom-tuner-eval     # this file (--tiles-only: without tiles_more/, as before the extra sweeps)\n"
           "build/bin/perfloom-tuner-eval --plan-fit --report bench/results/tuner_plan_eval.md\n"
           "build/bin/perfloom tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm\n```\n";

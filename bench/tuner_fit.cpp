@@ -2,15 +2,17 @@
 // sweeps and writes resources/tuner/<gpu-id>.json, which the build embeds (model/CMakeLists.txt).
 // Rebuild after running it so that `perfloom tune` picks the new tables up.
 //
-// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [GPU-ID...]
+// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--with-tiles-more] [GPU-ID...]
 //   --data DIR  the measured data (default: bench/data)
 //   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
-//               several together. Default: the exhaustive tile sweeps (tiles.csv plus every
-//               tiles_more/*.csv: further seeds of `perfloom-collect --sweep tiles`; a shape measured
-//               by two of them keeps the first file's rows, bench/tuner_sweep.h read_exhaustive) and,
-//               where it exists, tiles_plan.csv (the points of the sparse sampling plan,
-//               `perfloom-collect --sweep plan`): all together, which tuner_eval.md shows beats the
-//               sweep alone. `--csv tiles.csv --csv tiles_plan.csv` fits as before the extra sweeps.
+//               several together. Default: tiles.csv (the exhaustive tile sweep) and, where it
+//               exists, tiles_plan.csv (the points of the sparse sampling plan, `perfloom-collect
+//               --sweep plan`): both together, which tuner_eval.md shows beats the sweep alone. The
+//               shipped tables are this default's.
+//   --with-tiles-more  the default's exhaustive sweep is tiles.csv plus every tiles_more/*.csv
+//               (further seeds of `perfloom-collect --sweep tiles`; a shape measured by two of them
+//               keeps the first file's rows, bench/tuner_sweep.h read_exhaustive). Not the default
+//               until perfloom-tuner-eval has measured what the extra shapes gain (issue #8).
 //   --out DIR   where the tables go (default: resources/tuner)
 //   GPU-ID      the GPUs to fit (default: every folder of DIR with the first file)
 // The fit is deterministic: the rows enter in file order (the files in the order given).
@@ -35,18 +37,20 @@ int main(int argc, char** argv) {
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false;
+  bool csv_given = false, with_more = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--with-tiles-more") with_more = true;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [GPU-ID...]\n"
-                   "  default: fit on DIR/<gpu>/tiles.csv, DIR/<gpu>/tiles_more/*.csv and DIR/<gpu>/tiles_plan.csv (where they exist) together\n";
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--with-tiles-more] [GPU-ID...]\n"
+                   "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
+                   "  --with-tiles-more: also DIR/<gpu>/tiles_more/*.csv as exhaustive shapes\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -74,8 +78,9 @@ int main(int argc, char** argv) {
         const fs::path csv = bench::data_file(data / id, csv_names[f]);
         // The default's second file is optional; a file named with --csv is not.
         if (!csv_given && f > 0 && !fs::exists(csv)) continue;
-        // The default's first file: every exhaustive sweep of the folder (tiles.csv + tiles_more/*.csv).
-        const bench::Sweep sweep = !csv_given && f == 0 ? bench::read_exhaustive(data / id) : bench::read_sweep(csv.string());
+        // The default's first file: tiles.csv, with --with-tiles-more every exhaustive sweep of the folder.
+        const bench::Sweep sweep =
+            !csv_given && f == 0 ? bench::read_exhaustive(data / id, with_more) : bench::read_sweep(csv.string());
         const std::vector<std::string> names = sweep.files.empty() ? std::vector<std::string>{csv_names[f]} : sweep.files;
         for (std::size_t part = 0; part < names.size(); ++part) {
           std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
