@@ -324,8 +324,9 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
   rep.gpu = gpu.id;
   const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   bench::Sweep plan;
-  rep.with_plan = with_plan && fs::exists(bench::data_file(dir, "tiles_plan.csv"));
-  if (rep.with_plan) plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
+  const fs::path plan_file = bench::data_file(dir, "tiles_plan.csv");
+  rep.with_plan = with_plan && fs::exists(plan_file);
+  if (rep.with_plan) plan = bench::read_sweep(plan_file.string());
   auto env = [&](const char* k) {
     auto it = sweep.environment.find(k);
     return it == sweep.environment.end() ? std::string("?") : it->second;
@@ -1505,7 +1506,8 @@ DecisionRuleReport explore_gpu(const GpuSpec& gpu, const fs::path& dir, int fold
   rep.gpu = gpu.id;
   const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   bench::Sweep plan;
-  if (g_use_plan && fs::exists(bench::data_file(dir, "tiles_plan.csv"))) plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
+  const fs::path plan_file = bench::data_file(dir, "tiles_plan.csv");
+  if (g_use_plan && fs::exists(plan_file)) plan = bench::read_sweep(plan_file.string());
   std::map<ShapeKey, std::vector<const bench::SweepRow*>> shapes;
   for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)].push_back(&r);
   const std::vector<RuleFamily> families = rule_families();
@@ -1786,7 +1788,7 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
 // the excluded shapes predicted. `--dump-features GPU OUT.csv`: learned_features of every sweep and plan row.
 void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int rounds, int depth, const fs::path& out) {
   const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
-  const bench::Sweep plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
+  const bench::Sweep plan = bench::read_sweep(bench::data_file(dir, "tiles_plan.csv").string());
   std::set<ShapeKey> swept;
   for (const auto& r : sweep.rows) swept.insert(key_of(r.sample.shape));
   std::ofstream os(out);
@@ -1852,7 +1854,7 @@ void time_tables(const GpuSpec& gpu, const fs::path& dir, const std::vector<std:
 
 void dump_features(const GpuSpec& gpu, const fs::path& dir, int folds, const fs::path& out) {
   const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
-  const bench::Sweep plan = bench::read_sweep((bench::data_file(dir, "tiles_plan.csv")).string());
+  const bench::Sweep plan = bench::read_sweep(bench::data_file(dir, "tiles_plan.csv").string());
   std::vector<tuner::TunerSample> all;
   for (const auto* sw : {&sweep, &plan})
     for (const auto& r : sw->rows)
@@ -1990,7 +1992,7 @@ int main(int argc, char** argv) {
       const GpuDatabase gpus = GpuDatabase::builtin();
       if (plan_files.empty())
         for (const char* id : {"h100-sxm", "h200"})
-          if (fs::exists(bench::data_file(data / id, "tiles_plan.csv"))) plan_files.emplace_back(id, bench::data_file(data / id, "tiles_plan.csv"));
+          if (const fs::path f = bench::data_file(data / id, "tiles_plan.csv"); fs::exists(f)) plan_files.emplace_back(id, f);
       if (plan_files.empty()) {
         std::cerr << "perfloom-tuner-eval: no " << (data / "<gpu-id>/tiles_plan.csv").string()
                   << " (perfloom-collect --sweep plan writes it; --plan-file GPU FILE names one)\n";

@@ -13,7 +13,6 @@ namespace perfloom {
 
 namespace {
 
-
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -61,6 +61,22 @@ TunerTable constant_table(const std::vector<std::pair<TileConfig, double>>& clas
   return t;
 }
 
+// A table's JSON with one feature name (quoted, as the file has it) renamed must be refused, and
+// the error must name `field`: a model trained on other features is not used.
+void expect_refused_with_renamed_feature(const TunerTable& t, const std::string& from, const std::string& to,
+                                         const std::string& field) {
+  std::string text = tuner_table_to_json(t);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  try {
+    parse_tuner_table(text, "bad.json");
+    ADD_FAILURE() << "a model over other features (" << to << ") was accepted";
+  } catch (const TunerTableError& e) {
+    EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 
 // ---- waves and partial waves, by hand ----
@@ -327,16 +343,7 @@ TEST(TunerFit, LearnedResidualRanksWhatTheLinearCorrectionsCannot) {
     const double p = evaluate_with_table(b, h100, samples[i].shape, samples[i].config).pred_us;
     EXPECT_NEAR(evaluate_with_table(back, h100, samples[i].shape, samples[i].config).pred_us / p, 1.0, 1e-4) << i;  // coefficients stored to 5-7 digits
   }
-  std::string text = tuner_table_to_json(b);
-  const auto at = text.find("\"log2_M\"");
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, 8, "\"log2_Q\"");
-  try {
-    parse_tuner_table(text, "bad.json");
-    ADD_FAILURE() << "a learned residual over other features was accepted";
-  } catch (const TunerTableError& e) {
-    EXPECT_NE(std::string(e.what()).find("learned_features"), std::string::npos) << e.what();
-  }
+  expect_refused_with_renamed_feature(b, "\"log2_M\"", "\"log2_Q\"", "learned_features");
 }
 
 TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
@@ -400,16 +407,7 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   const auto by_score = rank_with_table(none, h100, q, configs, false);
   for (std::size_t i = 1; i < by_score.size(); ++i) EXPECT_LE(by_score[i - 1].score, by_score[i].score);
   // A chooser over other features is refused by name.
-  std::string text = tuner_table_to_json(t);
-  const auto at = text.find("\"model:score_rank\"");
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, 18, "\"model:score_rink\"");
-  try {
-    parse_tuner_table(text, "bad.json");
-    ADD_FAILURE() << "a chooser over other features was accepted";
-  } catch (const TunerTableError& e) {
-    EXPECT_NE(std::string(e.what()).find("ranker.features"), std::string::npos) << e.what();
-  }
+  expect_refused_with_renamed_feature(t, "\"model:score_rank\"", "\"model:score_rink\"", "ranker.features");
 }
 
 TEST(TunerUntiledGemm, TheAnalysisTakesTheTunersTopConfigurationWhenTheTileIsUnknown) {
