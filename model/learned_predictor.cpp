@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "model/compressed_text.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
 #include "model/resources.h"
@@ -14,12 +15,17 @@ namespace perfloom {
 namespace {
 constexpr const char* kSchema = "perfloom-models/1";
 
+// The file's text; gzip-compressed files (the shipped *.json.gz) are inflated, plain ones read as they are.
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw ModelLoadError(p.string() + ": missing or unreadable");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  try {
+    return gunzip_if_compressed(ss.str(), p.string());
+  } catch (const CompressedTextError& e) {
+    throw ModelLoadError(e.what());
+  }
 }
 }  // namespace
 
@@ -88,8 +94,12 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
   manifest["families"] = nlohmann::json::object();
   for (const auto& [fam, m] : models_) {
     const std::string fname(family_name(fam));
-    std::ofstream(dir / (fname + ".json"), std::ios::binary) << m.booster.save_json();
-    manifest["families"][fname] = {{"file", fname + ".json"},
+    // Compressed: the JSON is 5–7 MB per family, and the repository ships it.
+    const std::string file = fname + ".json.gz";
+    std::ofstream os(dir / file, std::ios::binary);
+    if (!(os << gzip_text(m.booster.save_json())))
+      throw std::runtime_error((dir / file).string() + ": cannot be written");
+    manifest["families"][fname] = {{"file", file},
                                    {"train_rows", m.train_rows},
                                    {"calibration_rows", m.calibration_rows},
                                    {"calibration_mape", m.calibration_mape},

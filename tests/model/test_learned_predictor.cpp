@@ -11,6 +11,7 @@
 
 #include "model/features.h"
 #include "model/gpu_database.h"
+#include "model/compressed_text.h"
 #include "model/learned_predictor.h"
 #include "model/training.h"
 #include "model/xgb_booster.h"
@@ -173,16 +174,68 @@ TEST(LearnedPredictor, RefusesMissingCorruptAndMismatchedModels) {
     std::ifstream in(kShipped / "manifest.json");
     std::ofstream(dir / "manifest.json") << in.rdbuf();
   }
-  std::ofstream(dir / "gemm.json") << "{\"learner\": truncated";
+  std::ofstream(dir / "gemm.json.gz") << "{\"learner\": truncated";
   try {
     LearnedPredictor::load(dir);
     FAIL();
   } catch (const ModelLoadError& e) {
-    EXPECT_NE(std::string(e.what()).find("gemm.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gemm.json.gz"), std::string::npos) << e.what();
+  }
+  {  // a compressed file cut in half
+    std::ifstream in(kShipped / "gemm.json.gz", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "gemm.json.gz", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  try {
+    LearnedPredictor::load(dir);
+    FAIL();
+  } catch (const ModelLoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm.json.gz: corrupt gzip data"), std::string::npos) << e.what();
   }
   std::ofstream(dir / "manifest.json") << "[]";
   EXPECT_THROW(LearnedPredictor::load(dir), ModelLoadError);
   fs::remove_all(dir);
+}
+
+// The shipped models are gzip-compressed JSON; a model folder with plain JSON files (as written
+// before) loads the same, and save writes the same bytes for the same model.
+TEST(LearnedPredictor, CompressedAndPlainModelFilesLoadAlike) {
+  const std::string text = "{\"a\": [1, 2, 3], \"b\": \"" + std::string(100000, 'x') + "\"}";
+  const std::string gz = gzip_text(text);
+  EXPECT_TRUE(is_gzip(gz));
+  EXPECT_LT(gz.size(), text.size() / 50);
+  EXPECT_EQ(gzip_text(text), gz);  // no time in the header
+  EXPECT_EQ(gunzip_if_compressed(gz, "t"), text);
+  EXPECT_EQ(gunzip_if_compressed(gz + gzip_text("more"), "t"), text + "more");  // concatenated members
+  EXPECT_EQ(gunzip_if_compressed(text, "t"), text);
+  EXPECT_THROW(gunzip_if_compressed(gz.substr(0, gz.size() - 9), "t"), CompressedTextError);
+
+  fs::path dir = tempDir("plain");
+  for (const auto& e : fs::directory_iterator(kShipped)) fs::copy_file(e.path(), dir / e.path().filename());
+  {
+    std::ifstream in(dir / "manifest.json");
+    nlohmann::json m = nlohmann::json::parse(in);
+    std::ifstream gin(dir / "gemm.json.gz", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "gemm.json", std::ios::binary) << gunzip_if_compressed(bytes, "gemm.json.gz");
+    fs::remove(dir / "gemm.json.gz");
+    m["families"]["gemm"]["file"] = "gemm.json";
+    std::ofstream(dir / "manifest.json") << m.dump();
+  }
+  auto plain = LearnedPredictor::load(dir);
+  auto shipped = LearnedPredictor::load(kShipped);
+  const GpuSpec& h100 = db().get("h100-sxm");
+  EXPECT_DOUBLE_EQ(plain->predict(gemm(512, 4096, 4096), h100).pred_us, shipped->predict(gemm(512, 4096, 4096), h100).pred_us);
+  fs::path again = tempDir("again");
+  shipped->save(again, {});
+  for (const char* f : {"gemm.json.gz", "norm.json.gz"}) {
+    std::ifstream a(again / f, std::ios::binary), b(kShipped / f, std::ios::binary);
+    const std::string sa((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+    const std::string sb((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(sa == sb) << f << " differs after a load and save";
+  }
+  fs::remove_all(dir);
+  fs::remove_all(again);
 }
 
 TEST(LearnedPredictor, DefaultPredictorFallsBackToTheRooflineWithAWarning) {
