@@ -31,6 +31,10 @@
 //   exhaustive shapes of tiles.csv alone, without DIR/<gpu>/tiles_more/*.csv: as before the extra sweeps),
 //   --train-share F (each fold trains on the sweep rows of a fixed share F of its training shapes: a
 //   learning curve), --main-only (the main evaluation alone: no sweep-only pass, no variants).
+//   --confirm-plan DIR: also write DIR/<gpu>/confirm_plan.csv, per held-out shape the configurations to
+//   measure again on one lease (the model's top 3, the sweep's fastest); with those measurements in
+//   DIR/<gpu>/confirm.csv(.gz) (run_plan_on_gpu.sh --confirm), the report scores the same picks against
+//   the re-measured best (section *Re-measured on one lease*).
 //   --explore (last): decision rules (each rule's parameter chosen on the training folds) and an
 //   error analysis of the choice, to stdout; --explore-xgb ROUNDS DEPTH adds a second learned
 //   residual on top of the table's in it.
@@ -55,6 +59,7 @@
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
 #include "model/xgb_booster.h"
+#include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
 #include "model/tuner/tuner_fit.h"
 
@@ -124,6 +129,7 @@ bool g_more = true;
 double g_train_share = 1.0;
 bool g_main_only = false;
 bool in_train_share(const tuner::GemmShape& s) { return g_train_share >= 1.0 || tuner::shape_fold(s, 97) < g_train_share * 97; }
+fs::path g_confirm_plan;  // --confirm-plan DIR: write DIR/<gpu>/confirm_plan.csv, the test shapes' candidates to re-measure
 bool g_light = false;  // variants table: only the choice on held-out shapes, no timing or baselines  // --insample: fit on every shape (an upper bound, not an evaluation)
 
 struct ErrorStats {
@@ -174,6 +180,14 @@ struct GpuReport {
   std::vector<std::size_t> file_shapes;
   std::size_t duplicate_shapes = 0;
   ChoiceStats model_orig, default_orig, fallback_orig, model_more, default_more;
+  // The one-lease re-measurement of the test shapes' candidates (*Re-measured on one lease*):
+  // --confirm-plan writes what to measure, bench/data/<gpu>/confirm.csv holds what was measured.
+  std::vector<tuner::PlanPoint> confirm_points;
+  std::string confirm_env;
+  std::size_t confirm_rows = 0, confirm_shapes = 0, confirm_pick_missing = 0;
+  ChoiceStats confirm_model, confirm_fallback, confirm_default, confirm_sweep_best;
+  std::vector<double> confirm_rep_ratio;  // a configuration's first measurement over its second (same lease)
+  std::vector<double> confirm_vs_sweep;   // a configuration's re-measured median over the sweep's measurement
 };
 
 // The model's pick among the measured configurations of a shape, and cuBLASLt's default.
@@ -319,6 +333,90 @@ bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as 
 
 // `with_plan`: every fold's training set also gets the nvjet rows of DIR/tiles_plan.csv (the points of
 // the sparse sampling plan, none at a sweep shape), as perfloom-tuner-fit does for the shipped tables.
+// ---- the one-lease re-measurement -------------------------------------------------------------
+// A configuration's identity across sweeps: cuBLASLt's heuristic result by its rank (the collector
+// re-measures it as cuBLASLt returns it, same cuBLASLt version), else the forced configuration with
+// its stages.
+std::string measured_identity(const tuner::TunerSample& s) {
+  if (s.heuristic_rank >= 1) return "h" + std::to_string(s.heuristic_rank);
+  return tuner::config_to_string(s.config) + "/st" + std::to_string(s.config.stages);
+}
+// Per shape, per configuration identity, every re-measured latency (µs), in file order.
+using Remeasured = std::map<ShapeKey, std::map<std::string, std::vector<double>>>;
+Remeasured read_remeasured(const bench::Sweep& sweep) {
+  Remeasured out;
+  for (const auto& r : sweep.rows) out[key_of(r.sample.shape)][measured_identity(r.sample)].push_back(r.sample.latency_us);
+  return out;
+}
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+// What to re-measure for one held-out shape: the model's three best-ranked configurations and the
+// sweep's fastest (at most 8, within 8% of its best), each once, tagged with why. cuBLASLt's default
+// is left out: the collector measures it for every shape (--heuristic-n 1).
+void confirm_candidates(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
+                        double best, std::vector<tuner::PlanPoint>& out) {
+  const auto ranked = rank_rows(table, gpu, rows);
+  std::map<const bench::SweepRow*, std::string> tags;
+  std::vector<const bench::SweepRow*> order;
+  auto tag = [&](const bench::SweepRow* r, const std::string& t) {
+    auto [it, fresh] = tags.emplace(r, t);
+    if (fresh) order.push_back(r);
+    else it->second += "; " + t;
+  };
+  for (std::size_t i = 0; i < ranked.size() && i < 3; ++i) tag(ranked[i].first, "model " + std::to_string(i + 1));
+  std::vector<const bench::SweepRow*> fastest;
+  for (const auto& rr : ranked) fastest.push_back(rr.first);
+  std::stable_sort(fastest.begin(), fastest.end(), [](auto* a, auto* b) { return a->sample.latency_us < b->sample.latency_us; });
+  for (std::size_t i = 0; i < fastest.size() && i < 8 && fastest[i]->sample.latency_us <= 1.08 * best; ++i)
+    tag(fastest[i], "measured " + std::to_string(i + 1));
+  for (const auto* r : order) {
+    if (r->sample.heuristic_rank == 1) continue;
+    tuner::PlanPoint p;
+    p.shape = r->sample.shape;
+    p.config = r->sample.config;
+    p.why = tags[r];
+    p.heuristic_rank = std::max(0, r->sample.heuristic_rank);
+    for (const auto& [rr, rc] : ranked)
+      if (rr == r) p.grid = rc.grid;
+    out.push_back(std::move(p));
+  }
+}
+// Scores one held-out shape on its re-measurement: the best is the fastest re-measured median.
+void score_remeasured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
+                      const bench::SweepRow* sweep_best, double threshold, const std::map<std::string, std::vector<double>>& meas,
+                      GpuReport& rep) {
+  auto med = [&](const std::string& id) {
+    auto it = meas.find(id);
+    return it == meas.end() ? NAN : median_of(it->second);
+  };
+  const double dflt = med("h1");
+  if (!std::isfinite(dflt)) return;
+  double best = INFINITY;
+  for (const auto& [id, v] : meas) {
+    best = std::min(best, median_of(v));
+    if (v.size() >= 2) rep.confirm_rep_ratio.push_back(v[0] / v[1]);
+  }
+  ++rep.confirm_shapes;
+  for (const auto* r : rows)
+    if (const double m = med(measured_identity(r->sample)); std::isfinite(m)) rep.confirm_vs_sweep.push_back(m / r->sample.latency_us);
+  rep.confirm_default.add(dflt, best, dflt);
+  if (sweep_best)
+    if (const double m = med(measured_identity(sweep_best->sample)); std::isfinite(m)) rep.confirm_sweep_best.add(m, best, dflt);
+  const auto ranked = rank_rows(table, gpu, rows);
+  const double pick = ranked.empty() ? NAN : med(measured_identity(ranked.front().first->sample));
+  if (!std::isfinite(pick)) {
+    ++rep.confirm_pick_missing;
+    return;
+  }
+  rep.confirm_model.add(pick, best, dflt);
+  const Pick p = pick_measured(table, gpu, rows);
+  rep.confirm_fallback.add(keeps_default(p, threshold) ? dflt : pick, best, dflt);
+}
+
 GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool with_plan) {
   GpuReport rep;
   rep.gpu = gpu.id;
@@ -327,6 +425,18 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
   const fs::path plan_file = bench::data_file(dir, "tiles_plan.csv");
   rep.with_plan = with_plan && fs::exists(plan_file);
   if (rep.with_plan) plan = bench::read_sweep(plan_file.string());
+  Remeasured remeasured;
+  if (const fs::path f = bench::data_file(dir, "confirm.csv"); fs::exists(f)) {
+    const bench::Sweep c = bench::read_sweep(f.string());
+    remeasured = read_remeasured(c);
+    rep.confirm_rows = c.rows.size();
+    auto ce = [&](const char* k) {
+      auto it = c.environment.find(k);
+      return it == c.environment.end() ? std::string("?") : it->second;
+    };
+    rep.confirm_env = ce("gpu_name") + ", cuBLASLt " + ce("cublaslt_version") + ", driver " + ce("driver") + ", " + ce("date") +
+                      ", each configuration measured " + ce("repeat") + " times";
+  }
   auto env = [&](const char* k) {
     auto it = sweep.environment.find(k);
     return it == sweep.environment.end() ? std::string("?") : it->second;
@@ -457,6 +567,8 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
           b.dflt.push_back(dflt <= best * 1.03);
         }
       }
+      if (!g_confirm_plan.empty()) confirm_candidates(table, gpu, rows, best, rep.confirm_points);
+      if (auto it = remeasured.find(key); it != remeasured.end()) score_remeasured(table, gpu, rows, best_row, threshold, it->second, rep);
       rep.boundary_fit.add(choose_measured(t_boundary, gpu, rows, nullptr, best, &rep.boundary_err), best, dflt);
       rep.random_fit.add(choose_measured(t_random, gpu, rows, nullptr, best, &rep.random_err), best, dflt);
 
@@ -710,6 +822,37 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
   const double ratio = mean(r.exhaustive_ms) * 1000.0 / mean(r.query_us);
   os << "A query is ~" << num(ratio, 0) << "x faster than the exhaustive search's timed GPU work alone (which leaves out "
      << "warm-up, launches, workspace allocation and L2 rotation, so the real gap is larger).\n\n";
+  if (r.confirm_shapes) {
+    std::vector<bool> agree;
+    std::vector<double> logs;
+    for (double x : r.confirm_rep_ratio) {
+      agree.push_back(std::abs(x - 1.0) <= 0.03);
+      logs.push_back(std::log(x));
+    }
+    double ss = 0;
+    for (double l : logs) ss += l * l;
+    const double sigma = logs.empty() ? NAN : std::sqrt(ss / logs.size() / 2.0);  // one measurement's, from the difference of two
+    os << "### Re-measured on one lease\n\n";
+    os << "The test shapes' candidates (the model's three best-ranked configurations, the sweep's fastest within 8% of its best, at most 8, "
+          "and cuBLASLt's default) measured again on one GPU in one session, each configuration several times in rounds over the shape's list "
+          "(`perfloom-tuner-eval --confirm-plan` wrote the plan; `bench/collector/run_plan_on_gpu.sh --confirm`): "
+       << r.confirm_env << "; " << r.confirm_rows << " measurements over " << r.confirm_shapes
+       << " of the held-out shapes. Each configuration's latency is the median of its repetitions; *the best* is the fastest of the "
+          "re-measured medians. Scoring the picks of the same folds against it removes most of the measurement noise of scoring on one "
+          "sweep (two measurements of one configuration, same lease: within 3% in "
+       << pct(share(agree)) << " of " << agree.size() << " pairs, σ ≈ " << pct(sigma, 2) << " per measurement).\n\n";
+    os << "| chooser | shapes | within 3% of the re-measured best | chosen / best (geomean) | speedup vs cuBLASLt default: mean | geomean | max | min | slower than the default by >3% |\n";
+    os << "|---|---|---|---|---|---|---|---|---|\n";
+    choice_row(os, "**wave model**", r.confirm_model, r.confirm_shapes);
+    choice_row(os, "wave model with fallback", r.confirm_fallback, r.confirm_shapes);
+    choice_row(os, "cuBLASLt default", r.confirm_default, 0);
+    choice_row(os, "the sweep's fastest configuration (an oracle on one noisy sweep)", r.confirm_sweep_best, r.confirm_shapes);
+    os << "\n- The model's pick was not among the re-measured configurations on " << r.confirm_pick_missing
+       << " shapes (a model other than the one that wrote the plan); they are left out of its row.\n";
+    os << "- Re-measured median over the sweep's measurement of the same configuration: median " << num(quantile(r.confirm_vs_sweep, 0.5))
+       << ", p10 " << num(quantile(r.confirm_vs_sweep, 0.1)) << ", p90 " << num(quantile(r.confirm_vs_sweep, 0.9)) << " ("
+       << r.confirm_vs_sweep.size() << " configurations).\n\n";
+  }
   os << "### Noise floor\n\n";
   if (r.repeat_pairs >= 5) {
     os << "The same configuration of the same shape was measured twice (`tiles.csv` rank 1 and `gemm.csv`, " << r.repeat_pairs
@@ -1932,6 +2075,7 @@ int main(int argc, char** argv) {
     else if (a == "--insample") g_insample = true;
     else if (a == "--sweep-only") g_use_plan = false;
     else if (a == "--tiles-only") g_more = false;
+    else if (a == "--confirm-plan" && i + 1 < argc) g_confirm_plan = argv[++i];
     else if (a == "--main-only") g_main_only = true;
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {
@@ -1982,7 +2126,7 @@ int main(int argc, char** argv) {
                    "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
-                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
+                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
       return 2;
     }
@@ -2052,6 +2196,17 @@ int main(int argc, char** argv) {
                   << num(mean(s.model.speedup)) << ", MAPE " << pct(mean(s.err.all)) << "\n";
       }
       const auto& r = reports.back();
+      if (!g_confirm_plan.empty()) {
+        const fs::path out = g_confirm_plan / id / "confirm_plan.csv";
+        fs::create_directories(out.parent_path());
+        std::ofstream os(out);
+        if (!(os << tuner::plan_to_csv(r.confirm_points))) throw std::runtime_error(out.string() + ": cannot be written");
+        std::cout << id << ": " << r.confirm_points.size() << " configurations to re-measure -> " << out.string() << "\n";
+      }
+      if (r.confirm_shapes)
+        std::cout << id << ": re-measured on one lease, " << r.confirm_shapes << " shapes: within 3% " << pct(share(r.confirm_model.within3))
+                  << " (pick not re-measured on " << r.confirm_pick_missing << "; fallback " << pct(share(r.confirm_fallback.within3))
+                  << ", cuBLASLt default " << pct(share(r.confirm_default.within3)) << ", the sweep's best " << pct(share(r.confirm_sweep_best.within3)) << ")\n";
       std::cout << id << ": " << r.shapes << " shapes from " << r.files.size() << " file(s) (" << r.duplicate_shapes
                 << " duplicate shapes dropped); on tiles.csv's " << r.model_orig.within3.size() << ": within 3% "
                 << pct(share(r.model_orig.within3)) << " (fallback " << pct(share(r.fallback_orig.within3)) << ", cuBLASLt default "

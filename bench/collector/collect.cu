@@ -10,7 +10,7 @@
 // Usage: perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] [--budget-s S]
 //                         [--seed N] [--pool-gb G] [--dry-run]
 //        perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv
-//                         [--heuristic-n N] [--first-shape I] [--budget-s S] [--dry-run]
+//                         [--heuristic-n N] [--repeat R] [--first-shape I] [--budget-s S] [--dry-run]
 #include "common.h"
 #include "gemm.h"
 #include "kernels.cuh"
@@ -41,6 +41,7 @@ struct Args {
     std::vector<std::string> plans;  // --sweep plan: the plan CSVs
     int heuristic_n = 8;             // --sweep plan: cuBLASLt heuristic results measured per plan shape
     size_t first_shape = 0;          // --sweep plan: skip the first shapes (resuming a broken run)
+    int repeat = 1;                  // --sweep plan: measurements of each configuration, in rounds over the shape's list
 };
 
 Args parse(int argc, char** argv) {
@@ -62,11 +63,12 @@ Args parse(int argc, char** argv) {
         else if (k == "--plan") a.plans.push_back(val());
         else if (k == "--heuristic-n") a.heuristic_n = std::max(0, std::stoi(val()));
         else if (k == "--first-shape") a.first_shape = (size_t)std::stoull(val());
+        else if (k == "--repeat") a.repeat = std::max(1, std::stoi(val()));
         else if (k == "-h" || k == "--help") {
             std::printf("perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] "
                         "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--dry-run]\n"
                         "perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv "
-                        "[--heuristic-n N] [--first-shape I] [--budget-s S] [--dry-run]\n");
+                        "[--heuristic-n N] [--repeat R] [--first-shape I] [--budget-s S] [--dry-run]\n");
             std::exit(0);
         } else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
     }
@@ -389,6 +391,8 @@ std::vector<std::string> env_lines(Ctx& c) {
         std::string files;
         for (auto& f : c.args.plans) files += (files.empty() ? "" : " ") + f;
         e.push_back("plan_files=" + files);
+        e.push_back("heuristic_n=" + std::to_string(c.args.heuristic_n));
+        e.push_back("repeat=" + std::to_string(c.args.repeat));
     }
     e.push_back("gpu_name=" + std::string(c.prop.name));
     e.push_back("compute_capability=" + std::to_string(c.prop.major) + "." + std::to_string(c.prop.minor));
@@ -666,8 +670,8 @@ int run_plan(Ctx& c, CsvOut& out) {
             const auto& s = shapes[si];
             const double tk = est_gemm_us(*s.t, s.M, s.N, s.K);
             auto& e = est[s.t->name];
-            e.first += s.entries.size() * est_measure_s(tk);
-            e.second += c.args.heuristic_n * est_measure_s(tk) + 1e-3;
+            e.first += c.args.repeat * s.entries.size() * est_measure_s(tk);
+            e.second += c.args.repeat * c.args.heuristic_n * est_measure_s(tk) + 1e-3;
             cnt[s.t->name] += s.entries.size();
             if (si < c.args.first_shape) continue;
             std::printf("shape %zu %s M=%ld N=%ld K=%ld est %.1f us/GEMM\n", si, s.t->name, (long)s.M, (long)s.N, (long)s.K, tk);
@@ -748,15 +752,11 @@ int run_plan(Ctx& c, CsvOut& out) {
             out.finish(env_after(c, wall_s() - t0));
             std::exit(6);
         };
-        // cuBLASLt's own choices for this shape: the default (rank 1) to compare against.
-        for (int i = 0; i < (int)heur.size() && i < c.args.heuristic_n; ++i) {
-            Measurement m = measure_gemm(c, p, heur[i], 10, 20, 600);
-            if (!m.ok) { ++failed; std::fprintf(stderr, "plan: heuristic %d of %s %ldx%ldx%ld: %s\n", i + 1, s.t->name, (long)s.M, (long)s.N, (long)s.K, m.error.c_str()); check_sticky(heur[i]); continue; }
-            write(m, heur[i], "plan:heuristic");
-            ++heur_rows;
-        }
-        // The plan's configurations, each set on the first heuristic result whose algorithm
-        // offers the tile (on Hopper the nvjet algorithm), as the tiles sweep's variations are.
+        // What to measure for this shape: cuBLASLt's own choices (the default, rank 1, to compare
+        // against), then the plan's points, each resolved once to a configuration.
+        struct Job { GemmConfig g; std::string source; const PlanEntry* entry = nullptr; };
+        std::vector<Job> jobs;
+        for (int i = 0; i < (int)heur.size() && i < c.args.heuristic_n; ++i) jobs.push_back({heur[i], "plan:heuristic", nullptr});
         for (const PlanEntry* e : s.entries) {
             auto skip = [&](const std::string& why) {
                 ++refused;
@@ -764,6 +764,15 @@ int run_plan(Ctx& c, CsvOut& out) {
                              e->line, s.t->name, (long)s.M, (long)s.N, (long)s.K, e->tile_name.c_str(),
                              e->cluster_name.c_str(), e->splitk, why.c_str());
             };
+            if (e->heuristic_rank > 0) {  // cuBLASLt's result of that rank, as it is
+                if ((int)heur.size() < e->heuristic_rank) { skip("cuBLASLt returns only " + std::to_string(heur.size()) + " heuristic results"); continue; }
+                const GemmConfig& h = heur[e->heuristic_rank - 1];
+                if ((int)h.info.tile != e->tile_id) { skip("heuristic result " + std::to_string(e->heuristic_rank) + " has tile " + tile_name((int)h.info.tile)); continue; }
+                jobs.push_back({h, plan_source(*e), e});
+                continue;
+            }
+            // Set on the first heuristic result whose algorithm offers the tile (on Hopper the
+            // nvjet algorithm), as the tiles sweep's variations are.
             const GemmConfig* base = nullptr;
             for (const auto& h : heur) {
                 auto tiles = GemmProblem::tile_caps(h.algo);
@@ -783,16 +792,40 @@ int run_plan(Ctx& c, CsvOut& out) {
                      " splitk " + std::to_string(g.info.splitk));
                 continue;
             }
-            Measurement m = measure_gemm(c, p, g, 10, 20, 600);
-            if (!m.ok) { ++failed; skip("measurement failed: " + m.error); check_sticky(g); continue; }
-            const std::string kt = nvjet_tile(m.kernel_names);
-            if (!kt.empty() && kt != e->tile_name) {
-                ++mismatched;
-                skip("the kernel run (" + m.kernel_names.substr(0, 60) + ") has tile " + kt);
-                continue;
+            jobs.push_back({g, plan_source(*e), e});
+        }
+        // --repeat R: the whole list R times over, so that each configuration's repetitions are
+        // spread over the shape's measuring time (a clock drift hits them all alike); one row per
+        // measurement, its source ending in " rep=K" where R > 1.
+        std::vector<bool> dead(jobs.size(), false);
+        for (int rep = 1; rep <= c.args.repeat; ++rep) {
+            for (size_t j = 0; j < jobs.size(); ++j) {
+                if (dead[j]) continue;
+                Job& job = jobs[j];
+                const std::string source = job.source + (c.args.repeat > 1 ? " rep=" + std::to_string(rep) : "");
+                Measurement m = measure_gemm(c, p, job.g, 10, 20, 600);
+                if (!m.ok) {
+                    ++failed;
+                    dead[j] = true;
+                    std::fprintf(stderr, "plan: %s of %s %ldx%ldx%ld failed: %s\n", job.source.c_str(), s.t->name, (long)s.M,
+                                 (long)s.N, (long)s.K, m.error.c_str());
+                    check_sticky(job.g);
+                    continue;
+                }
+                if (job.entry && job.entry->heuristic_rank == 0) {
+                    const std::string kt = nvjet_tile(m.kernel_names);
+                    if (!kt.empty() && kt != job.entry->tile_name) {
+                        ++mismatched;
+                        ++refused;
+                        dead[j] = true;
+                        std::fprintf(stderr, "plan: skip %s:%zu: the kernel run (%s) has tile %s\n", job.entry->file.c_str(),
+                                     job.entry->line, m.kernel_names.substr(0, 60).c_str(), kt.c_str());
+                        continue;
+                    }
+                }
+                write(m, job.g, source);
+                if (rep == 1) ++(job.entry ? measured : heur_rows);
             }
-            write(m, g, plan_source(*e));
-            ++measured;
         }
         ++shapes_done;
         if (shapes_done % 20 == 0) {

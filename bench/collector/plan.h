@@ -4,7 +4,10 @@
 //
 // Columns found by header name (others ignored): op, dtype, M, N, K, cublaslt_tile,
 // cublaslt_cluster, splitk are required; config (perfloom's "MxNxK/sS/cMxN", for the tile's K
-// slice), why, waves, last_wave_fill, k_iters are optional. Tile and cluster are cuBLASLt's
+// slice), cublaslt_stages (the exact stages, e.g. "64x6"; "<tile_k>xAUTO" where absent or
+// empty), heuristic_rank (R > 0: measure cuBLASLt's R-th heuristic result for the shape as it is,
+// which must have this tile; 0 or empty: force the configuration), why, waves, last_wave_fill,
+// k_iters are optional. Tile and cluster are cuBLASLt's
 // names and orientation (first number along N), as the collector sets them.
 #pragma once
 
@@ -33,8 +36,9 @@ struct PlanEntry {
     int cluster_id = -1;
     int splitk = 1;
     int tile_k = 0;           // K slice from the config column (0: not given)
-    std::string stages_name;  // "<tile_k>xAUTO" when cuBLASLt has that id, else empty (keep the base's)
+    std::string stages_name;  // the cublaslt_stages column, else "<tile_k>xAUTO" when cuBLASLt has that id, else empty (keep the base's)
     int stages_id = -1;
+    int heuristic_rank = 0;   // > 0: cuBLASLt's heuristic result of that rank, unchanged (a re-measurement)
     std::string config;       // perfloom's config string, as written by the plan
     std::string why;
     std::string waves, last_wave_fill, k_iters;  // the plan's own numbers, as text (informational)
@@ -130,7 +134,7 @@ std::vector<PlanEntry> parse_plan(std::istream& in, const std::string& file, Kno
     const size_t c_op = need("op"), c_dt = need("dtype"), c_m = need("M"), c_n = need("N"), c_k = need("K"),
                  c_tile = need("cublaslt_tile"), c_cl = need("cublaslt_cluster"), c_sk = need("splitk");
     const long c_cfg = opt("config"), c_why = opt("why"), c_w = opt("waves"), c_fill = opt("last_wave_fill"),
-               c_ki = opt("k_iters");
+               c_ki = opt("k_iters"), c_st = opt("cublaslt_stages"), c_hr = opt("heuristic_rank");
     const size_t n_tiles = sizeof(kTileNames) / sizeof(kTileNames[0]);
     const size_t n_stages = sizeof(kStagesNames) / sizeof(kStagesNames[0]);
     const size_t n_clusters = sizeof(kClusterNames) / sizeof(kClusterNames[0]);
@@ -189,10 +193,24 @@ std::vector<PlanEntry> parse_plan(std::istream& in, const std::string& file, Kno
             if (!e.config.empty() && e.tile_k == 0)
                 throw fail(start, "config '" + e.config + "' is not MxNxK/sS/cMxN");
         }
-        if (e.tile_k > 0) {
+        if (c_st >= 0 && !field((size_t)c_st).empty()) {
+            e.stages_name = field((size_t)c_st);
+            e.stages_id = find_id(kStagesNames, n_stages, e.stages_name);
+            if (e.stages_id <= 0)
+                throw fail(start, "cublaslt_stages '" + e.stages_name + "' is not a cuBLASLt stages name (e.g. 64x6, 64xAUTO)");
+        } else if (e.tile_k > 0) {
             const std::string st = std::to_string(e.tile_k) + "xAUTO";
             e.stages_id = find_id(kStagesNames, n_stages, st);
             if (e.stages_id >= 0) e.stages_name = st;
+        }
+        if (c_hr >= 0 && !field((size_t)c_hr).empty()) {
+            const std::string s = field((size_t)c_hr);
+            char* end = nullptr;
+            errno = 0;
+            const long v = std::strtol(s.c_str(), &end, 10);
+            if (errno || !end || *end != '\0' || v < 0 || v > 64)
+                throw fail(start, "heuristic_rank is not an integer from 0 to 64: '" + s + "'");
+            e.heuristic_rank = (int)v;
         }
         if (c_why >= 0) e.why = field((size_t)c_why);
         if (c_w >= 0) e.waves = field((size_t)c_w);

@@ -3,7 +3,11 @@
 # idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
 # plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
 #
-#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [OUTDIR]
+#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm [--repeat R]] [OUTDIR]
+#
+# --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
+# held-out shapes' candidate configurations of bench/data/<gpu-id>/confirm_plan.csv(.gz), each
+# measured R times (default 3) in rounds, plus cuBLASLt's default per shape, into confirm.csv.
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
@@ -18,11 +22,15 @@ set -u -o pipefail
 
 BUDGET=150
 DRY=""
+CONFIRM=""
+REPEAT=3
 OUTDIR="${OUT:-$PWD/collector-out}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget-s) BUDGET="$2"; shift ;;
     --dry-run) DRY=1 ;;
+    --confirm) CONFIRM=1 ;;
+    --repeat) REPEAT="$2"; shift ;;
     *) OUTDIR="$1" ;;
   esac
   shift
@@ -43,7 +51,17 @@ log "perfloom collector plan run on '$gpu_name' -> $D (budget ${BUDGET}s)"
 
 # ---- plans ---------------------------------------------------------------------------------------
 PLANS=()
+MODE_ARGS=()
+OUTNAME=tiles_plan.csv
+if [ -n "$CONFIRM" ]; then
+  MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT")
+  OUTNAME=confirm.csv
+  p="$ROOT/bench/data/$GPU_ID/confirm_plan.csv"
+  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/confirm_plan.csv"; p="$D/confirm_plan.csv"; fi
+  if [ -s "$p" ]; then PLANS+=("$p"); else log "no re-measurement plan: $p(.gz) is missing (perfloom-tuner-eval --confirm-plan writes it)"; fi
+fi
 for dt in bf16 fp8e4m3; do
+  [ -n "$CONFIRM" ] && break
   p="$ROOT/bench/data/$GPU_ID/plan_$dt.csv"
   if [ ! -s "$p" ] && [ -x "$ROOT/build/bin/perfloom" ]; then  # a checkout with the CLI built
     p="$D/plan_$dt.csv"
@@ -59,7 +77,7 @@ PLAN_ARGS=()
 for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
 
 # ---- environment ---------------------------------------------------------------------------------
-collector_env "mode=plan budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
+collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT} budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
 build_collector /tmp/perfloom-collector-plan-build collect
@@ -70,7 +88,7 @@ fi
 log "built $BIN/perfloom-collect"
 
 # ---- dry run: parse the plans, print every configuration and the time estimate -------------------
-if ! "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" --budget-s "$BUDGET" --dry-run > "$D/dry_run.txt" 2>>"$LOG"; then
+if ! "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" "${MODE_ARGS[@]}" --budget-s "$BUDGET" --dry-run > "$D/dry_run.txt" 2>>"$LOG"; then
   log "the plans do not parse (see log.txt)"
   exit 2
 fi
@@ -78,7 +96,7 @@ grep -E '^(plan:|dry-run)' "$D/dry_run.txt" | tee -a "$LOG"
 if [ -n "$DRY" ]; then log "dry run only: $D/dry_run.txt lists every configuration"; exit 0; fi
 
 # ---- measure -------------------------------------------------------------------------------------
-OUTCSV="$D/tiles_plan.csv"
+OUTCSV="$D/$OUTNAME"
 finish_csv() {  # a crashed collector leaves FILE.partial: keep its rows
   local f="$1"
   if [ ! -s "$f" ] && [ -s "$f.partial" ]; then mv "$f.partial" "$f"; log "kept partial $f"; fi
@@ -86,7 +104,7 @@ finish_csv() {  # a crashed collector leaves FILE.partial: keep its rows
 }
 t_m=$(date +%s)
 log "collect plan (budget ${BUDGET}s)"
-timeout $(( BUDGET + 90 )) "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" --budget-s "$BUDGET" --out "$OUTCSV" 2>&1 \
+timeout $(( BUDGET + 90 )) "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" "${MODE_ARGS[@]}" --budget-s "$BUDGET" --out "$OUTCSV" 2>&1 \
   | tee -a "$D/collect_full.txt" | grep -v '^plan: skip ' | tail -n 40 | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
 finish_csv "$OUTCSV"
@@ -99,13 +117,14 @@ while [ "$rc" -eq 6 ] && [ -s "$OUTCSV.resume" ] && [ $part -lt 5 ]; do
   first=$(cat "$OUTCSV.resume"); rm -f "$OUTCSV.resume"
   part=$(( part + 1 ))
   log "collector exited with 6; resuming at shape $first for ${left}s"
-  timeout $(( left + 60 )) "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" --first-shape "$first" --budget-s "$left" \
-    --out "$D/tiles_plan_$part.csv" 2>&1 | tee -a "$D/collect_full.txt" | grep -v '^plan: skip ' | tail -n 20 | tee -a "$LOG"
+  timeout $(( left + 60 )) "$BIN/perfloom-collect" --sweep plan "${PLAN_ARGS[@]}" "${MODE_ARGS[@]}" --first-shape "$first" --budget-s "$left" \
+    --out "$D/${OUTNAME%.csv}_$part.csv" 2>&1 | tee -a "$D/collect_full.txt" | grep -v '^plan: skip ' | tail -n 20 | tee -a "$LOG"
   rc=${PIPESTATUS[0]}
-  finish_csv "$D/tiles_plan_$part.csv"
-  [ -s "$D/tiles_plan_$part.csv" ] && grep -v '^#' "$D/tiles_plan_$part.csv" | tail -n +2 >> "$OUTCSV"
-  rm -f "$D/tiles_plan_$part.csv"
-  [ -s "$D/tiles_plan_$part.csv.resume" ] && mv "$D/tiles_plan_$part.csv.resume" "$OUTCSV.resume"
+  PART="$D/${OUTNAME%.csv}_$part.csv"
+  finish_csv "$PART"
+  [ -s "$PART" ] && grep -v '^#' "$PART" | tail -n +2 >> "$OUTCSV"
+  rm -f "$PART"
+  [ -s "$PART.resume" ] && mv "$PART.resume" "$OUTCSV.resume"
 done
 rm -f "$OUTCSV.resume"
 n_skip=$(grep -c '^plan: skip ' "$D/collect_full.txt" 2>/dev/null); n_skip=${n_skip:-0}
@@ -118,7 +137,7 @@ if [ -s "$OUTCSV" ]; then
   rows=$(grep -v '^#' "$OUTCSV" | tail -n +2 | wc -l)
   plan_rows=$(grep -v '^#' "$OUTCSV" | grep -c ',-2,plan,' || true)
   shapes=$(grep -v '^#' "$OUTCSV" | tail -n +2 | cut -d, -f2-5 | sort -u | wc -l)
-  log "tiles_plan.csv: $rows rows ($plan_rows plan configurations, $(( rows - plan_rows )) heuristic results) over $shapes (shape, dtype) points"
+  log "$OUTNAME: $rows rows ($plan_rows plan configurations, $(( rows - plan_rows )) heuristic results) over $shapes (shape, dtype) points"
 else
   log "NO ROWS measured"
 fi

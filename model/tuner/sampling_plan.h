@@ -27,6 +27,7 @@ struct PlanPoint {
   TileConfig config;
   WaveGrid grid;
   std::string why;  // "boundary 2: full", "boundary 2: +1 cluster", "half wave"
+  int heuristic_rank = 0;  // > 0: cuBLASLt's heuristic result of that rank for the shape, measured as it is
 };
 
 // Points for every configuration; shapes are whole multiples of the tile (no ragged edge tiles),
@@ -35,7 +36,9 @@ struct PlanPoint {
 std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const std::vector<TileConfig>& configs,
                                          const PlanOptions& options = {}, const SlotsByCluster& measured = {});
 
-// op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why
+// op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,
+// cublaslt_stages,heuristic_rank (stages "<tile_k>x<stages>", "<tile_k>xAUTO" where the configuration
+// leaves them to cuBLASLt; bench/collector/plan.h reads it)
 std::string plan_to_csv(const std::vector<PlanPoint>& plan);
 
 }  // namespace perfloom::tuner

@@ -61,6 +61,30 @@ TEST(CollectorPlan, ReadsRowsQuotesAndOrientation) {
   EXPECT_EQ(plan[1].why, "say \"hi\"");
 }
 
+// A re-measurement plan (perfloom-tuner-eval --confirm-plan): exact stages, and cuBLASLt's own
+// heuristic results named by rank.
+TEST(CollectorPlan, ReadsExactStagesAndHeuristicRank) {
+  const auto plan = parse(std::string("op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,why,cublaslt_stages,heuristic_rank\n") +
+                          "gemm,bf16,384,5120,2560,128x256x64/s1/c1x2,256x128,2x1x1,1,pick,64x4,0\n"
+                          "gemm,bf16,384,5120,2560,128x128x64/s1/c1x4,128x128,4x1x1,1,measured 1,64xAUTO,2\n"
+                          "gemm,bf16,384,5120,2560,64x128x64/s1/c1x1,128x64,1x1x1,1,,,\n");
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].stages_name, "64x4");
+  EXPECT_GT(plan[0].stages_id, 0);
+  EXPECT_EQ(plan[0].heuristic_rank, 0);
+  EXPECT_EQ(plan[1].stages_name, "64xAUTO");
+  EXPECT_EQ(plan[1].heuristic_rank, 2);
+  EXPECT_EQ(plan[2].stages_name, "64xAUTO");  // empty: from the config's K slice, as without the column
+  EXPECT_EQ(plan[2].heuristic_rank, 0);
+  const std::string head = "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,cublaslt_stages,heuristic_rank\n";
+  EXPECT_EQ(error_of(head + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,64x7,0\n"),
+            "p.csv:2: cublaslt_stages '64x7' is not a cuBLASLt stages name (e.g. 64x6, 64xAUTO)");
+  EXPECT_EQ(error_of(head + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,64x6,-1\n"),
+            "p.csv:2: heuristic_rank is not an integer from 0 to 64: '-1'");
+  EXPECT_EQ(error_of(head + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,64x6,first\n"),
+            "p.csv:2: heuristic_rank is not an integer from 0 to 64: 'first'");
+}
+
 TEST(CollectorPlan, BadInputNamesFileLineAndReason) {
   EXPECT_EQ(error_of(""), "p.csv:1: empty plan: no header row");
   EXPECT_NE(error_of("op,dtype,M,N,K,cublaslt_tile,splitk\ngemm,bf16,1,2,3,64x8,1\n").find("p.csv:1: missing column 'cublaslt_cluster'"),

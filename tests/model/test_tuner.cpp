@@ -632,6 +632,8 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
   EXPECT_EQ(csv.rfind("op,dtype,M,N,K,config,cublaslt_tile,", 0), 0u);
   EXPECT_NE(csv.find("gemm,bf16,"), std::string::npos);
   EXPECT_NE(csv.find(",256x128,1x2x1,"), std::string::npos);  // cuBLASLt orientation: N first
+  EXPECT_NE(csv.find(",why,cublaslt_stages,heuristic_rank\n"), std::string::npos);
+  EXPECT_NE(csv.find("\",64xAUTO,0\n"), std::string::npos);  // stages left to cuBLASLt; a forced configuration
   EXPECT_THROW(plan_wave_samples(h100, Dtype::bf16, {}), std::invalid_argument);
 }
 
