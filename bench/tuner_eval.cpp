@@ -186,6 +186,7 @@ struct GpuReport {
   std::string confirm_env;
   std::size_t confirm_rows = 0, confirm_shapes = 0, confirm_pick_missing = 0;
   ChoiceStats confirm_model, confirm_fallback, confirm_default, confirm_sweep_best;
+  ChoiceStats confirm_top2, confirm_top3;  // the fastest of the model's first 2 / 3, each timed (an autotuner's short list)
   std::vector<double> confirm_rep_ratio;  // a configuration's first measurement over its second (same lease)
   std::vector<double> confirm_vs_sweep;   // a configuration's re-measured median over the sweep's measurement
 };
@@ -415,6 +416,13 @@ void score_remeasured(const tuner::TunerTable& table, const GpuSpec& gpu, const 
   rep.confirm_model.add(pick, best, dflt);
   const Pick p = pick_measured(table, gpu, rows);
   rep.confirm_fallback.add(keeps_default(p, threshold) ? dflt : pick, best, dflt);
+  double fastest = pick;
+  for (std::size_t i = 1; i < 3 && i < ranked.size(); ++i) {
+    const double m = med(measured_identity(ranked[i].first->sample));
+    if (!std::isfinite(m)) break;  // not re-measured (another model than the plan's)
+    fastest = std::min(fastest, m);
+    (i == 1 ? rep.confirm_top2 : rep.confirm_top3).add(fastest, best, dflt);
+  }
 }
 
 GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool with_plan) {
@@ -844,6 +852,8 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
     os << "| chooser | shapes | within 3% of the re-measured best | chosen / best (geomean) | speedup vs cuBLASLt default: mean | geomean | max | min | slower than the default by >3% |\n";
     os << "|---|---|---|---|---|---|---|---|---|\n";
     choice_row(os, "**wave model**", r.confirm_model, r.confirm_shapes);
+    choice_row(os, "the faster of the model's first 2, both timed", r.confirm_top2, r.confirm_shapes);
+    choice_row(os, "the fastest of the model's first 3, all timed", r.confirm_top3, r.confirm_shapes);
     choice_row(os, "wave model with fallback", r.confirm_fallback, r.confirm_shapes);
     choice_row(os, "cuBLASLt default", r.confirm_default, 0);
     choice_row(os, "the sweep's fastest configuration (an oracle on one noisy sweep)", r.confirm_sweep_best, r.confirm_shapes);
@@ -1071,6 +1081,19 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
         "measurements are not the limit: the same configuration measured twice agrees within 3% in 82–85% of pairs "
         "(σ ≈ 2% per measurement), and a chooser that knew the true latencies up to that noise would be within 3% of this "
         "sweep's best on ~95% of the shapes (*noise floor* below).\n";
+  if (std::all_of(R.begin(), R.end(), [](const GpuReport& r) { return r.confirm_shapes > 0; })) {
+    md << "- **Scored against a one-lease re-measurement** (*Re-measured on one lease* below: the held-out shapes' "
+          "candidates timed again back to back, the median of 4): the model's pick is within 3% of the re-measured best on "
+       << range(R, [](const GpuReport& r) { return share(r.confirm_model.within3); }, pts) << " of the shapes (cuBLASLt's default "
+       << range(R, [](const GpuReport& r) { return share(r.confirm_default.within3); }, pts) << "), while the sweep's own fastest "
+          "configuration is on "
+       << range(R, [](const GpuReport& r) { return share(r.confirm_sweep_best.within3); }, pts)
+       << ": the sweeps' noise costs the score only a few points, and the choice itself is what misses the goal. Timing the "
+          "model's first 2 configurations and keeping the faster lands within 3% on "
+       << range(R, [](const GpuReport& r) { return share(r.confirm_top2.within3); }, pts) << " (first 3: "
+       << range(R, [](const GpuReport& r) { return share(r.confirm_top3.within3); }, pts)
+       << "), 2–3 runs instead of the ~23 of an exhaustive search.\n";
+  }
   md << "- What it tried (each within ±2 points, i.e. within the noise of 250 shapes): a memory-stream "
         "feature triplet instead of `l2_us`; separate fill terms for single-wave launches; classes split by cluster shape; "
         "a family level between group and class; per-shape scale factors (fixed effects) in the fit; down-weighting slow "
@@ -1770,6 +1793,24 @@ Doubling gains 4.4 points on the H100 and 1.6 on the H200 (±2 points is the noi
 **Measured on the H200** (`bench/results/tuner_eval_h200_tiles_more.md`, `--main-only`, the H200 alone): with the 1,584 shapes as test and training shapes, the model lands within 3% of the best on 83.3% of them (cuBLASLt's default 70.5%): 80.0% on tiles.csv's own 250 (78.0% before; +2.0 points, the noise of 250 shapes) and 84.0% on the 1,334 new ones. The latency error falls: MAPE 9.3% over all configurations (11.2% before), 5.2% within 10% of the best (6.0%). Either the model's pick or the default is within 3% on 90.1%. The noise floor, now over 664 pairs of the same configuration measured twice (tiles_more's rank-1 results against gemm.csv, taken on another lease; before: 105 pairs of one lease), is σ ≈ 2.8% per measurement, 76.2% of the pairs within 3%, and a chooser that knew every true latency would land within 3% of the measured best on only 90.2% of the shapes: on this GPU the goal of 90% sits at what measurements from two leases can show. The H100 is not measured yet; the shipped tables stay session 5's until it is.
 )md";
 
+constexpr const char* kSession7Remeasured = R"md(
+## Session 7: the H100 with the new shapes, and a one-lease re-measurement
+
+**Both GPUs with the 1,584 shapes** (`perfloom-tuner-eval --main-only`, ~24 min here; `bench/results/tuner_eval_tiles_more.md`): within 3% of the sweep's best on 85.0% (H100) / 83.3% (H200) of the held-out shapes (cuBLASLt's default 69.1 / 70.5%); on tiles.csv's own 250 shapes 87.2% / 80.0% (86.8 / 78.0% with session 6's training data). Both gain, within the noise of 250 shapes, and the latency error falls on both (MAPE 9.4 / 9.3% over all configurations, 11.5 / 11.2% before). `perfloom-tuner-fit` now fits on them by default (`--tiles-only` gives session 6's tables); the shipped tables are that fit (5.7 MB each, from 4.6).
+
+**Is it the measurements or the model?** Session 6 estimated a noise floor of 90.2% from pairs of measurements taken on two leases, which would put the goal out of reach of any chooser. To test that directly, every held-out shape's candidates were measured again on one GPU in one session: the model's three best-ranked configurations (from the same 5-fold fits), the sweep's fastest configurations within 8% of its best (at most 8), and cuBLASLt's default, each 4 times in rounds over the shape's list (`perfloom-tuner-eval --main-only --confirm-plan DIR` wrote the plans, `bench/data/<gpu>/confirm_plan.csv.gz`: 6,400 / 5,886 configurations; `bench/collector/run_plan_on_gpu.sh --confirm --repeat 4`: `perfloom-collect --sweep plan --heuristic-n 1 --repeat 4`, 80 s of measuring per GPU on 2026-11-22, none failed; data `bench/data/<gpu>/confirm.csv.gz`). Two measurements of one configuration now agree within 3% in 98.7% of the pairs (σ ≈ 0.7% per measurement). Scored against the re-measured best (the median of 4 per configuration):
+
+| | h100-sxm | h200 |
+|---|---|---|
+| the model's pick within 3% | 85.2% | 84.2% |
+| cuBLASLt's default | 70.3% | 69.3% |
+| the sweep's own fastest configuration | 97.5% | 97.9% |
+| the faster of the model's first 2, both timed | 94.7% | 94.6% |
+| the fastest of the model's first 3 | 97.5% | 97.7% |
+
+The sweeps were good enough: their fastest configuration is within 3% of the re-measured best on 97.5-97.9% of the shapes, so session 6's noise floor was too pessimistic, and the model's score barely moves between the two scorings (85.0 -> 85.2%, 83.3 -> 84.2%). **The goal of 90% for the pick alone is missed by the model, not by the data.** Where the pick misses, it is 4-10% slower than the best (quartiles), almost always a different tile, and 40% of the misses are GEMMs under 15 µs. The short list holds the answer: timing the first two configurations `perfloom tune --top 2` prints lands within 3% on 94.6-94.7% of the shapes, two runs instead of the ~23 of an exhaustive search.
+)md";
+
 constexpr const char* kSession5Experiments = R"md(**What session 5 tried** (offline, before the chooser was built into the fit; same folds and test shapes, the latency model's tables dumped by `perfloom-tuner-eval --dump-fold-scores GPU ROUNDS DEPTH OUT.csv` and the features by `--dump-features GPU OUT.csv`, the rankers (bench/tuner_ranking/) trained through XGBoost's C API with `tree_method hist`, 200 rounds of depth 4, η 0.1; *nested*: every size, objective, grading and top-k was chosen by 4-fold cross-validation inside the outer fold's training shapes, the test fold only scored):
 
 | variant (nested 5-fold CV, plan rows in every training set) | within 3%: H100 | H200 |
@@ -1920,7 +1961,7 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
   }
   md << "\nThe shipped tables' chooser (fitted on all 250 sweep shapes): ";
   for (std::size_t i = 0; i < shipped.size(); ++i) md << (i ? "; " : "") << shipped[i].gpu << " " << shipped[i].ranker_all;
-  md << ".\n\n" << kSession5Experiments << kSession6MoreShapes;
+  md << ".\n\n" << kSession5Experiments << kSession6MoreShapes << kSession7Remeasured;
 }
 
 }  // namespace
@@ -2206,7 +2247,8 @@ int main(int argc, char** argv) {
       if (r.confirm_shapes)
         std::cout << id << ": re-measured on one lease, " << r.confirm_shapes << " shapes: within 3% " << pct(share(r.confirm_model.within3))
                   << " (pick not re-measured on " << r.confirm_pick_missing << "; fallback " << pct(share(r.confirm_fallback.within3))
-                  << ", cuBLASLt default " << pct(share(r.confirm_default.within3)) << ", the sweep's best " << pct(share(r.confirm_sweep_best.within3)) << ")\n";
+                  << ", cuBLASLt default " << pct(share(r.confirm_default.within3)) << ", the sweep's best " << pct(share(r.confirm_sweep_best.within3)) << "; the model's first 2 timed "
+                  << pct(share(r.confirm_top2.within3)) << ", first 3 " << pct(share(r.confirm_top3.within3)) << ")\n";
       std::cout << id << ": " << r.shapes << " shapes from " << r.files.size() << " file(s) (" << r.duplicate_shapes
                 << " duplicate shapes dropped); on tiles.csv's " << r.model_orig.within3.size() << ": within 3% "
                 << pct(share(r.model_orig.within3)) << " (fallback " << pct(share(r.fallback_orig.within3)) << ", cuBLASLt default "
@@ -2353,7 +2395,7 @@ int main(int argc, char** argv) {
           "that lie near a wave boundary (last wave ≥ 85% or ≤ 25% full, ~44% of the points) against as many random "
           "points.\n\n"
           "## Reproduce\n\n```\ncmake -S . -B build -DPERFLOOM_BUILD_COLLECTOR=OFF && ninja -C build\n"
-          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_plan.csv (--with-tiles-more: + tiles_more/*.csv; rebuild to embed)\n"
+          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_plan.csv + tiles_more/*.csv (--tiles-only: without them; rebuild to embed)\n"
           "build/bin/perfloom-tuner-eval     # this file (--tiles-only: without tiles_more/, as before the extra sweeps)\n"
           "build/bin/perfloom-tuner-eval --plan-fit --report bench/results/tuner_plan_eval.md\n"
           "build/bin/perfloom tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm\n```\n";

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
         const fs::path csv = bench::data_file(data / id, csv_names[f]);
         // The default's second file is optional; a file named with --csv is not.
         if (!csv_given && f > 0 && !fs::exists(csv)) continue;
-        // The default's first file: tiles.csv, with --with-tiles-more every exhaustive sweep of the folder.
+        // The default's first file: every exhaustive sweep of the folder (tiles.csv alone with --tiles-only).
         const bench::Sweep sweep =
             !csv_given && f == 0 ? bench::read_exhaustive(data / id, with_more) : bench::read_sweep(csv.string());
         const std::vector<std::string> names = sweep.files.empty() ? std::vector<std::string>{csv_names[f]} : sweep.files;
