@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "model/classify/kernel_classifier.h"
@@ -19,6 +20,26 @@ double quantile(std::vector<double> v, double q) {
   const double pos = q * static_cast<double>(v.size() - 1);
   const auto i = static_cast<std::size_t>(pos);
   return i + 1 < v.size() ? v[i] + (pos - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+}
+
+// XGBoost's monotone constraints for a family: the direction the label, log(measured / achievable
+// roofline), must take with a GPU's rate features, where trees left free extrapolate the wrong way
+// to a GPU between the trained ones. Elementwise kernels only: a faster DRAM (bytes per cycle) and a
+// longer launch floor (cycles) leave fixed costs a larger share of the time (label up), a larger L2
+// keeps more of the traffic out of DRAM (label down). Held out (bench/results/eval_holdout.md, v8 +
+// monotone): elementwise MAPE H100 16.5 -> 12.9%, A40 87.0 -> 83.5%, T4 6.5 -> 4.0%, H200 9.1 -> 9.8%.
+// The same for norms helped three GPUs a little but cost the H100 3.4 points, so norms stay free.
+std::string monotone_constraints(Family fam) {
+  if (fam != Family::elementwise) return "";
+  const std::map<std::string_view, int> direction = {
+      {"log2_dram_bytes_per_clk", 1}, {"log2_launch_floor_cycles", 1}, {"log2_l2_mib", -1}};
+  std::string spec = "(";
+  const auto& names = feature_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto it = direction.find(names[i]);
+    spec += (i ? "," : "") + std::to_string(it == direction.end() ? 0 : it->second);
+  }
+  return spec + ")";
 }
 
 }  // namespace
@@ -129,11 +150,12 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
       }
     }
     if (y.empty()) continue;
-    const std::map<std::string, std::string> params = {
+    std::map<std::string, std::string> params = {
         {"objective", "reg:squarederror"}, {"tree_method", "hist"},       {"max_depth", std::to_string(o.max_depth)},
         {"eta", std::to_string(o.eta)},    {"subsample", "0.8"},           {"colsample_bytree", "0.8"},
         {"min_child_weight", "2"},         {"seed", std::to_string(o.seed)}, {"nthread", std::to_string(o.threads)},
         {"max_bin", "256"},                {"verbosity", "0"}};
+    if (const std::string mono = monotone_constraints(fam); !mono.empty()) params["monotone_constraints"] = mono;
     m.booster = XgbBooster::train(X, y.size(), cols, y, w, params, o.rounds);
     m.train_rows = y.size();
     m.calibration_rows = yc.size();
