@@ -137,7 +137,11 @@ if [ -s "$OUTCSV" ]; then
   rows=$(grep -v '^#' "$OUTCSV" | tail -n +2 | wc -l)
   plan_rows=$(grep -v '^#' "$OUTCSV" | grep -c ',-2,plan,' || true)
   shapes=$(grep -v '^#' "$OUTCSV" | tail -n +2 | cut -d, -f2-5 | sort -u | wc -l)
-  log "$OUTNAME: $rows rows ($plan_rows plan configurations, $(( rows - plan_rows )) heuristic results) over $shapes (shape, dtype) points"
+  if [ -n "$CONFIRM" ]; then
+    log "$OUTNAME: $rows rows ($REPEAT per configuration) over $shapes (shape, dtype) points"
+  else
+    log "$OUTNAME: $rows rows ($plan_rows plan configurations, $(( rows - plan_rows )) heuristic results) over $shapes (shape, dtype) points"
+  fi
 else
   log "NO ROWS measured"
 fi
