@@ -7,6 +7,7 @@
 #include "storage/collector_csv.h"
 #include "storage/database.h"
 #include "storage/importers/input_file.h"
+#include "storage/importers/registry.h"
 #include "storage/public_datasets.h"
 
 namespace perfloom::storage {
@@ -176,9 +177,24 @@ void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink&
                  "); the source has no single GPU");
   }
   if (!others.empty()) {
+    // Files another importer takes (a trace beside the sweeps) come first and are all named, with
+    // their format: they are what "import them on their own" is about. Then the rest, up to 8 names.
+    std::vector<std::string> importable, rest;
+    for (const auto& name : others) {
+      const Importer* other = nullptr;
+      try {
+        other = ImporterRegistry::builtin().detect(ImporterRegistry::sniff_input(path / name));
+      } catch (const ImportError&) {
+      }
+      if (other && other->format() != format()) importable.push_back(name + " [" + std::string(other->format()) + "]");
+      else rest.push_back(name);
+    }
     std::string list;
-    for (std::size_t i = 0; i < others.size() && i < 8; ++i) list += (i ? ", " : "") + others[i];
-    if (others.size() > 8) list += ", ...";
+    std::size_t named = 0;
+    for (const auto& n : importable) list += (named++ ? ", " : "") + n;
+    for (std::size_t i = 0; i < rest.size() && named < std::max<std::size_t>(8, importable.size()); ++i)
+      list += (named++ ? ", " : "") + rest[i];
+    if (named < others.size()) list += ", ...";
     sink.warning(others.size() == 1 ? "1 file is not a collector CSV and was not read (" + list + "); import it on its own"
                                     : std::to_string(others.size()) + " files are not collector CSVs and were not read (" +
                                           list + "); import them on their own");
