@@ -197,8 +197,8 @@ struct Pick {
 };
 // The table's order of a shape's measured (modelled) rows, best first: its chooser's where it has
 // one, else by score (tuner.h rank_with_table), with each row's prediction.
-std::vector<std::pair<const bench::SweepRow*, tuner::RankedConfig>> rank_rows(const tuner::TunerTable& table, const GpuSpec& gpu,
-                                                                              const std::vector<const bench::SweepRow*>& rows) {
+using RankedRows = std::vector<std::pair<const bench::SweepRow*, tuner::RankedConfig>>;
+RankedRows rank_rows(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows) {
   std::vector<const bench::SweepRow*> m;
   std::vector<TileConfig> configs;
   for (const auto* r : rows)
@@ -206,22 +206,25 @@ std::vector<std::pair<const bench::SweepRow*, tuner::RankedConfig>> rank_rows(co
       m.push_back(r);
       configs.push_back(r->sample.config);
     }
-  std::vector<std::pair<const bench::SweepRow*, tuner::RankedConfig>> out;
+  RankedRows out;
   if (m.empty()) return out;
   for (auto& rc : tuner::rank_with_table(table, gpu, m.front()->sample.shape, configs, false)) out.emplace_back(m[rc.index], rc);
   return out;
 }
-Pick pick_measured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows) {
+// The pick (the first of `ranked`, the shape's rows in the table's order) and the default.
+Pick pick_ranked(const RankedRows& ranked, const std::vector<const bench::SweepRow*>& rows) {
   Pick p;
   for (const auto* r : rows)
     if (r->sample.heuristic_rank == 1) p.dflt = r->sample.latency_us;
-  const auto ranked = rank_rows(table, gpu, rows);
   if (ranked.empty()) return p;
   p.chosen = ranked.front().first->sample.latency_us;
   p.chosen_pred = ranked.front().second.pred_us;
   for (const auto& [r, rc] : ranked)
     if (r->sample.heuristic_rank == 1) p.dflt_pred = rc.pred_us;
   return p;
+}
+Pick pick_measured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows) {
+  return pick_ranked(rank_rows(table, gpu, rows), rows);
 }
 // Keep the default unless the model predicts its pick at least `threshold` faster.
 bool keeps_default(const Pick& p, double threshold) {
@@ -257,10 +260,10 @@ double choose_analytical(const GpuSpec& gpu, const tuner::GemmShape& shape, cons
   return pick;
 }
 
-double choose_measured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
-                       ErrorStats* err, double best, std::vector<double>* chosen_err) {
+// The measured latency of the first of `ranked`; every row's prediction error into `err`.
+double choose_ranked(const RankedRows& ranked, const GpuSpec& gpu, ErrorStats* err, double best, std::vector<double>* chosen_err) {
   double chosen = NAN, chosen_pred = NAN;
-  for (const auto& [r, rc] : rank_rows(table, gpu, rows)) {
+  for (const auto& [r, rc] : ranked) {
     const double e = std::abs(rc.pred_us - r->sample.latency_us) / r->sample.latency_us;
     if (err && g_dump.is_open()) {
       const auto& s = r->sample;
@@ -281,6 +284,10 @@ double choose_measured(const tuner::TunerTable& table, const GpuSpec& gpu, const
   }
   if (chosen_err && std::isfinite(chosen)) chosen_err->push_back(std::abs(chosen_pred - chosen) / chosen);
   return chosen;
+}
+double choose_measured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
+                       ErrorStats* err, double best, std::vector<double>* chosen_err) {
+  return choose_ranked(rank_rows(table, gpu, rows), gpu, err, best, chosen_err);
 }
 
 void noise_floor(const bench::Sweep& tiles, const fs::path& gemm_csv, GpuReport& rep) {
@@ -358,9 +365,7 @@ double median_of(std::vector<double> v) {
 // What to re-measure for one held-out shape: the model's three best-ranked configurations and the
 // sweep's fastest (at most 8, within 8% of its best), each once, tagged with why. cuBLASLt's default
 // is left out: the collector measures it for every shape (--heuristic-n 1).
-void confirm_candidates(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
-                        double best, std::vector<tuner::PlanPoint>& out) {
-  const auto ranked = rank_rows(table, gpu, rows);
+void confirm_candidates(const RankedRows& ranked, double best, std::vector<tuner::PlanPoint>& out) {
   std::map<const bench::SweepRow*, std::string> tags;
   std::vector<const bench::SweepRow*> order;
   auto tag = [&](const bench::SweepRow* r, const std::string& t) {
@@ -387,7 +392,7 @@ void confirm_candidates(const tuner::TunerTable& table, const GpuSpec& gpu, cons
   }
 }
 // Scores one held-out shape on its re-measurement: the best is the fastest re-measured median.
-void score_remeasured(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows,
+void score_remeasured(const RankedRows& ranked, const Pick& p, const std::vector<const bench::SweepRow*>& rows,
                       const bench::SweepRow* sweep_best, double threshold, const std::map<std::string, std::vector<double>>& meas,
                       GpuReport& rep) {
   auto med = [&](const std::string& id) {
@@ -407,14 +412,12 @@ void score_remeasured(const tuner::TunerTable& table, const GpuSpec& gpu, const 
   rep.confirm_default.add(dflt, best, dflt);
   if (sweep_best)
     if (const double m = med(measured_identity(sweep_best->sample)); std::isfinite(m)) rep.confirm_sweep_best.add(m, best, dflt);
-  const auto ranked = rank_rows(table, gpu, rows);
   const double pick = ranked.empty() ? NAN : med(measured_identity(ranked.front().first->sample));
   if (!std::isfinite(pick)) {
     ++rep.confirm_pick_missing;
     return;
   }
   rep.confirm_model.add(pick, best, dflt);
-  const Pick p = pick_measured(table, gpu, rows);
   rep.confirm_fallback.add(keeps_default(p, threshold) ? dflt : pick, best, dflt);
   double fastest = pick;
   for (std::size_t i = 1; i < 3 && i < ranked.size(); ++i) {
@@ -554,14 +557,15 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       rep.exhaustive_ms.push_back(exhaustive_us / 1000.0);
       rep.cublas_default.add(dflt, best, dflt);
 
-      const double chosen = choose_measured(table, gpu, rows, &rep.err, best, &rep.chosen_err);
+      const RankedRows ranked = rank_rows(table, gpu, rows);
+      const double chosen = choose_ranked(ranked, gpu, &rep.err, best, &rep.chosen_err);
+      const Pick p = pick_ranked(ranked, rows);
       rep.model.add(chosen, best, dflt);
       const bool orig = rows.front()->file == 0;  // a shape of tiles.csv itself
       (orig ? rep.model_orig : rep.model_more).add(chosen, best, dflt);
       (orig ? rep.default_orig : rep.default_more).add(dflt, best, dflt);
       rep.model_by_group[tuner::dtype_group(shape.dtype)].add(chosen, best, dflt);
       {
-        const Pick p = pick_measured(table, gpu, rows);
         const bool keep = keeps_default(p, threshold);
         const double fb = keep ? p.dflt : p.chosen;
         rep.fallback_taken += keep;
@@ -575,8 +579,8 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
           b.dflt.push_back(dflt <= best * 1.03);
         }
       }
-      if (!g_confirm_plan.empty()) confirm_candidates(table, gpu, rows, best, rep.confirm_points);
-      if (auto it = remeasured.find(key); it != remeasured.end()) score_remeasured(table, gpu, rows, best_row, threshold, it->second, rep);
+      if (!g_confirm_plan.empty()) confirm_candidates(ranked, best, rep.confirm_points);
+      if (auto it = remeasured.find(key); it != remeasured.end()) score_remeasured(ranked, p, rows, best_row, threshold, it->second, rep);
       rep.boundary_fit.add(choose_measured(t_boundary, gpu, rows, nullptr, best, &rep.boundary_err), best, dflt);
       rep.random_fit.add(choose_measured(t_random, gpu, rows, nullptr, best, &rep.random_err), best, dflt);
 
@@ -588,9 +592,9 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
       const auto cands = tuner::table_candidates(group, shape);
       rep.candidates_per_query.push_back(static_cast<double>(cands.size()));
-      const auto ranked = tuner::rank_with_table(table, gpu, shape, cands, false);
+      const auto table_ranked = tuner::rank_with_table(table, gpu, shape, cands, false);
       double pick = NAN;
-      for (const auto& rc : ranked) {  // the best-ranked candidate that the sweep measured here
+      for (const auto& rc : table_ranked) {  // the best-ranked candidate that the sweep measured here
         for (const auto* r : rows)
           if (r->modelled && same_config(r->sample.config, rc.config) && (!std::isfinite(pick) || r->sample.latency_us < pick))
             pick = r->sample.latency_us;
@@ -602,7 +606,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       }
       double top1 = NAN;
       for (const auto* r : rows)
-        if (r->modelled && same_config(r->sample.config, ranked.front().config) &&
+        if (r->modelled && same_config(r->sample.config, table_ranked.front().config) &&
             (!std::isfinite(top1) || r->sample.latency_us < top1))
           top1 = r->sample.latency_us;
       if (std::isfinite(top1)) {

@@ -14,8 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include <zlib.h>
-
+#include "model/compressed_text.h"
 #include "model/tuner/tuner_fit.h"
 #include "storage/csv_reader.h"
 
@@ -55,19 +54,16 @@ inline std::vector<int> dims(const std::string& s) {
 }
 }  // namespace detail
 
-// Throws std::runtime_error naming the file when it is missing or lacks a column. A gzip-compressed
-// file (FILE.csv.gz) is read as well: zlib reads plain files unchanged.
+// Throws std::runtime_error naming the file when it is missing, lacks a column, or is damaged gzip.
+// A gzip-compressed file (FILE.csv.gz) is read as well, by content (model/compressed_text.h).
 inline Sweep read_sweep(const std::string& path) {
   std::string text;
   {
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (!gz) throw std::runtime_error(path + ": cannot be opened");
-    char buf[1 << 16];
-    int n = 0;
-    while ((n = gzread(gz, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-    const bool bad = n < 0;
-    gzclose(gz);
-    if (bad) throw std::runtime_error(path + ": cannot be read (corrupt gzip?)");
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw std::runtime_error(path + ": cannot be opened");
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    text = gunzip_if_compressed(bytes.str(), path);
   }
   std::istringstream in(std::move(text));
   Sweep sweep;

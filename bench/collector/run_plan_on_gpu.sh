@@ -53,15 +53,16 @@ log "perfloom collector plan run on '$gpu_name' -> $D (budget ${BUDGET}s)"
 PLANS=()
 MODE_ARGS=()
 OUTNAME=tiles_plan.csv
+PLAN_DTYPES="bf16 fp8e4m3"  # the sampling plans; --confirm measures its one re-measurement plan instead
 if [ -n "$CONFIRM" ]; then
+  PLAN_DTYPES=""
   MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT")
   OUTNAME=confirm.csv
   p="$ROOT/bench/data/$GPU_ID/confirm_plan.csv"
   if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/confirm_plan.csv"; p="$D/confirm_plan.csv"; fi
   if [ -s "$p" ]; then PLANS+=("$p"); else log "no re-measurement plan: $p(.gz) is missing (perfloom-tuner-eval --confirm-plan writes it)"; fi
 fi
-for dt in bf16 fp8e4m3; do
-  [ -n "$CONFIRM" ] && break
+for dt in $PLAN_DTYPES; do
   p="$ROOT/bench/data/$GPU_ID/plan_$dt.csv"
   if [ ! -s "$p" ] && [ -x "$ROOT/build/bin/perfloom" ]; then  # a checkout with the CLI built
     p="$D/plan_$dt.csv"

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "bench/tuner_sweep.h"
+#include "model/compressed_text.h"
 #include "model/gpu_database.h"
 #include "model/tuner/least_squares.h"
 #include "model/tuner/sampling_plan.h"
@@ -667,10 +668,7 @@ TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepe
     std::string h = header;
     h.replace(h.find("D0"), 2, "new3");
     const std::string text = h + row("bf16,512,4096,4096", 40, 1);
-    gzFile gz = gzopen((dir / "tiles_more" / "tiles_s3.csv.gz").string().c_str(), "wb");
-    ASSERT_NE(gz, nullptr);
-    gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));
-    gzclose(gz);
+    std::ofstream(dir / "tiles_more" / "tiles_s3.csv.gz", std::ios::binary) << gzip_text(text);
   }
 
   const bench::Sweep all = bench::read_exhaustive(dir);
