@@ -35,12 +35,15 @@
 //   measure again on one lease (the model's top 3, the sweep's fastest); with those measurements in
 //   DIR/<gpu>/confirm.csv(.gz) (run_plan_on_gpu.sh --confirm), the report scores the same picks against
 //   the re-measured best (section *Re-measured on one lease*).
+//   --fold-cache DIR: keep every fitted table in DIR (keyed by a hash of its training rows and options)
+//   and read it back on a later run with the same inputs instead of fitting it again.
 //   --explore (last): decision rules (each rule's parameter chosen on the training folds) and an
 //   error analysis of the choice, to stdout; --explore-xgb ROUNDS DEPTH adds a second learned
 //   residual on top of the table's in it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <fstream>
@@ -55,6 +58,7 @@
 #include <tuple>
 
 #include "bench/tuner_sweep.h"
+#include "model/compressed_text.h"
 #include "model/families/gemm/gemm_model.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
@@ -170,6 +174,7 @@ struct GpuReport {
   // Training on the other sweep folds plus every row of the sampling plan (tiles_plan.csv).
   bool with_plan = false;
   std::size_t plan_rows = 0, plan_shapes = 0;  // nvjet rows of tiles_plan.csv added to each fold's training set
+  std::size_t pick_rows = 0;                   // the table path's measured choices (tuner_picks.csv), each learned by the folds without its shape
   std::size_t table_json_bytes = 0;            // the table fitted on all of it (what perfloom-tuner-fit writes)
   std::size_t table_buckets = 0, table_classes = 0, table_config_factors = 0;
   std::vector<std::string> ranker_choice;  // per fold: the chooser's objective and grading (chosen on its training shapes)
@@ -187,6 +192,14 @@ struct GpuReport {
   std::size_t confirm_rows = 0, confirm_shapes = 0, confirm_pick_missing = 0;
   ChoiceStats confirm_model, confirm_fallback, confirm_default, confirm_sweep_best;
   ChoiceStats confirm_top2, confirm_top3;  // the fastest of the model's first 2 / 3, each timed (an autotuner's short list)
+  // The table path (`perfloom tune`: candidates from the shape buckets, most of them never measured by
+  // the sweep at the shape) on the same re-measurement: its first choice, and its first 2 / 3 timed.
+  ChoiceStats confirm_table, confirm_table_top2, confirm_table_top3;
+  std::size_t confirm_table_missing = 0;      // the table's first choice not re-measured: not in the plan measured
+  std::size_t confirm_table_refused = 0;      // ... in the plan, but cuBLASLt refused it (no measurement came back)
+  std::size_t confirm_table_refused_later = 0;  // shapes whose table top 2 or 3 held a refused configuration
+  std::size_t confirm_table_outside = 0;      // ... outside the configurations the sweep measured at the shape
+  std::size_t confirm_table_beats_sweep = 0;  // ... more than 3% faster than every configuration of the sweep's set
   std::vector<double> confirm_rep_ratio;  // a configuration's first measurement over its second (same lease)
   std::vector<double> confirm_vs_sweep;   // a configuration's re-measured median over the sweep's measurement
 };
@@ -337,7 +350,65 @@ void noise_floor(const bench::Sweep& tiles, const fs::path& gemm_csv, GpuReport&
 }
 
 tuner::FitOptions g_fit;  // the fit's options; flags of this program may change them for experiments
-bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as before the plan data
+bool g_use_plan = true;
+bool g_use_picks = true;  // --no-picks: the folds learn no rows of DIR/<gpu>/tuner_picks.csv (as before session 8)   // --sweep-only: fit the folds on tiles.csv alone, as before the plan data
+
+// --fold-cache DIR: every table this evaluation fits is kept as DIR/<gpu>/<key>.json.gz, the key a
+// hash of its training rows, the fit's options and the GPU, and read back by a later run with the
+// same inputs instead of fitted again (a fit with its chooser is minutes here). The table is used in
+// its JSON form also on the run that writes it, so the run that writes a re-measurement plan and the
+// run that scores it rank with the same numbers (the JSON keeps coefficients to 5–7 digits).
+fs::path g_fold_cache;
+struct Fnv {
+  std::uint64_t h = 1469598103934665603ull;
+  template <class T>
+  void add(const T& v) {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    for (unsigned char c : b) h = (h ^ c) * 1099511628211ull;
+  }
+  void add(const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    add(s.size());
+  }
+};
+tuner::TunerTable fit_table(const std::vector<tuner::TunerSample>& samples, const GpuSpec& gpu, const tuner::FitOptions& o) {
+  if (g_fold_cache.empty()) return tuner::fit_tuner_table(samples, gpu, o);
+  Fnv k;
+  k.add(std::string("perfloom-tuner-eval fold cache 1 ") + gpu.id);
+  for (const auto& s : samples) {
+    k.add(static_cast<int>(s.shape.dtype));
+    k.add(s.shape.M), k.add(s.shape.N), k.add(s.shape.K);
+    k.add(tuner::config_to_string(s.config));
+    k.add(s.config.stages);
+    k.add(s.latency_us), k.add(s.launched_ctas), k.add(s.heuristic_rank), k.add(s.weight);
+  }
+  for (double d : {o.class_ridge, o.support_penalty, o.candidate_within, o.far_from_best, o.far_weight, o.residual_ridge,
+                   o.residual_near, o.residual_far_weight, o.config_ridge, o.learned_eta, o.ranker_eta})
+    k.add(d);
+  for (int i : {o.candidates_per_shape, o.bucket_cap, o.common_count, o.shape_effect_rounds, o.min_class_samples,
+                o.learned_rounds, o.learned_depth, o.ranker_rounds, o.ranker_depth, o.ranker_min_configs, o.ranker_folds,
+                o.ranker_min_shapes})
+    k.add(i);
+  std::ostringstream name;
+  name << std::hex << std::setw(16) << std::setfill('0') << k.h << ".json.gz";
+  const fs::path f = g_fold_cache / gpu.id / name.str();
+  std::string json;
+  if (fs::exists(f)) {
+    std::ifstream in(f, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    json = gunzip_if_compressed(bytes, f.string());
+  } else {
+    json = tuner::tuner_table_to_json(tuner::fit_tuner_table(samples, gpu, o));
+    fs::create_directories(f.parent_path());
+    const fs::path tmp = f.string() + ".tmp";
+    std::ofstream out(tmp, std::ios::binary);
+    if (!(out << gzip_text(json))) throw std::runtime_error(tmp.string() + ": cannot be written");
+    out.close();
+    fs::rename(tmp, f);
+  }
+  return tuner::parse_tuner_table(json, f.string());
+}
 
 // `with_plan`: every fold's training set also gets the nvjet rows of DIR/tiles_plan.csv (the points of
 // the sparse sampling plan, none at a sweep shape), as perfloom-tuner-fit does for the shipped tables.
@@ -345,9 +416,10 @@ bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as 
 // A configuration's identity across sweeps: cuBLASLt's heuristic result by its rank (the collector
 // re-measures it as cuBLASLt returns it, same cuBLASLt version), else the forced configuration with
 // its stages.
+std::string forced_identity(const TileConfig& c) { return tuner::config_to_string(c) + "/st" + std::to_string(c.stages); }
 std::string measured_identity(const tuner::TunerSample& s) {
   if (s.heuristic_rank >= 1) return "h" + std::to_string(s.heuristic_rank);
-  return tuner::config_to_string(s.config) + "/st" + std::to_string(s.config.stages);
+  return forced_identity(s.config);
 }
 // Per shape, per configuration identity, every re-measured latency (µs), in file order.
 using Remeasured = std::map<ShapeKey, std::map<std::string, std::vector<double>>>;
@@ -356,45 +428,82 @@ Remeasured read_remeasured(const bench::Sweep& sweep) {
   for (const auto& r : sweep.rows) out[key_of(r.sample.shape)][measured_identity(r.sample)].push_back(r.sample.latency_us);
   return out;
 }
+// Per shape, the forced configurations (identity as forced_identity) a re-measurement plan asked for.
+using Planned = std::map<ShapeKey, std::set<std::string>>;
+Planned read_planned(const fs::path& plan_file) {
+  Planned out;
+  const std::string text = gunzip_if_compressed(
+      [&] {
+        std::ifstream in(plan_file, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      }(),
+      plan_file.string());
+  std::istringstream is(text);
+  std::string line;
+  std::getline(is, line);  // header: op,dtype,M,N,K,config,...,heuristic_rank
+  while (std::getline(is, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string c; f.size() < 6 && std::getline(ls, c, ',');) f.push_back(c);
+    const auto dt = f.size() == 6 ? parse_dtype(f[1]) : std::nullopt;
+    if (!dt) continue;
+    const std::string rank = line.substr(line.rfind(',') + 1);
+    if (rank != "0" && !rank.empty()) continue;  // a heuristic result, measured as cuBLASLt returns it
+    out[{static_cast<int>(*dt), std::stoll(f[2]), std::stoll(f[3]), std::stoll(f[4])}].insert(f[5] + "/st0");
+  }
+  return out;
+}
 double median_of(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-// What to re-measure for one held-out shape: the model's three best-ranked configurations and the
-// sweep's fastest (at most 8, within 8% of its best), each once, tagged with why. cuBLASLt's default
-// is left out: the collector measures it for every shape (--heuristic-n 1).
-void confirm_candidates(const RankedRows& ranked, double best, std::vector<tuner::PlanPoint>& out) {
-  std::map<const bench::SweepRow*, std::string> tags;
-  std::vector<const bench::SweepRow*> order;
-  auto tag = [&](const bench::SweepRow* r, const std::string& t) {
-    auto [it, fresh] = tags.emplace(r, t);
-    if (fresh) order.push_back(r);
-    else it->second += "; " + t;
+// What to re-measure for one held-out shape: the model's three best-ranked configurations, the
+// sweep's fastest (at most 8, within 8% of its best) and the table path's three first candidates
+// (`perfloom tune`'s top 3), each once, tagged with why. cuBLASLt's default is left out: the
+// collector measures it for every shape (--heuristic-n 1).
+void confirm_candidates(const RankedRows& ranked, const std::vector<tuner::RankedConfig>& table_ranked, double best,
+                        std::vector<tuner::PlanPoint>& out) {
+  std::map<std::string, std::size_t> at;  // identity -> index in `out`
+  auto add = [&](const std::string& id, tuner::PlanPoint p, const std::string& why) {
+    if (auto it = at.find(id); it != at.end()) {
+      out[it->second].why += "; " + why;
+      return;
+    }
+    p.why = why;
+    at.emplace(id, out.size());
+    out.push_back(std::move(p));
   };
-  for (std::size_t i = 0; i < ranked.size() && i < 3; ++i) tag(ranked[i].first, "model " + std::to_string(i + 1));
-  std::vector<const bench::SweepRow*> fastest;
-  for (const auto& rr : ranked) fastest.push_back(rr.first);
-  std::stable_sort(fastest.begin(), fastest.end(), [](auto* a, auto* b) { return a->sample.latency_us < b->sample.latency_us; });
-  for (std::size_t i = 0; i < fastest.size() && i < 8 && fastest[i]->sample.latency_us <= 1.08 * best; ++i)
-    tag(fastest[i], "measured " + std::to_string(i + 1));
-  for (const auto* r : order) {
-    if (r->sample.heuristic_rank == 1) continue;
+  auto add_row = [&](const bench::SweepRow* r, const tuner::RankedConfig& rc, const std::string& why) {
+    if (r->sample.heuristic_rank == 1) return;
     tuner::PlanPoint p;
     p.shape = r->sample.shape;
     p.config = r->sample.config;
-    p.why = tags[r];
     p.heuristic_rank = std::max(0, r->sample.heuristic_rank);
-    for (const auto& [rr, rc] : ranked)
-      if (rr == r) p.grid = rc.grid;
-    out.push_back(std::move(p));
+    p.grid = rc.grid;
+    add(measured_identity(r->sample), std::move(p), why);
+  };
+  for (std::size_t i = 0; i < ranked.size() && i < 3; ++i) add_row(ranked[i].first, ranked[i].second, "model " + std::to_string(i + 1));
+  std::vector<std::size_t> fastest(ranked.size());
+  std::iota(fastest.begin(), fastest.end(), std::size_t{0});
+  std::stable_sort(fastest.begin(), fastest.end(),
+                   [&](std::size_t a, std::size_t b) { return ranked[a].first->sample.latency_us < ranked[b].first->sample.latency_us; });
+  for (std::size_t i = 0; i < fastest.size() && i < 8 && ranked[fastest[i]].first->sample.latency_us <= 1.08 * best; ++i)
+    add_row(ranked[fastest[i]].first, ranked[fastest[i]].second, "measured " + std::to_string(i + 1));
+  if (ranked.empty()) return;
+  for (std::size_t i = 0; i < table_ranked.size() && i < 3; ++i) {
+    tuner::PlanPoint p;
+    p.shape = ranked.front().first->sample.shape;
+    p.config = table_ranked[i].config;
+    p.grid = table_ranked[i].grid;
+    add(forced_identity(p.config), std::move(p), "table " + std::to_string(i + 1));
   }
 }
 // Scores one held-out shape on its re-measurement: the best is the fastest re-measured median.
-void score_remeasured(const RankedRows& ranked, const Pick& p, const std::vector<const bench::SweepRow*>& rows,
-                      const bench::SweepRow* sweep_best, double threshold, const std::map<std::string, std::vector<double>>& meas,
-                      GpuReport& rep) {
+void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedConfig>& table_ranked, const Pick& p,
+                      const std::vector<const bench::SweepRow*>& rows, const bench::SweepRow* sweep_best, double threshold,
+                      const std::map<std::string, std::vector<double>>& meas, const std::set<std::string>* planned, GpuReport& rep) {
   auto med = [&](const std::string& id) {
     auto it = meas.find(id);
     return it == meas.end() ? NAN : median_of(it->second);
@@ -410,6 +519,35 @@ void score_remeasured(const RankedRows& ranked, const Pick& p, const std::vector
   for (const auto* r : rows)
     if (const double m = med(measured_identity(r->sample)); std::isfinite(m)) rep.confirm_vs_sweep.push_back(m / r->sample.latency_us);
   rep.confirm_default.add(dflt, best, dflt);
+  // The table path: its first choice, then the fastest of its first 2 and 3 (where re-measured).
+  if (!table_ranked.empty()) {
+    auto refused = [&](const TileConfig& c) {
+      const std::string id = forced_identity(c);
+      return planned && planned->count(id) && !meas.count(id);
+    };
+    bool later = false;
+    for (std::size_t i = 1; i < 3 && i < table_ranked.size(); ++i) later = later || refused(table_ranked[i].config);
+    rep.confirm_table_refused_later += later;
+    const double t1 = med(forced_identity(table_ranked.front().config));
+    if (!std::isfinite(t1)) {
+      ++(refused(table_ranked.front().config) ? rep.confirm_table_refused : rep.confirm_table_missing);
+    } else {
+      rep.confirm_table.add(t1, best, dflt);
+      bool outside = true;
+      double sweep_set_best = INFINITY;
+      for (const auto* r : rows) {
+        outside = outside && !(r->modelled && same_config(r->sample.config, table_ranked.front().config));
+        if (const double m = med(measured_identity(r->sample)); std::isfinite(m)) sweep_set_best = std::min(sweep_set_best, m);
+      }
+      rep.confirm_table_outside += outside;
+      rep.confirm_table_beats_sweep += t1 * 1.03 < sweep_set_best;
+      double fastest = t1;
+      for (std::size_t i = 1; i < 3 && i < table_ranked.size(); ++i) {
+        if (const double m = med(forced_identity(table_ranked[i].config)); std::isfinite(m)) fastest = std::min(fastest, m);
+        (i == 1 ? rep.confirm_table_top2 : rep.confirm_table_top3).add(fastest, best, dflt);
+      }
+    }
+  }
   if (sweep_best)
     if (const double m = med(measured_identity(sweep_best->sample)); std::isfinite(m)) rep.confirm_sweep_best.add(m, best, dflt);
   const double pick = ranked.empty() ? NAN : med(measured_identity(ranked.front().first->sample));
@@ -436,10 +574,18 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
   const fs::path plan_file = bench::data_file(dir, "tiles_plan.csv");
   rep.with_plan = with_plan && fs::exists(plan_file);
   if (rep.with_plan) plan = bench::read_sweep(plan_file.string());
+  // The table path's own earlier choices measured at the exhaustive shapes (hard negatives: where its
+  // candidates outside the sweep's set were slower than it predicted); each fold learns those of its
+  // training shapes only. --no-picks leaves them out.
+  const std::vector<bench::SweepRow> picks = g_use_picks ? bench::read_picks(dir, sweep) : std::vector<bench::SweepRow>{};
+  rep.pick_rows = picks.size();
+  if (!picks.empty()) std::cerr << gpu.id << ": " << picks.size() << " measured choices of the table path learned from tuner_picks.csv\n";
   Remeasured remeasured;
+  Planned planned;  // the plan that re-measurement measured: a forced configuration in it but not in confirm.csv was refused
   if (const fs::path f = bench::data_file(dir, "confirm.csv"); fs::exists(f)) {
     const bench::Sweep c = bench::read_sweep(f.string());
     remeasured = read_remeasured(c);
+    if (const fs::path pf = bench::data_file(dir, "confirm_plan.csv"); fs::exists(pf)) planned = read_planned(pf);
     rep.confirm_rows = c.rows.size();
     auto ce = [&](const char* k) {
       auto it = c.environment.find(k);
@@ -477,7 +623,8 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
     for (const bench::Sweep* sw : {&sweep, static_cast<const bench::Sweep*>(&plan)})
       for (const auto& r : sw->rows)
         if (r.modelled) all.push_back(r.sample);
-    const tuner::TunerTable t = tuner::fit_tuner_table(all, gpu, g_fit);
+    for (const auto& r : picks) all.push_back(r.sample);
+    const tuner::TunerTable t = fit_table(all, gpu, g_fit);
     rep.table_json_bytes = tuner::tuner_table_to_json(t).size();
     rep.ranker_all = t.ranker.booster ? t.ranker.objective + ", grading " + t.ranker.grading : "none";
     for (const auto& [g, gt] : t.groups) {
@@ -498,7 +645,9 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
     for (const auto& r : plan.rows)
       if (r.modelled && (g_insample || !(shapes.count(key_of(r.sample.shape)) && tuner::shape_fold(r.sample.shape, folds) == fold)))
         train_all.push_back(r.sample);
-    const tuner::TunerTable table = tuner::fit_tuner_table(train_all, gpu, g_fit);
+    for (const auto& r : picks)
+      if (g_insample || (tuner::shape_fold(r.sample.shape, folds) != fold && in_train_share(r.sample.shape))) train_all.push_back(r.sample);
+    const tuner::TunerTable table = fit_table(train_all, gpu, g_fit);
     rep.ranker_choice.push_back(table.ranker.booster ? table.ranker.objective + " " + table.ranker.grading : "none");
 
     // Sparse-sampling ablation: only the sweep's training points near a wave boundary (the last
@@ -536,8 +685,8 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
     }
     tuner::FitOptions sparse_opt = g_fit;
     sparse_opt.ranker_rounds = 0;  // the ablation is about the latency model's points; no chooser (saves its inner fits)
-    const tuner::TunerTable t_boundary = tuner::fit_tuner_table(boundary, gpu, sparse_opt);
-    const tuner::TunerTable t_random = tuner::fit_tuner_table(random_pick, gpu, sparse_opt);
+    const tuner::TunerTable t_boundary = fit_table(boundary, gpu, sparse_opt);
+    const tuner::TunerTable t_random = fit_table(random_pick, gpu, sparse_opt);
 
     for (const auto& [key, rows] : shapes) {
       const tuner::GemmShape& shape = rows.front()->sample.shape;
@@ -579,8 +728,6 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
           b.dflt.push_back(dflt <= best * 1.03);
         }
       }
-      if (!g_confirm_plan.empty()) confirm_candidates(ranked, best, rep.confirm_points);
-      if (auto it = remeasured.find(key); it != remeasured.end()) score_remeasured(ranked, p, rows, best_row, threshold, it->second, rep);
       rep.boundary_fit.add(choose_measured(t_boundary, gpu, rows, nullptr, best, &rep.boundary_err), best, dflt);
       rep.random_fit.add(choose_measured(t_random, gpu, rows, nullptr, best, &rep.random_err), best, dflt);
 
@@ -613,6 +760,10 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
         ++rep.table_top1_measured;
         rep.table_top1.add(top1, best, dflt);
       }
+      if (!g_confirm_plan.empty()) confirm_candidates(ranked, table_ranked, best, rep.confirm_points);
+      if (auto it = remeasured.find(key); it != remeasured.end())
+        score_remeasured(ranked, table_ranked, p, rows, best_row, threshold, it->second,
+                         planned.count(key) ? &planned.at(key) : nullptr, rep);
 
       // Decision time: the whole query (bucket lookup, candidates, ranking), and ranking the
       // measured set.
@@ -759,6 +910,9 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
   if (r.with_plan)
     os << " Each fold's training set also holds the " << r.plan_rows << " nvjet points of `bench/data/" << r.gpu
        << "/tiles_plan.csv` (" << r.plan_shapes << " shapes, none of them a test shape).";
+  if (r.pick_rows)
+    os << " And the " << r.pick_rows << " measured choices of an earlier table path at the sweep's shapes that the sweep had not "
+          "measured there (`bench/data/" << r.gpu << "/tuner_picks.csv`, median of 4; session 8), those of its training shapes only.";
   os << "\n\n";
   os << "### Choice on held-out shapes\n\n";
   os << "| chooser | shapes | within 3% of the exhaustive best | chosen / best (geomean) | speedup vs cuBLASLt default: mean | geomean | max | min | slower than the default by >3% |\n";
@@ -846,7 +1000,7 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
     const double sigma = logs.empty() ? NAN : std::sqrt(ss / logs.size() / 2.0);  // one measurement's, from the difference of two
     os << "### Re-measured on one lease\n\n";
     os << "The test shapes' candidates (the model's three best-ranked configurations, the sweep's fastest within 8% of its best, at most 8, "
-          "and cuBLASLt's default) measured again on one GPU in one session, each configuration several times in rounds over the shape's list "
+          "the table path's first three (`perfloom tune --top 3`, where the plan has them) and cuBLASLt's default) measured again on one GPU in one session, each configuration several times in rounds over the shape's list "
           "(`perfloom-tuner-eval --confirm-plan` wrote the plan; `bench/collector/run_plan_on_gpu.sh --confirm`): "
        << r.confirm_env << "; " << r.confirm_rows << " measurements over " << r.confirm_shapes
        << " of the held-out shapes. Each configuration's latency is the median of its repetitions; *the best* is the fastest of the "
@@ -861,8 +1015,29 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
     choice_row(os, "wave model with fallback", r.confirm_fallback, r.confirm_shapes);
     choice_row(os, "cuBLASLt default", r.confirm_default, 0);
     choice_row(os, "the sweep's fastest configuration (an oracle on one noisy sweep)", r.confirm_sweep_best, r.confirm_shapes);
+    if (!r.confirm_table.within3.empty()) {
+      choice_row(os, "**table path** (`perfloom tune`'s first choice, from its own candidates)", r.confirm_table, r.confirm_shapes);
+      choice_row(os, "the faster of the table path's first 2 (`perfloom tune --top 2`), both timed", r.confirm_table_top2, r.confirm_shapes);
+      choice_row(os, "the fastest of the table path's first 3, all timed", r.confirm_table_top3, r.confirm_shapes);
+    }
     os << "\n- The model's pick was not among the re-measured configurations on " << r.confirm_pick_missing
        << " shapes (a model other than the one that wrote the plan); they are left out of its row.\n";
+    os << "- *Wave model* ranks the configurations the sweep measured at the shape; *table path* is what `perfloom tune` answers: "
+          "its candidates come from the shape buckets, so its first choice may be a configuration the sweep never measured there ("
+       << r.confirm_table_outside << " of " << r.confirm_table.within3.size() << " shapes), and the best is then the fastest of every "
+          "re-measured configuration, the table's included. Its first choice was more than 3% faster than every re-measured "
+          "configuration of the sweep's set on "
+       << r.confirm_table_beats_sweep << " shapes. **cuBLASLt refused its first choice on " << r.confirm_table_refused << " of "
+       << r.confirm_table.within3.size() + r.confirm_table_refused + r.confirm_table_missing << " shapes** ("
+       << pct(static_cast<double>(r.confirm_table_refused) /
+              std::max<std::size_t>(1, r.confirm_table.within3.size() + r.confirm_table_refused + r.confirm_table_missing))
+       << "; `cublasLtMatmulAlgoCheck` status 15, not supported, with the tile, cluster and split-K set on the first heuristic "
+          "result whose algorithm offers the tile, as the collector forces a configuration), and a configuration of its first 2–3 on "
+       << r.confirm_table_refused_later << "; the rows above leave refused first choices out (counted as misses, the table path lands within 3% on "
+       << pct(static_cast<double>(std::count(r.confirm_table.within3.begin(), r.confirm_table.within3.end(), true)) /
+              std::max<std::size_t>(1, r.confirm_table.within3.size() + r.confirm_table_refused))
+       << "), and the short lists time the configurations of it that ran. Not re-measured for want of a plan entry: "
+       << r.confirm_table_missing << " shapes.\n";
     os << "- Re-measured median over the sweep's measurement of the same configuration: median " << num(quantile(r.confirm_vs_sweep, 0.5))
        << ", p10 " << num(quantile(r.confirm_vs_sweep, 0.1)) << ", p90 " << num(quantile(r.confirm_vs_sweep, 0.9)) << " ("
        << r.confirm_vs_sweep.size() << " configurations).\n\n";
@@ -1097,6 +1272,23 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
        << range(R, [](const GpuReport& r) { return share(r.confirm_top2.within3); }, pts) << " (first 3: "
        << range(R, [](const GpuReport& r) { return share(r.confirm_top3.within3); }, pts)
        << "), 2–3 runs instead of the ~23 of an exhaustive search.\n";
+    if (std::all_of(R.begin(), R.end(), [](const GpuReport& r) { return !r.confirm_table.within3.empty(); })) {
+      auto refused_share = [](const GpuReport& r) {
+        return static_cast<double>(r.confirm_table_refused) /
+               std::max<std::size_t>(1, r.confirm_table.within3.size() + r.confirm_table_refused + r.confirm_table_missing);
+      };
+      md << "- **What `perfloom tune` answers** (the table path: its candidates come from the shape buckets, not from the "
+            "configurations the sweep measured at the shape) is scored on the same re-measurement, which timed its first "
+            "three choices too: its first choice is within 3% of the re-measured best on "
+         << range(R, [](const GpuReport& r) { return share(r.confirm_table.within3); }, pts)
+         << " of the shapes where cuBLASLt ran it (its first 2 timed: "
+         << range(R, [](const GpuReport& r) { return share(r.confirm_table_top2.within3); }, pts) << ", first 3: "
+         << range(R, [](const GpuReport& r) { return share(r.confirm_table_top3.within3); }, pts)
+         << "), and **cuBLASLt refused its first choice on " << range(R, refused_share, pts)
+         << " of the shapes** (`cublasLtMatmulAlgoCheck`: not supported, with the tile, cluster and split-K set on the first "
+            "heuristic result offering the tile). The model ranks well among cuBLASLt's own candidates for the shape and worse "
+            "among configurations far from them, where it has seen fewer measurements.\n";
+    }
   }
   md << "- What it tried (each within ±2 points, i.e. within the noise of 250 shapes): a memory-stream "
         "feature triplet instead of `l2_us`; separate fill terms for single-wave launches; classes split by cluster shape; "
@@ -2121,6 +2313,8 @@ int main(int argc, char** argv) {
     else if (a == "--sweep-only") g_use_plan = false;
     else if (a == "--tiles-only") g_more = false;
     else if (a == "--confirm-plan" && i + 1 < argc) g_confirm_plan = argv[++i];
+    else if (a == "--fold-cache" && i + 1 < argc) g_fold_cache = argv[++i];
+    else if (a == "--no-picks") g_use_picks = false;
     else if (a == "--main-only") g_main_only = true;
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {
@@ -2171,7 +2365,7 @@ int main(int argc, char** argv) {
                    "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
-                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
+                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
       return 2;
     }
@@ -2252,7 +2446,10 @@ int main(int argc, char** argv) {
         std::cout << id << ": re-measured on one lease, " << r.confirm_shapes << " shapes: within 3% " << pct(share(r.confirm_model.within3))
                   << " (pick not re-measured on " << r.confirm_pick_missing << "; fallback " << pct(share(r.confirm_fallback.within3))
                   << ", cuBLASLt default " << pct(share(r.confirm_default.within3)) << ", the sweep's best " << pct(share(r.confirm_sweep_best.within3)) << "; the model's first 2 timed "
-                  << pct(share(r.confirm_top2.within3)) << ", first 3 " << pct(share(r.confirm_top3.within3)) << ")\n";
+                  << pct(share(r.confirm_top2.within3)) << ", first 3 " << pct(share(r.confirm_top3.within3)) << "; table path "
+                  << pct(share(r.confirm_table.within3)) << " over " << r.confirm_table.within3.size() << " shapes, its first 2 timed "
+                  << pct(share(r.confirm_table_top2.within3)) << ", first 3 " << pct(share(r.confirm_table_top3.within3))
+                  << "; its first choice refused by cuBLASLt on " << r.confirm_table_refused << ", not planned on " << r.confirm_table_missing << ")\n";
       std::cout << id << ": " << r.shapes << " shapes from " << r.files.size() << " file(s) (" << r.duplicate_shapes
                 << " duplicate shapes dropped); on tiles.csv's " << r.model_orig.within3.size() << ": within 3% "
                 << pct(share(r.model_orig.within3)) << " (fallback " << pct(share(r.fallback_orig.within3)) << ", cuBLASLt default "

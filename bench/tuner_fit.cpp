@@ -2,7 +2,7 @@
 // sweeps and writes resources/tuner/<gpu-id>.json, which the build embeds (model/CMakeLists.txt).
 // Rebuild after running it so that `perfloom tune` picks the new tables up.
 //
-// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [GPU-ID...]
+// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [GPU-ID...]
 //   --data DIR  the measured data (default: bench/data)
 //   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
 //               several together. Default: tiles.csv (the exhaustive tile sweep) and, where it
@@ -14,6 +14,10 @@
 //               first file's rows, bench/tuner_sweep.h read_exhaustive): 1,584 shapes per GPU
 //               instead of 250, which perfloom-tuner-eval measured as better on both GPUs (issue #8,
 //               session 7).
+//               Also by default: DIR/<gpu-id>/tuner_picks.csv(.gz), the table path's own first three
+//               configurations of every exhaustive shape, measured (the median of their repetitions),
+//               where the sweep did not measure them: the choices it had ranked too high (issue #8,
+//               session 8). --no-picks leaves them out.
 //   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
 //               --with-tiles-more, the old flag for today's default, is still accepted.
 //   --out DIR   where the tables go (default: resources/tuner)
@@ -40,19 +44,20 @@ int main(int argc, char** argv) {
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true;
+  bool csv_given = false, with_more = true, with_picks = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--with-tiles-more") with_more = true;
     else if (a == "--tiles-only") with_more = false;
+    else if (a == "--no-picks") with_picks = false;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [GPU-ID...]\n"
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n";
       return 0;
@@ -107,6 +112,15 @@ int main(int argc, char** argv) {
         }
         if (sweep.duplicate_shapes)
           source += " (" + std::to_string(sweep.duplicate_shapes) + " shapes measured again by a later file: first kept)";
+        // With the default files and --with-picks (the default): the table path's own measured choices at the
+        // exhaustive shapes (bench/tuner_sweep.h read_picks), configurations the sweep did not measure there.
+        if (!csv_given && f == 0 && with_picks) {
+          const auto picks = bench::read_picks(data / id, sweep);
+          for (const auto& r : picks) samples.push_back(r.sample);
+          if (!picks.empty())
+            source += "; bench/data/" + id + "/tuner_picks.csv: " + std::to_string(picks.size()) +
+                      " measured choices of the table path outside the sweep's configurations";
+        }
       }
       const std::size_t shapes = all_shapes.size();
       const tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);

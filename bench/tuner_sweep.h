@@ -191,4 +191,43 @@ inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true)
   return out;
 }
 
+// The tuner's own choices measured at the exhaustive shapes: DIR/tuner_picks.csv(.gz), a re-measurement
+// (`perfloom-tuner-eval --confirm-plan`, then `run_plan_on_gpu.sh --confirm --repeat R`) whose rows tagged
+// "table K" are the table path's first three configurations of each held-out shape, most of them outside
+// the configurations the sweep measured there. One row per (shape, configuration), its latency the median
+// of the repetitions; configurations `sweep` measured at the shape are left out (the sweep's own
+// measurement stays the one learned). Modelled (nvjet) rows only. No file: none. Throws like read_sweep.
+inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const Sweep& sweep) {
+  const std::filesystem::path file = data_file(dir, "tuner_picks.csv");
+  if (!std::filesystem::exists(file)) return {};
+  using Key = std::tuple<int, long long, long long, long long, int, int, int, int, int, int>;
+  auto key = [](const tuner::TunerSample& s) {
+    const TileConfig& c = s.config;
+    return Key{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K, c.tile_m, c.tile_n, c.tile_k,
+               std::max(1, c.split_k), std::max(1, c.cluster_m), std::max(1, c.cluster_n)};
+  };
+  std::set<Key> measured;
+  for (const auto& r : sweep.rows)
+    if (r.modelled) measured.insert(key(r.sample));
+  std::map<Key, std::pair<SweepRow, std::vector<double>>> picks;
+  for (auto& r : read_sweep(file.string()).rows) {
+    if (!r.modelled || r.sample.heuristic_rank > 0 || r.source.find("table ") == std::string::npos) continue;
+    const Key k = key(r.sample);
+    if (measured.count(k)) continue;
+    auto& [row, lat] = picks[k];
+    if (lat.empty()) row = r;
+    lat.push_back(r.sample.latency_us);
+  }
+  std::vector<SweepRow> out;
+  for (auto& [k, v] : picks) {
+    auto& [row, lat] = v;
+    std::sort(lat.begin(), lat.end());
+    const std::size_t n = lat.size();
+    row.sample.latency_us = n % 2 ? lat[n / 2] : 0.5 * (lat[n / 2 - 1] + lat[n / 2]);
+    row.reps = static_cast<int>(n);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace perfloom::bench
