@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     else if (a == "-h" || a == "--help") {
       std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
-                   "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n";
+                   "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
+                   "  --no-picks: without DIR/<gpu>/tuner_picks.csv, the table path's measured choices (default: with them)\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
         }
         if (sweep.duplicate_shapes)
           source += " (" + std::to_string(sweep.duplicate_shapes) + " shapes measured again by a later file: first kept)";
-        // With the default files and --with-picks (the default): the table path's own measured choices at the
+        // With the default files, unless --no-picks: the table path's own measured choices at the
         // exhaustive shapes (bench/tuner_sweep.h read_picks), configurations the sweep did not measure there.
         if (!csv_given && f == 0 && with_picks) {
           const auto picks = bench::read_picks(data / id, sweep);

@@ -702,3 +702,40 @@ TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepe
   EXPECT_EQ(bench::read_exhaustive(dir).rows.size(), plain.rows.size());
   fs::remove_all(dir);
 }
+
+TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurationTheSweepLacks) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_picks_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string header =
+      "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  auto row = [](const std::string& tile, const std::string& cluster, double lat, int rank, const std::string& source) {
+    return "gemm,bf16,128,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile + "_64x6_1x1_v_bz_TNT,66," + tile +
+           ",64xAUTO,1," + cluster + "," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
+  };
+  std::ofstream(dir / "tiles.csv") << header << row("128x128", "1x1x1", 10, 1, "x");
+  EXPECT_TRUE(bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string())).empty());  // no file: none
+  const std::string picks =
+      header + row("128x64", "2x1x1", 12, -2, "plan:64x128x64/s1/c1x2 table 1 rep=1") +
+      row("128x64", "2x1x1", 11, -2, "plan:64x128x64/s1/c1x2 table 1 rep=2") +
+      row("128x64", "2x1x1", 15, -2, "plan:64x128x64/s1/c1x2 table 1 rep=3") +
+      row("128x128", "1x1x1", 9, -2, "plan:128x128x64/s1/c1x1 table 2 rep=1") +        // the sweep measured it: its row stays
+      row("256x64", "1x1x1", 20, -2, "plan:64x256x64/s1/c1x1 model 2 rep=1") +          // not one of the table path's
+      row("128x64", "2x1x1", 10.5, 1, "plan:heuristic rep=1");                          // cuBLASLt's default, as it is
+  std::ofstream(dir / "tuner_picks.csv.gz", std::ios::binary) << gzip_text(picks);
+  const auto got = bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_DOUBLE_EQ(got[0].sample.latency_us, 12);  // the median of 12, 11 and 15
+  EXPECT_EQ(got[0].reps, 3);
+  EXPECT_EQ(got[0].sample.config.tile_m, 64);       // perfloom's orientation: cuBLASLt's 128x64 is 64 along M
+  EXPECT_EQ(got[0].sample.config.tile_n, 128);
+  EXPECT_EQ(got[0].sample.config.cluster_n, 2);
+  std::ofstream(dir / "tuner_picks.csv.gz", std::ios::binary) << gzip_text(picks).substr(0, 40);  // cut: refused by name
+  try {
+    bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
+    ADD_FAILURE() << "a cut file was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("tuner_picks.csv.gz"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
