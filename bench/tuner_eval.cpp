@@ -350,8 +350,8 @@ void noise_floor(const bench::Sweep& tiles, const fs::path& gemm_csv, GpuReport&
 }
 
 tuner::FitOptions g_fit;  // the fit's options; flags of this program may change them for experiments
-bool g_use_plan = true;
-bool g_use_picks = true;  // --no-picks: the folds learn no rows of DIR/<gpu>/tuner_picks.csv (as before session 8)   // --sweep-only: fit the folds on tiles.csv alone, as before the plan data
+bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as before the plan data
+bool g_use_picks = true;  // --no-picks: the folds learn no rows of DIR/<gpu>/tuner_picks.csv (as before session 8)
 
 // --fold-cache DIR: every table this evaluation fits is kept as DIR/<gpu>/<key>.json.gz, the key a
 // hash of its training rows, the fit's options and the GPU, and read back by a later run with the
@@ -395,9 +395,7 @@ tuner::TunerTable fit_table(const std::vector<tuner::TunerSample>& samples, cons
   const fs::path f = g_fold_cache / gpu.id / name.str();
   std::string json;
   if (fs::exists(f)) {
-    std::ifstream in(f, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    json = gunzip_if_compressed(bytes, f.string());
+    json = bench::read_text(f.string());
   } else {
     json = tuner::tuner_table_to_json(tuner::fit_tuner_table(samples, gpu, o));
     fs::create_directories(f.parent_path());
@@ -432,32 +430,20 @@ Remeasured read_remeasured(const bench::Sweep& sweep) {
 using Planned = std::map<ShapeKey, std::set<std::string>>;
 Planned read_planned(const fs::path& plan_file) {
   Planned out;
-  const std::string text = gunzip_if_compressed(
-      [&] {
-        std::ifstream in(plan_file, std::ios::binary);
-        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      }(),
-      plan_file.string());
-  std::istringstream is(text);
-  std::string line;
-  std::getline(is, line);  // header: op,dtype,M,N,K,config,...,heuristic_rank
-  while (std::getline(is, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string c; f.size() < 6 && std::getline(ls, c, ',');) f.push_back(c);
-    const auto dt = f.size() == 6 ? parse_dtype(f[1]) : std::nullopt;
-    if (!dt) continue;
-    const std::string rank = line.substr(line.rfind(',') + 1);
-    if (rank != "0" && !rank.empty()) continue;  // a heuristic result, measured as cuBLASLt returns it
-    out[{static_cast<int>(*dt), std::stoll(f[2]), std::stoll(f[3]), std::stoll(f[4])}].insert(f[5] + "/st0");
+  auto reader = storage::CsvReader::from_string(bench::read_text(plan_file.string()), plan_file.string());
+  if (!reader.read_header()) throw std::runtime_error(plan_file.string() + ": no header row");
+  const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
+             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_rank = reader.require_column("heuristic_rank");
+  std::vector<std::string> f;
+  while (reader.next(f)) {
+    if (f.size() < reader.header().size()) continue;
+    const auto dt = parse_dtype(f[c_dt]);
+    const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
+    if (!dt || !M || !N || !K) continue;
+    if (storage::parse_int(f[c_rank]).value_or(0) > 0) continue;  // a heuristic result, measured as cuBLASLt returns it
+    out[{static_cast<int>(*dt), *M, *N, *K}].insert(f[c_cfg] + "/st0");
   }
   return out;
-}
-double median_of(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 // What to re-measure for one held-out shape: the model's three best-ranked configurations, the
 // sweep's fastest (at most 8, within 8% of its best) and the table path's three first candidates
@@ -506,18 +492,22 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
                       const std::map<std::string, std::vector<double>>& meas, const std::set<std::string>* planned, GpuReport& rep) {
   auto med = [&](const std::string& id) {
     auto it = meas.find(id);
-    return it == meas.end() ? NAN : median_of(it->second);
+    return it == meas.end() ? NAN : bench::median(it->second);
   };
   const double dflt = med("h1");
   if (!std::isfinite(dflt)) return;
   double best = INFINITY;
   for (const auto& [id, v] : meas) {
-    best = std::min(best, median_of(v));
+    best = std::min(best, bench::median(v));
     if (v.size() >= 2) rep.confirm_rep_ratio.push_back(v[0] / v[1]);
   }
   ++rep.confirm_shapes;
+  double sweep_set_best = INFINITY;  // the fastest re-measured configuration of the sweep's own set
   for (const auto* r : rows)
-    if (const double m = med(measured_identity(r->sample)); std::isfinite(m)) rep.confirm_vs_sweep.push_back(m / r->sample.latency_us);
+    if (const double m = med(measured_identity(r->sample)); std::isfinite(m)) {
+      rep.confirm_vs_sweep.push_back(m / r->sample.latency_us);
+      sweep_set_best = std::min(sweep_set_best, m);
+    }
   rep.confirm_default.add(dflt, best, dflt);
   // The table path: its first choice, then the fastest of its first 2 and 3 (where re-measured).
   if (!table_ranked.empty()) {
@@ -533,13 +523,9 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
       ++(refused(table_ranked.front().config) ? rep.confirm_table_refused : rep.confirm_table_missing);
     } else {
       rep.confirm_table.add(t1, best, dflt);
-      bool outside = true;
-      double sweep_set_best = INFINITY;
-      for (const auto* r : rows) {
-        outside = outside && !(r->modelled && same_config(r->sample.config, table_ranked.front().config));
-        if (const double m = med(measured_identity(r->sample)); std::isfinite(m)) sweep_set_best = std::min(sweep_set_best, m);
-      }
-      rep.confirm_table_outside += outside;
+      rep.confirm_table_outside += std::none_of(rows.begin(), rows.end(), [&](const bench::SweepRow* r) {
+        return r->modelled && same_config(r->sample.config, table_ranked.front().config);
+      });
       rep.confirm_table_beats_sweep += t1 * 1.03 < sweep_set_best;
       double fastest = t1;
       for (std::size_t i = 1; i < 3 && i < table_ranked.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -54,18 +55,28 @@ inline std::vector<int> dims(const std::string& s) {
 }
 }  // namespace detail
 
+// The text of a file, inflated where it is gzip-compressed (by content, model/compressed_text.h).
+// Throws std::runtime_error naming the file when it cannot be opened or is damaged gzip.
+inline std::string read_text(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error(path + ": cannot be opened");
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  return gunzip_if_compressed(bytes.str(), path);
+}
+
+// The median of `v` (the mean of the middle two for an even count); NaN for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // Throws std::runtime_error naming the file when it is missing, lacks a column, or is damaged gzip.
 // A gzip-compressed file (FILE.csv.gz) is read as well, by content (model/compressed_text.h).
 inline Sweep read_sweep(const std::string& path) {
-  std::string text;
-  {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) throw std::runtime_error(path + ": cannot be opened");
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    text = gunzip_if_compressed(bytes.str(), path);
-  }
-  std::istringstream in(std::move(text));
+  std::istringstream in(read_text(path));
   Sweep sweep;
   std::string line, body;
   while (std::getline(in, line)) {
@@ -221,10 +232,8 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
   std::vector<SweepRow> out;
   for (auto& [k, v] : picks) {
     auto& [row, lat] = v;
-    std::sort(lat.begin(), lat.end());
-    const std::size_t n = lat.size();
-    row.sample.latency_us = n % 2 ? lat[n / 2] : 0.5 * (lat[n / 2 - 1] + lat[n / 2]);
-    row.reps = static_cast<int>(n);
+    row.sample.latency_us = median(lat);
+    row.reps = static_cast<int>(lat.size());
     out.push_back(std::move(row));
   }
   return out;
