@@ -16,6 +16,7 @@
 #include "kernels.cuh"
 #include "plan.h"
 
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -699,6 +700,7 @@ int run_plan(Ctx& c, CsvOut& out) {
     std::string cur_dt;
     size_t n_dt_left = shapes_per_dtype.size();
     int measured = 0, heur_rows = 0, refused = 0, failed = 0, mismatched = 0, shapes_done = 0, over_budget = 0;
+    std::map<std::string, int> forced_via;  // which base GemmProblem::force used: "first base", "r", "r/plain", "init"
     for (size_t si = c.args.first_shape; si < shapes.size(); ++si) {
         auto& s = shapes[si];
         if (s.t->name != cur_dt) {
@@ -771,28 +773,20 @@ int run_plan(Ctx& c, CsvOut& out) {
                 jobs.push_back({h, plan_source(*e), e});
                 continue;
             }
-            // Set on the first heuristic result whose algorithm offers the tile (on Hopper the
-            // nvjet algorithm), as the tiles sweep's variations are.
-            const GemmConfig* base = nullptr;
-            for (const auto& h : heur) {
-                auto tiles = GemmProblem::tile_caps(h.algo);
-                if (std::find(tiles.begin(), tiles.end(), (uint32_t)e->tile_id) != tiles.end()) { base = &h; break; }
-            }
-            if (!base) { skip("no algorithm among cuBLASLt's heuristic results offers this tile"); continue; }
-            const uint32_t stages = e->stages_id >= 0 ? (uint32_t)e->stages_id : base->info.stages;
+            // Forced on a heuristic result whose algorithm offers the tile (on Hopper the nvjet
+            // algorithm), as the tiles sweep's variations are; GemmProblem::force says which.
+            const uint32_t stages = e->stages_id >= 0 ? (uint32_t)e->stages_id : (uint32_t)CUBLASLT_MATMUL_STAGES_UNDEFINED;
             GemmConfig g;
-            std::string why;
-            if (!p.configure(*base, GemmProblem::split_caps(base->algo), (uint32_t)e->tile_id, stages, (uint16_t)e->cluster_id,
-                             e->splitk, -2, g, &why)) {
+            std::string how, why;
+            if (!p.force(heur, (uint32_t)e->tile_id, stages, (uint16_t)e->cluster_id, e->splitk, -2, g, how, why)) {
                 skip("cuBLASLt refuses it: " + why);
                 continue;
             }
-            if ((int)g.info.tile != e->tile_id || (int)g.info.cluster != e->cluster_id || g.info.splitk != e->splitk) {
-                skip("cuBLASLt changed it to tile " + tile_name((int)g.info.tile) + " cluster " + cluster_name((int)g.info.cluster) +
-                     " splitk " + std::to_string(g.info.splitk));
-                continue;
-            }
-            jobs.push_back({g, plan_source(*e), e});
+            std::string kind = how.empty() ? "first base" : "";  // "r3/plain" counts as "r/plain"
+            for (char ch : how)
+                if (!std::isdigit((unsigned char)ch)) kind += ch;
+            ++forced_via[kind];
+            jobs.push_back({g, plan_source(*e) + (how.empty() ? "" : " via=" + how), e});
         }
         // --repeat R: the whole list R times over, so that each configuration's repetitions are
         // spread over the shape's measuring time (a clock drift hits them all alike); one row per
@@ -838,6 +832,9 @@ int run_plan(Ctx& c, CsvOut& out) {
     std::printf("plan: %d (shape,dtype) points, %d of %zu plan configurations measured, %d heuristic rows, %d plan "
                 "configurations skipped (%d kernel-tile mismatches), %d failed measurements, %d left over budget, %.1f s\n",
                 shapes_done, measured, n_points, heur_rows, refused, mismatched, failed, over_budget, wall_s() - t0);
+    std::string via;
+    for (const auto& [kind, n] : forced_via) via += (via.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+    std::printf("plan: forced configurations accepted by base (GemmProblem::force): %s\n", via.empty() ? "none" : via.c_str());
     return 0;
 }
 

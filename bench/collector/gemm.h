@@ -278,6 +278,71 @@ public:
         return true;
     }
 
+    // A configuration a plan asks for, forced: tile, stages (the base's where `stages` is
+    // CUBLASLT_MATMUL_STAGES_UNDEFINED), cluster shape and split-K set on a base algorithm with
+    // configure(). cuBLASLt refuses some of these on one base and accepts them on another (a
+    // heuristic result's other attributes, such as its custom option, come along), so the bases
+    // are tried in order until one is accepted and keeps the tile, cluster and split-K:
+    //   "rR"        heuristic result R whose algorithm offers the tile, as it is;
+    //   "rR/plain"  the same with its custom option and CTA swizzle cleared;
+    //   "init"      the algorithm of the first such result, freshly initialised (defaults).
+    // Before session 9 only the first base was tried. `how` names the base that was accepted,
+    // empty for the first; false, with each refusal in `why`, when none was.
+    bool force(const std::vector<GemmConfig>& heur, uint32_t tile, uint32_t stages, uint16_t cluster, int32_t splitk,
+               int rank, GemmConfig& out, std::string& how, std::string& why) const {
+        why.clear();
+        const GemmConfig* first = nullptr;
+        auto attempt = [&](const GemmConfig& base, const std::string& name) {
+            const uint32_t st = stages == CUBLASLT_MATMUL_STAGES_UNDEFINED ? base.info.stages : stages;
+            std::string w;
+            GemmConfig g;
+            if (!configure(base, split_caps(base.algo), tile, st, cluster, splitk, rank, g, &w)) {
+                why += (why.empty() ? "" : "; ") + name + ": " + w;
+                return false;
+            }
+            if (g.info.tile != tile || g.info.cluster != cluster || g.info.splitk != splitk) {
+                why += (why.empty() ? "" : "; ") + name + ": changed to tile " + tile_name((int)g.info.tile) + " cluster " +
+                       cluster_name((int)g.info.cluster) + " splitk " + std::to_string(g.info.splitk);
+                return false;
+            }
+            out = g;
+            how = name;
+            return true;
+        };
+        std::vector<const GemmConfig*> bases;
+        for (const auto& h : heur) {
+            auto tiles = tile_caps(h.algo);
+            if (std::find(tiles.begin(), tiles.end(), tile) != tiles.end()) bases.push_back(&h);
+        }
+        if (bases.empty()) {
+            why = "no algorithm among cuBLASLt's heuristic results offers this tile";
+            return false;
+        }
+        first = bases.front();
+        for (const GemmConfig* b : bases)
+            if (attempt(*b, "r" + std::to_string(b->heuristic_rank))) {
+                if (b == first) how.clear();
+                return true;
+            }
+        for (const GemmConfig* b : bases) {
+            if (b->info.custom == 0 && b->info.swizzle == 0) continue;
+            GemmConfig plain = *b;
+            const uint32_t zero = 0;
+            cublasLtMatmulAlgoConfigSetAttribute(&plain.algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &zero, sizeof(zero));
+            cublasLtMatmulAlgoConfigSetAttribute(&plain.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &zero, sizeof(zero));
+            plain.info = algo_info(plain.algo);
+            if (attempt(plain, "r" + std::to_string(b->heuristic_rank) + "/plain")) return true;
+        }
+        GemmConfig fresh = *first;
+        if (cublasLtMatmulAlgoInit(h_, t_.compute, t_.scale, t_.ab, t_.ab, t_.cd, t_.cd, first->info.algo_id, &fresh.algo) ==
+            CUBLAS_STATUS_SUCCESS) {
+            fresh.info = algo_info(fresh.algo);
+            if (stages == CUBLASLT_MATMUL_STAGES_UNDEFINED) fresh.info.stages = first->info.stages;
+            if (attempt(fresh, "init")) return true;
+        }
+        return false;
+    }
+
     // Variations of a heuristic result (on Hopper: the nvjet algorithm, whose heuristic list
     // stops at 8): other tiles, stage counts, cluster shapes and split-K of the same algo,
     // checked with cublasLtMatmulAlgoCheck; those already in `seen` are skipped.
