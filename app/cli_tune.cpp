@@ -131,6 +131,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
       j["gemm"] = {{"M", shape.M}, {"N", shape.N}, {"K", shape.K}, {"dtype", std::string(dtype_name(shape.dtype))}};
       j["method"] = r.method;
       j["note"] = r.note;
+      j["ranked_by"] = r.ranked_by;
       j["configs"] = nlohmann::json::array();
       int rank = 1;
       for (const auto& c : r.ranked) {
@@ -148,6 +149,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                             {"cublaslt_cluster", cublasCluster(t)},
                             {"pred_us", c.pred_us},
                             {"score", c.score},
+                            {"rank_score", c.rank_score},
                             {"waves", c.grid.waves},
                             {"last_wave_fill", c.grid.last_wave_fill},
                             {"ctas", c.grid.ctas},
@@ -176,6 +178,12 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                 << static_cast<int>(std::lround(c.grid.last_wave_fill * 100)) << "%  " << c.reason << "\n";
     }
     std::cout << "(tile and cluster in perfloom's orientation, M first; cuBLASLt names them N first: --json gives both)\n";
+    if (r.ranked_by == "chooser")
+      std::cout << "(ranked by the table's learned chooser, not by pred_us: configurations predicted within a few percent\n"
+                   " of each other are a tie to time, not an order)\n";
+    if (r.method == "wave-table")
+      std::cout << "(cuBLASLt may refuse a configuration set on its first heuristic result and take it on a later one:\n"
+                   " README, \"Running a tuner configuration with cuBLASLt\")\n";
     return 0;
   } catch (const std::invalid_argument& e) {
     std::cerr << "perfloom tune: " << e.what() << "\n";

@@ -202,15 +202,29 @@ inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true)
   return out;
 }
 
-// The tuner's own choices measured at the exhaustive shapes: DIR/tuner_picks.csv(.gz), a re-measurement
-// (`perfloom-tuner-eval --confirm-plan`, then `run_plan_on_gpu.sh --confirm --repeat R`) whose rows tagged
-// "table K" are the table path's first three configurations of each held-out shape, most of them outside
-// the configurations the sweep measured there. One row per (shape, configuration), its latency the median
-// of the repetitions; configurations `sweep` measured at the shape are left out (the sweep's own
-// measurement stays the one learned). Modelled (nvjet) rows only. No file: none. Throws like read_sweep.
+// The re-measurements whose rows read_picks learns: lease A (session 8, the table path's choices
+// only) and the newest one-lease re-measurement (confirm.csv: every candidate of the held-out
+// shapes, the table path's among them).
+inline const std::vector<std::string>& picks_file_names() {
+  static const std::vector<std::string> names = {"tuner_picks.csv", "confirm.csv"};
+  return names;
+}
+// Those of them DIR has, plain or gzip'd: "tuner_picks.csv, confirm.csv" (empty: none).
+inline std::string picks_files_present(const std::filesystem::path& dir) {
+  std::string out;
+  for (const auto& n : picks_file_names())
+    if (std::filesystem::exists(data_file(dir, n))) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The tuner's own choices measured at the exhaustive shapes: the files of picks_file_names() in DIR,
+// re-measurements (`perfloom-tuner-eval --confirm-plan`, then `run_plan_on_gpu.sh --confirm --repeat R`)
+// whose rows tagged "table K" are the table path's first three configurations of a held-out shape, most
+// of them outside the configurations the sweep measured there. One row per (shape, configuration), its
+// latency the median of the repetitions of all the files; configurations `sweep` measured at the shape
+// are left out (the sweep's own measurement stays the one learned). Modelled (nvjet) rows only. No
+// file: none. Throws like read_sweep.
 inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const Sweep& sweep) {
-  const std::filesystem::path file = data_file(dir, "tuner_picks.csv");
-  if (!std::filesystem::exists(file)) return {};
   using Key = std::tuple<int, long long, long long, long long, int, int, int, int, int, int>;
   auto key = [](const tuner::TunerSample& s) {
     const TileConfig& c = s.config;
@@ -221,13 +235,17 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
   for (const auto& r : sweep.rows)
     if (r.modelled) measured.insert(key(r.sample));
   std::map<Key, std::pair<SweepRow, std::vector<double>>> picks;
-  for (auto& r : read_sweep(file.string()).rows) {
-    if (!r.modelled || r.sample.heuristic_rank > 0 || r.source.find("table ") == std::string::npos) continue;
-    const Key k = key(r.sample);
-    if (measured.count(k)) continue;
-    auto& [row, lat] = picks[k];
-    if (lat.empty()) row = r;
-    lat.push_back(r.sample.latency_us);
+  for (const auto& name : picks_file_names()) {
+    const std::filesystem::path file = data_file(dir, name);
+    if (!std::filesystem::exists(file)) continue;
+    for (auto& r : read_sweep(file.string()).rows) {
+      if (!r.modelled || r.sample.heuristic_rank > 0 || r.source.find("table ") == std::string::npos) continue;
+      const Key k = key(r.sample);
+      if (measured.count(k)) continue;
+      auto& [row, lat] = picks[k];
+      if (lat.empty()) row = r;
+      lat.push_back(r.sample.latency_us);
+    }
   }
   std::vector<SweepRow> out;
   for (auto& [k, v] : picks) {

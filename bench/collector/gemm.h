@@ -290,19 +290,18 @@ public:
     // empty for the first; false, with each refusal in `why`, when none was.
     bool force(const std::vector<GemmConfig>& heur, uint32_t tile, uint32_t stages, uint16_t cluster, int32_t splitk,
                int rank, GemmConfig& out, std::string& how, std::string& why) const {
-        why.clear();
-        const GemmConfig* first = nullptr;
+        std::vector<std::pair<std::string, std::string>> refusals;  // (base, reason)
         auto attempt = [&](const GemmConfig& base, const std::string& name) {
             const uint32_t st = stages == CUBLASLT_MATMUL_STAGES_UNDEFINED ? base.info.stages : stages;
             std::string w;
             GemmConfig g;
             if (!configure(base, split_caps(base.algo), tile, st, cluster, splitk, rank, g, &w)) {
-                why += (why.empty() ? "" : "; ") + name + ": " + w;
+                refusals.emplace_back(name, w);
                 return false;
             }
             if (g.info.tile != tile || g.info.cluster != cluster || g.info.splitk != splitk) {
-                why += (why.empty() ? "" : "; ") + name + ": changed to tile " + tile_name((int)g.info.tile) + " cluster " +
-                       cluster_name((int)g.info.cluster) + " splitk " + std::to_string(g.info.splitk);
+                refusals.emplace_back(name, "changed to tile " + tile_name((int)g.info.tile) + " cluster " +
+                                                cluster_name((int)g.info.cluster) + " splitk " + std::to_string(g.info.splitk));
                 return false;
             }
             out = g;
@@ -318,7 +317,7 @@ public:
             why = "no algorithm among cuBLASLt's heuristic results offers this tile";
             return false;
         }
-        first = bases.front();
+        const GemmConfig* first = bases.front();
         for (const GemmConfig* b : bases)
             if (attempt(*b, "r" + std::to_string(b->heuristic_rank))) {
                 if (b == first) how.clear();
@@ -339,6 +338,15 @@ public:
             fresh.info = algo_info(fresh.algo);
             if (stages == CUBLASLT_MATMUL_STAGES_UNDEFINED) fresh.info.stages = first->info.stages;
             if (attempt(fresh, "init")) return true;
+        }
+        // One line: the reason once where every base gave the same, else each base's.
+        bool same = true;
+        for (const auto& r : refusals) same = same && r.second == refusals.front().second;
+        why.clear();
+        if (same && !refusals.empty()) {
+            why = "on all " + std::to_string(refusals.size()) + " bases: " + refusals.front().second;
+        } else {
+            for (const auto& [base, reason] : refusals) why += (why.empty() ? "" : "; ") + base + ": " + reason;
         }
         return false;
     }

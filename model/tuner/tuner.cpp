@@ -178,6 +178,7 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     r.note = "wave model fitted on " + std::to_string(group->shapes) + " measured " + dtype_group(shape.dtype) +
              " shapes (" + (table->label.empty() ? table->gpu_id : table->label) + ")";
     r.ranked = rank_with_table(*table, gpu, shape, candidates, false);
+    if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
     for (auto& c : r.ranked) c.reason = describe_grid(c.grid);
   } else {

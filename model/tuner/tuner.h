@@ -28,6 +28,9 @@ struct RankedConfig {
 struct TuneResult {
   std::string method;  // "wave-table" or "analytical"
   std::string note;    // which table, or why there was none
+  // What orders `ranked`: "chooser" (the table's learned chooser, rank_score; two configurations
+  // whose pred_us are within a few percent may come in either order) or "pred_us".
+  std::string ranked_by = "pred_us";
   std::vector<RankedConfig> ranked;
 };
 

@@ -32,6 +32,8 @@ TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
   EXPECT_NE(r.out.find("waves"), std::string::npos);
   EXPECT_NE(r.out.find("% full"), std::string::npos) << r.out;
   EXPECT_EQ(lines_starting_with_digit(r.out), 3u) << r.out;
+  EXPECT_NE(r.out.find("ranked by the table's learned chooser, not by pred_us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Running a tuner configuration with cuBLASLt"), std::string::npos) << r.out;
 }
 
 TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
@@ -42,8 +44,13 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
   EXPECT_EQ(doc.at("method"), "wave-table");
   EXPECT_EQ(doc.at("gemm").at("dtype"), "fp8e4m3");
   ASSERT_EQ(doc.at("configs").size(), 4u);
+  // The shipped table has a chooser: the order is its rank_score's, highest first.
+  EXPECT_EQ(doc.at("ranked_by"), "chooser");
+  double previous_rank_score = doc["configs"][0].at("rank_score").get<double>();
   int rank = 1;
   for (const auto& c : doc["configs"]) {
+    EXPECT_LE(c.at("rank_score").get<double>(), previous_rank_score);
+    previous_rank_score = c.at("rank_score").get<double>();
     EXPECT_EQ(c.at("rank"), rank++);
     EXPECT_GT(c.at("pred_us").get<double>(), 0.0);
     EXPECT_GE(c.at("waves").get<int>(), 1);
@@ -63,6 +70,7 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);
   EXPECT_EQ(doc.at("method"), "analytical");
+  EXPECT_EQ(doc.at("ranked_by"), "pred_us");
   EXPECT_NE(doc.at("note").get<std::string>().find("no tuner table for l40s"), std::string::npos);
   EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
 }
