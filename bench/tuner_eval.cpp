@@ -174,7 +174,7 @@ struct GpuReport {
   // Training on the other sweep folds plus every row of the sampling plan (tiles_plan.csv).
   bool with_plan = false;
   std::size_t plan_rows = 0, plan_shapes = 0;  // nvjet rows of tiles_plan.csv added to each fold's training set
-  std::size_t pick_rows = 0;                   // the table path's measured choices (tuner_picks.csv, confirm.csv), each learned by the folds without its shape
+  std::size_t pick_rows = 0;                   // the table path's measured choices (tuner_picks.csv, picks/), each learned by the folds without its shape
   std::size_t table_json_bytes = 0;            // the table fitted on all of it (what perfloom-tuner-fit writes)
   std::size_t table_buckets = 0, table_classes = 0, table_config_factors = 0;
   std::vector<std::string> ranker_choice;  // per fold: the chooser's objective and grading (chosen on its training shapes)
@@ -351,7 +351,7 @@ void noise_floor(const bench::Sweep& tiles, const fs::path& gemm_csv, GpuReport&
 
 tuner::FitOptions g_fit;  // the fit's options; flags of this program may change them for experiments
 bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as before the plan data
-bool g_use_picks = true;  // --no-picks: the folds learn no table-path rows of DIR/<gpu>/tuner_picks.csv and confirm.csv (as before session 8)
+bool g_use_picks = true;  // --no-picks: the folds learn no table-path rows of DIR/<gpu>/tuner_picks.csv and picks/ (as before session 8)
 
 // --fold-cache DIR: every table this evaluation fits is kept as DIR/<gpu>/<key>.json.gz, the key a
 // hash of its training rows, the fit's options and the GPU, and read back by a later run with the
@@ -900,8 +900,8 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
        << "/tiles_plan.csv` (" << r.plan_shapes << " shapes, none of them a test shape).";
   if (r.pick_rows)
     os << " And the " << r.pick_rows << " measured choices of an earlier table path at the sweep's shapes that the sweep had not "
-          "measured there (`bench/data/" << r.gpu << "/tuner_picks.csv` and `confirm.csv`, the median of their repetitions; "
-          "sessions 8 and 9), those of its training shapes only.";
+          "measured there (`bench/data/" << r.gpu << "/tuner_picks.csv` and `picks/`, earlier re-measurements, the median of "
+          "their repetitions; sessions 8 and 9), those of its training shapes only.";
   os << "\n\n";
   os << "### Choice on held-out shapes\n\n";
   os << "| chooser | shapes | within 3% of the exhaustive best | chosen / best (geomean) | speedup vs cuBLASLt default: mean | geomean | max | min | slower than the default by >3% |\n";

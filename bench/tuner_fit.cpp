@@ -14,9 +14,9 @@
 //               first file's rows, bench/tuner_sweep.h read_exhaustive): 1,584 shapes per GPU
 //               instead of 250, which perfloom-tuner-eval measured as better on both GPUs (issue #8,
 //               session 7).
-//               Also by default: DIR/<gpu-id>/tuner_picks.csv(.gz) and confirm.csv(.gz), the table
+//               Also by default: DIR/<gpu-id>/tuner_picks.csv(.gz) and picks/*.csv(.gz), the table
 //               path's own first three configurations of every exhaustive shape, measured (the median
-//               of their repetitions over both files), where the sweep did not measure them: the
+//               of their repetitions over the files), where the sweep did not measure them: the
 //               choices it had ranked too high (issue #8, sessions 8 and 9; bench/tuner_sweep.h
 //               read_picks). --no-picks leaves them out.
 //   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
-                   "  --no-picks: without DIR/<gpu>/tuner_picks.csv and confirm.csv, the table path's measured choices (default: with them)\n";
+                   "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";

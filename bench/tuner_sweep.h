@@ -164,16 +164,22 @@ inline std::filesystem::path data_file(const std::filesystem::path& dir, const s
 // shape an earlier file already has, the later file's rows of it are dropped (the oldest measurement
 // is kept, so tiles.csv's shapes keep exactly their rows). `more` false, or no tiles_more/ folder:
 // tiles.csv alone, as before the extra sweeps. Throws like read_sweep.
-inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true) {
+// The *.csv and *.csv.gz files of DIR/SUB as "SUB/name", in name order; none without the folder.
+inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir, const std::string& sub) {
   namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  if (!fs::is_directory(dir / sub)) return out;
+  for (const auto& e : fs::directory_iterator(dir / sub))
+    if (const std::string n = e.path().filename().string(); e.is_regular_file() && (n.ends_with(".csv") || n.ends_with(".csv.gz")))
+      out.push_back(sub + "/" + n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true) {
   std::vector<std::string> names{"tiles.csv"};
-  if (more && fs::is_directory(dir / "tiles_more")) {
-    std::vector<std::string> extra;
-    for (const auto& e : fs::directory_iterator(dir / "tiles_more"))
-      if (const std::string n = e.path().filename().string();
-          e.is_regular_file() && (n.ends_with(".csv") || n.ends_with(".csv.gz")))
-        extra.push_back("tiles_more/" + n);
-    std::sort(extra.begin(), extra.end());
+  if (more) {
+    const auto extra = csv_files_under(dir, "tiles_more");
     names.insert(names.end(), extra.begin(), extra.end());
   }
   Sweep out;
@@ -202,22 +208,25 @@ inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true)
   return out;
 }
 
-// The re-measurements whose rows read_picks learns: lease A (session 8, the table path's choices
-// only) and the newest one-lease re-measurement (confirm.csv: every candidate of the held-out
-// shapes, the table path's among them).
-inline const std::vector<std::string>& picks_file_names() {
-  static const std::vector<std::string> names = {"tuner_picks.csv", "confirm.csv"};
-  return names;
+// The re-measurements whose table-path rows read_picks learns: DIR/tuner_picks.csv(.gz) (lease A,
+// session 8: the table path's choices only), then every earlier one-lease re-measurement kept in
+// DIR/picks/ (a confirm.csv moves there when a newer lease replaces it; session 9: lease C). The
+// newest re-measurement, DIR/confirm.csv, scores the tables these fitted and is not learned.
+inline std::vector<std::filesystem::path> picks_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  if (const auto f = data_file(dir, "tuner_picks.csv"); std::filesystem::exists(f)) out.push_back(f);
+  for (const auto& n : csv_files_under(dir, "picks")) out.push_back(dir / n);
+  return out;
 }
-// Those of them DIR has, plain or gzip'd: "tuner_picks.csv, confirm.csv" (empty: none).
+// Their names relative to DIR, comma-separated: "tuner_picks.csv.gz, picks/lease_c.csv.gz" (empty: none).
 inline std::string picks_files_present(const std::filesystem::path& dir) {
   std::string out;
-  for (const auto& n : picks_file_names())
-    if (std::filesystem::exists(data_file(dir, n))) out += (out.empty() ? "" : ", ") + n;
+  for (const auto& f : picks_files(dir))
+    out += (out.empty() ? "" : ", ") + std::filesystem::relative(f, dir).generic_string();
   return out;
 }
 
-// The tuner's own choices measured at the exhaustive shapes: the files of picks_file_names() in DIR,
+// The tuner's own choices measured at the exhaustive shapes: the files of picks_files(DIR),
 // re-measurements (`perfloom-tuner-eval --confirm-plan`, then `run_plan_on_gpu.sh --confirm --repeat R`)
 // whose rows tagged "table K" are the table path's first three configurations of a held-out shape, most
 // of them outside the configurations the sweep measured there. One row per (shape, configuration), its
@@ -235,9 +244,7 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
   for (const auto& r : sweep.rows)
     if (r.modelled) measured.insert(key(r.sample));
   std::map<Key, std::pair<SweepRow, std::vector<double>>> picks;
-  for (const auto& name : picks_file_names()) {
-    const std::filesystem::path file = data_file(dir, name);
-    if (!std::filesystem::exists(file)) continue;
+  for (const auto& file : picks_files(dir)) {
     for (auto& r : read_sweep(file.string()).rows) {
       if (!r.modelled || r.sample.heuristic_rank > 0 || r.source.find("table ") == std::string::npos) continue;
       const Key k = key(r.sample);

@@ -14,8 +14,8 @@
 # Run from the repository root. Plans: bench/data/<gpu-id>/plan_bf16.csv and plan_fp8e4m3.csv,
 # written by `perfloom tune --plan --dtype DT --gpu ID --out ...` and committed (the perfloom CLI
 # needs Qt, which GPU machines usually lack). Results land in OUTDIR/<gpu-id>/ (default OUTDIR:
-# $OUT if set, else ./collector-out): tiles_plan.csv log.txt env.txt dry_run.txt and the plans
-# used; copy tiles_plan.csv to bench/data/<gpu-id>/ and run
+# $OUT if set, else ./collector-out): tiles_plan.csv.gz log.txt env.txt dry_run.txt and the plans
+# used; copy tiles_plan.csv.gz (confirm.csv.gz under --confirm) to bench/data/<gpu-id>/ and run
 # `perfloom-tuner-eval --plan-fit` (bench/tuner_eval.cpp). About 3 to 4 minutes on an H100 or
 # H200: ~1 min to build, measuring at most --budget-s (default 150 s; the dry run prints an estimate).
 set -u -o pipefail
@@ -148,3 +148,6 @@ else
 fi
 log "done in $(( $(date +%s) - T0 ))s"
 [ -s "$OUTCSV" ] || exit 1
+# Gzip'd as committed (bench/data keeps collector CSVs as .csv.gz; a re-measurement passes 16 MB,
+# more than the GPU machine hands back uncompressed).
+gzip -9 -n -f "$OUTCSV"

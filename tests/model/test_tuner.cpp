@@ -730,15 +730,18 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
   EXPECT_EQ(got[0].sample.config.tile_m, 64);       // perfloom's orientation: cuBLASLt's 128x64 is 64 along M
   EXPECT_EQ(got[0].sample.config.tile_n, 128);
   EXPECT_EQ(got[0].sample.config.cluster_n, 2);
-  EXPECT_EQ(bench::picks_files_present(dir), "tuner_picks.csv");
-  // A later re-measurement (confirm.csv) adds its repetitions of the same configuration to the
-  // median, and its own table-path configurations ("earlier: table K" from a merged plan too).
-  std::ofstream(dir / "confirm.csv") << header << row("128x64", "2x1x1", 16, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=1")
+  EXPECT_EQ(bench::picks_files_present(dir), "tuner_picks.csv.gz");
+  // An earlier one-lease re-measurement kept in picks/ adds its repetitions of the same
+  // configuration to the median, and its own table-path configurations ("earlier: table K" from a
+  // merged plan too); the newest one, confirm.csv, scores and is not learned.
+  fs::create_directories(dir / "picks");
+  std::ofstream(dir / "confirm.csv") << header << row("512x64", "1x1x1", 5, -2, "plan:64x512x64/s1/c1x1 table 1 rep=1");
+  std::ofstream(dir / "picks" / "lease_c.csv") << header << row("128x64", "2x1x1", 16, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=1")
                                      << row("128x64", "2x1x1", 17, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=2")
                                      << row("256x128", "1x2x1", 30, -2, "plan:128x256x64/s1/c2x1 table 1 via=r3 rep=1");
   const auto both = bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
   ASSERT_EQ(both.size(), 2u);
-  EXPECT_EQ(bench::picks_files_present(dir), "tuner_picks.csv, confirm.csv");
+  EXPECT_EQ(bench::picks_files_present(dir), "tuner_picks.csv.gz, picks/lease_c.csv");
   for (const auto& r : both) {
     if (r.sample.config.tile_n == 128) {
       EXPECT_DOUBLE_EQ(r.sample.latency_us, 15);  // the median of 12, 11, 15, 16 and 17
@@ -748,7 +751,7 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
       EXPECT_EQ(r.sample.config.tile_m, 128);
     }
   }
-  fs::remove(dir / "confirm.csv");
+  fs::remove_all(dir / "picks");
   std::ofstream(dir / "tuner_picks.csv.gz", std::ios::binary) << gzip_text(picks).substr(0, 40);  // cut: refused by name
   try {
     bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
