@@ -158,12 +158,6 @@ inline std::filesystem::path data_file(const std::filesystem::path& dir, const s
   return std::filesystem::exists(gz) ? gz : plain;
 }
 
-// Every exhaustive tile sweep of one GPU's data folder DIR: DIR/tiles.csv (or .csv.gz), then, with `more`, every
-// *.csv (or *.csv.gz) of DIR/tiles_more/ in name order (further runs of `perfloom-collect --sweep tiles --seed S`,
-// which draw other shapes). One (dtype, M, N, K) shape is one shape: where a later file measured a
-// shape an earlier file already has, the later file's rows of it are dropped (the oldest measurement
-// is kept, so tiles.csv's shapes keep exactly their rows). `more` false, or no tiles_more/ folder:
-// tiles.csv alone, as before the extra sweeps. Throws like read_sweep.
 // The *.csv and *.csv.gz files of DIR/SUB as "SUB/name", in name order; none without the folder.
 inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir, const std::string& sub) {
   namespace fs = std::filesystem;
@@ -176,6 +170,12 @@ inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir
   return out;
 }
 
+// Every exhaustive tile sweep of one GPU's data folder DIR: DIR/tiles.csv (or .csv.gz), then, with `more`, every
+// *.csv (or *.csv.gz) of DIR/tiles_more/ in name order (further runs of `perfloom-collect --sweep tiles --seed S`,
+// which draw other shapes). One (dtype, M, N, K) shape is one shape: where a later file measured a
+// shape an earlier file already has, the later file's rows of it are dropped (the oldest measurement
+// is kept, so tiles.csv's shapes keep exactly their rows). `more` false, or no tiles_more/ folder:
+// tiles.csv alone, as before the extra sweeps. Throws like read_sweep.
 inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true) {
   std::vector<std::string> names{"tiles.csv"};
   if (more) {
