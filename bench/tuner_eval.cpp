@@ -43,7 +43,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <future>
 #include <fstream>
@@ -61,6 +60,7 @@
 #include "model/compressed_text.h"
 #include "model/families/gemm/gemm_model.h"
 #include "model/gpu_database.h"
+#include "model/hash.h"
 #include "model/learned_predictor.h"
 #include "model/xgb_booster.h"
 #include "model/tuner/sampling_plan.h"
@@ -200,6 +200,10 @@ struct GpuReport {
   std::size_t confirm_table_refused_later = 0;  // shapes whose table top 2 or 3 held a refused configuration
   std::size_t confirm_table_outside = 0;      // ... outside the configurations the sweep measured at the shape
   std::size_t confirm_table_beats_sweep = 0;  // ... more than 3% faster than every configuration of the sweep's set
+  // The shapes whose table-path first choice was scored, refused or not planned (at least 1, a divisor).
+  std::size_t confirm_table_shapes() const {
+    return std::max<std::size_t>(1, confirm_table.within3.size() + confirm_table_refused + confirm_table_missing);
+  }
   std::vector<double> confirm_rep_ratio;  // a configuration's first measurement over its second (same lease)
   std::vector<double> confirm_vs_sweep;   // a configuration's re-measured median over the sweep's measurement
 };
@@ -359,16 +363,14 @@ bool g_use_picks = true;  // --no-picks: the folds learn no table-path rows of D
 // its JSON form also on the run that writes it, so the run that writes a re-measurement plan and the
 // run that scores it rank with the same numbers (the JSON keeps coefficients to 5–7 digits).
 fs::path g_fold_cache;
-struct Fnv {
-  std::uint64_t h = 1469598103934665603ull;
+struct Fnv {  // model/hash.h's FNV-1a over each value's bytes, continued piece by piece
+  std::uint64_t h = kFnv1aOffset;
   template <class T>
   void add(const T& v) {
-    unsigned char b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    for (unsigned char c : b) h = (h ^ c) * 1099511628211ull;
+    h = fnv1a(std::string_view(reinterpret_cast<const char*>(&v), sizeof(T)), h);
   }
   void add(const std::string& s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = fnv1a(s, h);
     add(s.size());
   }
 };
@@ -1017,9 +1019,8 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
           "re-measured configuration, the table's included. Its first choice was more than 3% faster than every re-measured "
           "configuration of the sweep's set on "
        << r.confirm_table_beats_sweep << " shapes. **cuBLASLt refused its first choice on " << r.confirm_table_refused << " of "
-       << r.confirm_table.within3.size() + r.confirm_table_refused + r.confirm_table_missing << " shapes** ("
-       << pct(static_cast<double>(r.confirm_table_refused) /
-              std::max<std::size_t>(1, r.confirm_table.within3.size() + r.confirm_table_refused + r.confirm_table_missing))
+       << r.confirm_table_shapes() << " shapes** ("
+       << pct(static_cast<double>(r.confirm_table_refused) / r.confirm_table_shapes())
        << "; `cublasLtMatmulAlgoCheck` status 15, not supported, with the tile, cluster and split-K set on every base the "
           "collector tries, `GemmProblem::force` in bench/collector/gemm.h), and a configuration of its first 2–3 on "
        << r.confirm_table_refused_later << "; the rows above leave refused first choices out (counted as misses, the table path lands within 3% on "
@@ -1264,8 +1265,7 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
        << "), 2–3 runs instead of the ~23 of an exhaustive search.\n";
     if (std::all_of(R.begin(), R.end(), [](const GpuReport& r) { return !r.confirm_table.within3.empty(); })) {
       auto refused_share = [](const GpuReport& r) {
-        return static_cast<double>(r.confirm_table_refused) /
-               std::max<std::size_t>(1, r.confirm_table.within3.size() + r.confirm_table_refused + r.confirm_table_missing);
+        return static_cast<double>(r.confirm_table_refused) / r.confirm_table_shapes();
       };
       md << "- **What `perfloom tune` answers** (the table path: its candidates come from the shape buckets, not from the "
             "configurations the sweep measured at the shape) is scored on the same re-measurement, which timed its first "
