@@ -30,7 +30,9 @@
 //   plan's rows in the fit), --learned ROUNDS DEPTH (the learned residual; 0 0: none), --tiles-only (the
 //   exhaustive shapes of tiles.csv alone, without DIR/<gpu>/tiles_more/*.csv: as before the extra sweeps),
 //   --train-share F (each fold trains on the sweep rows of a fixed share F of its training shapes: a
-//   learning curve), --main-only (the main evaluation alone: no sweep-only pass, no variants).
+//   learning curve), --main-only (the main evaluation alone: no sweep-only pass, no variants),
+//   --nearest-shapes N (the table path's candidates take the winners of the N nearest measured shapes,
+//   tuner.h table_candidates; default kNearestShapes, 0: the shape buckets alone, as before session 10).
 //   --confirm-plan DIR: also write DIR/<gpu>/confirm_plan.csv, per held-out shape the configurations to
 //   measure again on one lease (the model's top 3, the sweep's fastest); with those measurements in
 //   DIR/<gpu>/confirm.csv(.gz) (run_plan_on_gpu.sh --confirm), the report scores the same picks against
@@ -132,6 +134,7 @@ bool g_more = true;
 // exhaustive shapes. --main-only: the main evaluation alone (no sweep-only pass, no variants).
 double g_train_share = 1.0;
 bool g_main_only = false;
+std::size_t g_nearest_shapes = tuner::kNearestShapes;  // --nearest-shapes N: the table path's nearest measured shapes (tuner.h)
 bool in_train_share(const tuner::GemmShape& s) { return g_train_share >= 1.0 || tuner::shape_fold(s, 97) < g_train_share * 97; }
 fs::path g_confirm_plan;  // --confirm-plan DIR: write DIR/<gpu>/confirm_plan.csv, the test shapes' candidates to re-measure
 bool g_light = false;  // variants table: only the choice on held-out shapes, no timing or baselines  // --insample: fit on every shape (an upper bound, not an evaluation)
@@ -407,7 +410,10 @@ tuner::TunerTable fit_table(const std::vector<tuner::TunerSample>& samples, cons
     out.close();
     fs::rename(tmp, f);
   }
-  return tuner::parse_tuner_table(json, f.string());
+  tuner::TunerTable table = tuner::parse_tuner_table(json, f.string());
+  // The candidates are cheap to build and not part of the cache key's model: always this build's.
+  tuner::refit_candidates(table, samples, o);
+  return table;
 }
 
 // `with_plan`: every fold's training set also gets the nvjet rows of DIR/tiles_plan.csv (the points of
@@ -727,7 +733,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
 
       // The table path, as `perfloom tune` runs it.
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
-      const auto cands = tuner::table_candidates(group, shape);
+      const auto cands = tuner::table_candidates(group, shape, 8, g_nearest_shapes);
       rep.candidates_per_query.push_back(static_cast<double>(cands.size()));
       const auto table_ranked = tuner::rank_with_table(table, gpu, shape, cands, false);
       double pick = NAN;
@@ -2352,6 +2358,7 @@ int main(int argc, char** argv) {
     else if (a == "--fold-cache" && i + 1 < argc) g_fold_cache = argv[++i];
     else if (a == "--no-picks") g_use_picks = false;
     else if (a == "--main-only") g_main_only = true;
+    else if (a == "--nearest-shapes" && i + 1 < argc) g_nearest_shapes = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {
       g_dump.open(argv[++i]);

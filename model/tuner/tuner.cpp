@@ -102,7 +102,8 @@ std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec
   return out;
 }
 
-std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want) {
+std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want,
+                                         std::size_t nearest) {
   const BucketKey q = bucket_of(shape.M, shape.N, shape.K);
   std::vector<std::pair<int, const std::vector<TileConfig>*>> near;
   near.reserve(group.buckets.size());
@@ -119,6 +120,21 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
     // Every bucket at the nearest distance counts, then farther ones until there are enough.
     if (out.size() >= want && near[i].first > near.front().first) break;
     for (const auto& c : *near[i].second) add(c);
+  }
+  if (nearest > 0 && !group.winners.empty()) {
+    const double lm = std::log2(static_cast<double>(shape.M)), ln = std::log2(static_cast<double>(shape.N)),
+                 lk = std::log2(static_cast<double>(shape.K));
+    std::vector<std::pair<double, const ShapeWinners*>> by_distance;
+    by_distance.reserve(group.winners.size());
+    for (const auto& w : group.winners)
+      by_distance.emplace_back(std::abs(std::log2(static_cast<double>(w.M)) - lm) + std::abs(std::log2(static_cast<double>(w.N)) - ln) +
+                                   std::abs(std::log2(static_cast<double>(w.K)) - lk),
+                               &w);
+    const std::size_t n = std::min(nearest, by_distance.size());
+    std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(n), by_distance.end(),
+                      [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });
+    for (std::size_t i = 0; i < n; ++i)
+      for (const auto& c : by_distance[i].second->configs) add(c);
   }
   for (const auto& c : group.common) add(c);
   return out;

@@ -47,8 +47,12 @@ std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuS
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                           const std::vector<TileConfig>& configs, bool with_reasons = true);
 // The candidates of a query: the configurations of the nearest shape buckets (octaves of M, N and
-// K, nearest first, at least `want` of them) and the group's most frequent winners.
-std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want = 8);
+// K, nearest first, at least `want` of them), the winners of the `nearest` measured shapes closest
+// to it (distance: the sum of |log2| ratios of M, N and K; GroupTable::winners) and the group's
+// most frequent winners. Session 10 chose 4 nearest shapes (bench/results/tuner_eval.md).
+inline constexpr std::size_t kNearestShapes = 4;
+std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want = 8,
+                                         std::size_t nearest = kNearestShapes);
 
 // The analytical model's candidate tiles (with split-K where the output leaves SMs idle), each
 // predicted by the roofline predictor with the tile set, best first.

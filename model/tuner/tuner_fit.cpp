@@ -165,6 +165,54 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
   out.shapes = static_cast<int>(all.size());
   return out;
 }
+// Table 1 of a group: per shape its fastest few configurations (at most candidates_per_shape, within
+// candidate_within of its best: GroupTable::winners); a bucket ranks them by how close to the best
+// they came, summed over its shapes; the group's most frequent winners.
+void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const FitOptions& opt) {
+  g.buckets.clear();
+  g.common.clear();
+  g.winners.clear();
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::vector<const TunerSample*>> shapes;
+  for (const TunerSample* s : rows) shapes[shape_key(s->shape)].push_back(s);
+  g.shapes = static_cast<int>(shapes.size());
+  std::map<BucketKey, std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>>> bucket_scores;
+  std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>> wins;
+  for (auto& [key, list] : shapes) {
+    std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->latency_us < b->latency_us; });
+    const double best = list.front()->latency_us;
+    const GemmShape& sh = list.front()->shape;
+    auto& scores = bucket_scores[bucket_of(sh.M, sh.N, sh.K)];
+    ShapeWinners& sw = g.winners.emplace_back();
+    sw.M = sh.M, sw.N = sh.N, sw.K = sh.K;
+    int taken = 0;
+    std::vector<decltype(candidate_key(TileConfig{}))> seen;
+    for (const TunerSample* s : list) {
+      if (taken >= opt.candidates_per_shape || s->latency_us > best * opt.candidate_within) break;
+      const auto ck = candidate_key(s->config);
+      if (std::find(seen.begin(), seen.end(), ck) != seen.end()) continue;
+      seen.push_back(ck);
+      TileConfig c = s->config;
+      c.stages = 0;
+      sw.configs.push_back(c);
+      auto& slot = scores.try_emplace(ck, 0.0, c).first->second;
+      slot.first += best / s->latency_us;
+      if (taken == 0) wins.try_emplace(ck, 0.0, c).first->second.first += 1.0;
+      ++taken;
+    }
+  }
+  for (auto& [bk, scores] : bucket_scores) {
+    std::vector<std::pair<double, TileConfig>> v;
+    for (auto& [ck, sc] : scores) v.push_back(sc);
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    auto& out = g.buckets[bk];
+    for (std::size_t i = 0; i < v.size() && static_cast<int>(i) < opt.bucket_cap; ++i) out.push_back(v[i].second);
+  }
+  std::vector<std::pair<double, TileConfig>> w;
+  for (auto& [ck, sc] : wins) w.push_back(sc);
+  std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; i < w.size() && static_cast<int>(i) < opt.common_count; ++i) g.common.push_back(w[i].second);
+}
+
 }  // namespace
 
 int shape_fold(const GemmShape& s, int folds) {
@@ -298,48 +346,19 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
 
     if (opt.learned_rounds > 0) g.learned = fit_learned_residual(g, rows, feats, shape_best, opt);
 
-    // Buckets: per shape its fastest few configurations; a bucket ranks them by how close to the
-    // best they came, summed over its shapes.
-    std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::vector<const TunerSample*>> shapes;
-    for (const TunerSample* s : rows) shapes[shape_key(s->shape)].push_back(s);
-    g.shapes = static_cast<int>(shapes.size());
-    std::map<BucketKey, std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>>> bucket_scores;
-    std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>> wins;
-    for (auto& [key, list] : shapes) {
-      std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->latency_us < b->latency_us; });
-      const double best = list.front()->latency_us;
-      const GemmShape& sh = list.front()->shape;
-      auto& scores = bucket_scores[bucket_of(sh.M, sh.N, sh.K)];
-      int taken = 0;
-      std::vector<decltype(candidate_key(TileConfig{}))> seen;
-      for (const TunerSample* s : list) {
-        if (taken >= opt.candidates_per_shape || s->latency_us > best * opt.candidate_within) break;
-        const auto ck = candidate_key(s->config);
-        if (std::find(seen.begin(), seen.end(), ck) != seen.end()) continue;
-        seen.push_back(ck);
-        TileConfig c = s->config;
-        c.stages = 0;
-        auto& slot = scores.try_emplace(ck, 0.0, c).first->second;
-        slot.first += best / s->latency_us;
-        if (taken == 0) wins.try_emplace(ck, 0.0, c).first->second.first += 1.0;
-        ++taken;
-      }
-    }
-    for (auto& [bk, scores] : bucket_scores) {
-      std::vector<std::pair<double, TileConfig>> v;
-      for (auto& [ck, sc] : scores) v.push_back(sc);
-      std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-      auto& out = g.buckets[bk];
-      for (std::size_t i = 0; i < v.size() && static_cast<int>(i) < opt.bucket_cap; ++i) out.push_back(v[i].second);
-    }
-    std::vector<std::pair<double, TileConfig>> w;
-    for (auto& [ck, sc] : wins) w.push_back(sc);
-    std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (std::size_t i = 0; i < w.size() && static_cast<int>(i) < opt.common_count; ++i) g.common.push_back(w[i].second);
+    fit_candidates(g, rows, opt);
     table.groups.emplace(name, std::move(g));
   }
   if (opt.ranker_rounds > 0) table.ranker = fit_ranker(samples, gpu, opt, table);
   return table;
+}
+
+void refit_candidates(TunerTable& table, const std::vector<TunerSample>& samples, const FitOptions& options) {
+  std::map<std::string, std::vector<const TunerSample*>> by_group;
+  for (const auto& s : samples)
+    if (s.latency_us > 0 && std::isfinite(s.latency_us)) by_group[dtype_group(s.shape.dtype)].push_back(&s);
+  for (auto& [name, rows] : by_group)
+    if (auto it = table.groups.find(name); it != table.groups.end()) fit_candidates(it->second, rows, options);
 }
 
 }  // namespace perfloom::tuner

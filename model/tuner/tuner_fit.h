@@ -77,4 +77,10 @@ SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const Gpu
 TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& options = {},
                            const std::string& source = "");
 
+// Table 1 (buckets, the shapes' winners, the most frequent winners) of every group of `table` again
+// from `samples`, as fit_tuner_table builds it; the fitted coefficients and models are left alone.
+// It is cheap (a sort per shape): perfloom-tuner-eval applies it to the tables it caches, so that a
+// change of the candidates does not refit them.
+void refit_candidates(TunerTable& table, const std::vector<TunerSample>& samples, const FitOptions& options = {});
+
 }  // namespace perfloom::tuner

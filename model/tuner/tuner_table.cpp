@@ -263,6 +263,17 @@ std::string tuner_table_to_json(const TunerTable& table) {
     json common = json::array();
     for (const auto& t : g.common) common.push_back(config_to_string(t));
     os << "\n   ],\n   \"common\": " << common.dump();
+    if (!g.winners.empty()) {
+      os << ",\n   \"winners\": [";  // [M, N, K, configuration...] per measured shape
+      f2 = true;
+      for (const auto& w : g.winners) {
+        json row = {w.M, w.N, w.K};
+        for (const auto& t : w.configs) row.push_back(config_to_string(t));
+        os << (f2 ? "\n    " : ",\n    ") << row.dump();
+        f2 = false;
+      }
+      os << "\n   ]";
+    }
     if (std::any_of(g.residual.begin(), g.residual.end(), [](double v) { return v != 0; })) {
       json names = json::array(), vals = json::array();
       for (std::size_t i = 0; i < kResidualCount; ++i) {
@@ -404,6 +415,22 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       if (!gt.buckets.emplace(key, std::move(configs)).second) fail(label, bw, "repeats a bucket");
     }
     gt.common = configs_from(need(gj, "common", label, where), where + ".common");
+    if (auto it = gj.find("winners"); it != gj.end()) {
+      if (!it->is_array()) fail(label, where + ".winners", "is not an array");
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        const std::string ww = where + ".winners[" + std::to_string(i) + "]";
+        const json& row = (*it)[i];
+        if (!row.is_array() || row.size() < 4)
+          fail(label, ww, "is not [M, N, K, configuration...] with at least one configuration");
+        ShapeWinners w;
+        for (int d = 0; d < 3; ++d)
+          if (!row[d].is_number_integer() || row[d].get<int64_t>() <= 0)
+            fail(label, ww + "[" + std::to_string(d) + "]", "is not a positive integer");
+        w.M = row[0].get<int64_t>(), w.N = row[1].get<int64_t>(), w.K = row[2].get<int64_t>();
+        w.configs = configs_from(json(row.begin() + 3, row.end()), ww + ".configurations");
+        gt.winners.push_back(std::move(w));
+      }
+    }
     if (auto it = gj.find("residual"); it != gj.end()) {
       std::vector<std::string> names;
       for (auto n : residual_names()) names.emplace_back(n);

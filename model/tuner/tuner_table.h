@@ -55,11 +55,20 @@ struct BucketKey {
 };
 BucketKey bucket_of(int64_t M, int64_t N, int64_t K);
 
+// A measured shape of the fit and its fastest configurations, best first (tuner_fit.h
+// FitOptions::candidates_per_shape, within candidate_within of its best): a query's nearest measured
+// shapes lend it their winners, which octave buckets blur (tuner.h table_candidates).
+struct ShapeWinners {
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<TileConfig> configs;
+};
+
 struct GroupTable {
   Coefficients global{};                 // a class the table has not seen uses these
   std::map<TileClassKey, ClassFit> classes;
   std::map<BucketKey, std::vector<TileConfig>> buckets;  // best first
   std::vector<TileConfig> common;        // configurations that won most often in the group
+  std::vector<ShapeWinners> winners;     // per measured shape (JSON "winners"; tables before session 10 have none)
   // Residual correction in log space (wave_model.h residual_features); all zero: none.
   std::array<double, kResidualCount> residual{};
   // Per exact configuration a shrunk multiplicative factor (JSON keys: config_key_string).

@@ -476,6 +476,65 @@ TEST(TunerLookup, ReturnsTheBestCandidateOfASyntheticTable) {
   EXPECT_EQ(tune_gemm(shape, h100, 2, &t2).ranked[0].config, a);
 }
 
+TEST(TunerLookup, TheNearestMeasuredShapesLendTheirWinners) {
+  // One bucket far away offers a (cost 20); two measured shapes near the query won with b (cost 5)
+  // and c (9), a farther one with d (1): with the 2 nearest shapes, b and c become candidates, d not.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TileConfig a = tile(128, 128, 64), b = tile(128, 256, 64, 1, 2, 1), c = tile(64, 64, 64), d = tile(256, 128, 64);
+  TunerTable t = constant_table({{a, 20}, {b, 5}, {c, 9}, {d, 1}}, {a}, bucket_of(16, 16, 16));
+  GroupTable& g = t.groups["16bit"];
+  g.winners = {{1000, 1000, 1100, {b}}, {900, 1024, 1024, {c, b}}, {4096, 4096, 4096, {d}}};
+  const GemmShape shape{1024, 1024, 1024, Dtype::bf16};
+  const auto cands = table_candidates(g, shape, 1, 2);
+  ASSERT_EQ(cands.size(), 3u);  // a, then b (nearest: |log2 1100/1024| = 0.10) and c (0.19)
+  EXPECT_EQ(cands[0], a);
+  EXPECT_EQ(cands[1], b);
+  EXPECT_EQ(cands[2], c);
+  EXPECT_EQ(table_candidates(g, shape, 1, 0).size(), 1u);  // nearest 0: the buckets alone
+  EXPECT_EQ(table_candidates(g, shape, 1, 3).back(), d);
+  EXPECT_EQ(tune_gemm(shape, h100, 1, &t).ranked[0].config, d);  // kNearestShapes (4) reaches d
+  // The winners survive the JSON form, and a malformed entry is refused with its place.
+  const std::string text = tuner_table_to_json(t);
+  const TunerTable back = parse_tuner_table(text, "w.json");
+  ASSERT_EQ(back.groups.at("16bit").winners.size(), 3u);
+  EXPECT_EQ(back.groups.at("16bit").winners[1].configs, (std::vector<TileConfig>{c, b}));
+  EXPECT_EQ(back.groups.at("16bit").winners[1].M, 900);
+  for (const auto& [from, to, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"[900,1024,1024,", "[900,-1024,1024,", "groups.16bit.winners[1][1]': is not a positive integer"},
+           {"[4096,4096,4096,\"256x128x64/s1/c1x1\"]", "[4096,4096,4096]", "groups.16bit.winners[2]': is not [M, N, K"},
+           {"[900,1024,1024,\"64x64x64", "[900,1024,1024,\"64x6zx64", "groups.16bit.winners[1].configurations[0]'"}}) {
+    std::string bad = text;
+    const auto at = bad.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    bad.replace(at, from.size(), to);
+    try {
+      parse_tuner_table(bad, "w.json");
+      ADD_FAILURE() << "accepted " << to;
+    } catch (const TunerTableError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  // A fit records every measured shape with its fastest configurations, best first.
+  std::vector<TunerSample> samples;
+  for (const auto& [cfg, us] : std::vector<std::pair<TileConfig, double>>{{a, 12}, {b, 10}, {c, 10.5}, {d, 30}}) {
+    TunerSample s;
+    s.shape = {512, 2048, 1024, Dtype::bf16};
+    s.config = cfg;
+    s.latency_us = us;
+    samples.push_back(s);
+  }
+  FitOptions opt;
+  opt.learned_rounds = 0;
+  opt.ranker_rounds = 0;
+  TunerTable fitted = fit_tuner_table(samples, h100, opt);
+  ASSERT_EQ(fitted.groups.at("16bit").winners.size(), 1u);
+  EXPECT_EQ(fitted.groups.at("16bit").winners[0].configs, (std::vector<TileConfig>{b, c}));  // a is 20% slower, d 3x
+  fitted.groups.at("16bit").winners.clear();
+  refit_candidates(fitted, samples, opt);
+  EXPECT_EQ(fitted.groups.at("16bit").winners[0].M, 512);
+  EXPECT_EQ(fitted.groups.at("16bit").winners[0].configs.size(), 2u);
+}
+
 TEST(TunerLookup, SupportPenaltyBreaksNearTiesTowardWellMeasuredClasses) {
   const GpuSpec& h100 = db().get("h100-sxm");
   const TileConfig a = tile(128, 128, 64), b = tile(64, 64, 64);
