@@ -127,9 +127,7 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
     std::vector<std::pair<double, const ShapeWinners*>> by_distance;
     by_distance.reserve(group.winners.size());
     for (const auto& w : group.winners)
-      by_distance.emplace_back(std::abs(std::log2(static_cast<double>(w.M)) - lm) + std::abs(std::log2(static_cast<double>(w.N)) - ln) +
-                                   std::abs(std::log2(static_cast<double>(w.K)) - lk),
-                               &w);
+      by_distance.emplace_back(std::abs(w.log2_dims[0] - lm) + std::abs(w.log2_dims[1] - ln) + std::abs(w.log2_dims[2] - lk), &w);
     const std::size_t n = std::min(nearest, by_distance.size());
     std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(n), by_distance.end(),
                       [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });

@@ -182,8 +182,7 @@ void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const F
     const double best = list.front()->latency_us;
     const GemmShape& sh = list.front()->shape;
     auto& scores = bucket_scores[bucket_of(sh.M, sh.N, sh.K)];
-    ShapeWinners& sw = g.winners.emplace_back();
-    sw.M = sh.M, sw.N = sh.N, sw.K = sh.K;
+    std::vector<TileConfig> fastest;
     int taken = 0;
     std::vector<decltype(candidate_key(TileConfig{}))> seen;
     for (const TunerSample* s : list) {
@@ -193,12 +192,13 @@ void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const F
       seen.push_back(ck);
       TileConfig c = s->config;
       c.stages = 0;
-      sw.configs.push_back(c);
+      fastest.push_back(c);
       auto& slot = scores.try_emplace(ck, 0.0, c).first->second;
       slot.first += best / s->latency_us;
       if (taken == 0) wins.try_emplace(ck, 0.0, c).first->second.first += 1.0;
       ++taken;
     }
+    g.winners.emplace_back(sh.M, sh.N, sh.K, std::move(fastest));
   }
   for (auto& [bk, scores] : bucket_scores) {
     std::vector<std::pair<double, TileConfig>> v;

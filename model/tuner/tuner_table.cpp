@@ -422,13 +422,11 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
         const json& row = (*it)[i];
         if (!row.is_array() || row.size() < 4)
           fail(label, ww, "is not [M, N, K, configuration...] with at least one configuration");
-        ShapeWinners w;
         for (int d = 0; d < 3; ++d)
           if (!row[d].is_number_integer() || row[d].get<int64_t>() <= 0)
             fail(label, ww + "[" + std::to_string(d) + "]", "is not a positive integer");
-        w.M = row[0].get<int64_t>(), w.N = row[1].get<int64_t>(), w.K = row[2].get<int64_t>();
-        w.configs = configs_from(json(row.begin() + 3, row.end()), ww + ".configurations");
-        gt.winners.push_back(std::move(w));
+        gt.winners.emplace_back(row[0].get<int64_t>(), row[1].get<int64_t>(), row[2].get<int64_t>(),
+                                configs_from(json(row.begin() + 3, row.end()), ww + ".configurations"));
       }
     }
     if (auto it = gj.find("residual"); it != gj.end()) {

@@ -7,6 +7,7 @@
 //      wave model (wave_model.h): a candidate's latency is one dot product.
 // A query therefore costs a bucket lookup and a dozen dot products: microseconds.
 #include <array>
+#include <cmath>
 #include <compare>
 #include <map>
 #include <memory>
@@ -59,8 +60,13 @@ BucketKey bucket_of(int64_t M, int64_t N, int64_t K);
 // FitOptions::candidates_per_shape, within candidate_within of its best): a query's nearest measured
 // shapes lend it their winners, which octave buckets blur (tuner.h table_candidates).
 struct ShapeWinners {
+  ShapeWinners(int64_t m, int64_t n, int64_t k, std::vector<TileConfig> best)
+      : M(m), N(n), K(k), configs(std::move(best)),
+        log2_dims{std::log2(static_cast<double>(m)), std::log2(static_cast<double>(n)), std::log2(static_cast<double>(k))} {}
   int64_t M = 0, N = 0, K = 0;
   std::vector<TileConfig> configs;
+  // log2 of M, N and K, taken once here rather than for every measured shape of every query.
+  std::array<double, 3> log2_dims{};
 };
 
 struct GroupTable {
