@@ -34,6 +34,12 @@
 //   learning curve), --main-only (the main evaluation alone: no sweep-only pass, no variants),
 //   --nearest-shapes N (the table path's candidates take the winners of the N nearest measured shapes,
 //   tuner.h table_candidates; default kNearestShapes, 0: the shape buckets alone, as before session 10).
+//   --dump-table-path FILE.csv: per re-measured shape (DIR/<gpu>/confirm.csv) every candidate of the table
+//   path in its order, with the model's latency and score, the chooser's score, the re-measured median
+//   (empty: not measured), the shape's re-measured best and cuBLASLt default, whether the sweep measured
+//   it, its waves and fill, and where it stood among the winners of the 8 nearest measured shapes of the
+//   fold's table ("distance:position" with position -1 where absent): the input of offline analyses of
+//   the table path's misses (session 11, tuner_eval.md).
 //   --confirm-plan DIR: also write DIR/<gpu>/confirm_plan.csv, per held-out shape the configurations to
 //   measure again on one lease (the model's top 3, the sweep's fastest); with those measurements in
 //   DIR/<gpu>/confirm.csv(.gz) (run_plan_on_gpu.sh --confirm), the report scores the same picks against
@@ -52,6 +58,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -126,6 +133,8 @@ struct ChoiceStats {
 };
 
 std::ofstream g_dump;  // --dump FILE.csv: every held-out point with its prediction
+std::ofstream g_dump_table;  // --dump-table-path FILE.csv: every re-measured shape's table-path candidates, ranked
+std::mutex g_dump_table_mutex;  // the GPUs are evaluated in parallel
 bool g_insample = false;
 // The exhaustive sweeps: tiles.csv plus every tiles_more/*.csv of the GPU's folder (bench/tuner_sweep.h
 // read_exhaustive); --tiles-only: tiles.csv alone, as before the extra sweeps.
@@ -498,7 +507,8 @@ void confirm_candidates(const RankedRows& ranked, const std::vector<tuner::Ranke
 // Scores one held-out shape on its re-measurement: the best is the fastest re-measured median.
 void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedConfig>& table_ranked, const Pick& p,
                       const std::vector<const bench::SweepRow*>& rows, const bench::SweepRow* sweep_best, double threshold,
-                      const std::map<std::string, std::vector<double>>& meas, const std::set<std::string>* planned, GpuReport& rep) {
+                      const std::map<std::string, std::vector<double>>& meas, const std::set<std::string>* planned, GpuReport& rep,
+                      const tuner::GroupTable& group) {
   auto med = [&](const std::string& id) {
     auto it = meas.find(id);
     return it == meas.end() ? NAN : bench::median(it->second);
@@ -518,6 +528,33 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
       sweep_set_best = std::min(sweep_set_best, m);
     }
   rep.confirm_default.add(dflt, best, dflt);
+  if (g_dump_table.is_open() && !ranked.empty()) {
+    const auto& sh = ranked.front().first->sample.shape;
+    std::ostringstream os;
+    for (std::size_t i = 0; i < table_ranked.size(); ++i) {
+      const auto& rc = table_ranked[i];
+      const double m = med(forced_identity(rc.config));
+      const bool in_sweep = std::any_of(rows.begin(), rows.end(), [&](const bench::SweepRow* r) {
+        return r->modelled && same_config(r->sample.config, rc.config);
+      });
+      os << rep.gpu << "," << dtype_name(sh.dtype) << "," << sh.M << "," << sh.N << "," << sh.K << "," << forced_identity(rc.config) << ","
+                   << i + 1 << "," << rc.pred_us << "," << rc.score << "," << rc.rank_score << ","
+                   << (std::isfinite(m) ? std::to_string(m) : "") << "," << best << "," << dflt << "," << in_sweep << ","
+                   << rc.grid.waves << "," << rc.grid.last_wave_fill << "," << rc.class_samples << ",";
+      // Where the candidate stood among the winners of the 8 nearest measured shapes: distance:position (-1: absent).
+      const auto near = tuner::nearest_winners(group, sh, 8);
+      for (std::size_t j = 0; j < near.size(); ++j) {
+        int at = -1;
+        const auto& cs = near[j].second->configs;
+        for (std::size_t q = 0; q < cs.size() && at < 0; ++q)
+          if (same_config(cs[q], rc.config)) at = static_cast<int>(q);
+        os << (j ? ";" : "") << near[j].first << ":" << at;
+      }
+      os << "\n";
+    }
+    const std::lock_guard<std::mutex> lock(g_dump_table_mutex);
+    g_dump_table << os.str();
+  }
   // The table path: its first choice, then the fastest of its first 2 and 3 (where re-measured).
   if (!table_ranked.empty()) {
     auto refused = [&](const TileConfig& c) {
@@ -760,7 +797,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       if (!g_confirm_plan.empty()) confirm_candidates(ranked, table_ranked, best, rep.confirm_points);
       if (auto it = remeasured.find(key); it != remeasured.end())
         score_remeasured(ranked, table_ranked, p, rows, best_row, threshold, it->second,
-                         planned.count(key) ? &planned.at(key) : nullptr, rep);
+                         planned.count(key) ? &planned.at(key) : nullptr, rep, group);
 
       // Decision time: the whole query (bucket lookup, candidates, ranking), and ranking the
       // measured set.
@@ -2390,6 +2427,9 @@ int main(int argc, char** argv) {
     else if (a == "--dump" && i + 1 < argc) {
       g_dump.open(argv[++i]);
       g_dump << "gpu,dtype,M,N,K,config,rank,meas,pred,class_samples,waves,fill,k_iters,slots,best,kernel\n";
+    } else if (a == "--dump-table-path" && i + 1 < argc) {
+      g_dump_table.open(argv[++i]);
+      g_dump_table << "gpu,dtype,M,N,K,config,rank,pred_us,score,rank_score,meas,best,default,in_sweep,waves,fill,class_samples,neighbours\n";
     } else if (a == "--ridge" && i + 1 < argc) g_fit.class_ridge = std::atof(argv[++i]);
     else if (a == "--shape-effects" && i + 1 < argc) g_fit.shape_effect_rounds = std::atoi(argv[++i]);
     else if (a == "--min-class" && i + 1 < argc) g_fit.min_class_samples = std::atoi(argv[++i]);

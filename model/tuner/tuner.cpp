@@ -102,6 +102,22 @@ std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec
   return out;
 }
 
+std::vector<std::pair<double, const ShapeWinners*>> nearest_winners(const GroupTable& group, const GemmShape& shape,
+                                                                    std::size_t n) {
+  std::vector<std::pair<double, const ShapeWinners*>> by_distance;
+  if (n == 0 || group.winners.empty()) return by_distance;
+  const double lm = std::log2(static_cast<double>(shape.M)), ln = std::log2(static_cast<double>(shape.N)),
+               lk = std::log2(static_cast<double>(shape.K));
+  by_distance.reserve(group.winners.size());
+  for (const auto& w : group.winners)
+    by_distance.emplace_back(std::abs(w.log2_dims[0] - lm) + std::abs(w.log2_dims[1] - ln) + std::abs(w.log2_dims[2] - lk), &w);
+  n = std::min(n, by_distance.size());
+  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(n), by_distance.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });
+  by_distance.resize(n);
+  return by_distance;
+}
+
 std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want,
                                          std::size_t nearest) {
   const BucketKey q = bucket_of(shape.M, shape.N, shape.K);
@@ -121,19 +137,8 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
     if (out.size() >= want && near[i].first > near.front().first) break;
     for (const auto& c : *near[i].second) add(c);
   }
-  if (nearest > 0 && !group.winners.empty()) {
-    const double lm = std::log2(static_cast<double>(shape.M)), ln = std::log2(static_cast<double>(shape.N)),
-                 lk = std::log2(static_cast<double>(shape.K));
-    std::vector<std::pair<double, const ShapeWinners*>> by_distance;
-    by_distance.reserve(group.winners.size());
-    for (const auto& w : group.winners)
-      by_distance.emplace_back(std::abs(w.log2_dims[0] - lm) + std::abs(w.log2_dims[1] - ln) + std::abs(w.log2_dims[2] - lk), &w);
-    const std::size_t n = std::min(nearest, by_distance.size());
-    std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(n), by_distance.end(),
-                      [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });
-    for (std::size_t i = 0; i < n; ++i)
-      for (const auto& c : by_distance[i].second->configs) add(c);
-  }
+  for (const auto& [d, w] : nearest_winners(group, shape, nearest))
+    for (const auto& c : w->configs) add(c);
   for (const auto& c : group.common) add(c);
   return out;
 }

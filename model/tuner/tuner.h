@@ -7,6 +7,7 @@
 // ("analytical").
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/gpu_spec.h"
@@ -51,6 +52,9 @@ std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec
 // to it (distance: the sum of |log2| ratios of M, N and K; GroupTable::winners) and the group's
 // most frequent winners. Session 10 chose 4 nearest shapes (bench/results/tuner_eval.md).
 inline constexpr std::size_t kNearestShapes = 4;
+// The `n` measured shapes of the group nearest to `shape` (same distance), nearest first, with their distance.
+std::vector<std::pair<double, const ShapeWinners*>> nearest_winners(const GroupTable& group, const GemmShape& shape,
+                                                                    std::size_t n);
 std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want = 8,
                                          std::size_t nearest = kNearestShapes);
 

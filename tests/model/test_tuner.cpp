@@ -493,6 +493,14 @@ TEST(TunerLookup, TheNearestMeasuredShapesLendTheirWinners) {
   EXPECT_EQ(table_candidates(g, shape, 1, 0).size(), 1u);  // nearest 0: the buckets alone
   EXPECT_EQ(table_candidates(g, shape, 1, 3).back(), d);
   EXPECT_EQ(tune_gemm(shape, h100, 1, &t).ranked[0].config, d);  // kNearestShapes (4) reaches d
+  // nearest_winners: the measured shapes themselves, nearest first with their distance, at most n.
+  const auto near = nearest_winners(g, shape, 2);
+  ASSERT_EQ(near.size(), 2u);
+  EXPECT_EQ(near[0].second->K, 1100);
+  EXPECT_NEAR(near[0].first, std::log2(1100.0 / 1024) + std::log2(1024.0 / 1000) * 2, 1e-9);
+  EXPECT_EQ(near[1].second->M, 900);
+  EXPECT_EQ(nearest_winners(g, shape, 10).size(), 3u);
+  EXPECT_TRUE(nearest_winners(g, shape, 0).empty());
   // The winners survive the JSON form, and a malformed entry is refused with its place.
   const std::string text = tuner_table_to_json(t);
   const TunerTable back = parse_tuner_table(text, "w.json");
