@@ -531,18 +531,18 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
   if (g_dump_table.is_open() && !ranked.empty()) {
     const auto& sh = ranked.front().first->sample.shape;
     std::ostringstream os;
+    const auto near = tuner::nearest_winners(group, sh, 8);
     for (std::size_t i = 0; i < table_ranked.size(); ++i) {
       const auto& rc = table_ranked[i];
       const double m = med(forced_identity(rc.config));
       const bool in_sweep = std::any_of(rows.begin(), rows.end(), [&](const bench::SweepRow* r) {
         return r->modelled && same_config(r->sample.config, rc.config);
       });
-      os << rep.gpu << "," << dtype_name(sh.dtype) << "," << sh.M << "," << sh.N << "," << sh.K << "," << forced_identity(rc.config) << ","
-                   << i + 1 << "," << rc.pred_us << "," << rc.score << "," << rc.rank_score << ","
-                   << (std::isfinite(m) ? std::to_string(m) : "") << "," << best << "," << dflt << "," << in_sweep << ","
-                   << rc.grid.waves << "," << rc.grid.last_wave_fill << "," << rc.class_samples << ",";
+      os << rep.gpu << "," << dtype_name(sh.dtype) << "," << sh.M << "," << sh.N << "," << sh.K << ","
+         << forced_identity(rc.config) << "," << i + 1 << "," << rc.pred_us << "," << rc.score << "," << rc.rank_score << ","
+         << (std::isfinite(m) ? std::to_string(m) : "") << "," << best << "," << dflt << "," << in_sweep << ","
+         << rc.grid.waves << "," << rc.grid.last_wave_fill << "," << rc.class_samples << ",";
       // Where the candidate stood among the winners of the 8 nearest measured shapes: distance:position (-1: absent).
-      const auto near = tuner::nearest_winners(group, sh, 8);
       for (std::size_t j = 0; j < near.size(); ++j) {
         int at = -1;
         const auto& cs = near[j].second->configs;
