@@ -528,6 +528,9 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
       sweep_set_best = std::min(sweep_set_best, m);
     }
   rep.confirm_default.add(dflt, best, dflt);
+  auto in_sweep_set = [&](const TileConfig& c) {  // one of the configurations the sweep measured at the shape
+    return std::any_of(rows.begin(), rows.end(), [&](const bench::SweepRow* r) { return r->modelled && same_config(r->sample.config, c); });
+  };
   if (g_dump_table.is_open() && !ranked.empty()) {
     const auto& sh = ranked.front().first->sample.shape;
     std::ostringstream os;
@@ -535,12 +538,9 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
     for (std::size_t i = 0; i < table_ranked.size(); ++i) {
       const auto& rc = table_ranked[i];
       const double m = med(forced_identity(rc.config));
-      const bool in_sweep = std::any_of(rows.begin(), rows.end(), [&](const bench::SweepRow* r) {
-        return r->modelled && same_config(r->sample.config, rc.config);
-      });
       os << rep.gpu << "," << dtype_name(sh.dtype) << "," << sh.M << "," << sh.N << "," << sh.K << ","
          << forced_identity(rc.config) << "," << i + 1 << "," << rc.pred_us << "," << rc.score << "," << rc.rank_score << ","
-         << (std::isfinite(m) ? std::to_string(m) : "") << "," << best << "," << dflt << "," << in_sweep << ","
+         << (std::isfinite(m) ? std::to_string(m) : "") << "," << best << "," << dflt << "," << in_sweep_set(rc.config) << ","
          << rc.grid.waves << "," << rc.grid.last_wave_fill << "," << rc.class_samples << ",";
       // Where the candidate stood among the winners of the 8 nearest measured shapes: distance:position (-1: absent).
       for (std::size_t j = 0; j < near.size(); ++j) {
@@ -569,9 +569,7 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
       ++(refused(table_ranked.front().config) ? rep.confirm_table_refused : rep.confirm_table_missing);
     } else {
       rep.confirm_table.add(t1, best, dflt);
-      rep.confirm_table_outside += std::none_of(rows.begin(), rows.end(), [&](const bench::SweepRow* r) {
-        return r->modelled && same_config(r->sample.config, table_ranked.front().config);
-      });
+      rep.confirm_table_outside += !in_sweep_set(table_ranked.front().config);
       rep.confirm_table_beats_sweep += t1 * 1.03 < sweep_set_best;
       double fastest = t1;
       for (std::size_t i = 1; i < 3 && i < table_ranked.size(); ++i) {

@@ -172,7 +172,7 @@ void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const F
   g.buckets.clear();
   g.common.clear();
   g.winners.clear();
-  std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::vector<const TunerSample*>> shapes;
+  std::map<ShapeKey, std::vector<const TunerSample*>> shapes;
   for (const TunerSample* s : rows) shapes[shape_key(s->shape)].push_back(s);
   g.shapes = static_cast<int>(shapes.size());
   std::map<BucketKey, std::map<decltype(candidate_key(TileConfig{})), std::pair<double, TileConfig>>> bucket_scores;
