@@ -158,7 +158,33 @@ inline std::filesystem::path data_file(const std::filesystem::path& dir, const s
   return std::filesystem::exists(gz) ? gz : plain;
 }
 
-// The *.csv and *.csv.gz files of DIR/SUB as "SUB/name", in name order; none without the folder.
+// Name order with runs of digits compared as numbers: "tiles_s2" before "tiles_s10" (the seeds'
+// order, which is the order the sweeps were taken in), "lease_c" before "lease_d".
+inline bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      std::size_t iz = i, jz = j;  // leading zeros do not count
+      while (iz + 1 < ie && a[iz] == '0') ++iz;
+      while (jz + 1 < je && b[jz] == '0') ++jz;
+      if (ie - iz != je - jz) return ie - iz < je - jz;
+      if (const int c = a.compare(iz, ie - iz, b, jz, je - jz); c != 0) return c < 0;
+      if (ie - i != je - j) return ie - i < je - j;
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+// The *.csv and *.csv.gz files of DIR/SUB as "SUB/name", in natural name order (natural_less); none
+// without the folder.
 inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir, const std::string& sub) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -166,7 +192,7 @@ inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir
   for (const auto& e : fs::directory_iterator(dir / sub))
     if (const std::string n = e.path().filename().string(); e.is_regular_file() && (n.ends_with(".csv") || n.ends_with(".csv.gz")))
       out.push_back(sub + "/" + n);
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), natural_less);
   return out;
 }
 

@@ -707,6 +707,18 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
 
 // ---- the exhaustive sweeps' reader (bench/tuner_sweep.h) ----
 
+TEST(TunerSweep, FileNamesSortWithTheirNumbersAsNumbers) {
+  std::vector<std::string> names{"tiles_s10.csv", "tiles_s2.csv.gz", "tiles_s1.csv", "lease_d_session9.csv.gz",
+                                 "tiles_s016.csv", "lease_c.csv.gz", "tiles_s9.csv", "tiles_s16.csv"};
+  std::sort(names.begin(), names.end(), bench::natural_less);
+  EXPECT_EQ(names, (std::vector<std::string>{"lease_c.csv.gz", "lease_d_session9.csv.gz", "tiles_s1.csv", "tiles_s2.csv.gz",
+                                             "tiles_s9.csv", "tiles_s10.csv", "tiles_s16.csv", "tiles_s016.csv"}));
+  EXPECT_FALSE(bench::natural_less("a", "a"));
+  EXPECT_TRUE(bench::natural_less("a", "ab"));
+  EXPECT_FALSE(bench::natural_less("ab", "a"));
+  EXPECT_TRUE(bench::natural_less("s9x", "s10"));
+}
+
 TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepeatedShape) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tiles_more_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
@@ -737,17 +749,23 @@ TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepe
     const std::string text = h + row("bf16,512,4096,4096", 40, 1);
     std::ofstream(dir / "tiles_more" / "tiles_s3.csv.gz", std::ios::binary) << gzip_text(text);
   }
+  // Seed 10 comes after seed 3 (numbers in names compare as numbers): its repeat of s3's shape is dropped.
+  write(dir / "tiles_more" / "tiles_s10.csv", row("bf16,512,4096,4096", 41, 1) + row("bf16,1024,4096,4096", 80, 1), "new10");
 
   const bench::Sweep all = bench::read_exhaustive(dir);
   ASSERT_EQ(all.files, (std::vector<std::string>{"tiles.csv", "tiles_more/tiles_s1.csv", "tiles_more/tiles_s2.csv",
-                                                  "tiles_more/tiles_s3.csv.gz"}));
-  EXPECT_EQ(all.file_shapes, (std::vector<std::size_t>{2, 1, 0, 1}));
-  EXPECT_EQ(all.duplicate_shapes, 2u);  // bf16 128 (in s2) and bf16 256 (in s2), each counted once per file
-  EXPECT_EQ(all.duplicate_rows, 4u);
+                                                  "tiles_more/tiles_s3.csv.gz", "tiles_more/tiles_s10.csv"}));
+  EXPECT_EQ(all.file_shapes, (std::vector<std::size_t>{2, 1, 0, 1, 1}));
+  // bf16 128 and bf16 256 (in s2), bf16 512 (in s10), each counted once per file
+  EXPECT_EQ(all.duplicate_shapes, 3u);
+  EXPECT_EQ(all.duplicate_rows, 5u);
   EXPECT_EQ(all.environment.at("date"), "old");  // tiles.csv's
-  ASSERT_EQ(all.rows.size(), 5u);
+  ASSERT_EQ(all.rows.size(), 6u);
   EXPECT_EQ(all.rows[4].file, 3);
   EXPECT_EQ(all.rows[4].sample.shape.M, 512);
+  EXPECT_DOUBLE_EQ(all.rows[4].sample.latency_us, 40);
+  EXPECT_EQ(all.rows[5].file, 4);
+  EXPECT_EQ(all.rows[5].sample.shape.M, 1024);
   EXPECT_DOUBLE_EQ(all.rows[0].sample.latency_us, 10);  // tiles.csv's rows first, unchanged
   EXPECT_EQ(all.rows[0].file, 0);
   EXPECT_EQ(all.rows[3].file, 1);
