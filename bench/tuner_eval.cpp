@@ -1402,7 +1402,7 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
         "the nearest buckets' candidates, the winners of the 4 nearest measured shapes and the 6 most frequent winners (~20), predicts each with one dot product (and all of them with one "
         "batched call of the learned residual's trees) and ranks them by latency × (1 + " << g_fit.support_penalty << "/√(1 + class points)), a preference for well-measured "
         "classes that keeps rarely seen tiles from winning on a prediction nobody checked; where the table has a chooser (since session 5) the candidates are ordered by its score instead, one more batched XGBoost call, and the latencies reported stay the model's. The tables "
-        "(`resources/tuner/<gpu-id>.json`, written by `perfloom-tuner-fit`) are embedded in the binary. GPUs without a "
+        "(`resources/tuner/<gpu-id>.json.gz`, written by `perfloom-tuner-fit`) are embedded in the binary. GPUs without a "
         "table get the analytical GEMM model's candidate tiles ranked by the roofline predictor with the tile given.\n\n";
 }
 
@@ -2320,7 +2320,7 @@ void time_tables(const GpuSpec& gpu, const fs::path& dir, const std::vector<std:
       std::ifstream in(file);
       std::stringstream ss;
       ss << in.rdbuf();
-      const tuner::TunerTable table = tuner::parse_tuner_table(ss.str(), file);
+      const tuner::TunerTable table = tuner::parse_tuner_table(gunzip_if_compressed(ss.str(), file), file);
       std::vector<double> us;
       std::size_t sink = 0;
       for (const auto& [k, shape] : shapes) {
@@ -2704,7 +2704,7 @@ int main(int argc, char** argv) {
           "that lie near a wave boundary (last wave ≥ 85% or ≤ 25% full, ~44% of the points) against as many random "
           "points.\n\n"
           "## Reproduce\n\n```\ncmake -S . -B build -DPERFLOOM_BUILD_COLLECTOR=OFF && ninja -C build\n"
-          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json from bench/data/<gpu>/tiles.csv + tiles_plan.csv + tiles_more/*.csv (--tiles-only: without them; rebuild to embed)\n"
+          "build/bin/perfloom-tuner-fit      # resources/tuner/<gpu>.json.gz from bench/data/<gpu>/tiles.csv + tiles_plan.csv + tiles_more/*.csv (--tiles-only: without them; rebuild to embed)\n"
           "build/bin/perfloom-tuner-eval     # this file (--tiles-only: without tiles_more/, as before the extra sweeps)\n"
           "build/bin/perfloom-tuner-eval --plan-fit --report bench/results/tuner_plan_eval.md\n"
           "build/bin/perfloom tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm\n```\n";

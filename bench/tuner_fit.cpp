@@ -1,5 +1,5 @@
 // Fits the wave tuner's tables (model/tuner/) from the collector's cuBLASLt tile-configuration
-// sweeps and writes resources/tuner/<gpu-id>.json, which the build embeds (model/CMakeLists.txt).
+// sweeps and writes resources/tuner/<gpu-id>.json.gz, which the build embeds (model/CMakeLists.txt).
 // Rebuild after running it so that `perfloom tune` picks the new tables up.
 //
 // Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [GPU-ID...]
@@ -34,6 +34,7 @@
 #include <tuple>
 
 #include "bench/tuner_sweep.h"
+#include "model/compressed_text.h"
 #include "model/gpu_database.h"
 #include "model/tuner/tuner_fit.h"
 
@@ -126,10 +127,12 @@ int main(int argc, char** argv) {
       }
       const std::size_t shapes = all_shapes.size();
       const tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);
-      const fs::path file = out / (id + ".json");
-      std::ofstream os(file);
+      const fs::path file = out / (id + ".json.gz");
+      std::ofstream os(file, std::ios::binary);
       if (!os) throw std::runtime_error(file.string() + ": cannot be written");
-      os << tuner::tuner_table_to_json(table);
+      os << gzip_text(tuner::tuner_table_to_json(table));
+      if (!os.flush()) throw std::runtime_error(file.string() + ": cannot be written");
+      fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)
       std::cout << id << ": " << samples.size() << " points, " << shapes << " shapes ->" << file.string() << " (";
       bool first = true;
       for (const auto& [g, gt] : table.groups) {

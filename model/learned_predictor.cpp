@@ -78,6 +78,7 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
     m.train_rows = info.value("train_rows", 0);
     m.calibration_rows = info.value("calibration_rows", 0);
     m.calibration_mape = info.value("calibration_mape", 0.0);
+    m.features_not_learned = info.value("features_not_learned", std::vector<std::string>{});
     models.push_back(std::move(m));
   }
   return std::make_unique<LearnedPredictor>(std::move(models), std::move(manifest));
@@ -105,7 +106,8 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
                                    {"calibration_mape", m.calibration_mape},
                                    {"log_residual_q10", m.log_q10},
                                    {"log_residual_q90", m.log_q90},
-                                   {"rows_by_gpu", m.rows_by_gpu}};
+                                   {"rows_by_gpu", m.rows_by_gpu},
+                                   {"features_not_learned", m.features_not_learned}};
   }
   std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
 }

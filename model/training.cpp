@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "model/classify/kernel_classifier.h"
 #include "model/families/family_models.h"
@@ -22,27 +23,28 @@ double quantile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] + (pos - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
 }
 
-// XGBoost's monotone constraints for a family: the direction the label, log(measured / achievable
-// roofline), must take with a GPU's rate features, where trees left free extrapolate the wrong way
-// to a GPU between the trained ones. Elementwise kernels only: a faster DRAM (bytes per cycle) and a
-// longer launch floor (cycles) leave fixed costs a larger share of the time (label up), a larger L2
-// keeps more of the traffic out of DRAM (label down). Held out (bench/results/eval_holdout.md, v8 +
-// monotone): elementwise MAPE H100 16.5 -> 12.9%, A40 87.0 -> 83.5%, T4 6.5 -> 4.0%, H200 9.1 -> 9.8%.
-// The same for norms helped three GPUs a little but cost the H100 3.4 points, so norms stay free.
-std::string monotone_constraints(Family fam) {
-  if (fam != Family::elementwise) return "";
-  const std::map<std::string_view, int> direction = {
-      {"log2_dram_bytes_per_clk", 1}, {"log2_launch_floor_cycles", 1}, {"log2_l2_mib", -1}};
-  std::string spec = "(";
-  const auto& names = feature_names();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const auto it = direction.find(names[i]);
-    spec += (i ? "," : "") + std::to_string(it == direction.end() ? 0 : it->second);
-  }
-  return spec + ")";
+}  // namespace
+
+// The GPU's own rate features (the achievable DRAM and tensor rates, the L2 size, the launch floor)
+// are not learned by the memory-bound families' boosters: their cycle features already carry the
+// GPU through the same rates (DRAM and L2 cycles, the launch floor's cycles), and as features of
+// their own they name the GPU. A tree that splits between two trained GPUs' values sends a GPU in
+// between to whichever side, with whatever implementation trained there: held out, the H100's own
+// norm kernels landed on the leaves of Vidur's A100/A40 norms (framework ops, 2x slower) and were
+// over-predicted by 69.5%. Without the rate features (seed 7, bench/results/eval_holdout.md,
+// session 12): norm MAPE H100 15.3 -> 11.4% (its own norms 69.5 -> 11.5%), H200 10.4 -> 10.0%, A40
+// 56.3 -> 54.5%, T4 11.4 -> 16.6%; elementwise H100 12.9 -> 11.6%, H200 9.8 -> 8.5%, A40 83.5 ->
+// 77.2%, T4 4.0 -> 6.2% (Turing's only GPU: no architecture in training to lean on). The tensor rate
+// alone, or it and the DRAM rate, left out did worse; for attention all four left out cost 1-2
+// points (H100 20.9 -> 22.7%, H200 9.5 -> 10.4%). Replaces the monotone constraints on the same
+// features that elementwise had since session 7.
+const std::vector<std::string_view>& features_not_learned(Family fam) {
+  static const std::vector<std::string_view> rates = {"log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
+                                                      "log2_l2_mib", "log2_launch_floor_cycles"};
+  static const std::vector<std::string_view> none;
+  return fam == Family::norm || fam == Family::elementwise ? rates : none;
 }
 
-}  // namespace
 
 bool is_configuration_sweep(std::string_view dataset) {
   for (std::string_view sweep : {"/tiles", "/plan"})
@@ -150,12 +152,20 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
       }
     }
     if (y.empty()) continue;
+    // Held at 0 in training, so that no tree splits on them: a prediction never reads them.
+    const auto& names = feature_names();
+    for (std::string_view n : features_not_learned(fam)) {
+      const auto c = static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+      if (c == cols) throw std::logic_error("features_not_learned: no feature '" + std::string(n) + "'");
+      for (std::size_t i = 0; i < y.size(); ++i) X[i * cols + c] = 0;
+      for (std::size_t i = 0; i < yc.size(); ++i) Xc[i * cols + c] = 0;
+      m.features_not_learned.emplace_back(n);
+    }
     std::map<std::string, std::string> params = {
         {"objective", "reg:squarederror"}, {"tree_method", "hist"},       {"max_depth", std::to_string(o.max_depth)},
         {"eta", std::to_string(o.eta)},    {"subsample", "0.8"},           {"colsample_bytree", "0.8"},
         {"min_child_weight", "2"},         {"seed", std::to_string(o.seed)}, {"nthread", std::to_string(o.threads)},
         {"max_bin", "256"},                {"verbosity", "0"}};
-    if (const std::string mono = monotone_constraints(fam); !mono.empty()) params["monotone_constraints"] = mono;
     m.booster = XgbBooster::train(X, y.size(), cols, y, w, params, o.rounds);
     m.train_rows = y.size();
     m.calibration_rows = yc.size();

@@ -60,7 +60,12 @@ struct FamilyModel {
   std::size_t train_rows = 0, calibration_rows = 0;
   double calibration_mape = 0;
   std::map<std::string, std::size_t> rows_by_gpu;
+  std::vector<std::string> features_not_learned;  // held at 0 in training (features_not_learned())
 };
+
+// The features a family's booster is not trained on (their columns held at 0, so no tree reads
+// them): for the memory-bound families, the GPU's own rate features (model/training.cpp says why).
+const std::vector<std::string_view>& features_not_learned(Family fam);
 
 // One model per family that has rows. Rows are weighted so that no single dataset dominates.
 std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& options);

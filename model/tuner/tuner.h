@@ -1,7 +1,7 @@
 #pragma once
 // The wave-aware GEMM tuner (DESIGN.md, idea 3): ranked tile configurations with predicted
 // latency, waves and the reason, in microseconds per query. With a fitted table for the GPU
-// (resources/tuner/<gpu-id>.json) the candidates come from the query's shape bucket and the
+// (resources/tuner/<gpu-id>.json.gz) the candidates come from the query's shape bucket and the
 // latency from the wave model's class coefficients ("wave-table"). Without one, the analytical
 // GEMM model's candidate tiles are ranked by the roofline predictor with the tile given
 // ("analytical").

@@ -1,5 +1,7 @@
 #include "model/tuner/tuner_table.h"
 
+#include "model/compressed_text.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -530,9 +532,10 @@ const Bundled& bundled() {
       std::string p(path);
       const auto slash = p.find_last_of('/');
       std::string id = p.substr(slash == std::string::npos ? 0 : slash + 1);
-      if (id.size() > 5 && id.substr(id.size() - 5) == ".json") id.resize(id.size() - 5);
+      for (std::string_view ext : {".gz", ".json"})
+        if (id.size() > ext.size() && id.ends_with(ext)) id.resize(id.size() - ext.size());
       try {
-        TunerTable t = parse_tuner_table(text, p);
+        TunerTable t = parse_tuner_table(gunzip_if_compressed(text, p), p);
         if (t.gpu_id != id) throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
         out.by_id.emplace(id, std::move(t));
       } catch (const TunerTableError& e) {

@@ -1,6 +1,6 @@
 #pragma once
 // The tuner's two lookup tables for one GPU (DESIGN.md, idea 3), and their JSON form
-// (resources/tuner/<gpu-id>.json, schema perfloom-tuner/1, embedded in the binary):
+// (resources/tuner/<gpu-id>.json.gz, schema perfloom-tuner/1, embedded in the binary):
 //   1. per shape bucket (dtype group, octave of M, N and K) the few configurations that were
 //      fastest at the measured shapes in it: the candidates of a query;
 //   2. per configuration class (tile M x N x K, split-K or not) the fitted coefficients of the
@@ -142,7 +142,7 @@ std::string tuner_table_to_json(const TunerTable& table);
 // Throws TunerTableError when the table was fitted for another GPU (id or SM count differ).
 void check_table_matches(const TunerTable& table, const GpuSpec& gpu);
 
-// The table embedded for this GPU (resources/tuner/<id>.json), or nullptr when there is none.
+// The table embedded for this GPU (resources/tuner/<id>.json.gz), or nullptr when there is none.
 // Throws TunerTableError when the embedded file is corrupt or was fitted for another GPU.
 const TunerTable* bundled_tuner_table(const GpuSpec& gpu);
 // Ids of the GPUs that have an embedded table.
