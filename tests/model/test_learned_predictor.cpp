@@ -107,6 +107,61 @@ TEST(Training, SweepRowsWithoutATileAreNotLearnedAndTheTileSourceIsAFeature) {
   EXPECT_EQ(rows[1].features[known], 1.0f);  // the kernel's own
 }
 
+TEST(Training, MemoryBoundFamiliesDoNotLearnFromTheGpusRateFeatures) {
+  // Two GPUs that differ only in their DRAM rate feature, and a label that follows it: a GEMM booster
+  // learns the difference, a norm booster must not (features_not_learned), so changing that feature
+  // leaves its prediction unchanged.
+  const auto& names = feature_names();
+  const auto col = [&](std::string_view n) {
+    return static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
+  const std::size_t rate = col("log2_dram_bytes_per_clk"), cycles = col("log2_cyc_bal_dram");
+  ASSERT_LT(rate, names.size());
+  ASSERT_LT(cycles, names.size());
+  std::vector<PreparedRow> rows;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(8.0f, 20.0f);
+  for (Family fam : {Family::gemm, Family::norm})
+    for (int i = 0; i < 400; ++i) {
+      PreparedRow r;
+      r.family = fam;
+      r.features.assign(names.size(), 0.0f);
+      r.features[cycles] = u(rng);
+      r.features[rate] = i % 2 ? 11.0f : 12.0f;
+      r.achievable_roofline_us = 10;
+      r.measured_us = i % 2 ? 20 : 10;  // twice as slow on the GPU with the lower rate feature
+      r.gpu_id = i % 2 ? "gpu-a" : "gpu-b";
+      r.dataset = "test";
+      r.key = std::to_string(i);
+      rows.push_back(std::move(r));
+    }
+  TrainOptions o;
+  o.rounds = 20;
+  o.max_depth = 3;
+  o.eta = 0.3;
+  const auto models = train_family_models(rows, o);
+  ASSERT_EQ(models.size(), 2u);
+  for (const auto& m : models) {
+    std::vector<float> x(names.size(), 0.0f);
+    x[cycles] = 14.0f;
+    x[rate] = 11.0f;
+    const float slow = m.booster.predict(x.data(), 1, x.size())[0];
+    x[rate] = 12.0f;
+    const float fast = m.booster.predict(x.data(), 1, x.size())[0];
+    if (m.family == Family::gemm) {
+      EXPECT_GT(slow - fast, 0.3f);  // log 2 = 0.69, shrunk by 20 rounds of eta 0.3
+      EXPECT_TRUE(m.features_not_learned.empty());
+    } else {
+      EXPECT_EQ(slow, fast);
+      EXPECT_EQ(m.features_not_learned,
+                (std::vector<std::string>{"log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm", "log2_l2_mib",
+                                          "log2_launch_floor_cycles"}));
+    }
+  }
+  EXPECT_EQ(features_not_learned(Family::elementwise).size(), 4u);
+  EXPECT_TRUE(features_not_learned(Family::attention).empty());
+}
+
 TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
   auto p = LearnedPredictor::load(kShipped);
   ASSERT_TRUE(p->has_family(Family::gemm));
