@@ -33,8 +33,8 @@ double quantile(std::vector<double> v, double q) {
 // norm kernels landed on the leaves of Vidur's A100/A40 norms (framework ops, 2x slower) and were
 // over-predicted by 69.5%. Without the rate features (seed 7, bench/results/eval_holdout.md,
 // session 12): norm MAPE H100 15.3 -> 11.4% (its own norms 69.5 -> 11.5%), H200 10.4 -> 10.0%, A40
-// 56.3 -> 54.5%, T4 11.4 -> 16.6%; elementwise H100 12.9 -> 11.6%, H200 9.8 -> 8.5%, A40 83.5 ->
-// 77.2%, T4 4.0 -> 6.2% (Turing's only GPU: no architecture in training to lean on). The tensor rate
+// 56.3 -> 54.5%, T4 11.4 -> 16.6%; elementwise H100 12.9 -> 11.5%, H200 9.8 -> 8.4%, A40 83.5 ->
+// 77.8%, T4 4.0 -> 6.2% (Turing's only GPU: no architecture in training to lean on). The tensor rate
 // alone, or it and the DRAM rate, left out did worse; for attention all four left out cost 1-2
 // points (H100 20.9 -> 22.7%, H200 9.5 -> 10.4%). Replaces the monotone constraints on the same
 // features that elementwise had since session 7.
@@ -44,7 +44,6 @@ const std::vector<std::string_view>& features_not_learned(Family fam) {
   static const std::vector<std::string_view> none;
   return fam == Family::norm || fam == Family::elementwise ? rates : none;
 }
-
 
 bool is_configuration_sweep(std::string_view dataset) {
   for (std::string_view sweep : {"/tiles", "/plan"})
