@@ -64,7 +64,8 @@ struct FamilyModel {
 };
 
 // The features a family's booster is not trained on (their columns held at 0, so no tree reads
-// them): for the memory-bound families, the GPU's own rate features (model/training.cpp says why).
+// them): for the norm and elementwise families, the GPU's own rate features (model/training.cpp
+// says why).
 const std::vector<std::string_view>& features_not_learned(Family fam);
 
 // One model per family that has rows. Rows are weighted so that no single dataset dominates.
