@@ -2310,17 +2310,14 @@ void dump_fold_scores(const GpuSpec& gpu, const fs::path& dir, int folds, int ro
   }
 }
 
-// `--time-tables GPU TABLE.json...`: decision time of tune_gemm (top 5) over the sweep's shapes, per table file.
+// `--time-tables GPU TABLE.json[.gz]...`: decision time of tune_gemm (top 5) over the sweep's shapes, per table file.
 void time_tables(const GpuSpec& gpu, const fs::path& dir, const std::vector<std::string>& files) {
   const bench::Sweep sweep = bench::read_exhaustive(dir, g_more);
   std::map<ShapeKey, tuner::GemmShape> shapes;
   for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)] = r.sample.shape;
   for (int pass = 0; pass < 2; ++pass)  // the second pass is reported (warm caches)
     for (const auto& file : files) {
-      std::ifstream in(file);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      const tuner::TunerTable table = tuner::parse_tuner_table(gunzip_if_compressed(ss.str(), file), file);
+      const tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file), file);
       std::vector<double> us;
       std::size_t sink = 0;
       for (const auto& [k, shape] : shapes) {

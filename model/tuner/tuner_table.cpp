@@ -1,7 +1,5 @@
 #include "model/tuner/tuner_table.h"
 
-#include "model/compressed_text.h"
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -13,6 +11,8 @@
 #include <variant>
 
 #include <nlohmann/json.hpp>
+
+#include "model/compressed_text.h"
 
 namespace perfloom::embedded {
 std::vector<std::pair<std::string_view, std::string_view>> tuner_files();  // generated
