@@ -190,7 +190,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     std::vector<float> X;
     for (const auto* r : rs) X.insert(X.end(), r->features.begin(), r->features.end());
     std::vector<float> y;
-    if (by_family.count(fam)) y = by_family[fam]->booster.predict(X.data(), rs.size(), cols);
+    // Every held-out GPU is absent from training: the booster that serves such GPUs answers.
+    if (by_family.count(fam)) y = by_family[fam]->fit_for(rs.front()->gpu_id).booster.predict(X.data(), rs.size(), cols);
     for (std::size_t i = 0; i < rs.size(); ++i) {
       const PreparedRow& r = *rs[i];
       a.measured.push_back(r.measured_us);

@@ -8,6 +8,7 @@
 #include "model/compressed_text.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
+#include "model/hash.h"
 #include "model/resources.h"
 
 namespace perfloom {
@@ -26,6 +27,42 @@ std::string read_file(const std::filesystem::path& p) {
   } catch (const CompressedTextError& e) {
     throw ModelLoadError(e.what());
   }
+}
+
+// One booster of a family: its file and the fields of its manifest entry (`info`).
+BoosterFit load_fit(const std::filesystem::path& dir, const nlohmann::json& info, const std::string& default_file,
+                    std::size_t features) {
+  BoosterFit fit;
+  const auto file = dir / info.value("file", default_file);
+  try {
+    fit.booster = XgbBooster::load_json(read_file(file), file.string());
+  } catch (const XgbError& e) {
+    throw ModelLoadError(e.what());
+  }
+  if (fit.booster.num_features() != features)
+    throw ModelLoadError(file.string() + ": expects " + std::to_string(fit.booster.num_features()) +
+                         " features, this build computes " + std::to_string(features));
+  fit.log_q10 = info.value("log_residual_q10", 0.0);
+  fit.log_q90 = info.value("log_residual_q90", 0.0);
+  fit.calibration_mape = info.value("calibration_mape", 0.0);
+  fit.features_not_learned = info.value("features_not_learned", std::vector<std::string>{});
+  return fit;
+}
+
+// Writes `<stem>.json.gz` into `dir` and returns its manifest fields; `hash` goes on over its JSON.
+nlohmann::json save_fit(const std::filesystem::path& dir, const std::string& stem, const BoosterFit& fit,
+                        uint64_t& hash) {
+  // Compressed: the JSON is 5–7 MB per family, and the repository ships it.
+  const std::string file = stem + ".json.gz";
+  const std::string json = fit.booster.save_json();
+  hash = fnv1a(json, hash);
+  std::ofstream os(dir / file, std::ios::binary);
+  if (!(os << gzip_text(json))) throw std::runtime_error((dir / file).string() + ": cannot be written");
+  return {{"file", file},
+          {"calibration_mape", fit.calibration_mape},
+          {"log_residual_q10", fit.log_q10},
+          {"log_residual_q90", fit.log_q90},
+          {"features_not_learned", fit.features_not_learned}};
 }
 }  // namespace
 
@@ -65,20 +102,12 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
     const auto file = dir / info.value("file", fname + ".json");
     FamilyModel m;
     m.family = *fam;
-    try {
-      m.booster = XgbBooster::load_json(read_file(file), file.string());
-    } catch (const XgbError& e) {
-      throw ModelLoadError(e.what());
-    }
-    if (m.booster.num_features() != names.size())
-      throw ModelLoadError(file.string() + ": expects " + std::to_string(m.booster.num_features()) +
-                           " features, this build computes " + std::to_string(names.size()));
-    m.log_q10 = info.value("log_residual_q10", 0.0);
-    m.log_q90 = info.value("log_residual_q90", 0.0);
+    m.trained_gpus = load_fit(dir, info, fname + ".json", names.size());
+    if (info.contains("unseen_gpus"))
+      m.unseen_gpus = load_fit(dir, info["unseen_gpus"], fname + "_unseen_gpus.json", names.size());
     m.train_rows = info.value("train_rows", 0);
     m.calibration_rows = info.value("calibration_rows", 0);
-    m.calibration_mape = info.value("calibration_mape", 0.0);
-    m.features_not_learned = info.value("features_not_learned", std::vector<std::string>{});
+    m.rows_by_gpu = info.value("rows_by_gpu", std::map<std::string, std::size_t>{});
     models.push_back(std::move(m));
   }
   return std::make_unique<LearnedPredictor>(std::move(models), std::move(manifest));
@@ -93,22 +122,20 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
   for (auto n : feature_names()) names.emplace_back(n);
   manifest["features"] = names;
   manifest["families"] = nlohmann::json::object();
+  uint64_t models_hash = kFnv1aOffset;
   for (const auto& [fam, m] : models_) {
     const std::string fname(family_name(fam));
-    // Compressed: the JSON is 5–7 MB per family, and the repository ships it.
-    const std::string file = fname + ".json.gz";
-    std::ofstream os(dir / file, std::ios::binary);
-    if (!(os << gzip_text(m.booster.save_json())))
-      throw std::runtime_error((dir / file).string() + ": cannot be written");
-    manifest["families"][fname] = {{"file", file},
-                                   {"train_rows", m.train_rows},
-                                   {"calibration_rows", m.calibration_rows},
-                                   {"calibration_mape", m.calibration_mape},
-                                   {"log_residual_q10", m.log_q10},
-                                   {"log_residual_q90", m.log_q90},
-                                   {"rows_by_gpu", m.rows_by_gpu},
-                                   {"features_not_learned", m.features_not_learned}};
+    nlohmann::json info = save_fit(dir, fname, m.trained_gpus, models_hash);
+    info["train_rows"] = m.train_rows;
+    info["calibration_rows"] = m.calibration_rows;
+    info["rows_by_gpu"] = m.rows_by_gpu;
+    if (m.unseen_gpus) info["unseen_gpus"] = save_fit(dir, fname + "_unseen_gpus", *m.unseen_gpus, models_hash);
+    manifest["families"][fname] = info;
   }
+  // What the predictions depend on besides the features: cached predictions are keyed by it.
+  std::ostringstream hash;
+  hash << "fnv1a64:" << std::hex << models_hash;
+  manifest["models_hash"] = hash.str();
   std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
 }
 
@@ -168,14 +195,16 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
   const std::size_t cols = feature_names().size();
   for (auto& [fam, idx] : by_family) {
     const FamilyModel& m = models_.at(fam);
-    auto y = m.booster.predict(features[fam].data(), idx.size(), cols);
+    const BoosterFit& fit = m.fit_for(gpu.id);
+    const char* method = m.scope_for(gpu.id) == GpuScope::unseen ? "xgboost (GPU not in training)" : "xgboost";
+    auto y = fit.booster.predict(features[fam].data(), idx.size(), cols);
     for (std::size_t j = 0; j < idx.size(); ++j) {
       Prediction& p = out[idx[j]];
       const double roof = p.analysis.achievable_roofline_us;
       p.pred_us = std::max(p.ceiling_us, roof * std::exp(static_cast<double>(y[j])));
-      p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(m.log_q10));
-      p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(m.log_q90));
-      p.method = "xgboost";
+      p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(fit.log_q10));
+      p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(fit.log_q90));
+      p.method = method;
     }
   }
   return out;

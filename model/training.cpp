@@ -23,6 +23,43 @@ double quantile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] + (pos - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
 }
 
+// One booster on the family's training rows (X, y, w) with the columns `not_learned` held at 0,
+// so that no tree splits on them and a prediction never reads them; its interval and error from
+// the held-out calibration rows (Xc, yc).
+BoosterFit fit_booster(std::vector<float> X, const std::vector<float>& y, const std::vector<float>& w,
+                       std::vector<float> Xc, const std::vector<float>& yc, const std::vector<const PreparedRow*>& calib,
+                       const std::vector<std::string_view>& not_learned, const TrainOptions& o) {
+  BoosterFit fit;
+  const auto& names = feature_names();
+  const std::size_t cols = names.size();
+  for (std::string_view n : not_learned) {
+    const auto c = static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+    if (c == cols) throw std::logic_error("features_not_learned: no feature '" + std::string(n) + "'");
+    for (std::size_t i = 0; i < y.size(); ++i) X[i * cols + c] = 0;
+    for (std::size_t i = 0; i < yc.size(); ++i) Xc[i * cols + c] = 0;
+    fit.features_not_learned.emplace_back(n);
+  }
+  std::map<std::string, std::string> params = {
+      {"objective", "reg:squarederror"}, {"tree_method", "hist"},       {"max_depth", std::to_string(o.max_depth)},
+      {"eta", std::to_string(o.eta)},    {"subsample", "0.8"},           {"colsample_bytree", "0.8"},
+      {"min_child_weight", "2"},         {"seed", std::to_string(o.seed)}, {"nthread", std::to_string(o.threads)},
+      {"max_bin", "256"},                {"verbosity", "0"}};
+  fit.booster = XgbBooster::train(X, y.size(), cols, y, w, params, o.rounds);
+  if (!yc.empty()) {
+    auto pred = fit.booster.predict(Xc.data(), yc.size(), cols);
+    std::vector<double> resid, p, meas;
+    for (std::size_t i = 0; i < yc.size(); ++i) {
+      resid.push_back(yc[i] - pred[i]);
+      p.push_back(calib[i]->achievable_roofline_us * std::exp(pred[i]));
+      meas.push_back(calib[i]->measured_us);
+    }
+    fit.log_q10 = quantile(resid, 0.1);
+    fit.log_q90 = quantile(resid, 0.9);
+    fit.calibration_mape = error_stats(p, meas).mape;
+  }
+  return fit;
+}
+
 }  // namespace
 
 // The GPU's own rate features (the achievable DRAM and tensor rates, the L2 size, the launch floor)
@@ -36,17 +73,22 @@ double quantile(std::vector<double> v, double q) {
 // 56.3 -> 54.5%, T4 11.4 -> 16.6%; elementwise H100 12.9 -> 11.5%, H200 9.8 -> 8.4%, A40 83.5 ->
 // 77.8%, T4 4.0 -> 6.2% (Turing's only GPU: no architecture in training to lean on). The tensor rate
 // alone, or it and the DRAM rate, left out did worse; for attention all four left out cost 1-2
-// points (H100 20.9 -> 22.7%, H200 9.5 -> 10.4%), so attention keeps them. GEMMs keep them too, for
-// now: without them (seed 7, library-chosen rows) A40 43.9 -> 9.7% (its GEMMs had looked like a T4's
-// to the trees), H100 16.0 -> 14.7%, but H200 9.1 -> 10.2%, T4 26.2 -> 30.3%, and the fit on the
-// training GPUs themselves 8.9 -> 10.1% (`perfloom train`'s held-out rows): what a query for a
-// trained GPU would lose. Replaces the monotone constraints on the same features that elementwise
-// had since session 7.
-const std::vector<std::string_view>& features_not_learned(Family fam) {
+// points (H100 20.9 -> 22.7%, H200 9.5 -> 10.4%), so attention keeps them. Replaces the monotone
+// constraints on the same features that elementwise had since session 7.
+//
+// GEMMs need both: without the rate features (seed 7, library-chosen rows, session 12) a held-out
+// A40 went 43.9 -> 9.7% (its GEMMs had looked like a T4's to the trees) and the H100 16.0 -> 14.7%,
+// but the fit on the training GPUs themselves (`perfloom train`'s held-out rows) 8.9 -> 10.1%: for
+// a GPU the trees have seen, the rate features tell its implementations apart. So the GEMM family
+// has two boosters: with them for the GPUs in training, without them for every other GPU (which is
+// what `perfloom eval --holdout-gpu` scores).
+const std::vector<std::string_view>& features_not_learned(Family fam, GpuScope scope) {
   static const std::vector<std::string_view> rates = {"log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
                                                       "log2_l2_mib", "log2_launch_floor_cycles"};
   static const std::vector<std::string_view> none;
-  return fam == Family::norm || fam == Family::elementwise ? rates : none;
+  if (fam == Family::norm || fam == Family::elementwise) return rates;
+  if (fam == Family::gemm && scope == GpuScope::unseen) return rates;
+  return none;
 }
 
 bool is_configuration_sweep(std::string_view dataset) {
@@ -122,7 +164,6 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
 
 std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& o) {
   std::vector<FamilyModel> out;
-  const std::size_t cols = feature_names().size();
   for (Family fam : {Family::gemm, Family::attention, Family::norm, Family::elementwise, Family::moe,
                      Family::communication}) {
     // The dataset (source and table) of each row: weights make each dataset count about the same
@@ -155,35 +196,11 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
       }
     }
     if (y.empty()) continue;
-    // Held at 0 in training, so that no tree splits on them: a prediction never reads them.
-    const auto& names = feature_names();
-    for (std::string_view n : features_not_learned(fam)) {
-      const auto c = static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
-      if (c == cols) throw std::logic_error("features_not_learned: no feature '" + std::string(n) + "'");
-      for (std::size_t i = 0; i < y.size(); ++i) X[i * cols + c] = 0;
-      for (std::size_t i = 0; i < yc.size(); ++i) Xc[i * cols + c] = 0;
-      m.features_not_learned.emplace_back(n);
-    }
-    std::map<std::string, std::string> params = {
-        {"objective", "reg:squarederror"}, {"tree_method", "hist"},       {"max_depth", std::to_string(o.max_depth)},
-        {"eta", std::to_string(o.eta)},    {"subsample", "0.8"},           {"colsample_bytree", "0.8"},
-        {"min_child_weight", "2"},         {"seed", std::to_string(o.seed)}, {"nthread", std::to_string(o.threads)},
-        {"max_bin", "256"},                {"verbosity", "0"}};
-    m.booster = XgbBooster::train(X, y.size(), cols, y, w, params, o.rounds);
     m.train_rows = y.size();
     m.calibration_rows = yc.size();
-    if (!yc.empty()) {
-      auto pred = m.booster.predict(Xc.data(), yc.size(), cols);
-      std::vector<double> resid, p, meas;
-      for (std::size_t i = 0; i < yc.size(); ++i) {
-        resid.push_back(yc[i] - pred[i]);
-        p.push_back(calib[i]->achievable_roofline_us * std::exp(pred[i]));
-        meas.push_back(calib[i]->measured_us);
-      }
-      m.log_q10 = quantile(resid, 0.1);
-      m.log_q90 = quantile(resid, 0.9);
-      m.calibration_mape = error_stats(p, meas).mape;
-    }
+    m.trained_gpus = fit_booster(X, y, w, Xc, yc, calib, features_not_learned(fam, GpuScope::trained), o);
+    if (features_not_learned(fam, GpuScope::unseen) != features_not_learned(fam, GpuScope::trained))
+      m.unseen_gpus = fit_booster(X, y, w, Xc, yc, calib, features_not_learned(fam, GpuScope::unseen), o);
     out.push_back(std::move(m));
   }
   return out;

@@ -4,6 +4,7 @@
 // features, so that latency = that time x exp(prediction). Hardware enters only through the features.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,20 +54,37 @@ struct TrainOptions {
   double calibration_fraction = 0.1;  // held out to size the prediction interval
 };
 
-struct FamilyModel {
-  Family family = Family::unknown;
+// One trained booster of a family, with what its predictions need.
+struct BoosterFit {
   XgbBooster booster;
   double log_q10 = 0, log_q90 = 0;  // residual quantiles (log measured/predicted) on held-out rows
-  std::size_t train_rows = 0, calibration_rows = 0;
   double calibration_mape = 0;
-  std::map<std::string, std::size_t> rows_by_gpu;
   std::vector<std::string> features_not_learned;  // held at 0 in training (features_not_learned())
 };
 
+// Which GPUs a booster serves: those with rows in its family's training data, or any other.
+enum class GpuScope { trained, unseen };
+
+struct FamilyModel {
+  Family family = Family::unknown;
+  BoosterFit trained_gpus;                // for a GPU in rows_by_gpu
+  std::optional<BoosterFit> unseen_gpus;  // for any other GPU, where its features differ
+  std::size_t train_rows = 0, calibration_rows = 0;
+  std::map<std::string, std::size_t> rows_by_gpu;
+
+  GpuScope scope_for(const std::string& gpu_id) const {
+    return unseen_gpus && !rows_by_gpu.count(gpu_id) ? GpuScope::unseen : GpuScope::trained;
+  }
+  const BoosterFit& fit_for(const std::string& gpu_id) const {
+    return scope_for(gpu_id) == GpuScope::unseen ? *unseen_gpus : trained_gpus;
+  }
+};
+
 // The features a family's booster is not trained on (their columns held at 0, so no tree reads
-// them): for the norm and elementwise families, the GPU's own rate features (model/training.cpp
-// says why).
-const std::vector<std::string_view>& features_not_learned(Family fam);
+// them): the GPU's own rate features, for the norm and elementwise boosters and for the GEMM
+// booster that serves GPUs without measurements in training (model/training.cpp says why).
+// Where the two scopes' lists are equal, one booster serves every GPU.
+const std::vector<std::string_view>& features_not_learned(Family fam, GpuScope scope);
 
 // One model per family that has rows. Rows are weighted so that no single dataset dominates.
 std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& options);

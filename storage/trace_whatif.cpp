@@ -45,7 +45,9 @@ WhatIfMethod whatif_family_rule(Family f) {
 std::string predictor_version(const KernelPredictor& predictor) {
   if (const auto* learned = dynamic_cast<const LearnedPredictor*>(&predictor)) {
     const auto& m = learned->manifest();
-    return "xgboost/" + m.value("data_hash", std::string("unknown")) + "/f" +
+    // The models' own hash where the manifest has one (models trained since session 13): retraining
+    // on the same data with another recipe changes the predictions, not the data hash.
+    return "xgboost/" + m.value("models_hash", m.value("data_hash", std::string("unknown"))) + "/f" +
            std::to_string(m.value("feature_version", 0));
   }
   return predictor.name();

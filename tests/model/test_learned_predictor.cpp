@@ -145,22 +145,84 @@ TEST(Training, MemoryBoundFamiliesDoNotLearnFromTheGpusRateFeatures) {
     std::vector<float> x(names.size(), 0.0f);
     x[cycles] = 14.0f;
     x[rate] = 11.0f;
-    const float slow = m.booster.predict(x.data(), 1, x.size())[0];
+    const float slow = m.trained_gpus.booster.predict(x.data(), 1, x.size())[0];
     x[rate] = 12.0f;
-    const float fast = m.booster.predict(x.data(), 1, x.size())[0];
+    const float fast = m.trained_gpus.booster.predict(x.data(), 1, x.size())[0];
+    EXPECT_FALSE(m.unseen_gpus);  // both scopes learn the same features: one booster
     if (m.family == Family::attention) {
       EXPECT_GT(slow - fast, 0.3f);  // log 2 = 0.69, shrunk by 20 rounds of eta 0.3
-      EXPECT_TRUE(m.features_not_learned.empty());
+      EXPECT_TRUE(m.trained_gpus.features_not_learned.empty());
     } else {
       EXPECT_EQ(slow, fast);
-      EXPECT_EQ(m.features_not_learned,
+      EXPECT_EQ(m.trained_gpus.features_not_learned,
                 (std::vector<std::string>{"log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm", "log2_l2_mib",
                                           "log2_launch_floor_cycles"}));
     }
   }
-  EXPECT_EQ(features_not_learned(Family::elementwise).size(), 4u);
-  EXPECT_TRUE(features_not_learned(Family::gemm).empty());
-  EXPECT_TRUE(features_not_learned(Family::attention).empty());
+  for (GpuScope scope : {GpuScope::trained, GpuScope::unseen}) {
+    EXPECT_EQ(features_not_learned(Family::elementwise, scope).size(), 4u);
+    EXPECT_TRUE(features_not_learned(Family::attention, scope).empty());
+  }
+}
+
+TEST(Training, GemmsHaveABoosterWithoutTheRateFeaturesForGpusNotInTraining) {
+  // As above, for GEMMs: the booster for the trained GPUs learns the rate feature, the one for
+  // every other GPU does not; the model says which serves a GPU, and the predictor answers with it,
+  // saved and loaded again, and says so.
+  const auto& names = feature_names();
+  const auto col = [&](std::string_view n) {
+    return static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
+  const std::size_t rate = col("log2_dram_bytes_per_clk"), cycles = col("log2_cyc_bal_dram");
+  std::vector<PreparedRow> rows;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(8.0f, 20.0f);
+  for (int i = 0; i < 400; ++i) {
+    PreparedRow r;
+    r.family = Family::gemm;
+    r.features.assign(names.size(), 0.0f);
+    r.features[cycles] = u(rng);
+    r.features[rate] = i % 2 ? 11.0f : 12.0f;
+    r.achievable_roofline_us = 10;
+    r.measured_us = i % 2 ? 20 : 10;
+    r.gpu_id = i % 2 ? "h100-sxm" : "a100-sxm-80gb";
+    r.dataset = "test";
+    r.key = std::to_string(i);
+    rows.push_back(std::move(r));
+  }
+  TrainOptions o;
+  o.rounds = 20;
+  o.max_depth = 3;
+  o.eta = 0.3;
+  auto models = train_family_models(rows, o);
+  ASSERT_EQ(models.size(), 1u);
+  const FamilyModel& m = models[0];
+  ASSERT_TRUE(m.unseen_gpus);
+  EXPECT_EQ(m.scope_for("h100-sxm"), GpuScope::trained);
+  EXPECT_EQ(m.scope_for("a40"), GpuScope::unseen);
+  EXPECT_TRUE(m.trained_gpus.features_not_learned.empty());
+  EXPECT_EQ(m.unseen_gpus->features_not_learned.size(), 4u);
+  std::vector<float> x(names.size(), 0.0f);
+  x[cycles] = 14.0f;
+  x[rate] = 11.0f;
+  const float trained_slow = m.trained_gpus.booster.predict(x.data(), 1, x.size())[0];
+  const float unseen_slow = m.unseen_gpus->booster.predict(x.data(), 1, x.size())[0];
+  x[rate] = 12.0f;
+  EXPECT_GT(trained_slow - m.trained_gpus.booster.predict(x.data(), 1, x.size())[0], 0.3f);
+  EXPECT_EQ(m.unseen_gpus->booster.predict(x.data(), 1, x.size())[0], unseen_slow);
+
+  const auto dir = std::filesystem::temp_directory_path() / "perfloom-unseen-gpus-test";
+  std::filesystem::remove_all(dir);
+  LearnedPredictor(std::move(models), {}).save(dir, {});
+  auto loaded = LearnedPredictor::load(dir);
+  EXPECT_TRUE(std::filesystem::exists(dir / "gemm_unseen_gpus.json.gz"));
+  EXPECT_TRUE(loaded->manifest()["families"]["gemm"].contains("unseen_gpus"));
+  EXPECT_NE(loaded->manifest().value("models_hash", ""), "");
+  const Prediction trained = loaded->predict(gemm(4096, 4096, 4096), db().get("h100-sxm"));
+  const Prediction unseen = loaded->predict(gemm(4096, 4096, 4096), db().get("a40"));
+  EXPECT_EQ(trained.method, "xgboost");
+  EXPECT_EQ(unseen.method, "xgboost (GPU not in training)");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
