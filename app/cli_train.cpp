@@ -107,7 +107,12 @@ int cmdTrain(CliContext& ctx, const QCommandLineParser& args) {
   } else {
     for (auto& [fam, info] : saved->manifest()["families"].items())
       std::cout << fam << ": " << info["train_rows"] << " rows, held-out MAPE "
-                << pct(info["calibration_mape"].get<double>()) << "\n";
+                << pct(info["calibration_mape"].get<double>())
+                << (info.contains("unseen_gpus")
+                        ? "; for GPUs not in training, a booster without the GPU's rate features: " +
+                              pct(info["unseen_gpus"]["calibration_mape"].get<double>())
+                        : std::string())
+                << "\n";
     std::cout << "models written to " << out.string() << " in " << std::fixed << std::setprecision(1) << secs << " s\n";
   }
   return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare measured step latencies (bench/data/step/step_<gpu>.csv) with `perfloom step`; writes
 bench/results/step_check.md. Run from the repo root after building build/bin/perfloom."""
-import csv, functools, json, subprocess, statistics, os
+import csv, functools, gzip, json, subprocess, statistics, os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("PERFLOOM", os.path.join(ROOT, "build/bin/perfloom"))
@@ -249,9 +249,9 @@ if os.path.exists(tp_path):
 
 
 def isolated_gemm_us(gpu_dir, m, nk_pairs):
-    """The collector's isolated cuBLASLt timing (bench/data/<gpu>/gemm.csv) of each (N, K) at M = m."""
+    """The collector's isolated cuBLASLt timing (bench/data/<gpu>/gemm.csv.gz) of each (N, K) at M = m."""
     got = {}
-    for line in open(os.path.join(ROOT, "bench/data", gpu_dir, "gemm.csv")):
+    for line in gzip.open(os.path.join(ROOT, "bench/data", gpu_dir, "gemm.csv.gz"), "rt"):
         f = line.split(",")
         if len(f) > 20 and f[0] == "gemm" and f[1] == "bf16" and int(f[2]) == m and (int(f[3]), int(f[4])) in nk_pairs:
             got[(int(f[3]), int(f[4]))] = float(f[16])
@@ -292,7 +292,7 @@ def sustained_gemm(gpu):
 LLAMA_NK = {"qkv_proj": (6144, 4096), "o_proj": (4096, 4096), "gate_up_proj": (28672, 4096), "down_proj": (4096, 14336)}
 out += ["## Where the prefill error comes from", "",
         "llama-3-8b, one sequence of 4096 tokens: the four GEMMs of one layer (M = 4096), timed alone by the "
-        "collector (`bench/data/<gpu>/gemm.csv`: 10 repetitions, a burst of a few ms), inside the prefill step "
+        "collector (`bench/data/<gpu>/gemm.csv.gz`: 10 repetitions, a burst of a few ms), inside the prefill step "
         "(the step's GEMM kernels but the LM head, over 32 layers; the step keeps the GPU busy for 20-30 "
         "repetitions of ~0.1 s), and as perfloom predicts them; and the SM clock nvidia-smi reported while the "
         "step benchmark drew >= 600 W (both GPUs are limited to 700 W; boost clock 1980 MHz).", "",

@@ -192,7 +192,7 @@ TEST(CliImport, AFolderOfCollectorCsvsIsOneSourceAndItsReimportIsRefused) {
   EXPECT_TRUE(has(r.err, "not collector CSVs and were not read (")) << r.err;
   EXPECT_TRUE(has(r.err, "trace.json.gz")) << r.err;
   EXPECT_EQ(query(db, "SELECT count(*), format FROM sources"), "1|collector-csv\n");
-  EXPECT_EQ(query(db, "SELECT json_extract(provenance, '$.files.\"gemm.csv\".sweep') FROM sources"), "gemm\n");
+  EXPECT_EQ(query(db, "SELECT json_extract(provenance, '$.files.\"gemm.csv.gz\".sweep') FROM sources"), "gemm\n");
   const std::string kernels = query(db, "SELECT kernel_count FROM sources");
   EXPECT_EQ(query(db, "SELECT count(*) FROM kernels"), kernels);
 

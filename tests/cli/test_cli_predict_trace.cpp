@@ -246,7 +246,7 @@ TEST(CliPredictTrace, UnknownSourceGpuAsksForSourceGpu) {
 TEST(CliPredictTrace, Fp8OnAmpereIsAnErrorRow) {
   const fs::path db = fresh("fp8.db"), out = fresh("fp8.csv");
   // Our H100 GEMM sweep (a collector CSV) has fp8 GEMMs; the A100 has no fp8 tensor cores.
-  auto r = runPerfloom("predict --trace " + (kSrc / "bench/data/h100-sxm/gemm.csv").string() +
+  auto r = runPerfloom("predict --trace " + (kSrc / "bench/data/h100-sxm/gemm.csv.gz").string() +
                        " --gpu a100-sxm-80gb --db " + db.string() + " --out " + out.string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "fp8")) << r.err;

@@ -178,7 +178,7 @@ TEST_F(TraceWhatIfTest, SecondRunReadsTheCacheAndPredictsNothing) {
 }
 
 TEST_F(TraceWhatIfTest, Fp8OnAmpereIsAnErrorRowNotAGuessAndItIsCached) {
-  const int64_t src = Import(kSrc / "bench/data/h100-sxm/gemm.csv");
+  const int64_t src = Import(kSrc / "bench/data/h100-sxm/gemm.csv.gz");
   const GpuSpec& h100 = gpus_.get("h100-sxm");
   const GpuSpec& a100 = gpus_.get("a100-sxm-80gb");
   CountingPredictor predictor;
