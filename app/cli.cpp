@@ -26,7 +26,8 @@ const std::map<QString, Command>& commands() {
       {"gpus",
        {"perfloom gpus [ID...] [--json]",
         "the GPU database: id, name, aliases, architecture, SMs, clock, dense peak per dtype, memory "
-        "bandwidth, L2, memory size; with IDs, every figure of those GPUs and its source",
+        "bandwidth, L2, memory size; with IDs, every figure of those GPUs and its source, and per kernel "
+        "family what the learned models know of the GPU (its kernels in training, which booster answers it)",
         [](CliContext& c, const QCommandLineParser& p) { return cmdGpus(c, p.positionalArguments()); },
         {}}},
       {"import",

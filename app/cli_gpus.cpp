@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_commands.h"
+#include "model/learned_predictor.h"
 
 namespace perfloom::app {
 
@@ -20,6 +21,19 @@ std::string fmt(std::optional<double> v, int precision = 0) {
 }
 }  // namespace
 
+// Per family, what the learned models know of the GPU (`perfloom gpus ID`): how many of its
+// measured kernels trained them, and which booster answers it.
+nlohmann::json learned_coverage(const LearnedPredictor& models, const GpuSpec& g) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& c : models.coverage(g.id))
+    out[std::string(family_name(c.family))] = {
+        {"training_rows", c.training_rows},
+        {"booster", c.one_booster                 ? "the family's one booster, for every GPU"
+                    : c.scope == GpuScope::unseen ? "the booster for GPUs not in training (without the GPU's rate features)"
+                                                  : "the booster for the GPUs in training"}};
+  return out;
+}
+
 int cmdGpus(CliContext& ctx, const QStringList& positional) {
   std::vector<const GpuSpec*> chosen;
   if (positional.isEmpty()) {
@@ -27,10 +41,22 @@ int cmdGpus(CliContext& ctx, const QStringList& positional) {
   } else {
     for (const auto& key : positional) chosen.push_back(&ctx.gpus.get(key.toStdString()));
   }
+  // Named GPUs also say what the learned models know of them (loading the models takes ~0.6 s).
+  std::shared_ptr<const KernelPredictor> predictor;
+  const LearnedPredictor* learned = nullptr;
+  if (!positional.isEmpty()) {
+    std::string warning;
+    predictor = make_default_predictor(&warning);
+    learned = dynamic_cast<const LearnedPredictor*>(predictor.get());
+    if (!warning.empty()) std::cerr << "perfloom gpus: warning: " << warning << "\n";
+  }
   if (ctx.json) {
     nlohmann::json out;
     out["gpus"] = nlohmann::json::array();
-    for (const auto* g : chosen) out["gpus"].push_back(gpu_spec_to_json(*g));
+    for (const auto* g : chosen) {
+      out["gpus"].push_back(gpu_spec_to_json(*g));
+      if (learned) out["gpus"].back()["learned_models"] = learned_coverage(*learned, *g);
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -45,6 +71,15 @@ int cmdGpus(CliContext& ctx, const QStringList& positional) {
         auto s = g->sources.find(it.key());
         if (s != g->sources.end()) std::cout << "\n  " << std::setw(32) << "" << "source: " << s->second;
         std::cout << "\n";
+      }
+      if (learned) {
+        const nlohmann::json coverage = learned_coverage(*learned, *g);
+        for (const auto& [fam, c] : coverage.items()) {
+          const auto rows = c["training_rows"].get<std::size_t>();
+          std::cout << "  " << std::left << std::setw(32) << ("learned model, " + fam)
+                    << (rows ? "trained on " + std::to_string(rows) + " of its kernels" : std::string("not in training"))
+                    << "; answered by " << c["booster"].get<std::string>() << "\n";
+        }
       }
     }
     return 0;

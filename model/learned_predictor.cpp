@@ -222,6 +222,15 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
   return out;
 }
 
+std::vector<LearnedPredictor::GpuCoverage> LearnedPredictor::coverage(const std::string& gpu_id) const {
+  std::vector<GpuCoverage> out;
+  for (const auto& [fam, m] : models_) {
+    auto rows = m.rows_by_gpu.find(gpu_id);
+    out.push_back({fam, rows == m.rows_by_gpu.end() ? 0 : rows->second, m.scope_for(gpu_id), !m.unseen_gpus});
+  }
+  return out;
+}
+
 Prediction LearnedPredictor::predict(const KernelDesc& k, const GpuSpec& gpu) const {
   return predict_distinct({k}, gpu, nullptr).front();
 }

@@ -40,6 +40,15 @@ class LearnedPredictor : public KernelPredictor {
   std::string name() const override { return "xgboost"; }
   const nlohmann::json& manifest() const { return manifest_; }
   bool has_family(Family f) const { return models_.count(f) > 0; }
+  // What the models know of a GPU, per family: its rows in training (0: none) and which booster
+  // answers it.
+  struct GpuCoverage {
+    Family family = Family::unknown;
+    std::size_t training_rows = 0;
+    GpuScope scope = GpuScope::trained;
+    bool one_booster = false;  // the family has no separate booster for GPUs not in training
+  };
+  std::vector<GpuCoverage> coverage(const std::string& gpu_id) const;
 
  private:
   std::vector<Prediction> predict_distinct(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
