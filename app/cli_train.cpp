@@ -152,7 +152,9 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
   std::vector<PreparedRow> train, test;
   for (const auto& r : rows) (held.count(r.gpu_id) ? test : train).push_back(r);
   if (test.empty()) throw std::runtime_error("no measurements of " + what + " to evaluate on");
-  auto models = train_family_models(train, opts);
+  TrainOptions eval_opts = opts;
+  eval_opts.unseen_gpu_interval = false;  // eval scores predictions, not intervals
+  auto models = train_family_models(train, eval_opts);
   std::map<Family, const FamilyModel*> by_family;
   for (const auto& m : models) by_family[m.family] = &m;
 

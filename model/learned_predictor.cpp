@@ -111,6 +111,9 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
     p.model.train_rows = info.value("train_rows", 0);
     p.model.calibration_rows = info.value("calibration_rows", 0);
     p.model.rows_by_gpu = info.value("rows_by_gpu", std::map<std::string, std::size_t>{});
+    if (info.contains("unseen_gpu_log_residual_q10") && info.contains("unseen_gpu_log_residual_q90"))
+      p.model.unseen_gpu_log_q10_q90 = std::make_pair(info["unseen_gpu_log_residual_q10"].get<double>(),
+                                                      info["unseen_gpu_log_residual_q90"].get<double>());
     p.trained = std::async(std::launch::async, load_fit, dir, info, fname + ".json", names.size());
     if (info.contains("unseen_gpus"))
       p.unseen = std::async(std::launch::async, load_fit, dir, info["unseen_gpus"], fname + "_unseen_gpus.json", names.size());
@@ -141,6 +144,11 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
     info["train_rows"] = m.train_rows;
     info["calibration_rows"] = m.calibration_rows;
     info["rows_by_gpu"] = m.rows_by_gpu;
+    if (m.unseen_gpu_log_q10_q90) {
+      // The interval for GPUs not in training, from folds by GPU (FamilyModel::unseen_gpu_log_q10_q90).
+      info["unseen_gpu_log_residual_q10"] = m.unseen_gpu_log_q10_q90->first;
+      info["unseen_gpu_log_residual_q90"] = m.unseen_gpu_log_q10_q90->second;
+    }
     if (m.unseen_gpus) info["unseen_gpus"] = save_fit(dir, fname + "_unseen_gpus", *m.unseen_gpus, models_hash);
     manifest["families"][fname] = info;
   }
@@ -209,13 +217,14 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
     const FamilyModel& m = models_.at(fam);
     const BoosterFit& fit = m.fit_for(gpu.id);
     const char* method = m.scope_for(gpu.id) == GpuScope::unseen ? "xgboost (GPU not in training)" : "xgboost";
+    const auto interval = m.interval_for(gpu.id);
     auto y = fit.booster.predict(features[fam].data(), idx.size(), cols);
     for (std::size_t j = 0; j < idx.size(); ++j) {
       Prediction& p = out[idx[j]];
       const double roof = p.analysis.achievable_roofline_us;
       p.pred_us = std::max(p.ceiling_us, roof * std::exp(static_cast<double>(y[j])));
-      p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(fit.log_q10));
-      p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(fit.log_q90));
+      p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(interval.first));
+      p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(interval.second));
       p.method = method;
     }
   }

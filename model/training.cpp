@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -58,6 +60,56 @@ BoosterFit fit_booster(std::vector<float> X, const std::vector<float>& y, const 
     fit.calibration_mape = error_stats(p, meas).mape;
   }
   return fit;
+}
+
+// The weighted q-quantile of `v` (weights `w`, same length).
+double weighted_quantile(std::vector<std::pair<double, double>> vw, double q) {
+  if (vw.empty()) return 0;
+  std::sort(vw.begin(), vw.end());
+  double total = 0;
+  for (const auto& [v, w] : vw) total += w;
+  double acc = 0;
+  for (const auto& [v, w] : vw) {
+    acc += w;
+    if (acc >= q * total) return v;
+  }
+  return vw.back().first;
+}
+
+// The residuals a GPU not in training sees: the family's GPUs in 3 folds by a hash of their id,
+// each fold predicted by a booster (the unseen-GPU features, a third of the rounds) trained on the
+// other two; the weighted 10th and 90th percentiles of log(measured / predicted) over every fold.
+std::optional<std::pair<double, double>> gpu_fold_interval(const std::vector<float>& X, const std::vector<float>& y,
+                                                           const std::vector<float>& w,
+                                                           const std::vector<const PreparedRow*>& rows,
+                                                           const std::vector<std::string_view>& not_learned,
+                                                           const TrainOptions& o) {
+  constexpr uint64_t kFolds = 3;
+  const std::size_t cols = feature_names().size();
+  std::vector<uint64_t> fold(y.size());
+  std::set<uint64_t> folds_present;
+  for (std::size_t i = 0; i < y.size(); ++i) folds_present.insert(fold[i] = fnv1a(rows[i]->gpu_id) % kFolds);
+  if (folds_present.size() < 2) return std::nullopt;  // one GPU group: nothing to hold out
+  TrainOptions fo = o;
+  fo.rounds = std::max(20, o.rounds / 3);
+  std::vector<std::pair<double, double>> resid;  // (residual, weight)
+  for (uint64_t k : folds_present) {
+    std::vector<float> Xt, yt, wt, Xk, yk, wk;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      auto [Xd, yd, wd] = fold[i] == k ? std::tie(Xk, yk, wk) : std::tie(Xt, yt, wt);
+      Xd.insert(Xd.end(), X.begin() + static_cast<std::ptrdiff_t>(i * cols),
+                X.begin() + static_cast<std::ptrdiff_t>((i + 1) * cols));
+      yd.push_back(y[i]);
+      wd.push_back(w[i]);
+    }
+    if (yt.empty() || yk.empty()) continue;
+    // No tree of it reads the not-learned columns, so Xk needs no zeroing.
+    const BoosterFit f = fit_booster(std::move(Xt), yt, wt, {}, {}, {}, not_learned, fo);
+    const auto pred = f.booster.predict(Xk.data(), yk.size(), cols);
+    for (std::size_t i = 0; i < yk.size(); ++i) resid.emplace_back(yk[i] - pred[i], wk[i]);
+  }
+  if (resid.empty()) return std::nullopt;
+  return std::make_pair(weighted_quantile(resid, 0.1), weighted_quantile(resid, 0.9));
 }
 
 }  // namespace
@@ -173,7 +225,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
       }
     if (fam_rows.size() < 50) continue;
     std::vector<float> X, Xc, y, yc, w;
-    std::vector<const PreparedRow*> calib;
+    std::vector<const PreparedRow*> calib, train;
     FamilyModel m;
     m.family = fam;
     for (const PreparedRow* r : fam_rows) {
@@ -188,6 +240,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
         X.insert(X.end(), r->features.begin(), r->features.end());
         y.push_back(label);
         w.push_back(static_cast<float>(std::min(1.0, 3000.0 / static_cast<double>(per_dataset[r->gpu_id + "|" + r->dataset]))));
+        train.push_back(r);
         ++m.rows_by_gpu[r->gpu_id];
       }
     }
@@ -197,6 +250,8 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
     m.trained_gpus = fit_booster(X, y, w, Xc, yc, calib, features_not_learned(fam, GpuScope::trained), o);
     if (features_not_learned(fam, GpuScope::unseen) != features_not_learned(fam, GpuScope::trained))
       m.unseen_gpus = fit_booster(X, y, w, Xc, yc, calib, features_not_learned(fam, GpuScope::unseen), o);
+    if (o.unseen_gpu_interval)
+      m.unseen_gpu_log_q10_q90 = gpu_fold_interval(X, y, w, train, features_not_learned(fam, GpuScope::unseen), o);
     out.push_back(std::move(m));
   }
   return out;

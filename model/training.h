@@ -52,6 +52,9 @@ struct TrainOptions {
   int threads = 2;
   int seed = 7;
   double calibration_fraction = 0.1;  // held out to size the prediction interval
+  // The interval for GPUs not in training from folds by GPU (3 boosters of rounds / 3 per family);
+  // `perfloom eval` does not need it and turns it off.
+  bool unseen_gpu_interval = true;
 };
 
 // One trained booster of a family, with what its predictions need.
@@ -71,6 +74,17 @@ struct FamilyModel {
   std::optional<BoosterFit> unseen_gpus;  // for any other GPU, where its features differ
   std::size_t train_rows = 0, calibration_rows = 0;
   std::map<std::string, std::size_t> rows_by_gpu;
+  // The 80% interval (log measured / predicted) for a GPU not in training: residuals of GPUs held
+  // out of the booster (folds by GPU), not of held-out kernels of the training GPUs, which are far
+  // narrower. Unset: the booster's own (models from before session 13).
+  std::optional<std::pair<double, double>> unseen_gpu_log_q10_q90;
+
+  // The interval a prediction for the GPU carries: (log q10, log q90).
+  std::pair<double, double> interval_for(const std::string& gpu_id) const {
+    if (unseen_gpu_log_q10_q90 && !rows_by_gpu.count(gpu_id)) return *unseen_gpu_log_q10_q90;
+    const BoosterFit& fit = fit_for(gpu_id);
+    return {fit.log_q10, fit.log_q90};
+  }
 
   GpuScope scope_for(const std::string& gpu_id) const {
     return unseen_gpus && !rows_by_gpu.count(gpu_id) ? GpuScope::unseen : GpuScope::trained;

@@ -165,6 +165,16 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
     EXPECT_EQ(predict(*m.unseen_gpus, 11.0f), predict(*m.unseen_gpus, 12.0f));
     EXPECT_EQ(m.unseen_gpus->features_not_learned, rates);
   }
+  // The interval for a GPU not in training comes from GPUs held out of a booster: here the other
+  // GPU's rows, twice as slow in a way the unseen-GPU features cannot see, so it spans about
+  // log 2 = 0.69 either way, where the trained GPUs' own held-out kernels give a narrow one.
+  for (const auto& m : models) {
+    SCOPED_TRACE(std::string(family_name(m.family)));
+    ASSERT_TRUE(m.unseen_gpu_log_q10_q90);
+    const auto [lo, hi] = m.interval_for("a40");
+    EXPECT_GT(hi - lo, 0.5);
+    EXPECT_EQ(m.interval_for("h100-sxm").first, m.fit_for("h100-sxm").log_q10);
+  }
   EXPECT_EQ(features_not_learned(Family::elementwise, GpuScope::unseen).size(), 4u);
   EXPECT_TRUE(features_not_learned(Family::elementwise, GpuScope::trained).empty());
   EXPECT_TRUE(features_not_learned(Family::attention, GpuScope::unseen).empty());
@@ -178,7 +188,10 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
   EXPECT_TRUE(loaded->manifest()["families"]["gemm"].contains("unseen_gpus"));
   EXPECT_NE(loaded->manifest().value("models_hash", ""), "");
   EXPECT_EQ(loaded->predict(gemm(4096, 4096, 4096), db().get("h100-sxm")).method, "xgboost");
-  EXPECT_EQ(loaded->predict(gemm(4096, 4096, 4096), db().get("a40")).method, "xgboost (GPU not in training)");
+  const Prediction unseen = loaded->predict(gemm(4096, 4096, 4096), db().get("a40"));
+  EXPECT_EQ(unseen.method, "xgboost (GPU not in training)");
+  EXPECT_TRUE(loaded->manifest()["families"]["gemm"].contains("unseen_gpu_log_residual_q90"));
+  EXPECT_GT(std::log(unseen.hi_us / unseen.lo_us), 0.5);  // the wide interval, read back
   // Its file missing, the models are refused, naming it (the tools then fall back to the roofline).
   std::filesystem::remove(dir / "gemm_unseen_gpus.json.gz");
   try {
