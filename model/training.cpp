@@ -4,9 +4,9 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <tuple>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "model/classify/kernel_classifier.h"
 #include "model/families/family_models.h"
@@ -62,7 +62,7 @@ BoosterFit fit_booster(std::vector<float> X, const std::vector<float>& y, const 
   return fit;
 }
 
-// The weighted q-quantile of `v` (weights `w`, same length).
+// The weighted q-quantile of (value, weight) pairs.
 double weighted_quantile(std::vector<std::pair<double, double>> vw, double q) {
   if (vw.empty()) return 0;
   std::sort(vw.begin(), vw.end());
