@@ -79,15 +79,18 @@ struct FamilyModel {
   // narrower. Unset: the booster's own (models from before session 13).
   std::optional<std::pair<double, double>> unseen_gpu_log_q10_q90;
 
+  // Whether the GPU's measurements trained this family's boosters.
+  bool trained_on(const std::string& gpu_id) const { return rows_by_gpu.count(gpu_id) > 0; }
+
   // The interval a prediction for the GPU carries: (log q10, log q90).
   std::pair<double, double> interval_for(const std::string& gpu_id) const {
-    if (unseen_gpu_log_q10_q90 && !rows_by_gpu.count(gpu_id)) return *unseen_gpu_log_q10_q90;
+    if (unseen_gpu_log_q10_q90 && !trained_on(gpu_id)) return *unseen_gpu_log_q10_q90;
     const BoosterFit& fit = fit_for(gpu_id);
     return {fit.log_q10, fit.log_q90};
   }
 
   GpuScope scope_for(const std::string& gpu_id) const {
-    return unseen_gpus && !rows_by_gpu.count(gpu_id) ? GpuScope::unseen : GpuScope::trained;
+    return unseen_gpus && !trained_on(gpu_id) ? GpuScope::unseen : GpuScope::trained;
   }
   const BoosterFit& fit_for(const std::string& gpu_id) const {
     return scope_for(gpu_id) == GpuScope::unseen ? *unseen_gpus : trained_gpus;
