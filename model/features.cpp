@@ -30,7 +30,8 @@ const std::vector<std::string_view>& feature_names() {
       "ctas_per_sm", "imbalance", "active_sm_fraction", "dtype_bytes",
       "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
       "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
-      "log2_l2_mib", "log2_launch_floor_cycles", "impl_class", "act_quant_share", "tile_known"};
+      "log2_l2_mib", "log2_launch_floor_cycles", "impl_class", "act_quant_share", "tile_known",
+      "log2_share_tensor", "log2_share_fma", "log2_share_sfu", "log2_share_dram", "log2_share_l2", "log2_share_smem"};
   return names;
 }
 
@@ -94,6 +95,17 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // which an untiled row's time is. Without this flag both land on one leaf: held out, A100 GEMMs
   // 21.6% -> 13.9% MAPE, B200 24.1% -> 19.9% (bench/results/eval_holdout.md).
   f.push_back(a.tile_origin == "given" || a.tile_origin == "kernel name" ? 1.0f : 0.0f);
+  // Each pipe's busiest-SM cycles over the binding pipe's (log2, <= 0): how close to the bound the
+  // other pipes are. A GPU changes the absolute cycles of each pipe by its own rates but a kernel's
+  // efficiency follows its balance, which the trees could otherwise only piece together from
+  // differences of two absolute features. Learned by GEMMs only (training.cpp
+  // features_not_learned): held out, GEMM MAPE (library-chosen rows) H100 14.9 -> 14.4%, H200
+  // 10.3 -> 9.4%, A100 12.9 -> 11.7%; in the other families they cost 3-12 points (H100 attention
+  // 22.0 -> 34.5%, H200 norm 10.0 -> 18.7%) (bench/results/eval_holdout.md, session 14).
+  for (Pipe p : kWorkPipes) {
+    const double c = a.achievable_cycles_busiest[static_cast<std::size_t>(p)];
+    f.push_back(work > 0 ? static_cast<float>(std::log2((c + 1.0) / (work + 1.0))) : 0.0f);
+  }
   return f;
 }
 

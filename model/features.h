@@ -15,8 +15,9 @@ namespace perfloom {
 // architecture's default tile (attention prefill); 7: tile_known (a GEMM's tile came with the
 // kernel, not from the model's choice); 8: act_quant_share (the activation quantisation's
 // estimated time over the GEMM's roofline) instead of the act_quant flag, and impl_class 3
-// (Sarathi-Serve's non-GEMM kernels in Vidur's profiles).
-inline constexpr int kFeatureVersion = 8;
+// (Sarathi-Serve's non-GEMM kernels in Vidur's profiles); 9: an attention kernel whose name gives
+// its tile (FlashAttention-2, cuDNN) is analysed with that tile, its query rows padded to it.
+inline constexpr int kFeatureVersion = 9;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "model/classify/kernel_classifier.h"
+#include "model/classify/tile_from_name.h"
 
 namespace perfloom {
 
@@ -153,7 +154,9 @@ std::string kernel_key(const KernelDesc& k, KernelKeyDetail detail) {
     for (auto v : k.launch->block) key += '/' + std::to_string(v);
     key += '/' + std::to_string(k.launch->registers_per_thread) + '/' + std::to_string(k.launch->shared_memory_bytes);
   }
-  if (k.op == Op::unknown || (k.tile && !k.name.empty())) key += '#' + k.name;
+  const bool named_attention_tile =
+      (k.op == Op::attn_prefill || k.op == Op::attn_decode) && attention_tile_from_name(k.name).has_value();
+  if (k.op == Op::unknown || (k.tile && !k.name.empty()) || named_attention_tile) key += '#' + k.name;
   else if (const int impl = implementation_class(k.name)) key += "#impl" + std::to_string(impl);  // a feature
   return key;
 }

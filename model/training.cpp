@@ -131,12 +131,22 @@ std::optional<std::pair<double, double>> gpu_fold_interval(const std::vector<flo
 // GEMM (library-chosen rows) A40 43.9 -> 9.7%, H100 16.0 -> 14.7%, but H200 9.1 -> 10.2%, T4 26.3 ->
 // 30.4%. For attention the same cost 1-2 points (H100 20.9 -> 22.7%, H200 9.5 -> 10.4%): one booster
 // with them serves every GPU. Only the tensor rate, or it and the DRAM rate, left out did worse.
+// The pipe shares (features.cpp, `log2_share_*`) are learned by the GEMM boosters only, for either
+// scope: they cost the other families 3-12 points held out (session 14).
 const std::vector<std::string_view>& features_not_learned(Family fam, GpuScope scope) {
   static const std::vector<std::string_view> rates = {"log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
                                                       "log2_l2_mib", "log2_launch_floor_cycles"};
+  static const std::vector<std::string_view> shares = {"log2_share_tensor", "log2_share_fma", "log2_share_sfu",
+                                                       "log2_share_dram",   "log2_share_l2",  "log2_share_smem"};
+  static const std::vector<std::string_view> rates_and_shares = [] {
+    std::vector<std::string_view> v = rates;
+    v.insert(v.end(), shares.begin(), shares.end());
+    return v;
+  }();
   static const std::vector<std::string_view> none;
-  const bool transfers = fam == Family::gemm || fam == Family::norm || fam == Family::elementwise;
-  return scope == GpuScope::unseen && transfers ? rates : none;
+  if (fam == Family::gemm) return scope == GpuScope::unseen ? rates : none;
+  if (fam == Family::norm || fam == Family::elementwise) return scope == GpuScope::unseen ? rates_and_shares : shares;
+  return shares;
 }
 
 bool is_configuration_sweep(std::string_view dataset) {

@@ -370,4 +370,56 @@ TileNameInfo parse_tile_name(std::string_view name) {
 
 std::optional<TileConfig> tile_from_kernel_name(std::string_view name) { return parse_tile_name(name).tile; }
 
+std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name) {
+  AttentionTileInfo info;
+  if (size_t p = ifind(name, "flash_fwd_kernel_traits<"); p != std::string_view::npos) {
+    // A profiler joins a split-KV kernel and its combine kernel with " ; ": the first one decides.
+    const size_t fwd = ifind(name, "flash_fwd_");
+    info.split_kv = fwd != std::string_view::npos && istarts(name.substr(fwd), "flash_fwd_splitkv_kernel");
+    size_t i = p + std::string_view("flash_fwd_kernel_traits<").size();
+    std::array<int, 4> v{};
+    for (size_t n = 0; n < v.size(); ++n) {
+      while (i < name.size() && name[i] == ' ') ++i;
+      v[n] = read_int(name, i);
+      if (v[n] <= 0) return std::nullopt;
+      while (i < name.size() && name[i] == ' ') ++i;
+      if (i >= name.size() || (name[i] != ',' && name[i] != '>')) return std::nullopt;
+      ++i;
+    }
+    info.head_dim = v[0];
+    info.q_rows = v[1];
+    info.kv_cols = v[2];
+    info.warps = v[3];
+    info.format = "flash-attn2";
+  } else if (size_t q = ifind(name, "sdpa"); q != std::string_view::npos && ifind(name, "cudnn") != std::string_view::npos) {
+    // The first "<rows>x<keys>x<D>" token followed by a "<a>x<b>x<c>" warp layout token.
+    bool found = false;
+    for_tokens(ident_from(name, q), [&](std::string_view tok, size_t) {
+      std::array<int, 3> d{};
+      if (!found && parse_dims(tok, d) == 3) {
+        if (info.q_rows == 0) {
+          info.q_rows = d[0];
+          info.kv_cols = d[1];
+          info.head_dim = d[2];
+          return true;
+        }
+        info.warps = d[0] * d[1] * d[2];
+        found = true;
+        return false;
+      }
+      if (info.q_rows != 0) info.q_rows = 0;  // the warp layout must follow the tile directly
+      return true;
+    });
+    if (!found) return std::nullopt;
+    info.split_kv = true;
+    info.format = "cudnn";
+  } else {
+    return std::nullopt;
+  }
+  if (!plausible(info.q_rows, info.kv_cols) || info.head_dim <= 0 || info.head_dim > 1024 || info.warps <= 0 ||
+      info.warps > 32)
+    return std::nullopt;
+  return info;
+}
+
 }  // namespace perfloom

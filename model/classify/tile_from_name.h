@@ -49,4 +49,26 @@ TileNameInfo parse_tile_name(std::string_view name);
 // The tile as named, with split-K / stream-K / cluster when the name says them.
 std::optional<TileConfig> tile_from_kernel_name(std::string_view name);
 
+// An attention kernel's tiling as its name spells it out. The tile sets the work a kernel really
+// executes: a decode's single query row is padded to the tile's query rows, which decides whether
+// the kernel is bound by the KV cache's bytes or by its padded tensor work (measured on our H100
+// and H200, bench/data/<gpu>/attention.csv: PyTorch's FlashAttention-2 decode at 128 padded rows
+// takes the same time on both, 1.01-1.04x over 256 us, where the bytes alone would say 1.43x).
+//  FlashAttention-2 (flash_fwd_kernel, flash_fwd_splitkv_kernel; PyTorch's pytorch_flash:: copy):
+//    Flash_fwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, ...>; for a decode (one query
+//    row, Hq > Hkv) FlashAttention-2 swaps the query group into the rows ("seqlenq_ngroups_swapped"),
+//    so one CTA serves the group of a KV head.                                        [verified]
+//  cuDNN's fused SDPA: cudnn_generated_fort_native_sdpa_..._<rows>x<keys>x<D>_<a>x<b>x<c>_...,
+//    the warps per CTA a x b x c. A decode's grid is (splits, Hkv, B): the query group shares a
+//    CTA, and long caches are split (a second kernel reduces)       [from the grids we measured]
+struct AttentionTileInfo {
+  int q_rows = 0;   // query rows per CTA (Br)
+  int kv_cols = 0;  // keys per inner iteration (Bc)
+  int head_dim = 0;
+  int warps = 0;
+  bool split_kv = false;           // may split the keys (FlashAttention-2's flash_fwd_splitkv_kernel, cuDNN)
+  std::string_view format;         // "flash-attn2" or "cudnn"
+};
+std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name);
+
 }  // namespace perfloom

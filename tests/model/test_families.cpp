@@ -144,6 +144,74 @@ TEST(AttentionModel, DecodeReadsTheKvCacheOnceAndSplitsSmallBatches) {
   EXPECT_EQ(big.tile->split_k, 1);
 }
 
+TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
+  // PyTorch's FlashAttention-2 decode on our H100: one query row per KV head's group, padded to
+  // the kernel's 128 rows.
+  KernelDesc k;
+  k.op = Op::attn_decode;
+  k.shape.B = 128;
+  k.shape.L = 2048;
+  k.shape.Hq = 32;
+  k.shape.Hkv = 32;
+  k.shape.D = 128;
+  const Analysis unnamed = analyze_kernel(k, h100());
+  k.name =
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+      "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
+      "false>(pytorch_flash::Flash_fwd_params)";
+  const Analysis fa2 = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(fa2.demand.tensor_flops, 128.0 * 32 * 4 * 128 * 2048 * 128);
+  EXPECT_DOUBLE_EQ(fa2.demand.tensor_flops / unnamed.demand.tensor_flops, 8.0) << "128 rows instead of the MMA's 16";
+  EXPECT_DOUBLE_EQ(fa2.demand.dram_bytes, unnamed.demand.dram_bytes) << "the KV cache is read once either way";
+  ASSERT_TRUE(fa2.tile.has_value());
+  EXPECT_EQ(fa2.tile->tile_m, 128);
+  EXPECT_EQ(fa2.tile->tile_n, 64);
+  EXPECT_EQ(fa2.tile->split_k, 1);
+  EXPECT_EQ(fa2.tile_origin, "kernel name");
+  KernelDesc without_name = k;
+  without_name.name.clear();
+  EXPECT_NE(kernel_key(k, KernelKeyDetail::prediction), kernel_key(without_name, KernelKeyDetail::prediction))
+      << "the memo tells the tiles apart";
+
+  // Its split-KV kernel follows FlashAttention's heuristic: B=8, Hkv=4 (32 CTAs), 8 blocks of 128
+  // keys on twice the H100's 132 SMs: 8 splits, the grid 1x8x32 our collector recorded.
+  k.shape.B = 8;
+  k.shape.L = 1024;
+  k.shape.Hkv = 4;
+  k.name =
+      "void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
+      "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, false, false, false, false, "
+      "true, false, true, false>(pytorch_flash::Flash_fwd_params)";
+  const Analysis split = analyze_kernel(k, h100());
+  EXPECT_EQ(split.tile->split_k, 8);
+  EXPECT_DOUBLE_EQ(split.demand.tensor_flops, 8.0 * 4 * 4 * 64 * 1024 * 128) << "the group of 8 padded to 64 rows";
+
+  // cuDNN: the group of 8 in one CTA's 16 rows; the split count is read from its launch grid
+  // (splits, Hkv, B), as our collector recorded it for B=4, L=4096, Hq=32, Hkv=4: 16x4x4.
+  k.name = "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_cga1x1x1_kernel0_0";
+  k.shape.B = 4;
+  k.shape.L = 4096;
+  LaunchArgs launch;
+  launch.grid = {16, 4, 4};
+  launch.block = {128, 1, 1};
+  k.launch = launch;
+  const Analysis cudnn = analyze_kernel(k, h100());
+  EXPECT_EQ(cudnn.tile->split_k, 16);
+  EXPECT_DOUBLE_EQ(cudnn.demand.tensor_flops, 4.0 * 4 * 4 * 16 * 4096 * 128);
+  EXPECT_DOUBLE_EQ(cudnn.demand.l2_bytes, cudnn.demand.dram_bytes) << "one CTA per KV head reads it once";
+  launch.grid = {8, 4, 4};
+  k.launch = launch;
+  EXPECT_EQ(analyze_kernel(k, h100()).tile->split_k, 8) << "the grid, not a heuristic";
+  launch.grid = {8, 1, 1};  // a reduce kernel's grid: not the attention kernel's, so not read
+  k.launch = launch;
+  EXPECT_EQ(analyze_kernel(k, h100()).tile->split_k, 16) << "FlashAttention's heuristic on 2 x 132 slots";
+
+  // A name whose head dim is not the shape's is not read.
+  k.shape.D = 64;
+  const Analysis mismatched = analyze_kernel(k, h100());
+  EXPECT_EQ(mismatched.tile_origin, "heuristic");
+}
+
 TEST(NormModel, RmsNormAndFusedAddCountTheirBytes) {
   KernelDesc k;
   k.op = Op::rmsnorm;

@@ -325,6 +325,56 @@ TEST(KernelClassifierTile, RealNames) {
   }
 }
 
+TEST(KernelClassifierTile, AttentionKernelsNameTheirTile) {
+  // As PyTorch 2.11's SDPA launches them on our H100 (bench/data/h100-sxm/attention*.csv).
+  const auto fa2 = attention_tile_from_name(
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+      "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
+      "false>(pytorch_flash::Flash_fwd_params)");
+  ASSERT_TRUE(fa2.has_value());
+  EXPECT_EQ(fa2->format, "flash-attn2");
+  EXPECT_EQ(fa2->head_dim, 128);
+  EXPECT_EQ(fa2->q_rows, 128);
+  EXPECT_EQ(fa2->kv_cols, 64);
+  EXPECT_EQ(fa2->warps, 4);
+  EXPECT_FALSE(fa2->split_kv);
+  // A split-KV kernel joined with its combine kernel by the profiler.
+  const auto split = attention_tile_from_name(
+      "void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, false, "
+      "cutlass::bfloat16_t, Flash_kernel_traits<64, 64, 256, 4, cutlass::bfloat16_t> >, false, false, false, false, "
+      "true, false, true, false>(pytorch_flash::Flash_fwd_params) ; void "
+      "pytorch_flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, false, "
+      "cutlass::bfloat16_t, Flash_kernel_traits<64, 64, 256, 4, cutlass::bfloat16_t> >, 4, 2, true>"
+      "(pytorch_flash::Flash_fwd_params)");
+  ASSERT_TRUE(split.has_value());
+  EXPECT_TRUE(split->split_kv);
+  EXPECT_EQ(split->head_dim, 64);
+  EXPECT_EQ(split->q_rows, 64);
+  EXPECT_EQ(split->kv_cols, 256);
+  const auto cudnn = attention_tile_from_name(
+      "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_cga1x1x1_kernel0_0");
+  ASSERT_TRUE(cudnn.has_value());
+  EXPECT_EQ(cudnn->format, "cudnn");
+  EXPECT_EQ(cudnn->q_rows, 16);
+  EXPECT_EQ(cudnn->kv_cols, 128);
+  EXPECT_EQ(cudnn->head_dim, 128);
+  EXPECT_EQ(cudnn->warps, 4);
+  EXPECT_TRUE(cudnn->split_kv);
+  const auto cudnn_prefill = attention_tile_from_name(
+      "Memset (Device) ; cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_"
+      "kernel0_0");
+  ASSERT_TRUE(cudnn_prefill.has_value());
+  EXPECT_EQ(cudnn_prefill->q_rows, 64);
+  EXPECT_EQ(cudnn_prefill->head_dim, 64);
+  // Names without a tile, a truncated traits list, a GEMM.
+  EXPECT_FALSE(attention_tile_from_name("flash_fwd_splitkv_kernel").has_value());
+  EXPECT_FALSE(attention_tile_from_name("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128").has_value());
+  EXPECT_FALSE(attention_tile_from_name("cudnn_generated_fort_native_sdpa_sm90_knob_7").has_value());
+  EXPECT_FALSE(attention_tile_from_name("nvjet_sm90_tst_128x8_64x12_4x1_v_bz_splitK_TNT").has_value());
+  EXPECT_FALSE(attention_tile_from_name("").has_value());
+}
+
+
 TEST(KernelClassifierTile, MarkersAndOrientation) {
   EXPECT_TRUE(parse_tile_name("nvjet_tst_64x32_64x16_2x2_2cta_h_bz_splitK_TNT").two_cta);
   EXPECT_TRUE(parse_tile_name("nvjet_tst_64x32_64x16_2x2_h_bz_TNT").column_major);

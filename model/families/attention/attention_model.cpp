@@ -1,11 +1,14 @@
 // FlashAttention-style prefill (FA2 on Ampere/Ada, FA3 on Hopper and later) and decode over a
-// paged KV cache with split-KV (flash-decoding).
+// paged KV cache with split-KV (flash-decoding). A kernel whose name gives its tile (PyTorch's
+// FlashAttention-2 and cuDNN kernels, attention_tile_from_name) is analysed with that tile.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <string>
 #include <vector>
 
+#include "model/classify/tile_from_name.h"
 #include "model/families/family_models.h"
 
 namespace perfloom {
@@ -17,9 +20,12 @@ struct AttnTiles {
   int kv_cols;  // Bc: keys per inner iteration
 };
 
+bool warpgroup_architecture(const GpuSpec& gpu) {
+  return gpu.architecture == "hopper" || gpu.architecture == "blackwell";
+}
+
 AttnTiles prefill_tiles(const GpuSpec& gpu, int64_t head_dim) {
-  const bool sm90 = gpu.architecture == "hopper" || gpu.architecture == "blackwell";
-  if (sm90) return {128, head_dim <= 128 ? 128 : 80};
+  if (warpgroup_architecture(gpu)) return {128, head_dim <= 128 ? 128 : 80};
   return {128, head_dim <= 64 ? 128 : 64};
 }
 
@@ -47,11 +53,12 @@ double busiest_share_lpt(std::vector<double> work, int sms) {
   return busiest / total;
 }
 
-Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw) {
+Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw,
+                 const std::optional<AttentionTileInfo>& named) {
   const Shape& s = k.shape;
   std::vector<int64_t> lens = s.seqlens;
   if (lens.empty()) lens.assign(static_cast<std::size_t>(s.B), s.S);
-  const AttnTiles t = prefill_tiles(gpu, s.D);
+  const AttnTiles t = named ? AttnTiles{named->q_rows, named->kv_cols} : prefill_tiles(gpu, s.D);
   const double b = dtype_bytes(k.dtype), D = static_cast<double>(s.D);
   const double hq = static_cast<double>(s.Hq), hkv = static_cast<double>(s.Hkv);
 
@@ -97,52 +104,90 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   least.smem_bytes = tokens * D * b * (hq + 2.0 * hkv);
   a.least_demand = least;
   a.useful_flops = useful;
-  const int threads = (gpu.architecture == "hopper" || gpu.architecture == "blackwell") ? 384 : 128;
+  const int threads = named ? 32 * named->warps : warpgroup_architecture(gpu) ? 384 : 128;
   const double smem_cta = (t.q_rows * D + 2.0 * 2.0 * t.kv_cols * D) * b;
   a.plan = plan_uniform_ctas(ctas, std::min(occupancy(threads, 0, smem_cta, hw), 2), threads, hw);
   a.plan.busiest_sm_share = exact_schedule
                                ? busiest_share_lpt(std::move(cta_work), hw.sms)
                                : std::max(d.tensor_flops / hw.sms, max_cta_flops) / d.tensor_flops;
   a.tile = TileConfig{t.q_rows, t.kv_cols, static_cast<int>(s.D)};
-  a.tile_origin = "architecture default";
+  a.tile_origin = named ? "kernel name" : "architecture default";
   return a;
 }
 
-// FlashAttention's split-KV heuristic: more splits while they raise the filled fraction of waves.
-int decode_splits(double blocks, double kv_blocks, int sms) {
-  if (blocks >= 0.8 * sms) return 1;
-  const int max_splits = static_cast<int>(std::min({128.0, kv_blocks, static_cast<double>(sms)}));
+// FlashAttention's split-KV heuristic (num_splits_heuristic): more splits while they raise the
+// filled fraction of waves of `slots` CTAs; a count that leaves the keys per split as they were
+// with one split fewer is not eligible (it runs as that one). PyTorch's FlashAttention-2 passes
+// twice the SM count as `slots` and counts `blocks` in 64-row query blocks: with these, the
+// split count of 241 of the 245 split-KV decodes our collector timed on the H100 matches the
+// grid it launched (bench/data/h100-sxm/attention.csv; the other 4 rows' grid is the combine
+// kernel's).
+int decode_splits(double blocks, double kv_blocks, int slots) {
+  if (blocks >= 0.8 * slots) return 1;
+  const int max_splits = static_cast<int>(std::min({128.0, kv_blocks, static_cast<double>(slots)}));
+  const auto keys_per_split = [&](int n) { return std::ceil(kv_blocks / n); };
+  const auto eligible = [&](int n) { return n == 1 || keys_per_split(n) != keys_per_split(n - 1); };
   double best_eff = 0;
   std::vector<double> eff(static_cast<std::size_t>(max_splits + 1), 0);
   for (int n = 1; n <= max_splits; ++n) {
-    const double waves = blocks * n / sms;
+    if (!eligible(n)) continue;
+    const double waves = blocks * n / slots;
     eff[static_cast<std::size_t>(n)] = waves / std::ceil(waves);
     best_eff = std::max(best_eff, eff[static_cast<std::size_t>(n)]);
   }
   for (int n = 1; n <= max_splits; ++n)
-    if (eff[static_cast<std::size_t>(n)] >= 0.85 * best_eff) return n;
+    if (eligible(n) && eff[static_cast<std::size_t>(n)] >= 0.85 * best_eff) return n;
   return 1;
 }
 
-Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw) {
+// The split-KV count a named decode kernel's launch grid shows: FlashAttention-2 launches (query
+// blocks, splits, B x Hkv), cuDNN (splits, Hkv, B). Nothing without a grid or with another layout
+// (a profiler's row may carry the combine kernel's grid).
+std::optional<int> launched_splits(const AttentionTileInfo& t, const KernelDesc& k, double m_blocks) {
+  if (!k.launch) return std::nullopt;
+  const auto& g = k.launch->grid;
+  const int64_t B = k.shape.B, hkv = k.shape.Hkv;
+  if (t.format == "flash-attn2" && static_cast<double>(g[0]) == m_blocks && g[2] == B * hkv && g[1] >= 1)
+    return static_cast<int>(g[1]);
+  if (t.format == "cudnn" && g[1] == hkv && g[2] == B && g[0] >= 1) return static_cast<int>(g[0]);
+  return std::nullopt;
+}
+
+// Without a kernel name: the serving engine's decode (FA3, FlashInfer, ...), the query group in one
+// CTA's rows padded to the MMA's 16. With a name (attention_tile_from_name): that kernel's tile,
+// the rows padded to its query rows.
+Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw,
+                const std::optional<AttentionTileInfo>& named) {
   const Shape& s = k.shape;
   const double b = dtype_bytes(k.dtype), D = static_cast<double>(s.D), L = static_cast<double>(s.L);
   const double B = static_cast<double>(s.B), hq = static_cast<double>(s.Hq), hkv = static_cast<double>(s.Hkv);
-  const double group = hq / hkv;           // query heads sharing one KV head, packed in one CTA
-  const int kv_block = 128;
+  const double group = hq / hkv;  // query heads sharing one KV head
+  const int kv_block = named ? named->kv_cols : 128;
   const double kv_blocks = std::ceil(L / kv_block);
-  const double blocks = B * hkv * std::ceil(group / 64.0);
-  const int splits = decode_splits(blocks, kv_blocks, hw.sms);
-  const double rows_exec = std::max(16.0, std::ceil(group / 16.0) * 16.0);  // MMA pads query rows
   const double kv_exec = kv_blocks * kv_block;
+  // CTAs per split and the query rows each executes; a CTA reads its KV head's cache once.
+  double ctas = 0, rows_exec = 0;
+  int splits = 1;
+  if (!named) {
+    ctas = B * hkv * std::ceil(group / 64.0);
+    rows_exec = std::max(16.0, std::ceil(group / 16.0) * 16.0) / std::ceil(group / 64.0);
+    splits = decode_splits(ctas, kv_blocks, hw.sms);
+  } else {  // both formats put a KV head's query group in one CTA's rows
+    const double m_blocks = std::ceil(group / named->q_rows);
+    ctas = B * hkv * m_blocks;
+    rows_exec = named->q_rows;
+    if (named->split_kv)
+      splits = launched_splits(*named, k, m_blocks)
+                   .value_or(decode_splits(B * hkv * std::ceil(group / 64.0), kv_blocks, 2 * hw.sms));
+  }
 
   PipeDemand d;
-  d.tensor_flops = B * hkv * 4.0 * rows_exec * kv_exec * D;
-  d.sfu_ops = B * hq * kv_exec;
-  d.fma_flops = B * hq * kv_exec * 4.0;
+  d.tensor_flops = ctas * 4.0 * rows_exec * kv_exec * D;
+  d.sfu_ops = named ? ctas * rows_exec * kv_exec : B * hq * kv_exec;  // unnamed: padding skips the exp
+  d.fma_flops = d.sfu_ops * 4.0;
   d.dram_bytes = B * L * hkv * D * 2.0 * b + 2.0 * B * hq * D * b;  // the KV cache once, q and o
-  d.l2_bytes = d.dram_bytes;
-  d.smem_bytes = B * hkv * kv_exec * D * 2.0 * b;
+  d.l2_bytes = d.dram_bytes + (ctas - B * hkv) * L * D * 2.0 * b;    // CTAs sharing a KV head hit L2
+  d.smem_bytes = ctas * kv_exec * D * 2.0 * b;
   if (splits > 1) {
     const double partials = B * hq * splits * (D + 2.0) * 4.0;  // fp32 partial O, max and sum
     d.dram_bytes += 2.0 * partials;
@@ -153,11 +198,12 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
   a.op = k.op;
   a.demand = d;
   a.useful_flops = 4.0 * B * hq * L * D;
+  const int threads = named ? 32 * named->warps : 128;
   const double smem_cta = (rows_exec * D + 2.0 * 2.0 * kv_block * D) * b;
-  a.plan = plan_uniform_ctas(blocks * splits, occupancy(128, 0, smem_cta, hw), 128, hw);
+  a.plan = plan_uniform_ctas(ctas * splits, occupancy(threads, 0, smem_cta, hw), threads, hw);
   a.tile = TileConfig{static_cast<int>(rows_exec), kv_block, static_cast<int>(s.D)};
   a.tile->split_k = splits;
-  a.tile_origin = "heuristic";  // per shape: the query group and the split-KV count
+  a.tile_origin = named ? "kernel name" : "heuristic";  // unnamed: per shape, the query group and split-KV count
   return a;
 }
 
@@ -166,7 +212,15 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
 Analysis analyze_attention(const KernelDesc& k, const GpuSpec& gpu) {
   const HardwareRates hw = hardware_rates(gpu, k.dtype);
   check_support(k, gpu, hw);
-  Analysis a = k.op == Op::attn_decode ? decode(k, gpu, hw) : prefill(k, gpu, hw);
+  // Only a name that agrees with the shape's head dim is read: a kernel list may pair a name with
+  // another shape.
+  std::optional<AttentionTileInfo> named = attention_tile_from_name(k.name);
+  if (named && named->head_dim != k.shape.D) named.reset();
+  // cuDNN's Hopper prefill kernels are warp-specialised (384 threads, one persistent CTA per SM, as
+  // our collector recorded them): the name's tile is a consumer warpgroup's, and the architecture's
+  // default tile describes the kernel better.
+  if (named && k.op == Op::attn_prefill && named->format != "flash-attn2") named.reset();
+  Analysis a = k.op == Op::attn_decode ? decode(k, gpu, hw, named) : prefill(k, gpu, hw, named);
   if (k.dtype == Dtype::fp32) {  // no tensor cores: the matrix work moves to the FMA lanes
     a.demand.fma_flops += a.demand.tensor_flops;
     a.demand.tensor_flops = 0;
