@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <utility>
 
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
@@ -312,6 +313,27 @@ float feature(const std::vector<float>& f, std::string_view name) {
   return it == names.end() ? NAN : f[static_cast<std::size_t>(it - names.begin())];
 }
 }  // namespace
+
+TEST(Features, PipeSharesAreEachPipesCyclesOverTheBindingPipes) {
+  const std::string_view shares[] = {"log2_share_tensor", "log2_share_fma", "log2_share_sfu",
+                                     "log2_share_dram",   "log2_share_l2",  "log2_share_smem"};
+  const Pipe pipes[] = {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem};
+  for (const KernelDesc& k : {gemm(1, 8192, 8192), gemm(8192, 8192, 8192), gemm(64, 1024, 65536, Dtype::fp8e4m3)}) {
+    const Analysis a = analyze_kernel(k, h100());
+    const auto f = make_features(k, h100(), a);
+    double work = 0;
+    for (Pipe p : pipes) work = std::max(work, a.achievable_cycles_busiest[static_cast<std::size_t>(p)]);
+    int binding = 0;
+    for (std::size_t i = 0; i < std::size(pipes); ++i) {
+      const double c = a.achievable_cycles_busiest[static_cast<std::size_t>(pipes[i])];
+      EXPECT_NEAR(feature(f, shares[i]), std::log2((c + 1) / (work + 1)), 1e-5) << shares[i];
+      EXPECT_LE(feature(f, shares[i]), 0.0f) << shares[i];
+      binding += feature(f, shares[i]) == 0.0f;
+    }
+    EXPECT_GE(binding, 1) << "the binding pipe's share is 1";
+    EXPECT_LT(feature(f, "log2_share_sfu"), -3.0f) << "a GEMM has no exponentials to speak of";
+  }
+}
 
 TEST(Features, AttentionPrefillsArchitectureDefaultTileIsNoFeature) {
   // FlashAttention-2 on Ampere tiles head dim 128 as 128x64, FA3 on Hopper as 128x128. The
