@@ -94,7 +94,10 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // `tiles` and `plan` sweeps force slow ones too) or the library's own choice for the shape,
   // which an untiled row's time is. Without this flag both land on one leaf: held out, A100 GEMMs
   // 21.6% -> 13.9% MAPE, B200 24.1% -> 19.9% (bench/results/eval_holdout.md).
-  f.push_back(a.tile_origin == "given" || a.tile_origin == "kernel name" ? 1.0f : 0.0f);
+  // An attention kernel's tile that its implementation fixes for the shape ("implementation":
+  // PyTorch SDPA's FlashAttention-2 and cuDNN kernels named without their tile) counts as known.
+  f.push_back(a.tile_origin == "given" || a.tile_origin == "kernel name" || a.tile_origin == "implementation" ? 1.0f
+                                                                                                             : 0.0f);
   // Each pipe's busiest-SM cycles over the binding pipe's (log2, <= 0): how close to the bound the
   // other pipes are. A GPU changes the absolute cycles of each pipe by its own rates but a kernel's
   // efficiency follows its balance, which the trees could otherwise only piece together from

@@ -207,10 +207,34 @@ TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
   k.launch = launch;
   EXPECT_EQ(analyze_kernel(k, h100()).tile->split_k, 16) << "FlashAttention's heuristic on 2 x 132 slots";
 
-  // A name whose head dim is not the shape's is not read.
+  // A name whose head dim is not the shape's is not read: the kernel gets the tile cuDNN launches
+  // for the shape, as one named without a tile does (the step simulator's cuDNN kernels).
   k.shape.D = 64;
   const Analysis mismatched = analyze_kernel(k, h100());
-  EXPECT_EQ(mismatched.tile_origin, "heuristic");
+  EXPECT_EQ(mismatched.tile_origin, "implementation");
+  EXPECT_EQ(mismatched.tile->tile_k, 64);
+  k.name = "cudnn_sdpa (cuDNN fused attention)";
+  EXPECT_EQ(analyze_kernel(k, h100()).tile->tile_m, 16);
+
+  // FlashAttention-2 named without its tile: PyTorch's choice for the shape, the split-KV kernel
+  // where FlashAttention's heuristic splits (B=1: 4 CTAs on 264 slots), else the 128-row one.
+  k.name = "flash_fwd_kernel (FlashAttention-2)";
+  k.launch.reset();
+  k.shape = Shape{};
+  k.shape.B = 1;
+  k.shape.L = 4096;
+  k.shape.Hq = 32;
+  k.shape.Hkv = 4;
+  k.shape.D = 128;
+  const Analysis fa2_small = analyze_kernel(k, h100());
+  EXPECT_EQ(fa2_small.tile->tile_m, 64);
+  EXPECT_EQ(fa2_small.tile->tile_n, 128);
+  EXPECT_GT(fa2_small.tile->split_k, 1);
+  k.shape.B = 256;
+  const Analysis fa2_big = analyze_kernel(k, h100());
+  EXPECT_EQ(fa2_big.tile->tile_m, 128);
+  EXPECT_EQ(fa2_big.tile->tile_n, 64);
+  EXPECT_EQ(fa2_big.tile->split_k, 1);
 }
 
 TEST(NormModel, RmsNormAndFusedAddCountTheirBytes) {

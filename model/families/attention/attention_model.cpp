@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/classify/kernel_classifier.h"
 #include "model/classify/tile_from_name.h"
 #include "model/families/family_models.h"
 
@@ -153,6 +154,47 @@ std::optional<int> launched_splits(const AttentionTileInfo& t, const KernelDesc&
   return std::nullopt;
 }
 
+// A FlashAttention-2 or cuDNN kernel named without its tile (the step simulator's `--attention-impl`
+// kernels, a profiler's truncated name): the tile PyTorch's SDPA launches for the shape, as our
+// collector recorded it on the H100 and H200 (bench/data/<gpu>/attention*.csv). FlashAttention-2:
+// 128 query rows x 128 keys at head dim 64, 128 x 64 at 128 (64 x 64 above: not measured); a
+// decode that FlashAttention's heuristic splits runs the split-KV kernel, 64 rows x 256 / 128 / 64
+// keys. cuDNN decode: 64 x 64 up to 128 cached tokens, else 16 x 128. cuDNN's prefill: none (the
+// architecture's default, see analyze_attention).
+std::optional<AttentionTileInfo> sdpa_tile(const KernelDesc& k, const HardwareRates& hw) {
+  const int impl = implementation_class(k.name);
+  const Shape& s = k.shape;
+  const int D = static_cast<int>(s.D);
+  AttentionTileInfo t;
+  t.head_dim = D;
+  t.warps = 4;
+  if (impl == 1) {
+    t.format = "flash-attn2";
+    t.q_rows = 128;
+    t.kv_cols = D <= 64 ? 128 : 64;
+    if (D > 128) t.q_rows = 64;
+    if (k.op == Op::attn_decode) {
+      const int split_cols = D <= 64 ? 256 : D <= 128 ? 128 : 64;
+      const double group = static_cast<double>(s.Hq) / static_cast<double>(s.Hkv);
+      const double blocks = static_cast<double>(s.B * s.Hkv) * std::ceil(group / 64.0);
+      if (decode_splits(blocks, std::ceil(static_cast<double>(s.L) / split_cols), 2 * hw.sms) > 1) {
+        t.q_rows = 64;
+        t.kv_cols = split_cols;
+        t.split_kv = true;
+      }
+    }
+    return t;
+  }
+  if (impl == 2 && k.op == Op::attn_decode) {
+    t.format = "cudnn";
+    t.q_rows = s.L <= 128 ? 64 : 16;
+    t.kv_cols = s.L <= 128 ? 64 : 128;
+    t.split_kv = true;
+    return t;
+  }
+  return std::nullopt;
+}
+
 // Without a kernel name: the serving engine's decode (FA3, FlashInfer, ...), the query group in one
 // CTA's rows padded to the MMA's 16. With a name (attention_tile_from_name): that kernel's tile,
 // the rows padded to its query rows.
@@ -216,11 +258,14 @@ Analysis analyze_attention(const KernelDesc& k, const GpuSpec& gpu) {
   // another shape.
   std::optional<AttentionTileInfo> named = attention_tile_from_name(k.name);
   if (named && named->head_dim != k.shape.D) named.reset();
+  const bool tile_in_name = named.has_value();
+  if (!named) named = sdpa_tile(k, hw);
   // cuDNN's Hopper prefill kernels are warp-specialised (384 threads, one persistent CTA per SM, as
   // our collector recorded them): the name's tile is a consumer warpgroup's, and the architecture's
   // default tile describes the kernel better.
   if (named && k.op == Op::attn_prefill && named->format != "flash-attn2") named.reset();
   Analysis a = k.op == Op::attn_decode ? decode(k, gpu, hw, named) : prefill(k, gpu, hw, named);
+  if (named && !tile_in_name) a.tile_origin = "implementation";
   if (k.dtype == Dtype::fp32) {  // no tensor cores: the matrix work moves to the FMA lanes
     a.demand.fma_flops += a.demand.tensor_flops;
     a.demand.tensor_flops = 0;
