@@ -101,10 +101,11 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // Each pipe's busiest-SM cycles over the binding pipe's (log2, <= 0): how close to the bound the
   // other pipes are. A GPU changes the absolute cycles of each pipe by its own rates but a kernel's
   // efficiency follows its balance, which the trees could otherwise only piece together from
-  // differences of two absolute features. Learned by GEMMs only (training.cpp
-  // features_not_learned): held out, GEMM MAPE (library-chosen rows) H100 14.9 -> 14.4%, H200
-  // 10.3 -> 9.4%, A100 12.9 -> 11.7%; in the other families they cost 3-12 points (H100 attention
-  // 22.0 -> 34.5%, H200 norm 10.0 -> 18.7%) (bench/results/eval_holdout.md, session 14).
+  // differences of two absolute features. Learned by GEMMs, and by attention for the tensor and
+  // DRAM pipes (training.cpp features_not_learned): held out, GEMM MAPE (library-chosen rows) H100
+  // 14.9 -> 14.4%, H200 10.3 -> 9.4%, A100 12.9 -> 11.7%; attention H100 21.0 -> 17.5%, A100 19.9
+  // -> 18.1%; all six cost attention and the norm and elementwise families 3-13 points (H100
+  // attention 22.0 -> 34.5%, H200 norm 10.0 -> 18.7%) (bench/results/eval_holdout.md, session 14).
   for (Pipe p : kWorkPipes) {
     const double c = a.achievable_cycles_busiest[static_cast<std::size_t>(p)];
     f.push_back(work > 0 ? static_cast<float>(std::log2((c + 1.0) / (work + 1.0))) : 0.0f);

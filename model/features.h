@@ -17,7 +17,7 @@ namespace perfloom {
 // estimated time over the GEMM's roofline) instead of the act_quant flag, and impl_class 3
 // (Sarathi-Serve's non-GEMM kernels in Vidur's profiles); 9: an attention kernel whose name gives
 // its tile (FlashAttention-2, cuDNN) is analysed with that tile, its query rows padded to it, and
-// each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs only).
+// each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention).
 inline constexpr int kFeatureVersion = 9;
 
 const std::vector<std::string_view>& feature_names();

@@ -144,7 +144,7 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
   ASSERT_EQ(models.size(), 3u);
   const std::vector<std::string> rates = {"log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm", "log2_l2_mib",
                                           "log2_launch_floor_cycles"};
-  // The pipe shares are learned by GEMMs only.
+  // The pipe shares are learned by GEMMs (all six) and attention (tensor and DRAM) only.
   const std::vector<std::string> shares = {"log2_share_tensor", "log2_share_fma", "log2_share_sfu",
                                            "log2_share_dram",   "log2_share_l2",  "log2_share_smem"};
   std::vector<std::string> rates_and_shares = rates;
@@ -158,7 +158,11 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
       return fit.booster.predict(x.data(), 1, x.size())[0];
     };
     EXPECT_GT(predict(m.trained_gpus, 11.0f) - predict(m.trained_gpus, 12.0f), 0.3f);  // log 2 = 0.69, shrunk by 20 rounds
-    EXPECT_EQ(m.trained_gpus.features_not_learned, m.family == Family::gemm ? std::vector<std::string>{} : shares);
+    const std::vector<std::string> attention_not = {"log2_share_fma", "log2_share_sfu", "log2_share_l2",
+                                                    "log2_share_smem"};  // it reads the tensor and DRAM shares
+    EXPECT_EQ(m.trained_gpus.features_not_learned, m.family == Family::gemm        ? std::vector<std::string>{}
+                                                   : m.family == Family::attention ? attention_not
+                                                                                   : shares);
     EXPECT_EQ(m.scope_for("h100-sxm"), GpuScope::trained);
     if (m.family == Family::attention) {
       EXPECT_FALSE(m.unseen_gpus);
