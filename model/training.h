@@ -100,7 +100,8 @@ struct FamilyModel {
 // The features a family's booster is not trained on (their columns held at 0, so no tree reads
 // them): the GPU's own rate features, for the GEMM, norm and elementwise boosters that serve GPUs
 // without measurements in training, and the pipe shares outside GEMMs (attention keeps the tensor
-// and DRAM ones) (model/training.cpp says why). Where the two scopes' lists are equal, one booster serves every GPU.
+// and DRAM ones) (model/training.cpp says why). Where the two scopes' lists are equal, one booster
+// serves every GPU.
 const std::vector<std::string_view>& features_not_learned(Family fam, GpuScope scope);
 
 // One model per family that has rows. Rows are weighted so that no single dataset dominates.

@@ -391,7 +391,8 @@ std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name)
     info.kv_cols = v[2];
     info.warps = v[3];
     info.format = "flash-attn2";
-  } else if (size_t q = ifind(name, "sdpa"); q != std::string_view::npos && ifind(name, "cudnn") != std::string_view::npos) {
+  } else if (size_t q = ifind(name, "sdpa");
+             q != std::string_view::npos && ifind(name, "cudnn") != std::string_view::npos) {
     // The first "<rows>x<keys>x<D>" token followed by a "<a>x<b>x<c>" warp layout token.
     bool found = false;
     for_tokens(ident_from(name, q), [&](std::string_view tok, size_t) {
@@ -407,7 +408,7 @@ std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name)
         found = true;
         return false;
       }
-      if (info.q_rows != 0) info.q_rows = 0;  // the warp layout must follow the tile directly
+      info.q_rows = 0;  // the warp layout must follow the tile directly
       return true;
     });
     if (!found) return std::nullopt;

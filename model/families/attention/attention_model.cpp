@@ -141,6 +141,14 @@ int decode_splits(double blocks, double kv_blocks, int slots) {
   return 1;
 }
 
+// The split count PyTorch's SDPA kernels get from that heuristic for a decode whose keys come in
+// blocks of `kv_cols`: twice the SM count as slots, the query group in 64-row blocks.
+int sdpa_decode_splits(const Shape& s, int kv_cols, const HardwareRates& hw) {
+  const double group = static_cast<double>(s.Hq) / static_cast<double>(s.Hkv);
+  const double blocks = static_cast<double>(s.B * s.Hkv) * std::ceil(group / 64.0);
+  return decode_splits(blocks, std::ceil(static_cast<double>(s.L) / kv_cols), 2 * hw.sms);
+}
+
 // The split-KV count a named decode kernel's launch grid shows: FlashAttention-2 launches (query
 // blocks, splits, B x Hkv), cuDNN (splits, Hkv, B). Nothing without a grid or with another layout
 // (a profiler's row may carry the combine kernel's grid).
@@ -175,9 +183,7 @@ std::optional<AttentionTileInfo> sdpa_tile(const KernelDesc& k, const HardwareRa
     if (D > 128) t.q_rows = 64;
     if (k.op == Op::attn_decode) {
       const int split_cols = D <= 64 ? 256 : D <= 128 ? 128 : 64;
-      const double group = static_cast<double>(s.Hq) / static_cast<double>(s.Hkv);
-      const double blocks = static_cast<double>(s.B * s.Hkv) * std::ceil(group / 64.0);
-      if (decode_splits(blocks, std::ceil(static_cast<double>(s.L) / split_cols), 2 * hw.sms) > 1) {
+      if (sdpa_decode_splits(s, split_cols, hw) > 1) {
         t.q_rows = 64;
         t.kv_cols = split_cols;
         t.split_kv = true;
@@ -220,7 +226,7 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
     rows_exec = named->q_rows;
     if (named->split_kv)
       splits = launched_splits(*named, k, m_blocks)
-                   .value_or(decode_splits(B * hkv * std::ceil(group / 64.0), kv_blocks, 2 * hw.sms));
+                   .value_or(sdpa_decode_splits(s, kv_block, hw));
   }
 
   PipeDemand d;
