@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -29,6 +30,18 @@ KernelDesc gemm(int64_t M, int64_t N, int64_t K, Dtype dt = Dtype::bf16) {
   k.shape.M = M;
   k.shape.N = N;
   k.shape.K = K;
+  return k;
+}
+// A decode over a KV cache of L tokens.
+KernelDesc decode(int64_t B, int64_t L, int64_t Hq, int64_t Hkv, int64_t D, std::string name = "") {
+  KernelDesc k;
+  k.op = Op::attn_decode;
+  k.shape.B = B;
+  k.shape.L = L;
+  k.shape.Hq = Hq;
+  k.shape.Hkv = Hkv;
+  k.shape.D = D;
+  k.name = std::move(name);
   return k;
 }
 double cycles(const Analysis& a, Pipe p) { return a.cycles_busiest[static_cast<std::size_t>(p)]; }
@@ -126,13 +139,7 @@ TEST(AttentionModel, RaggedPrefillEqualsItsSequences) {
 }
 
 TEST(AttentionModel, DecodeReadsTheKvCacheOnceAndSplitsSmallBatches) {
-  KernelDesc k;
-  k.op = Op::attn_decode;
-  k.shape.B = 1;
-  k.shape.L = 4096;
-  k.shape.Hq = 32;
-  k.shape.Hkv = 8;
-  k.shape.D = 128;
+  KernelDesc k = decode(1, 4096, 32, 8, 128);
   Analysis a = analyze_kernel(k, h100());
   EXPECT_EQ(a.bound, Pipe::dram);
   ASSERT_TRUE(a.tile.has_value());
@@ -148,13 +155,7 @@ TEST(AttentionModel, DecodeReadsTheKvCacheOnceAndSplitsSmallBatches) {
 TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
   // PyTorch's FlashAttention-2 decode on our H100: one query row per KV head's group, padded to
   // the kernel's 128 rows.
-  KernelDesc k;
-  k.op = Op::attn_decode;
-  k.shape.B = 128;
-  k.shape.L = 2048;
-  k.shape.Hq = 32;
-  k.shape.Hkv = 32;
-  k.shape.D = 128;
+  KernelDesc k = decode(128, 2048, 32, 32, 128);
   const Analysis unnamed = analyze_kernel(k, h100());
   k.name =
       "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
@@ -218,14 +219,7 @@ TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
 
   // FlashAttention-2 named without its tile: PyTorch's choice for the shape, the split-KV kernel
   // where FlashAttention's heuristic splits (B=1: 4 CTAs on 264 slots), else the 128-row one.
-  k.name = "flash_fwd_kernel (FlashAttention-2)";
-  k.launch.reset();
-  k.shape = Shape{};
-  k.shape.B = 1;
-  k.shape.L = 4096;
-  k.shape.Hq = 32;
-  k.shape.Hkv = 4;
-  k.shape.D = 128;
+  k = decode(1, 4096, 32, 4, 128, "flash_fwd_kernel (FlashAttention-2)");
   const Analysis fa2_small = analyze_kernel(k, h100());
   EXPECT_EQ(fa2_small.tile->tile_m, 64);
   EXPECT_EQ(fa2_small.tile->tile_n, 128);
