@@ -73,6 +73,7 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.achievable.l2_bytes_per_clk = r.l2_bytes_per_s / hw.clock_hz;
   hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
   hw.achievable.launch_floor_us = r.launch_floor_us;
+  hw.achievable.dram_latency_cycles = r.dram_latency_ns * 1e-9 * hw.clock_hz;
   return hw;
 }
 
@@ -149,6 +150,20 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // The same work at the achievable rates: the learned model's view.
   const auto& ach = hw.achievable;
   fill_cycles(ach, a.achievable_cycles_balanced, a.achievable_cycles_busiest);
+  // The achievable DRAM time of a kernel with few bytes in flight: bandwidth B over the in-flight
+  // bytes N follows B = (Bmax^-3 + (N / latency)^-3)^(-1/3), which perfloom-calibrate's read sweep
+  // (20 points from 256 B to 32 KiB per SM) fits within 2.1% (H100) and 2.4% (H200) on average at
+  // each GPU's Little's-law latency (383 / 381 ns); in time, the cube-norm of the bandwidth's
+  // and the latency's times (bench/results/eval_holdout.md, session 15).
+  if (a.bytes_in_flight_per_thread > 0 && a.dram_read_bytes > 0 && ach.dram_latency_cycles > 0) {
+    const double resident = std::min(a.plan.ctas, static_cast<double>(a.plan.ctas_per_sm) * sms);
+    const double in_flight = resident * a.plan.threads_per_cta * a.bytes_in_flight_per_thread;
+    const double latency_cycles = a.dram_read_bytes / in_flight * ach.dram_latency_cycles;
+    for (auto* c : {&a.achievable_cycles_balanced, &a.achievable_cycles_busiest}) {
+      double& dram = (*c)[idx(Pipe::dram)];
+      dram = std::cbrt(dram * dram * dram + latency_cycles * latency_cycles * latency_cycles);
+    }
+  }
   double ach_worst = 0;
   for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem, Pipe::link})
     ach_worst = std::max(ach_worst, a.achievable_cycles_busiest[idx(p)]);

@@ -46,6 +46,14 @@ struct Analysis {
   // True when the CTA decomposition is known (a tile read from the kernel name, a one-CTA-per-row
   // kernel): the ceiling then charges the busiest SM; otherwise work spread evenly over all SMs.
   bool schedule_exact = false;
+  // Kernels whose threads load with plain loads and wait for them (norm, elementwise): the DRAM
+  // bytes each thread has in flight at once and the bytes read that way. Such a kernel cannot
+  // stream faster than its bytes in flight over the DRAM latency (Little's law), which binds on a
+  // GPU with much bandwidth per SM long before the bandwidth does (Sarathi-Serve's scalar-load
+  // RMSNorm: 37% of the H100's DRAM bandwidth, 63% of the A40's). 0: latency hidden by
+  // asynchronous copies (GEMM, attention), the bandwidth alone bounds the DRAM pipe.
+  double bytes_in_flight_per_thread = 0;
+  double dram_read_bytes = 0;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
   // "kernel name", "given", "tuner", "heuristic" (chosen per shape, GEMM: gemm_model.h), or
   // "architecture default" (one tile per architecture and head dim:
@@ -104,6 +112,7 @@ struct HardwareRates {
     double tensor_flops_per_clk = 0, fma_flops_per_clk = 0, sfu_ops_per_clk = 0;
     double dram_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
     double launch_floor_us = 0;
+    double dram_latency_cycles = 0;  // 0: unknown
   } achievable;
   bool calibrated = false;
 };

@@ -86,6 +86,7 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
   c.smem_gb_s_per_sm = read_number(m, "smem_gb_s_per_sm", p, file, true, 1, 100000);
   c.empty_kernel_us = read_number(m, "empty_kernel_us", p, file, true, 0.01, 1000);
   c.launch_overhead_us = read_number(m, "launch_overhead_us", p, file, false, 0.01, 10000);
+  c.dram_latency_ns = read_number(m, "dram_latency_littles_law_ns", p, file, false, 20, 10000);
   if (!m.contains("tensor_tflops")) throw CalibrationError(file, p + "tensor_tflops", "is required ({} for a GPU without tensor cores)");
   const json& t = m.at("tensor_tflops");
   if (!t.is_object())
@@ -143,6 +144,7 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
   out.sfu = c.sfu_gops * 1e9 / peak.sfu_ops_per_s;
   out.smem = c.smem_gb_s_per_sm * 1e9 / peak.smem_bytes_per_s_per_sm;
   out.launch = c.empty_kernel_us / peak.launch_floor_us;
+  out.dram_latency_ns = c.dram_latency_ns;
   return out;
 }
 
@@ -152,9 +154,13 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   const double n = static_cast<double>(per_gpu.size());
   m.fma = m.sfu = m.dram = m.l2 = m.smem = m.launch = 0;
   std::map<std::string, std::pair<double, int>> tensor;
-  double any = 0;
-  int any_n = 0;
+  double any = 0, latency = 0;
+  int any_n = 0, latency_n = 0;
   for (const auto& f : per_gpu) {
+    if (f.dram_latency_ns > 0) {
+      latency += f.dram_latency_ns;
+      ++latency_n;
+    }
     m.fma += f.fma / n;
     m.sfu += f.sfu / n;
     m.dram += f.dram / n;
@@ -171,6 +177,7 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   }
   for (const auto& [k, sn] : tensor) m.tensor[k] = sn.first / sn.second;
   m.tensor_any = any_n ? any / any_n : 1.0;
+  m.dram_latency_ns = latency_n ? latency / latency_n : 0.0;
   return m;
 }
 
@@ -196,6 +203,7 @@ AchievableRates estimated_rates(const GpuSpec& gpu, const AchievableFractions& f
   a.rates.l2_bytes_per_s *= f.l2;
   a.rates.smem_bytes_per_s_per_sm *= f.smem;
   a.rates.launch_floor_us *= f.launch;
+  a.rates.dram_latency_ns = f.dram_latency_ns;
   a.measured = false;
   a.origin = f.from.empty() ? "datasheet" : "datasheet x the mean achievable fraction of " + joined(f.from);
   return a;
@@ -210,6 +218,7 @@ AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const A
   a.rates.dram_bytes_per_s = c.dram_read_gb_s * 1e9;
   a.rates.l2_bytes_per_s = c.l2_gb_s * 1e9;
   a.rates.smem_bytes_per_s_per_sm = c.smem_gb_s_per_sm * 1e9;
+  if (c.dram_latency_ns > 0) a.rates.dram_latency_ns = c.dram_latency_ns;
   // The launch floor stays the default (the mean empty-kernel time over the bundled calibrations):
   // the CUPTI empty-kernel time is 0.93 us on our H100 and 0.67 us on our H200, same architecture
   // and driver, and the measured kernels of other sources were timed otherwise. Used per GPU it cost

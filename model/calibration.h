@@ -33,6 +33,9 @@ struct Calibration {
   double empty_kernel_us = 0;
   double launch_overhead_us = 0;    // 0: not given
   double clock_mhz_under_load = 0;  // 0: not given
+  // Optional "measured.dram_latency_littles_law_ns": bytes in flight / bandwidth far below the peak
+  // (perfloom-calibrate's read sweep over bytes in flight per SM); 0: not measured.
+  double dram_latency_ns = 0;
   // By the tensor keys of GpuSpec (fp16 bf16 tf32 fp8 int8); the file's fp8e4m3 is fp8.
   std::map<std::string, double> tensor_tflops;
   // The optional "sustained_power" block: the sustained-power probe's load levels (model/power.h).
@@ -59,6 +62,9 @@ struct AchievableFractions {
   std::map<std::string, double> tensor;  // by tensor key
   double tensor_any = 1;                 // mean over every key: for a key no calibration measured (fp4)
   double fma = 1, sfu = 1, dram = 1, l2 = 1, smem = 1, launch = 1;
+  // Not a fraction: the DRAM latency itself (no datasheet states one), the mean over the GPUs that
+  // measured it; 0: none did.
+  double dram_latency_ns = 0;
   std::vector<std::string> from;  // the GPUs averaged
 };
 

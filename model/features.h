@@ -17,8 +17,10 @@ namespace perfloom {
 // estimated time over the GEMM's roofline) instead of the act_quant flag, and impl_class 3
 // (Sarathi-Serve's non-GEMM kernels in Vidur's profiles); 9: an attention kernel whose name gives
 // its tile (FlashAttention-2, cuDNN) is analysed with that tile, its query rows padded to it, and
-// each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention).
-inline constexpr int kFeatureVersion = 9;
+// each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention); 10: the DRAM cycles of
+// norm and elementwise kernels include the latency their bytes in flight leave exposed (Little's law,
+// Analysis::bytes_in_flight_per_thread), which also moves their label.
+inline constexpr int kFeatureVersion = 10;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

@@ -23,6 +23,9 @@ struct PipeRates {
   double fma_flops_per_s = 0, sfu_ops_per_s = 0;
   double dram_bytes_per_s = 0, l2_bytes_per_s = 0, smem_bytes_per_s_per_sm = 0;
   double launch_floor_us = 0;  // shortest duration of any kernel
+  // Not a rate: the DRAM latency that limits a kernel whose threads keep few bytes in flight
+  // (Little's law, model/analysis.cpp finish_analysis); 0: unknown (no datasheet states it).
+  double dram_latency_ns = 0;
 };
 
 // The rates a GPU's pipes reach in practice (DESIGN.md: the two accuracy tiers). Target-measured:

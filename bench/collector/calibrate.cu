@@ -112,6 +112,33 @@ __global__ void sfu_kernel(int iters, float* sink) {
     if (a == 1234.5678f) *sink = a;
 }
 
+
+// --- memory latency and Little's law ------------------------------------------------------------
+// One thread follows a chain of dependent loads (L1 bypassed): each load's address comes from the
+// previous one, so the time per step is the unloaded latency of where the chain lives.
+__global__ void chase_kernel(const unsigned* __restrict__ next, int steps, unsigned start, unsigned* sink) {
+    unsigned i = start;
+    for (int s = 0; s < steps; ++s) i = __ldcg(next + i);
+    if (i == 0xFFFFFFFFu) *sink = i;
+}
+
+// A streaming read whose loads per thread in flight are fixed: one VEC-byte load per iteration,
+// no unrolling, so each thread waits for its load before issuing the next (the next address does
+// not depend on it, but the loop is kept rolled and the sum consumes the value).
+template <int VEC>
+__global__ void read_inflight_kernel(const char* __restrict__ p, size_t n_vec, float* __restrict__ sink) {
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+#pragma unroll 1
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_vec; i += stride) {
+        if constexpr (VEC == 16) { float4 v = __ldcs(reinterpret_cast<const float4*>(p) + i); acc += v.x + v.w; }
+        else if constexpr (VEC == 8) { float2 v = __ldcs(reinterpret_cast<const float2*>(p) + i); acc += v.x + v.y; }
+        else if constexpr (VEC == 4) { acc += __ldcs(reinterpret_cast<const float*>(p) + i); }
+        else { acc += __half2float(__ldcs(reinterpret_cast<const __half*>(p) + i)); }
+    }
+    if (acc == 1234.5678f) *sink = acc;
+}
+
 __global__ void empty_kernel() {}
 
 struct Json {
@@ -188,6 +215,77 @@ int main(int argc, char** argv) {
             cudaMemcpyAsync(a + dram_bytes / 2, a, dram_bytes / 2, cudaMemcpyDeviceToDevice, s);
         }, 10, 30, 20000);
         m["dram_memcpy_d2d_gb_s"] = dram_bytes / (med(d2d) * 1e-6) / 1e9;
+    }
+    // ---- latency: dependent-load chains in DRAM and in L2; DRAM bandwidth against bytes in flight
+    std::string inflight_json;
+    std::vector<double> littles;
+    {
+        // A random cycle through `lines` 128-byte lines spread evenly over the span; returns the word
+        // offset of each line in cycle order. Each repetition starts where the last one stopped, so a
+        // chain longer than the L2 never re-reads a line the cache still holds.
+        auto chain = [&](size_t span_bytes, size_t lines, uint64_t seed) {
+            const size_t step = span_bytes / lines / 128 * 32;  // in unsigned words, line aligned
+            std::vector<unsigned> order(lines);
+            for (size_t i = 0; i < lines; ++i) order[i] = (unsigned)(i * step);
+            uint64_t x = seed;
+            for (size_t i = lines - 1; i > 0; --i) {  // Fisher-Yates with a splitmix step
+                x += 0x9E3779B97F4A7C15ULL;
+                uint64_t z = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+                z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+                std::swap(order[i], order[(z ^ (z >> 31)) % (i + 1)]);
+            }
+            std::vector<unsigned> next(span_bytes / 4, 0);
+            for (size_t i = 0; i < lines; ++i) next[order[i]] = order[(i + 1) % lines];
+            CUDA_CHECK(cudaMemcpy(buf, next.data(), span_bytes, cudaMemcpyHostToDevice));
+            return order;
+        };
+        const int steps = quick ? 2000 : 4000;
+        // DRAM: 1 GiB (within the reach of the TLBs' large pages), 4 KiB between chained lines, so
+        // the 128-byte lines touched (32 MiB in all) are never revisited within a run.
+        const size_t dspan = std::min<size_t>(dram_bytes, (size_t)1 << 30);
+        auto dorder = chain(dspan, dspan / 4096, 5);
+        int call = 0;
+        auto d = measure(s, [&](int) {
+            const unsigned st = dorder[((size_t)call++ * steps) % dorder.size()];
+            chase_kernel<<<1, 1, 0, s>>>((const unsigned*)buf, steps, st, (unsigned*)sink);
+        }, 5, 10, 1e6);
+        m["dram_latency_ns"] = med(d) * 1e3 / steps;
+        // L2: an eighth of it, chained line by line, re-read every repetition.
+        const size_t lspan = (l2 / 8) & ~(size_t)0xFFFF;
+        auto lorder = chain(lspan, lspan / 128, 9);
+        auto l = measure(s, [&](int) { chase_kernel<<<1, 1, 0, s>>>((const unsigned*)buf, steps, lorder[0], (unsigned*)sink); }, 5, 10, 1e6);
+        m["l2_latency_ns"] = med(l) * 1e3 / steps;
+        std::printf("  latency: DRAM %.0f ns, L2 %.0f ns\n", m["dram_latency_ns"], m["l2_latency_ns"]);
+        // Bandwidth against the bytes each SM keeps in flight (threads per SM x bytes per load).
+        fill_random(buf, dram_bytes * 2, 0, 13, s);
+        for (int vec : {2, 4, 8, 16}) {
+            for (int per_sm : {128, 256, 512, 1024, 2048}) {
+                if (per_sm > prop.maxThreadsPerMultiProcessor) continue;
+                const int th = std::min(per_sm, 256), bl = sms * (per_sm / th);
+                const size_t n = dram_bytes / vec;
+                auto launch = [&](int i) {
+                    const char* a = buf + (i % 2) * dram_bytes;
+                    if (vec == 16) read_inflight_kernel<16><<<bl, th, 0, s>>>(a, n, sink);
+                    else if (vec == 8) read_inflight_kernel<8><<<bl, th, 0, s>>>(a, n, sink);
+                    else if (vec == 4) read_inflight_kernel<4><<<bl, th, 0, s>>>(a, n, sink);
+                    else read_inflight_kernel<2><<<bl, th, 0, s>>>(a, n, sink);
+                };
+                auto r = measure(s, launch, 5, 10, 20000);
+                const double gbs = dram_bytes / (med(r) * 1e-6) / 1e9;
+                char e[160];
+                std::snprintf(e, sizeof e, "%s{\"threads_per_sm\": %d, \"bytes_per_load\": %d, \"gb_s\": %.1f}",
+                              inflight_json.empty() ? "" : ", ", per_sm, vec, gbs);
+                inflight_json += e;
+                std::printf("  read, %4d threads/SM x %2d B in flight: %7.1f GB/s\n", per_sm, vec, gbs);
+                // Little's law: bytes in flight / bandwidth is the latency the loads saw; the points
+                // far below the peak give the latency that limits a kernel with few loads in flight.
+                if (gbs < 0.35 * m["dram_read_gb_s"]) littles.push_back((double)sms * per_sm * vec / (gbs * 1e9) * 1e9);
+            }
+        }
+        if (!littles.empty()) {
+            m["dram_latency_littles_law_ns"] = stats_of(littles).median;
+            std::printf("  Little's law latency: %.0f ns\n", m["dram_latency_littles_law_ns"]);
+        }
     }
     // ---- L2 ----------------------------------------------------------------------------------
     {
@@ -330,6 +428,7 @@ int main(int argc, char** argv) {
     for (auto& [k, v] : tensor) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
     ms << "}\n  }";
     j.raw("measured", ms.str());
+    j.raw("dram_read_by_bytes_in_flight", "[" + inflight_json + "]");
     std::string nt = "[";
     for (size_t i = 0; i < notes.size(); ++i) nt += (i ? ", \"" : "\"") + json_escape(notes[i]) + "\"";
     nt += "]";

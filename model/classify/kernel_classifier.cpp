@@ -953,7 +953,7 @@ Classification classify_kernel(const ClassifyInput& in) {
 
 int implementation_class(std::string_view kernel_name) {
   if (kernel_name.empty()) return 0;
-  if (kernel_name.starts_with(kSarathiKernelPrefix)) return 3;
+  if (kernel_name.starts_with(kSarathiKernelPrefix)) return kSarathiImplementation;
   std::string k(kernel_name.substr(0, 160));
   for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (k.find("flash_fwd") != std::string::npos && k.find("mla") == std::string::npos) return 1;

@@ -61,6 +61,7 @@ Classification classify_kernel(const ClassifyInput& in);
 // Measured on our H200: the same decode shape takes 770 us through FA2 and 484 us through cuDNN
 // (bench/step_check/decode_attn_probe.py, bench/data/step/decode_attn_probe_h200.csv).
 inline constexpr std::string_view kSarathiKernelPrefix = "sarathi::";
+inline constexpr int kSarathiImplementation = 3;  // implementation_class of kSarathiKernelPrefix names
 int implementation_class(std::string_view kernel_name);
 
 }  // namespace perfloom

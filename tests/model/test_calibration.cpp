@@ -153,6 +153,24 @@ TEST(Calibration, WrongSchemaIsRefused) {
   EXPECT_THROW(parse_calibration("[1,2]", "x.json"), CalibrationError);
 }
 
+TEST(Calibration, DramLatencyIsTheCalibratedGpusOwnOrTheirMean) {
+  GpuDatabase db = GpuDatabase::builtin();
+  // measured.dram_latency_littles_law_ns of the bundled files (perfloom-calibrate, 2026-11-23).
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_latency_ns, 383.18, 1e-9);
+  EXPECT_NEAR(db.get("h200").achievable->rates.dram_latency_ns, 381.2, 1e-9);
+  EXPECT_NEAR(db.default_fractions().dram_latency_ns, (383.18 + 381.2) / 2, 1e-9);
+  EXPECT_NEAR(db.get("a40").achievable->rates.dram_latency_ns, (383.18 + 381.2) / 2, 1e-9);
+  EXPECT_NEAR(hardware_rates(db.get("h100-sxm"), Dtype::bf16).achievable.dram_latency_cycles, 383.18e-9 * 1830e6, 1e-6);
+  // Optional: a calibration without it keeps the others' mean; with none at all, no latency.
+  json c = h100_calibration();
+  c["measured"].erase("dram_latency_littles_law_ns");
+  db.add_calibration(parse_calibration(c.dump(), "no-latency.json"));
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_latency_ns, (383.18 + 381.2) / 2, 1e-9);
+  EXPECT_EQ(estimated_rates(db.get("a40"), AchievableFractions{}).rates.dram_latency_ns, 0.0);
+  c["measured"]["dram_latency_littles_law_ns"] = 3.0;  // seconds or microseconds for nanoseconds
+  EXPECT_EQ(error_of(c).field(), "measured.dram_latency_littles_law_ns");
+}
+
 TEST(Calibration, NegativeRateIsRefused) {
   json c = h100_calibration();
   c["measured"]["tensor_tflops"]["bf16"] = -799.0;

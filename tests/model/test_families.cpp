@@ -249,6 +249,49 @@ TEST(NormModel, RmsNormAndFusedAddCountTheirBytes) {
   EXPECT_NEAR(tiny.plan.active_sm_fraction, 1.0 / 132, 1e-9);
 }
 
+// Little's law (Analysis::bytes_in_flight_per_thread): Sarathi-Serve's RMSNorm loads one fp16
+// element per thread with 1024-thread CTAs, 2 per H100 SM: 4 KiB in flight per SM, at which
+// perfloom-calibrate's read sweep measured 1.33 TB/s on the H100 (bench/data/h100-sxm/
+// calibration.json, dram_read_by_bytes_in_flight); the vectorised kernel (16 bytes per thread)
+// streams at the bandwidth.
+TEST(NormModel, FewBytesInFlightLeaveTheDramLatencyExposed) {
+  KernelDesc k;
+  k.op = Op::rmsnorm;
+  k.dtype = Dtype::fp16;
+  k.shape.T = 8192;
+  k.shape.H = 8192;
+  const double reads = 8192.0 * 8192 * 2 + 8192 * 2, bytes = reads + 8192.0 * 8192 * 2;
+  auto seconds = [&](const GpuSpec& g) {
+    const Analysis a = analyze_kernel(k, g);
+    return a.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)] / hardware_rates(g, k.dtype).clock_hz;
+  };
+  auto bandwidth = [&](const GpuSpec& g) {
+    return hardware_rates(g, k.dtype).achievable.dram_bytes_per_clk * hardware_rates(g, k.dtype).clock_hz;
+  };
+  EXPECT_NEAR(bytes / seconds(h100()), bandwidth(h100()), 1e-3 * bandwidth(h100()));  // 32 KiB in flight per SM
+  k.name = "sarathi::input_layernorm";
+  const Analysis s = analyze_kernel(k, h100());
+  EXPECT_EQ(s.plan.threads_per_cta, 1024);
+  EXPECT_EQ(s.plan.ctas_per_sm, 2);
+  EXPECT_DOUBLE_EQ(s.bytes_in_flight_per_thread, 2.0);
+  EXPECT_DOUBLE_EQ(s.dram_read_bytes, reads);
+  // In flight 132 x 2048 x 2 bytes; the bandwidth's and the latency's times combine as a cube norm.
+  const double lat = reads / (132.0 * 2048 * 2) * 383.18e-9 * kH100Hz;
+  const double bw = bytes / hardware_rates(h100(), k.dtype).achievable.dram_bytes_per_clk;
+  EXPECT_NEAR(s.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)],
+              std::cbrt(bw * bw * bw + lat * lat * lat), 1e-6 * bw);
+  // The reads go slower than the sweep's pure reads at these bytes in flight (the writes share the
+  // bandwidth), and not much slower.
+  EXPECT_LT(reads / seconds(h100()), 1.33e12);
+  EXPECT_GT(reads / seconds(h100()), 1.0e12);
+  // The A40 (84 SMs of 1536 threads: one such CTA each) has far less bandwidth per SM to cover:
+  // it reaches a larger share of it.
+  const GpuSpec& a40 = db().get("a40");
+  EXPECT_GT(bytes / seconds(a40) / bandwidth(a40), bytes / seconds(h100()) / bandwidth(h100()) + 0.1);
+  // The roofline keeps the bandwidth alone.
+  EXPECT_EQ(s.roofline_us, analyze_kernel(KernelDesc{k.op, k.dtype, k.shape}, h100()).roofline_us);
+}
+
 TEST(ElementwiseModel, SiluMulSoftmaxAndKvWrite) {
   KernelDesc k;
   k.op = Op::silu_mul;

@@ -1,8 +1,10 @@
 // RMSNorm and LayerNorm, with and without a fused residual add: one CTA per row, 16-byte vector
-// loads, a block reduction, one rsqrt per row (vLLM's rms_norm_kernel and friends).
+// loads, a block reduction, one rsqrt per row (vLLM's rms_norm_kernel and friends). Sarathi-Serve's
+// (a 2023 vLLM fork's) kernel loads one element per thread and iteration, min(H, 1024) threads.
 #include <algorithm>
 #include <cmath>
 
+#include "model/classify/kernel_classifier.h"
 #include "model/families/family_models.h"
 
 namespace perfloom {
@@ -24,7 +26,13 @@ Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   a.op = k.op;
   a.demand = d;
   a.useful_flops = d.fma_flops;
-  const int threads = static_cast<int>(std::clamp(std::ceil(H / (16.0 / b) / 32.0) * 32.0, 32.0, 1024.0));
+  // The first pass reads the row (and the residual) and waits for it before the reduction: one load
+  // per input in flight per thread, 16 bytes vectorised, one element in Sarathi-Serve's kernel.
+  const bool scalar = implementation_class(k.name) == kSarathiImplementation;
+  const double load_bytes = scalar ? b : 16.0;
+  const int threads = static_cast<int>(std::clamp(std::ceil(H / (load_bytes / b) / 32.0) * 32.0, 32.0, 1024.0));
+  a.bytes_in_flight_per_thread = load_bytes * (fused ? 2.0 : 1.0);
+  a.dram_read_bytes = elems * b * (fused ? 2.0 : 1.0) + H * b * (layer ? 2.0 : 1.0);
   a.plan = plan_uniform_ctas(T, occupancy(threads, 32, 0, hw), threads, hw);
   a.schedule_exact = true;  // one CTA per row
   finish_analysis(a, hw);
