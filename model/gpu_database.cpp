@@ -252,6 +252,7 @@ json gpu_spec_to_json(const GpuSpec& g) {
                      {"l2_gb_s", ach.rates.l2_bytes_per_s / 1e9},
                      {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
                      {"launch_floor_us", ach.rates.launch_floor_us}};
+  if (ach.rates.dram_latency_ns > 0) j["achievable"]["dram_latency_ns"] = ach.rates.dram_latency_ns;
   if (g.sustained) {
     nlohmann::json pts = nlohmann::json::array();
     for (const auto& pt : g.sustained->points())

@@ -200,15 +200,19 @@ TEST(CliCalibration, AUsersCalibrationMovesItsGpuToTheTargetMeasuredTier) {
   c["measured"]["dram_read_gb_s"] = 1750.0;
   c["measured"]["fp32_tflops"] = 19.0;
   c["measured"]["tensor_tflops"] = {{"bf16", 270.0}, {"fp16", 270.0}, {"tf32", 140.0}, {"int8", 540.0}};
+  c["measured"]["dram_latency_littles_law_ns"] = 450.0;
   const std::string file = writeTemp("a100-calibration.json", c.dump());
   auto before = runPerfloom("gpus --json a100-sxm-80gb " + kDb);
   ASSERT_EQ(before.exit_code, 0) << before.err;
   EXPECT_EQ(json::parse(before.out)["gpus"][0]["achievable"]["tier"], "cross-generation");
+  // Without a calibration of its own, the calibrated GPUs' mean DRAM latency (H100 383.18, H200 381.2 ns).
+  EXPECT_NEAR(json::parse(before.out)["gpus"][0]["achievable"]["dram_latency_ns"].get<double>(), 382.19, 1e-9);
   auto after = runPerfloom("gpus --json a100-sxm-80gb --calibration " + file + " " + kDb);
   ASSERT_EQ(after.exit_code, 0) << after.err;
   const json a = json::parse(after.out)["gpus"][0]["achievable"];
   EXPECT_EQ(a["tier"], "target-measured");
   EXPECT_DOUBLE_EQ(a["memory_bandwidth_gb_s"].get<double>(), 1750.0);
+  EXPECT_DOUBLE_EQ(a["dram_latency_ns"].get<double>(), 450.0);
 
   const std::string kernels = writeTemp("calib-kernels.csv", "op,dtype,T,H\nrmsnorm,bf16,4096,8192\n");
   auto p0 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb " + kDb);
