@@ -19,7 +19,8 @@ namespace perfloom {
 // its tile (FlashAttention-2, cuDNN) is analysed with that tile, its query rows padded to it, and
 // each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention); 10: the DRAM cycles of
 // norm and elementwise kernels include the latency their bytes in flight leave exposed (Little's law,
-// Analysis::bytes_in_flight_per_thread), which also moves their label.
+// Analysis::bytes_in_flight_per_thread), which also moves their label; an embedding is PyTorch's
+// index_select whatever the engine.
 inline constexpr int kFeatureVersion = 10;
 
 const std::vector<std::string_view>& feature_names();

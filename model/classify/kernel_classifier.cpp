@@ -956,6 +956,7 @@ int implementation_class(std::string_view kernel_name) {
   if (kernel_name.starts_with(kSarathiKernelPrefix)) return kSarathiImplementation;
   std::string k(kernel_name.substr(0, 160));
   for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k.find("vllm2023_") != std::string::npos) return kSarathiImplementation;
   if (k.find("flash_fwd") != std::string::npos && k.find("mla") == std::string::npos) return 1;
   if (k.find("cudnn") != std::string::npos &&
       (k.find("sdpa") != std::string::npos || k.find("fmha") != std::string::npos || k.find("flash") != std::string::npos))

@@ -53,7 +53,9 @@ Classification classify_kernel(const ClassifyInput& in);
 //      transformer layer (a 2023 vLLM fork), as Vidur's profiles time them; the importer names
 //      them kSarathiKernelPrefix + Vidur's op ("sarathi::mlp_act"), since those rows carry no
 //      kernel name of their own. Its SiLU-and-mul is vLLM's kernel of the time, one CTA per token
-//      (what perfloom's collector version 1 copied and version 2 replaced): with H100 held out,
+//      (what perfloom's collector version 1 copied and version 2 replaced); perfloom's latency
+//      probe (bench/collector/latency_probe.cu) runs kernels of that design, named vllm2023_*,
+//      on the H100 and H200 (which Vidur did not profile: the H200). With H100 held out,
 //      feature set v7 predicted Vidur's H100 SiLU-and-mul rows at 0.77x and its rotary rows at
 //      0.73x their measured time (median). As a class of their own (v8), held-out norm / elementwise
 //      MAPE went 13.8 / 11.5% -> 10.4 / 9.1% (H200), 15.8 / 17.6% -> 15.3 / 16.5% (H100)

@@ -807,4 +807,7 @@ TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
   EXPECT_EQ(implementation_class("sarathi::mlp_act"), 3);
   EXPECT_EQ(implementation_class("sarathi::input_layernorm"), 3);
   EXPECT_EQ(implementation_class("void vllm::rms_norm_kernel<c10::Half>(...)"), 0);
+  // perfloom's latency probe runs kernels of that design (bench/collector/latency_probe.cu).
+  EXPECT_EQ(implementation_class("(anonymous namespace)::vllm2023_rms_norm_kernel(__half*, __half const*, __half const*, float, int)"), 3);
+  EXPECT_EQ(implementation_class("(anonymous namespace)::index_select_kernel(__half*, __half const*, long const*, long, int)"), 0);
 }

@@ -94,14 +94,15 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
   // Each thread waits for its loads (Analysis::bytes_in_flight_per_thread): 16-byte vectors, one per
   // input, or four per input unrolled in PyTorch's flat vectorized_elementwise_kernel. Sarathi-
   // Serve's activation, rotary and norm kernels (2023 vLLM) load one element per thread and input,
-  // one CTA per token of min(elements, 1024) threads (rotary: min(heads x D / 2, 512)); its
-  // embedding is PyTorch's index_select, one element per thread, 128 threads, 8 CTAs per SM at most.
+  // one CTA per token of min(elements, 1024) threads (rotary: min(heads x D / 2, 512)). Every
+  // engine's embedding is PyTorch's F.embedding, an index_select: one element per thread, 128
+  // threads, 8 CTAs per SM at most.
   const int impl = implementation_class(k.name);
-  const bool scalar = impl == kSarathiImplementation && k.op != Op::add;
+  const bool scalar = (impl == kSarathiImplementation && k.op != Op::add) || k.op == Op::embedding;
   const double vec = scalar ? 1.0 : 16.0 / b;  // elements per access
   int threads;
   double ctas, unroll = 1;
-  if (scalar && k.op == Op::embedding) {
+  if (k.op == Op::embedding) {
     threads = 128;
     ctas = std::min(std::ceil(rows * row_elems / threads), 8.0 * hw.sms);
   } else if (row_per_cta) {

@@ -1,0 +1,174 @@
+// perfloom-latency-probe: kernels that keep one element per thread in flight, written after the
+// design of the 2023 vLLM kernels that Sarathi-Serve (and so Vidur's profiles) ran: RMSNorm and
+// SiLU-and-mul with one CTA per token of min(elements, 1024) threads and one scalar load per
+// thread and input per iteration, and PyTorch's index_select (Vidur's embedding) with 128-thread
+// CTAs, at most 8 per SM, one element per thread and iteration. They test the Little's-law term of
+// perfloom's DRAM pipe (model/analysis.cpp) on kernels whose bytes in flight are known, on the GPU
+// at hand, next to the registers and occupancy the compiler gave them.
+// Writes a perfloom-collector/1 CSV (sweep=latency_probe; bench/collector/FORMAT.md) that joins the
+// training data like the collector's: the RMSNorm and SiLU-and-mul kernels are named vllm2023_*,
+// which perfloom classifies as that implementation (model/classify/kernel_classifier.h,
+// implementation_class 3); the index_select kernel is what serving engines' embeddings still run.
+// Usage: perfloom-latency-probe [--out latency_probe.csv]
+#include "common.h"
+
+#include <fstream>
+
+using namespace perfloom;
+
+namespace {
+
+__device__ float block_sum(float v) {
+    __shared__ float part[32];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    v = lane < (int)((blockDim.x + 31) >> 5) ? part[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Pointers without __restrict__, as in those kernels: a store may alias the next load, so each
+// iteration's load waits for the previous iteration's store to be issued.
+__global__ void vllm2023_rms_norm_kernel(__half* out, const __half* in, const __half* w, float eps, int H) {
+    __shared__ float s_inv;
+    const __half* x = in + (size_t)blockIdx.x * H;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < H; i += blockDim.x) {
+        const float v = __half2float(x[i]);
+        ss += v * v;
+    }
+    ss = block_sum(ss);
+    if (threadIdx.x == 0) s_inv = rsqrtf(ss / H + eps);
+    __syncthreads();
+    for (int i = threadIdx.x; i < H; i += blockDim.x)
+        out[(size_t)blockIdx.x * H + i] = __float2half(__half2float(__float2half(__half2float(x[i]) * s_inv)) * __half2float(w[i]));
+}
+
+__global__ void vllm2023_silu_and_mul_kernel(__half* out, const __half* in, int d) {
+    const size_t t = blockIdx.x;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) {
+        const float g = __half2float(in[t * 2 * d + i]), u = __half2float(in[t * 2 * d + d + i]);
+        out[t * d + i] = __float2half(g / (1.f + expf(-g)) * u);
+    }
+}
+
+__global__ void index_select_kernel(__half* out, const __half* table, const int64_t* ids, int64_t total, int H) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = i / H, col = i % H;
+        out[i] = table[ids[row] * H + col];
+    }
+}
+
+__global__ void ids_kernel(int64_t* ids, int64_t n, int64_t V) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        ids[i] = (int64_t)((i * 2654435761ull) % (uint64_t)V);
+}
+
+template <class K>
+int regs_of(K kernel) {
+    cudaFuncAttributes a{};
+    CUDA_CHECK(cudaFuncGetAttributes(&a, kernel));
+    return a.numRegs;
+}
+template <class K>
+int ctas_per_sm(K kernel, int threads) {
+    int n = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0));
+    return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string out = "latency_probe.csv";
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--out" && i + 1 < argc) out = argv[++i];
+        else { std::fprintf(stderr, "usage: perfloom-latency-probe [--out FILE.csv]\n"); return 2; }
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    const int sms = prop.multiProcessorCount;
+    CuptiTimer::instance().start();
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t pool = (size_t)3 << 30;
+    char* buf = nullptr;
+    CUDA_CHECK(cudaMalloc(&buf, pool));
+    fill_random(buf, pool, 1, 3, s);
+    int64_t* ids = nullptr;
+    CUDA_CHECK(cudaMalloc(&ids, sizeof(int64_t) << 16));
+    std::ofstream csv(out);
+    auto& nv = Nvml::instance();
+    uint32_t cupti_v = 0;
+    cuptiGetVersion(&cupti_v);
+    csv << "# format=perfloom-collector/1\n# collector_version=latency-probe-1\n# sweep=latency_probe\n"
+        << "# gpu_name=" << prop.name << "\n# compute_capability=" << prop.major << "." << prop.minor
+        << "\n# sm_count=" << sms << "\n# l2_bytes=" << prop.l2CacheSize << "\n# memory_bytes=" << prop.totalGlobalMem
+        << "\n# driver=" << nv.driver() << "\n# cuda_runtime=" << cuda_runtime_string()
+        << "\n# cupti_api_version=" << cupti_v << "\n# sm_clock_max_mhz=" << nv.max_sm_clock_mhz()
+        << "\n# mem_clock_mhz=" << nv.mem_clock_mhz() << "\n# power_limit_w=" << nv.power_limit_w()
+        << "\n# date=" << utc_now()
+        << "\n# timing=CUPTI activity (CONCURRENT_KERNEL); per repetition the kernel's device duration; latency_us = median"
+        << "\n# operands=two buffer halves of 1.5 GiB used alternately, so that no repetition finds the last one's bytes in L2\n";
+    csv << "op,dtype,T,H,I,V,latency_us,min_us,p10_us,p90_us,reps,method,kernel_name,sweep,grid,block,regs,ctas_per_sm,kernels,source\n";
+    auto row = [&](const char* op, int64_t T, int64_t X, int threads, int64_t ctas, int occ, int regs, double bytes,
+                   const Measurement& m) {
+        const double us = m.ok ? m.st.median : NAN;
+        const bool silu = std::string(op) == "silu_mul", emb = std::string(op) == "embedding";
+        csv << op << ",fp16," << T << ',' << (silu ? "" : std::to_string(X)) << ',' << (silu ? std::to_string(X) : "")
+            << ',' << (emb ? "32000" : "") << ',' << fmt(us) << ',' << fmt(m.st.min) << ',' << fmt(m.st.p10) << ','
+            << fmt(m.st.p90) << ',' << m.st.n << ",cupti," << csv_quote(m.kernel_names) << ",latency_probe," << ctas
+            << "x1x1," << threads << "x1x1," << regs << ',' << occ << ",1,perfloom latency_probe.cu\n";
+        if (!m.ok) std::fprintf(stderr, "%s T=%lld X=%lld: %s\n", op, (long long)T, (long long)X, m.error.c_str());
+        std::printf("%-12s T=%6lld X=%6lld threads %4d ctas/SM %2d regs %3d: %9.2f us  %7.1f GB/s\n", op, (long long)T,
+                    (long long)X, threads, occ, regs, us, bytes / (us * 1e-6) / 1e9);
+    };
+    const int rms_regs = regs_of(vllm2023_rms_norm_kernel), silu_regs = regs_of(vllm2023_silu_and_mul_kernel),
+              sel_regs = regs_of(index_select_kernel);
+    for (int64_t H : {4096, 5120, 8192}) {
+        for (int64_t T : {64, 256, 1024, 4096, 16384}) {
+            const int th = (int)std::min<int64_t>(H, 1024);
+            const size_t x = T * H * 2;
+            if (3 * x > pool / 2) continue;
+            auto m = measure(s, [&](int i) {
+                char* b = buf + (size_t)(i % 2) * (pool / 2);
+                vllm2023_rms_norm_kernel<<<(unsigned)T, th, 0, s>>>((__half*)(b + x), (const __half*)b, (const __half*)(b + 2 * x), 1e-6f, (int)H);
+            }, 10, 30, 20000);
+            row("rmsnorm", T, H, th, T, ctas_per_sm(vllm2023_rms_norm_kernel, th), rms_regs, 2.0 * x + H * 2, m);
+        }
+    }
+    for (int64_t I : {11008, 13824, 28672}) {
+        for (int64_t T : {64, 256, 1024, 4096}) {
+            const int th = (int)std::min<int64_t>(I, 1024);
+            const size_t in = T * 2 * I * 2, o = T * I * 2;
+            if (in + o > pool / 2) continue;
+            auto m = measure(s, [&](int i) {
+                char* b = buf + (size_t)(i % 2) * (pool / 2);
+                vllm2023_silu_and_mul_kernel<<<(unsigned)T, th, 0, s>>>((__half*)(b + in), (const __half*)b, (int)I);
+            }, 10, 30, 20000);
+            row("silu_mul", T, I, th, T, ctas_per_sm(vllm2023_silu_and_mul_kernel, th), silu_regs, (double)(in + o), m);
+        }
+    }
+    const int64_t V = 32000;
+    for (int64_t H : {4096, 8192}) {
+        for (int64_t T : {64, 256, 1024, 4096, 16384}) {
+            ids_kernel<<<64, 256, 0, s>>>(ids, T, V);
+            const size_t table = V * H * 2, o = T * H * 2;
+            if (table + o > pool / 2) continue;
+            const int64_t total = T * H;
+            const int64_t ctas = std::min<int64_t>((total + 127) / 128, (int64_t)sms * 8);
+            auto m = measure(s, [&](int i) {
+                char* b = buf + (size_t)(i % 2) * (pool / 2);
+                index_select_kernel<<<(unsigned)ctas, 128, 0, s>>>((__half*)(b + table), (const __half*)b, ids, total, (int)H);
+            }, 10, 30, 20000);
+            row("embedding", T, H, 128, ctas, ctas_per_sm(index_select_kernel, 128), sel_regs, 2.0 * o + T * 8, m);
+        }
+    }
+    csv.close();
+    std::printf("perfloom-latency-probe: %s (%d SMs) -> %s\n", prop.name, sms, out.c_str());
+    return 0;
+}
