@@ -1,5 +1,6 @@
 #include "storage/trace_whatif.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
@@ -193,6 +194,33 @@ std::optional<double> spec_ratio(const WhatIfKernel& k, const GpuSpec& src, cons
   return whatif_spec_ratio(k.family, k.dtype_known ? std::optional<Dtype>(k.desc.dtype) : std::nullopt, src, dst);
 }
 
+// A norm or elementwise kernel the model cannot analyse but whose launch grid the trace gives: its
+// source time less the launch floor is bytes x the DRAM pipe's time per byte (model/analysis.cpp:
+// the cube norm of 1 / bandwidth and latency / bytes in flight), with 16 bytes in flight per
+// resident thread (a vectorised load, what the engines' kernels keep); the same bytes on the
+// target. Small grids are latency-bound and keep their time between GPUs of equal latency (the
+// H100/H200 trace's 26 such kernels: 104 vs 110 us in all), large ones scale with the bandwidth.
+std::optional<double> memory_kernel_us(const WhatIfKernel& k, double source_us, const GpuSpec& src, const GpuSpec& dst) {
+  if (k.family != Family::norm && k.family != Family::elementwise) return std::nullopt;
+  if (!k.desc.launch || !k.desc.launch->known()) return std::nullopt;
+  const LaunchArgs& launch = *k.desc.launch;
+  const int threads = static_cast<int>(launch.threads_per_cta());
+  auto seconds_per_byte = [&](const GpuSpec& g, double& floor_us) -> std::optional<double> {
+    const HardwareRates hw = hardware_rates(g, k.dtype_known ? k.desc.dtype : Dtype::bf16);
+    floor_us = hw.achievable.launch_floor_us;
+    const double bandwidth = hw.achievable.dram_bytes_per_clk * hw.clock_hz;
+    if (bandwidth <= 0 || threads <= 0) return std::nullopt;
+    const int per_sm = occupancy(threads, launch.registers_per_thread, static_cast<double>(launch.shared_memory_bytes), hw);
+    const double resident = std::min(static_cast<double>(launch.ctas()), static_cast<double>(per_sm) * hw.sms);
+    const double bw = 1.0 / bandwidth, lat = hw.achievable.dram_latency_cycles / hw.clock_hz / (resident * threads * 16.0);
+    return std::cbrt(bw * bw * bw + lat * lat * lat);
+  };
+  double floor_src = 0, floor_dst = 0;
+  const auto ks = seconds_per_byte(src, floor_src), kd = seconds_per_byte(dst, floor_dst);
+  if (!ks || !kd) return std::nullopt;
+  return floor_dst + std::max(0.0, source_us - floor_src) * *kd / *ks;
+}
+
 void add_to(WhatIfTotal& t, const WhatIfKernel& k, const WhatIfCell& c) {
   if (c.method == WhatIfMethod::error) {
     ++t.errors;
@@ -339,6 +367,11 @@ TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpe
       }
       // The model cannot analyse this kernel (its shape or op is unknown).
       if (k.measured_us) {
+        if (auto us = memory_kernel_us(k, *k.measured_us, source_gpu, *gpu)) {
+          c.method = WhatIfMethod::scaled_spec;
+          c.pred_us = *us;
+          continue;
+        }
         if (auto ratio = spec_ratio(k, source_gpu, *gpu)) {
           c.method = WhatIfMethod::scaled_spec;
           c.pred_us = *k.measured_us * *ratio;

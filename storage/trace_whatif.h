@@ -14,6 +14,9 @@
 //                measured_source x a ratio of datasheet figures, source over target: the dense
 //                tensor peak of the kernel's dtype for gemm, attention and moe, the DRAM bandwidth
 //                for norm, elementwise and unknown kernels, 1 for communication. No interval.
+//                A norm or elementwise kernel with a launch grid is scaled by the DRAM pipe's
+//                bandwidth and latency instead (bytes in flight from its resident threads: a small
+//                grid keeps its time between GPUs of one latency; trace_whatif.cpp memory_kernel_us).
 //   error        the kernel cannot run on the target as described (fp8 on Ampere), or it has
 //                neither a measurement nor a shape the model can use: no number, the reason instead.
 //

@@ -2,6 +2,7 @@
 // trace and collector sweep of bench/data: methods, totals, errors and the prediction cache.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -75,6 +76,7 @@ TEST_F(TraceWhatIfTest, EveryKernelOnEveryTargetWithMethodsAndTotals) {
   ASSERT_EQ(r.targets.size(), 3u);
   EXPECT_EQ(r.model_version, "roofline-test");
   std::map<std::string, int> methods;
+  int memory_scaled = 0;
   for (const auto& t : r.targets) {
     ASSERT_EQ(t.cells.size(), r.kernels.size());
     double sum = 0, lo = 0, hi = 0;
@@ -99,7 +101,17 @@ TEST_F(TraceWhatIfTest, EveryKernelOnEveryTargetWithMethodsAndTotals) {
         const auto ratio = whatif_spec_ratio(k.family, k.dtype_known ? std::optional<Dtype>(k.desc.dtype) : std::nullopt,
                                              h100, *t.gpu);
         ASSERT_TRUE(ratio);
-        EXPECT_DOUBLE_EQ(c.pred_us, *k.measured_us * *ratio);
+        if ((k.family == Family::norm || k.family == Family::elementwise) && k.desc.launch && k.desc.launch->known()) {
+          // Memory kernels with a launch grid (PyTorch's elementwise_kernel, CatArrayBatchedCopy):
+          // between the bandwidth ratio (a large grid; the achievable bandwidths' ratio, 0.67 for
+          // H100 -> H200 against the datasheets' 0.70) and their own time (a small grid, latency-
+          // bound; the H100 and H200 have one latency, 383 / 381 ns).
+          ++memory_scaled;
+          EXPECT_GE(c.pred_us, *k.measured_us * std::min(1.0, *ratio) * 0.95) << k.desc.name;
+          EXPECT_LE(c.pred_us, *k.measured_us * std::max(1.0, *ratio) * 1.01) << k.desc.name;
+        } else {
+          EXPECT_DOUBLE_EQ(c.pred_us, *k.measured_us * *ratio);
+        }
         EXPECT_FALSE(c.lo_us.has_value());
       }
       EXPECT_GT(c.pred_us, 0);
@@ -123,6 +135,7 @@ TEST_F(TraceWhatIfTest, EveryKernelOnEveryTargetWithMethodsAndTotals) {
     EXPECT_EQ(fam_kernels, 155u);
   }
   EXPECT_EQ(methods["measured"], 155);
+  EXPECT_GT(memory_scaled, 0);
   EXPECT_GT(methods["scaled"], 0);
   EXPECT_GT(methods["scaled-spec"], 0);
   // Totals: measured on the source equals the source GPU's total.
