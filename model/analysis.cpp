@@ -101,6 +101,11 @@ CtaPlan plan_uniform_ctas(double ctas, int ctas_per_sm, int threads_per_cta, con
   return p;
 }
 
+double dram_time_with_latency(double bandwidth_time, double read_bytes, double in_flight_bytes, double latency) {
+  const double latency_time = read_bytes / in_flight_bytes * latency;
+  return std::cbrt(bandwidth_time * bandwidth_time * bandwidth_time + latency_time * latency_time * latency_time);
+}
+
 void finish_analysis(Analysis& a, const HardwareRates& hw) {
   const PipeDemand& d = a.demand;
   auto idx = [](Pipe p) { return static_cast<std::size_t>(p); };
@@ -150,18 +155,16 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // The same work at the achievable rates: the learned model's view.
   const auto& ach = hw.achievable;
   fill_cycles(ach, a.achievable_cycles_balanced, a.achievable_cycles_busiest);
-  // The achievable DRAM time of a kernel with few bytes in flight: bandwidth B over the in-flight
-  // bytes N follows B = (Bmax^-3 + (N / latency)^-3)^(-1/3), which perfloom-calibrate's read sweep
-  // (20 points from 256 B to 32 KiB per SM) fits within 2.1% (H100) and 2.4% (H200) on average at
-  // each GPU's Little's-law latency (383 / 381 ns); in time, the cube-norm of the bandwidth's
-  // and the latency's times (bench/results/eval_holdout.md, session 15).
+  // The achievable DRAM time of a kernel with few bytes in flight (dram_time_with_latency), which
+  // fits perfloom-calibrate's read sweep (20 points from 256 B to 32 KiB per SM) within 2.1% (H100)
+  // and 2.4% (H200) on average at each GPU's Little's-law latency (383 / 381 ns;
+  // bench/results/eval_holdout.md, session 15).
   if (a.bytes_in_flight_per_thread > 0 && a.dram_read_bytes > 0 && ach.dram_latency_cycles > 0) {
     const double resident = std::min(a.plan.ctas, static_cast<double>(a.plan.ctas_per_sm) * sms);
     const double in_flight = resident * a.plan.threads_per_cta * a.bytes_in_flight_per_thread;
-    const double latency_cycles = a.dram_read_bytes / in_flight * ach.dram_latency_cycles;
     for (auto* c : {&a.achievable_cycles_balanced, &a.achievable_cycles_busiest}) {
       double& dram = (*c)[idx(Pipe::dram)];
-      dram = std::cbrt(dram * dram * dram + latency_cycles * latency_cycles * latency_cycles);
+      dram = dram_time_with_latency(dram, a.dram_read_bytes, in_flight, ach.dram_latency_cycles);
     }
   }
   double ach_worst = 0;

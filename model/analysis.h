@@ -124,6 +124,12 @@ CtaPlan plan_uniform_ctas(double ctas, int ctas_per_sm, int threads_per_cta, con
 // Concurrent CTAs per SM from the CTA's threads, registers and shared memory.
 int occupancy(int threads_per_cta, int registers_per_thread, double smem_bytes_per_cta, const HardwareRates& hw);
 
+// The DRAM time of `read_bytes` read with `in_flight_bytes` in flight at once (Little's law), next to
+// the time the bandwidth alone takes: bandwidth B over in-flight bytes N follows
+// B = (Bmax^-3 + (N / latency)^-3)^(-1/3), so the two times combine as a cube norm. Any one time unit
+// (cycles, seconds) for `bandwidth_time` and `latency`.
+double dram_time_with_latency(double bandwidth_time, double read_bytes, double in_flight_bytes, double latency);
+
 // Turns demand and plan into cycles per pipe, ceiling and bound. `busiest_share` of the on-SM pipes'
 // demand lands on the busiest SM.
 void finish_analysis(Analysis& a, const HardwareRates& hw);

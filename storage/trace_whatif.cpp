@@ -195,10 +195,9 @@ std::optional<double> spec_ratio(const WhatIfKernel& k, const GpuSpec& src, cons
 }
 
 // A norm or elementwise kernel the model cannot analyse but whose launch grid the trace gives: its
-// source time less the launch floor is bytes x the DRAM pipe's time per byte (model/analysis.cpp:
-// the cube norm of 1 / bandwidth and latency / bytes in flight), with 16 bytes in flight per
-// resident thread (a vectorised load, what the engines' kernels keep); the same bytes on the
-// target. Small grids are latency-bound and keep their time between GPUs of equal latency (the
+// source time less the launch floor is bytes x the DRAM pipe's time per byte (model/analysis.h
+// dram_time_with_latency, of one byte), with 16 bytes in flight per resident thread (a vectorised
+// load, what the engines' kernels keep); the same bytes on the target. Small grids are latency-bound and keep their time between GPUs of equal latency (the
 // H100/H200 trace's 26 such kernels: 104 vs 110 us in all), large ones scale with the bandwidth.
 std::optional<double> memory_kernel_us(const WhatIfKernel& k, double source_us, const GpuSpec& src, const GpuSpec& dst) {
   if (k.family != Family::norm && k.family != Family::elementwise) return std::nullopt;
@@ -212,8 +211,8 @@ std::optional<double> memory_kernel_us(const WhatIfKernel& k, double source_us, 
     if (bandwidth <= 0 || threads <= 0) return std::nullopt;
     const int per_sm = occupancy(threads, launch.registers_per_thread, static_cast<double>(launch.shared_memory_bytes), hw);
     const double resident = std::min(static_cast<double>(launch.ctas()), static_cast<double>(per_sm) * hw.sms);
-    const double bw = 1.0 / bandwidth, lat = hw.achievable.dram_latency_cycles / hw.clock_hz / (resident * threads * 16.0);
-    return std::cbrt(bw * bw * bw + lat * lat * lat);
+    return dram_time_with_latency(1.0 / bandwidth, 1.0, resident * threads * 16.0,
+                                  hw.achievable.dram_latency_cycles / hw.clock_hz);
   };
   double floor_src = 0, floor_dst = 0;
   const auto ks = seconds_per_byte(src, floor_src), kd = seconds_per_byte(dst, floor_dst);
