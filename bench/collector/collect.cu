@@ -383,7 +383,6 @@ void warm_gpu(Ctx& c, double seconds) {
 }
 
 std::vector<std::string> env_lines(Ctx& c) {
-    auto& nv = Nvml::instance();
     std::vector<std::string> e;
     e.push_back("format=perfloom-collector/1");
     e.push_back("collector_version=" + std::string(kCollectorVersion));
@@ -395,23 +394,7 @@ std::vector<std::string> env_lines(Ctx& c) {
         e.push_back("heuristic_n=" + std::to_string(c.args.heuristic_n));
         e.push_back("repeat=" + std::to_string(c.args.repeat));
     }
-    e.push_back("gpu_name=" + std::string(c.prop.name));
-    e.push_back("compute_capability=" + std::to_string(c.prop.major) + "." + std::to_string(c.prop.minor));
-    e.push_back("sm_count=" + std::to_string(c.prop.multiProcessorCount));
-    e.push_back("l2_bytes=" + std::to_string(c.prop.l2CacheSize));
-    e.push_back("memory_bytes=" + std::to_string(c.prop.totalGlobalMem));
-    e.push_back("driver=" + nv.driver());
-    e.push_back("cuda_runtime=" + cuda_runtime_string());
-    e.push_back("cublaslt_version=" + cublaslt_version_string());
-    uint32_t cupti_v = 0;
-    cuptiGetVersion(&cupti_v);
-    e.push_back("cupti_api_version=" + std::to_string(cupti_v));
-    e.push_back("sm_clock_mhz_before=" + std::to_string(nv.sm_clock_mhz()));
-    e.push_back("sm_clock_max_mhz=" + std::to_string(nv.max_sm_clock_mhz()));
-    e.push_back("mem_clock_mhz=" + std::to_string(nv.mem_clock_mhz()));
-    e.push_back("power_limit_w=" + std::to_string(nv.power_limit_w()));
-    e.push_back("temperature_c_before=" + std::to_string(nv.temperature_c()));
-    e.push_back("date=" + utc_now());
+    for (auto& l : gpu_env_lines(c.prop)) e.push_back(std::move(l));
     e.push_back("timing=CUPTI activity (CONCURRENT_KERNEL + MEMSET); per repetition the sum of the device durations of all kernels and memsets the operation launched; latency_us = median");
     e.push_back("l2_rotation_bytes=" + std::to_string(c.pool.cycle_bytes));
     e.push_back("cublaslt_workspace_bytes=" + std::to_string(c.ws_bytes));

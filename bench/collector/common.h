@@ -479,4 +479,29 @@ inline std::string cuda_runtime_string() {
     return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+// The GPU, driver, library and clock lines of a collector CSV's environment block (FORMAT.md), from
+// gpu_name to date, as perfloom-collect and perfloom-latency-probe write them.
+inline std::vector<std::string> gpu_env_lines(const cudaDeviceProp& prop) {
+    auto& nv = Nvml::instance();
+    std::vector<std::string> e;
+    e.push_back("gpu_name=" + std::string(prop.name));
+    e.push_back("compute_capability=" + std::to_string(prop.major) + "." + std::to_string(prop.minor));
+    e.push_back("sm_count=" + std::to_string(prop.multiProcessorCount));
+    e.push_back("l2_bytes=" + std::to_string(prop.l2CacheSize));
+    e.push_back("memory_bytes=" + std::to_string(prop.totalGlobalMem));
+    e.push_back("driver=" + nv.driver());
+    e.push_back("cuda_runtime=" + cuda_runtime_string());
+    e.push_back("cublaslt_version=" + cublaslt_version_string());
+    uint32_t cupti_v = 0;
+    cuptiGetVersion(&cupti_v);
+    e.push_back("cupti_api_version=" + std::to_string(cupti_v));
+    e.push_back("sm_clock_mhz_before=" + std::to_string(nv.sm_clock_mhz()));
+    e.push_back("sm_clock_max_mhz=" + std::to_string(nv.max_sm_clock_mhz()));
+    e.push_back("mem_clock_mhz=" + std::to_string(nv.mem_clock_mhz()));
+    e.push_back("power_limit_w=" + std::to_string(nv.power_limit_w()));
+    e.push_back("temperature_c_before=" + std::to_string(nv.temperature_c()));
+    e.push_back("date=" + utc_now());
+    return e;
+}
+
 }  // namespace perfloom

@@ -102,17 +102,9 @@ int main(int argc, char** argv) {
     int64_t* ids = nullptr;
     CUDA_CHECK(cudaMalloc(&ids, sizeof(int64_t) << 16));
     std::ofstream csv(out);
-    auto& nv = Nvml::instance();
-    uint32_t cupti_v = 0;
-    cuptiGetVersion(&cupti_v);
-    csv << "# format=perfloom-collector/1\n# collector_version=latency-probe-1\n# sweep=latency_probe\n"
-        << "# gpu_name=" << prop.name << "\n# compute_capability=" << prop.major << "." << prop.minor
-        << "\n# sm_count=" << sms << "\n# l2_bytes=" << prop.l2CacheSize << "\n# memory_bytes=" << prop.totalGlobalMem
-        << "\n# driver=" << nv.driver() << "\n# cuda_runtime=" << cuda_runtime_string()
-        << "\n# cupti_api_version=" << cupti_v << "\n# sm_clock_max_mhz=" << nv.max_sm_clock_mhz()
-        << "\n# mem_clock_mhz=" << nv.mem_clock_mhz() << "\n# power_limit_w=" << nv.power_limit_w()
-        << "\n# date=" << utc_now()
-        << "\n# timing=CUPTI activity (CONCURRENT_KERNEL); per repetition the kernel's device duration; latency_us = median"
+    csv << "# format=perfloom-collector/1\n# collector_version=latency-probe-1\n# sweep=latency_probe\n";
+    for (const auto& l : gpu_env_lines(prop)) csv << "# " << l << '\n';
+    csv << "# timing=CUPTI activity (CONCURRENT_KERNEL); per repetition the kernel's device duration; latency_us = median"
         << "\n# operands=two buffer halves of 1.5 GiB used alternately, so that no repetition finds the last one's bytes in L2\n";
     csv << "op,dtype,T,H,I,V,latency_us,min_us,p10_us,p90_us,reps,method,kernel_name,sweep,grid,block,regs,ctas_per_sm,kernels,source\n";
     auto row = [&](const char* op, int64_t T, int64_t X, int threads, int64_t ctas, int occ, int regs, double bytes,
