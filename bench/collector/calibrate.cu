@@ -139,6 +139,50 @@ __global__ void read_inflight_kernel(const char* __restrict__ p, size_t n_vec, f
     if (acc == 1234.5678f) *sink = acc;
 }
 
+// --- warp-level MMA (mma.sync) ---------------------------------------------------------------------
+// The tensor path of Ampere and Ada, kept on Hopper and later beside their own (warpgroup / tcgen05)
+// MMA: kernels written for sm80 (FlashAttention-2, cuDNN's and CUTLASS's sm80 kernels) issue it there.
+// Each warp keeps ILP independent accumulators so that the MMA latency is hidden; the operands stay
+// in registers. KIND 0: m16n8k16 f16 x f16 -> f32, 1: the same with bf16, 2: m16n8k8 tf32 -> f32.
+template <int KIND>
+__global__ void mma_sync_kernel(int iters, float* sink) {
+    constexpr int ILP = 8;
+    unsigned a[4], b[2];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) a[k] = 0x3c003c00u ^ (threadIdx.x * 2654435761u & 0x00ff00ffu);
+    b[0] = 0x3c003c00u; b[1] = 0x3c003c00u ^ threadIdx.x;
+    float c[ILP][4];
+#pragma unroll
+    for (int j = 0; j < ILP; ++j)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) c[j][k] = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int j = 0; j < ILP; ++j) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+            if constexpr (KIND == 0)
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                             : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+            else if constexpr (KIND == 1)
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                             : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+            else
+                asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                             : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < ILP; ++j) s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+    if (s == 1234.5678f) *sink = s;
+}
+constexpr double kMmaSyncFlopsPerInstr[3] = {2.0 * 16 * 8 * 16, 2.0 * 16 * 8 * 16, 2.0 * 16 * 8 * 8};
+constexpr int kMmaSyncIlp = 8;
+
 __global__ void empty_kernel() {}
 
 struct Json {
@@ -316,6 +360,35 @@ int main(int argc, char** argv) {
         auto sn = measure(s, [&](int) { sfu_kernel<1><<<bl, th, 0, s>>>(siters, sink); }, 10, 30, 5000);
         m["sfu_sin_gops"] = 8.0 * siters * (double)bl * th / (med(sn) * 1e-6) / 1e9;
     }
+    // ---- warp-level MMA (mma.sync) -------------------------------------------------------------
+    // Its peak over 4 to 32 warps per SM (CTAs of 128 threads), and the rate at each, for kernels
+    // written for sm80 that run on this GPU (FlashAttention-2 keeps 4 to 8 warps per SM).
+    std::map<std::string, double> mma_sync;
+    std::string mma_sync_json;
+    if (prop.major >= 8) {
+        const int iters = quick ? 1024 : 4096;
+        const char* names[3] = {"fp16", "bf16", "tf32"};
+        for (int kind = 0; kind < 3; ++kind) {
+            double best = 0;
+            for (int ctas_per_sm : {1, 2, 4, 8, 16}) {
+                const int bl = sms * ctas_per_sm;
+                auto launch = [&](int) {
+                    if (kind == 0) mma_sync_kernel<0><<<bl, 128, 0, s>>>(iters, sink);
+                    else if (kind == 1) mma_sync_kernel<1><<<bl, 128, 0, s>>>(iters, sink);
+                    else mma_sync_kernel<2><<<bl, 128, 0, s>>>(iters, sink);
+                };
+                auto r = measure(s, launch, 5, 20, 5000);
+                const double tf = kMmaSyncFlopsPerInstr[kind] * kMmaSyncIlp * iters * (double)bl * 4 / (med(r) * 1e-6) / 1e12;
+                best = std::max(best, tf);
+                char e[160];
+                std::snprintf(e, sizeof e, "%s{\"dtype\": \"%s\", \"warps_per_sm\": %d, \"tflops\": %.1f}",
+                              mma_sync_json.empty() ? "" : ", ", names[kind], 4 * ctas_per_sm, tf);
+                mma_sync_json += e;
+                std::printf("  mma.sync %-4s %2d warps/SM: %7.1f TFLOP/s\n", names[kind], 4 * ctas_per_sm, tf);
+            }
+            if (best > 0) mma_sync[names[kind]] = best;
+        }
+    }
     // ---- tensor throughput through cuBLASLt ---------------------------------------------------
     {
         cublasLtHandle_t lt;
@@ -426,9 +499,17 @@ int main(int argc, char** argv) {
     ms << (first ? "" : ",") << "\n    \"tensor_tflops\": {";
     bool f2 = true;
     for (auto& [k, v] : tensor) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
-    ms << "}\n  }";
+    ms << "}";
+    if (!mma_sync.empty()) {
+        ms << ",\n    \"mma_sync_tflops\": {";
+        f2 = true;
+        for (auto& [k, v] : mma_sync) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
+        ms << "}";
+    }
+    ms << "\n  }";
     j.raw("measured", ms.str());
     j.raw("dram_read_by_bytes_in_flight", "[" + inflight_json + "]");
+    j.raw("mma_sync_by_warps", "[" + mma_sync_json + "]");
     std::string nt = "[";
     for (size_t i = 0; i < notes.size(); ++i) nt += (i ? ", \"" : "\"") + json_escape(notes[i]) + "\"";
     nt += "]";
@@ -440,6 +521,7 @@ int main(int argc, char** argv) {
     std::printf("perfloom-calibrate: %s (%d SMs), %.1f s -> %s\n", prop.name, sms, elapsed, out.c_str());
     for (auto& [k, v] : m) std::printf("  %-26s %12.2f\n", k.c_str(), v);
     for (auto& [k, v] : tensor) std::printf("  tensor_tflops.%-12s %12.1f\n", k.c_str(), v);
+    for (auto& [k, v] : mma_sync) std::printf("  mma_sync_tflops.%-10s %12.1f\n", k.c_str(), v);
     std::printf("  clock MHz before/load/after: %d / %d / %d\n", clock_before, clock_load, clock_after);
     cudaFree(buf);
     return 0;
