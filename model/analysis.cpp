@@ -74,6 +74,9 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
   hw.achievable.launch_floor_us = r.launch_floor_us;
   hw.achievable.dram_latency_cycles = r.dram_latency_ns * 1e-9 * hw.clock_hz;
+  if (key)
+    if (auto it = r.mma_sync_flops_per_s.find(std::string(*key)); it != r.mma_sync_flops_per_s.end())
+      hw.achievable.mma_sync_flops_per_clk = it->second / per_sm_clk;
   return hw;
 }
 
@@ -155,6 +158,21 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // The same work at the achievable rates: the learned model's view.
   const auto& ach = hw.achievable;
   fill_cycles(ach, a.achievable_cycles_balanced, a.achievable_cycles_busiest);
+  // A kernel on warp-level MMA where the GPU's tensor path is faster (Hopper): its tensor pipe at
+  // that rate (measured by perfloom-calibrate: 631 of the H100's and H200's 989 dense bf16 TFLOP/s,
+  // where cuBLASLt's warpgroup GEMMs reach 804-810), and, as such kernels are not warp-specialised
+  // (each warp runs its MMAs, softmax and shared-memory reads one after another), the SM's pipes in
+  // series: the tensor slot holds tensor + SFU + FMA + shared memory. With it, PyTorch's
+  // FlashAttention-2 and cuDNN's sm80 kernels measured on the H100 predict the H200's at 0.95-1.04x
+  // per kernel group (bench/results/eval_holdout.md, session 16).
+  if (a.warp_level_mma && d.tensor_flops > 0 && ach.mma_sync_flops_per_clk > 0 &&
+      ach.mma_sync_flops_per_clk < ach.tensor_flops_per_clk) {
+    const double slower = ach.tensor_flops_per_clk / ach.mma_sync_flops_per_clk;
+    for (auto* c : {&a.achievable_cycles_balanced, &a.achievable_cycles_busiest}) {
+      double& t = (*c)[idx(Pipe::tensor)];
+      t = t * slower + (*c)[idx(Pipe::sfu)] + (*c)[idx(Pipe::fma)] + (*c)[idx(Pipe::smem)];
+    }
+  }
   // The achievable DRAM time of a kernel with few bytes in flight (dram_time_with_latency), which
   // fits perfloom-calibrate's read sweep (20 points from 256 B to 32 KiB per SM) within 2.1% (H100)
   // and 2.4% (H200) on average at each GPU's Little's-law latency (383 / 381 ns;

@@ -54,6 +54,11 @@ struct Analysis {
   // asynchronous copies (GEMM, attention), the bandwidth alone bounds the DRAM pipe.
   double bytes_in_flight_per_thread = 0;
   double dram_read_bytes = 0;
+  // The kernel issues warp-level MMA (mma.sync: written for sm80, warp_level_mma_kernel), which on a
+  // GPU whose own tensor path is faster (Hopper's warpgroup MMA) reaches only its measured rate
+  // (HardwareRates::Achievable::mma_sync_flops_per_clk): there its achievable tensor cycles use that
+  // rate and add the SM's other pipes in series (finish_analysis).
+  bool warp_level_mma = false;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
   // "kernel name", "given", "tuner", "heuristic" (chosen per shape, GEMM: gemm_model.h), or
   // "architecture default" (one tile per architecture and head dim:
@@ -113,6 +118,8 @@ struct HardwareRates {
     double dram_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
     double launch_floor_us = 0;
     double dram_latency_cycles = 0;  // 0: unknown
+    // Warp-level MMA (PipeRates::mma_sync_flops_per_s) per SM and clock; 0: the tensor rate.
+    double mma_sync_flops_per_clk = 0;
   } achievable;
   bool calibrated = false;
 };

@@ -95,6 +95,15 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
     const double v = read_number(t, it.key(), p + "tensor_tflops.", file, true, 0.01, 100000);
     if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) c.tensor_tflops[k->second] = v;
   }
+  if (m.contains("mma_sync_tflops")) {
+    const json& w = m.at("mma_sync_tflops");
+    if (!w.is_object())
+      throw CalibrationError(file, p + "mma_sync_tflops", std::string("expected an object, got ") + w.type_name());
+    for (auto it = w.begin(); it != w.end(); ++it) {
+      const double v = read_number(w, it.key(), p + "mma_sync_tflops.", file, true, 0.01, 100000);
+      if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) c.mma_sync_tflops[k->second] = v;
+    }
+  }
   if (doc.contains("sustained_power")) c.sustained_power = parse_sustained_power(doc.at("sustained_power"), file);
   return c;
 }
@@ -138,6 +147,12 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
     sum += out.tensor[key];
   }
   out.tensor_any = out.tensor.empty() ? 1.0 : sum / static_cast<double>(out.tensor.size());
+  for (const auto& [key, tflops] : c.mma_sync_tflops) {
+    auto it = peak.tensor_flops_per_s.find(key);
+    if (it == peak.tensor_flops_per_s.end()) continue;
+    out.mma_sync_by_architecture[gpu.architecture][key] =
+        fraction("measured.mma_sync_tflops." + key, tflops, it->second / 1e12, "TFLOP/s");
+  }
   // Not on datasheets (L2) or small figures that a clock above the boost clock can exceed (SFU,
   // shared memory): only the ranges of the parser apply.
   out.l2 = c.l2_gb_s * 1e9 / peak.l2_bytes_per_s;
@@ -154,6 +169,7 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   const double n = static_cast<double>(per_gpu.size());
   m.fma = m.sfu = m.dram = m.l2 = m.smem = m.launch = 0;
   std::map<std::string, std::pair<double, int>> tensor;
+  std::map<std::pair<std::string, std::string>, std::pair<double, int>> mma_sync;  // (architecture, key)
   double any = 0, latency = 0;
   int any_n = 0, latency_n = 0;
   for (const auto& f : per_gpu) {
@@ -173,10 +189,16 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
       any += v;
       ++any_n;
     }
+    for (const auto& [arch, by_key] : f.mma_sync_by_architecture)
+      for (const auto& [k, v] : by_key) {
+        mma_sync[{arch, k}].first += v;
+        ++mma_sync[{arch, k}].second;
+      }
     m.from.insert(m.from.end(), f.from.begin(), f.from.end());
   }
   for (const auto& [k, sn] : tensor) m.tensor[k] = sn.first / sn.second;
   m.tensor_any = any_n ? any / any_n : 1.0;
+  for (const auto& [ak, sn] : mma_sync) m.mma_sync_by_architecture[ak.first][ak.second] = sn.first / sn.second;
   m.dram_latency_ns = latency_n ? latency / latency_n : 0.0;
   return m;
 }
@@ -204,6 +226,10 @@ AchievableRates estimated_rates(const GpuSpec& gpu, const AchievableFractions& f
   a.rates.smem_bytes_per_s_per_sm *= f.smem;
   a.rates.launch_floor_us *= f.launch;
   a.rates.dram_latency_ns = f.dram_latency_ns;
+  if (auto it = f.mma_sync_by_architecture.find(gpu.architecture); it != f.mma_sync_by_architecture.end())
+    for (const auto& [key, fraction] : it->second)
+      if (auto p = peak.tensor_flops_per_s.find(key); p != peak.tensor_flops_per_s.end())
+        a.rates.mma_sync_flops_per_s[key] = p->second * fraction;
   a.measured = false;
   a.origin = f.from.empty() ? "datasheet" : "datasheet x the mean achievable fraction of " + joined(f.from);
   return a;
@@ -219,6 +245,7 @@ AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const A
   a.rates.l2_bytes_per_s = c.l2_gb_s * 1e9;
   a.rates.smem_bytes_per_s_per_sm = c.smem_gb_s_per_sm * 1e9;
   if (c.dram_latency_ns > 0) a.rates.dram_latency_ns = c.dram_latency_ns;
+  for (const auto& [key, tflops] : c.mma_sync_tflops) a.rates.mma_sync_flops_per_s[key] = tflops * 1e12;
   // The launch floor stays the default (the mean empty-kernel time over the bundled calibrations):
   // the CUPTI empty-kernel time is 0.93 us on our H100 and 0.67 us on our H200, same architecture
   // and driver, and the measured kernels of other sources were timed otherwise. Used per GPU it cost

@@ -38,6 +38,10 @@ struct Calibration {
   double dram_latency_ns = 0;
   // By the tensor keys of GpuSpec (fp16 bf16 tf32 fp8 int8); the file's fp8e4m3 is fp8.
   std::map<std::string, double> tensor_tflops;
+  // Optional "measured.mma_sync_tflops", by the same keys: what warp-level MMA (mma.sync, the tensor
+  // path of Ampere and Ada, which kernels written for sm80 still issue on later GPUs) reaches; empty:
+  // not measured.
+  std::map<std::string, double> mma_sync_tflops;
   // The optional "sustained_power" block: the sustained-power probe's load levels (model/power.h).
   std::optional<SustainedPower> sustained_power;
 };
@@ -65,6 +69,10 @@ struct AchievableFractions {
   // Not a fraction: the DRAM latency itself (no datasheet states one), the mean over the GPUs that
   // measured it; 0: none did.
   double dram_latency_ns = 0;
+  // Warp-level MMA's rate over the datasheet's tensor peak, by architecture and tensor key: it is a
+  // property of the SM's design, so a GPU without a calibration takes its own architecture's mean
+  // (none measured: warp-level MMA is assumed to reach the tensor rate, as it does up to Ada).
+  std::map<std::string, std::map<std::string, double>> mma_sync_by_architecture;
   std::vector<std::string> from;  // the GPUs averaged
 };
 

@@ -20,8 +20,11 @@ namespace perfloom {
 // each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention); 10: the DRAM cycles of
 // norm and elementwise kernels include the latency their bytes in flight leave exposed (Little's law,
 // Analysis::bytes_in_flight_per_thread), which also moves their label; an embedding is PyTorch's
-// index_select whatever the engine.
-inline constexpr int kFeatureVersion = 10;
+// index_select whatever the engine; 11: on Hopper the achievable tensor cycles of a kernel on warp-level
+// MMA (FlashAttention-2, sm80 kernels: warp_level_mma_kernel) at the calibrated mma.sync rate plus the
+// SM's other pipes in series, and a named attention kernel's shared-memory reads counted per warp
+// along its query rows (AttentionTileInfo::warps_m).
+inline constexpr int kFeatureVersion = 11;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

@@ -253,6 +253,14 @@ json gpu_spec_to_json(const GpuSpec& g) {
                      {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
                      {"launch_floor_us", ach.rates.launch_floor_us}};
   if (ach.rates.dram_latency_ns > 0) j["achievable"]["dram_latency_ns"] = ach.rates.dram_latency_ns;
+  if (!ach.rates.mma_sync_flops_per_s.empty()) {
+    json mma = json::object();
+    for (Dtype d : kAllDtypes)
+      if (auto key = tensor_rate_key(d))
+        if (auto it = ach.rates.mma_sync_flops_per_s.find(std::string(*key)); it != ach.rates.mma_sync_flops_per_s.end())
+          mma[std::string(dtype_name(d))] = it->second / 1e12;
+    j["achievable"]["mma_sync_tflops"] = mma;
+  }
   if (g.sustained) {
     nlohmann::json pts = nlohmann::json::array();
     for (const auto& pt : g.sustained->points())

@@ -26,6 +26,11 @@ struct PipeRates {
   // Not a rate: the DRAM latency that limits a kernel whose threads keep few bytes in flight
   // (Little's law, model/analysis.cpp finish_analysis); 0: unknown (no datasheet states it).
   double dram_latency_ns = 0;
+  // What warp-level MMA (mma.sync) reaches, by tensor key, where it differs from the tensor rate: on
+  // Hopper, kernels written for sm80 (FlashAttention-2, cuDNN's and CUTLASS's sm80 kernels) cannot
+  // use the warpgroup MMA. Empty or a key missing: the tensor rate (Ampere and Ada, whose tensor path
+  // it is; later architectures that no calibration measured).
+  std::map<std::string, double> mma_sync_flops_per_s;
 };
 
 // The rates a GPU's pipes reach in practice (DESIGN.md: the two accuracy tiers). Target-measured:

@@ -951,6 +951,21 @@ Classification classify_kernel(const ClassifyInput& in) {
   return c;
 }
 
+bool warp_level_mma_kernel(std::string_view kernel_name) {
+  if (kernel_name.empty()) return false;
+  std::string k(kernel_name.substr(0, 240));
+  for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](std::string_view s) { return k.find(s) != std::string::npos; };
+  // Kernels of Hopper or later: warpgroup MMA (wgmma, FlashAttention-3's Sm90, cuBLAS's nvjet).
+  for (std::string_view newer : {"sm90", "sm100", "sm120", "wgmma", "nvjet", "hopper", "blackwell", "tcgen05"})
+    if (has(newer)) return false;
+  if (implementation_class(kernel_name) == 1) return true;  // FlashAttention-2
+  for (std::string_view older : {"sm75", "sm80", "sm86", "sm89", "cutlass_75", "cutlass_80", "ampere_", "turing_",
+                                 "s16816", "s1688", "h16816", "h1688", "i16832", "i8816"})
+    if (has(older)) return true;
+  return false;
+}
+
 int implementation_class(std::string_view kernel_name) {
   if (kernel_name.empty()) return 0;
   if (kernel_name.starts_with(kSarathiKernelPrefix)) return kSarathiImplementation;

@@ -66,4 +66,11 @@ inline constexpr std::string_view kSarathiKernelPrefix = "sarathi::";
 inline constexpr int kSarathiImplementation = 3;  // implementation_class of kSarathiKernelPrefix names
 int implementation_class(std::string_view kernel_name);
 
+// True for a tensor-core kernel written for sm75-sm89, which issues warp-level MMA (mma.sync) on
+// any GPU it runs on: FlashAttention-2 (flash_fwd_kernel, flash_fwd_splitkv_kernel; not
+// FlashAttention-3's Sm90 kernels), and kernels named for those architectures (cuDNN's
+// ..._sdpa_sm80_flash_..., cutlass_80_*, sm80_xmma_*, ampere_*, turing_*, s16816gemm). On Hopper
+// such a kernel reaches the measured mma.sync rate, not the warpgroup MMA's (Analysis::warp_level_mma).
+bool warp_level_mma_kernel(std::string_view kernel_name);
+
 }  // namespace perfloom

@@ -390,6 +390,7 @@ std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name)
     info.q_rows = v[1];
     info.kv_cols = v[2];
     info.warps = v[3];
+    info.warps_m = v[3];  // FlashAttention-2 splits the query rows over its warps
     info.format = "flash-attn2";
   } else if (size_t q = ifind(name, "sdpa");
              q != std::string_view::npos && ifind(name, "cudnn") != std::string_view::npos) {
@@ -405,6 +406,7 @@ std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name)
           return true;
         }
         info.warps = d[0] * d[1] * d[2];
+        info.warps_m = d[0];
         found = true;
         return false;
       }

@@ -201,6 +201,7 @@ TEST(CliCalibration, AUsersCalibrationMovesItsGpuToTheTargetMeasuredTier) {
   c["measured"]["fp32_tflops"] = 19.0;
   c["measured"]["tensor_tflops"] = {{"bf16", 270.0}, {"fp16", 270.0}, {"tf32", 140.0}, {"int8", 540.0}};
   c["measured"]["dram_latency_littles_law_ns"] = 450.0;
+  c["measured"]["mma_sync_tflops"] = {{"bf16", 265.0}};
   const std::string file = writeTemp("a100-calibration.json", c.dump());
   auto before = runPerfloom("gpus --json a100-sxm-80gb " + kDb);
   ASSERT_EQ(before.exit_code, 0) << before.err;
@@ -213,6 +214,10 @@ TEST(CliCalibration, AUsersCalibrationMovesItsGpuToTheTargetMeasuredTier) {
   EXPECT_EQ(a["tier"], "target-measured");
   EXPECT_DOUBLE_EQ(a["memory_bandwidth_gb_s"].get<double>(), 1750.0);
   EXPECT_DOUBLE_EQ(a["dram_latency_ns"].get<double>(), 450.0);
+  EXPECT_DOUBLE_EQ(a["mma_sync_tflops"]["bf16"].get<double>(), 265.0);
+  // Cross-generation, an Ampere GPU has no warp-level MMA rate apart from its tensor rate (it is
+  // its tensor path); a Hopper GPU has its architecture's measured fraction of its own peak.
+  EXPECT_FALSE(json::parse(before.out)["gpus"][0]["achievable"].contains("mma_sync_tflops"));
 
   const std::string kernels = writeTemp("calib-kernels.csv", "op,dtype,T,H\nrmsnorm,bf16,4096,8192\n");
   auto p0 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb " + kDb);

@@ -127,6 +127,7 @@ TEST(Calibration, AUsersCalibrationChangesItsGpuOnly) {
   c["measured"]["dram_read_gb_s"] = 1800.0;
   c["measured"]["fp32_tflops"] = 19.0;
   c["measured"]["tensor_tflops"] = {{"bf16", 280.0}, {"fp16", 275.0}, {"tf32", 140.0}, {"int8", 550.0}};
+  c["measured"]["mma_sync_tflops"] = {{"bf16", 280.0}};
   const GpuSpec* a100 = db.find("NVIDIA A100-SXM4-80GB");
   ASSERT_NE(a100, nullptr) << "alias expected in gpus/";
   EXPECT_EQ(db.add_calibration(parse_calibration(c.dump(), "mine.json")), a100->id);
@@ -169,6 +170,34 @@ TEST(Calibration, DramLatencyIsTheCalibratedGpusOwnOrTheirMean) {
   EXPECT_EQ(estimated_rates(db.get("a40"), AchievableFractions{}).rates.dram_latency_ns, 0.0);
   c["measured"]["dram_latency_littles_law_ns"] = 3.0;  // seconds or microseconds for nanoseconds
   EXPECT_EQ(error_of(c).field(), "measured.dram_latency_littles_law_ns");
+}
+
+// measured.mma_sync_tflops (perfloom-calibrate, 2026-11-23): warp-level MMA on the H100 and H200
+// alike, 631 of their 989 datasheet TFLOP/s (bf16). A Hopper GPU without a calibration takes the
+// same fraction of its own peak; other architectures none (their warp-level MMA is their tensor path,
+// or was not measured).
+TEST(Calibration, WarpLevelMmaRateIsTheCalibratedGpusOwnOrItsArchitecturesMean) {
+  GpuDatabase db = GpuDatabase::builtin();
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.mma_sync_flops_per_s.at("bf16"), 631.418e12, 1e3);
+  EXPECT_NEAR(db.get("h200").achievable->rates.mma_sync_flops_per_s.at("tf32"), 315.723e12, 1e3);
+  const double bf16_fraction = (631.418 + 631.255) / 2 / 989.4;
+  const auto& hopper = db.default_fractions().mma_sync_by_architecture.at("hopper");
+  EXPECT_NEAR(hopper.at("bf16"), bf16_fraction, 0.01);
+  const GpuSpec& h800 = db.get("h800");
+  EXPECT_NEAR(h800.achievable->rates.mma_sync_flops_per_s.at("bf16"),
+              datasheet_rates(h800).tensor_flops_per_s.at("bf16") * hopper.at("bf16"), 1e3);
+  EXPECT_TRUE(db.get("a100-sxm-80gb").achievable->rates.mma_sync_flops_per_s.empty());
+  EXPECT_TRUE(db.get("b200").achievable->rates.mma_sync_flops_per_s.empty());
+  // Optional; a value out of range or not an object is refused by name.
+  json c = h100_calibration();
+  c["measured"].erase("mma_sync_tflops");
+  EXPECT_TRUE(parse_calibration(c.dump(), "no-mma.json").mma_sync_tflops.empty());
+  c["measured"]["mma_sync_tflops"] = json{{"bf16", -1.0}};
+  EXPECT_EQ(error_of(c).field(), "measured.mma_sync_tflops.bf16");
+  c["measured"]["mma_sync_tflops"] = 631.4;
+  EXPECT_EQ(error_of(c).field(), "measured.mma_sync_tflops");
+  c["measured"]["mma_sync_tflops"] = json{{"bf16", 6.314}};  // PFLOP/s for TFLOP/s: 0.006x the datasheet
+  EXPECT_EQ(error_of(c, &db).field(), "measured.mma_sync_tflops.bf16");
 }
 
 TEST(Calibration, NegativeRateIsRefused) {

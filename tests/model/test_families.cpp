@@ -157,6 +157,46 @@ TEST(AttentionModel, DecodeReadsTheKvCacheOnceAndSplitsSmallBatches) {
   EXPECT_EQ(big.tile->split_k, 1);
 }
 
+// FlashAttention-2 and other kernels written for sm80 issue warp-level MMA (mma.sync) on Hopper,
+// which perfloom-calibrate measured at 631 TFLOP/s (bf16) on the H100 and the H200, where cuBLASLt's
+// warpgroup GEMMs reach 810 / 804 (resources/calibration/<gpu>.json); not warp-specialised, they run
+// the SM's pipes one after another. On the A100, whose tensor path warp-level MMA is, nothing changes;
+// nor does the datasheet roofline.
+TEST(AttentionModel, FlashAttention2OnHopperRunsAtTheWarpLevelMmaRate) {
+  const std::string fa2 =
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+      "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
+      "false>(pytorch_flash::Flash_fwd_params)";
+  KernelDesc k = decode(64, 16384, 32, 8, 128, fa2);
+  k.dtype = Dtype::bf16;
+  const auto tensor = static_cast<std::size_t>(Pipe::tensor);
+  const Analysis a = analyze_kernel(k, h100());
+  EXPECT_TRUE(a.warp_level_mma);
+  const auto hw = hardware_rates(h100(), Dtype::bf16);
+  EXPECT_NEAR(hw.achievable.mma_sync_flops_per_clk * 132 * kH100Hz, 631.418e12, 1e6);
+  // Its tensor slot: the MMAs at that rate, then the SM's other pipes in series (not warp-specialised).
+  auto at = [&](Pipe p) { return a.achievable_cycles_busiest[static_cast<std::size_t>(p)]; };
+  const double mma = a.demand.tensor_flops * a.plan.busiest_sm_share / hw.achievable.mma_sync_flops_per_clk;
+  EXPECT_NEAR(at(Pipe::tensor), mma + at(Pipe::sfu) + at(Pipe::fma) + at(Pipe::smem), 1e-6 * at(Pipe::tensor));
+  EXPECT_NEAR(hw.achievable.tensor_flops_per_clk / hw.achievable.mma_sync_flops_per_clk, 810.0 / 631.418, 0.02);
+  EXPECT_EQ(a.cycles_busiest[tensor], a.demand.tensor_flops * a.plan.busiest_sm_share / hw.tensor_flops_per_clk)
+      << "the datasheet roofline keeps the peak";
+  // Its four warps split the 128 query rows: each reads the whole K and V tiles from shared memory.
+  EXPECT_DOUBLE_EQ(a.demand.smem_bytes, 4.0 * (64 * 8) * 16384.0 * 128 * 2 * 2);
+  // So the on-SM time, not the DRAM, bounds it on the H100 and H200 alike, as measured: 1,782 us on
+  // our H100, 1,762 on our H200 (2.4 TB/s on both; bench/data/<gpu>/attention.csv).
+  for (const GpuSpec* g : {&h100(), &db().get("h200")}) {
+    const Analysis x = analyze_kernel(k, *g);
+    EXPECT_GT(x.achievable_cycles_busiest[tensor], x.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)]) << g->id;
+  }
+  // The A100's tensor path is warp-level MMA: no second rate.
+  const auto a100 = hardware_rates(db().get("a100-sxm-80gb"), Dtype::bf16);
+  EXPECT_EQ(a100.achievable.mma_sync_flops_per_clk, 0.0);
+  const Analysis ampere = analyze_kernel(k, db().get("a100-sxm-80gb"));
+  EXPECT_NEAR(ampere.achievable_cycles_balanced[tensor], ampere.demand.tensor_flops / (a100.achievable.tensor_flops_per_clk * 108),
+              1e-6 * ampere.achievable_cycles_balanced[tensor]);
+}
+
 TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
   // PyTorch's FlashAttention-2 decode on our H100: one query row per KV head's group, padded to
   // the kernel's 128 rows.

@@ -785,6 +785,22 @@ TEST(ClassifierSpeed, MicrosecondsPerCall) {
   EXPECT_LT(us, 20.0);  // target < 5 us in an optimised build; loose here for sanitiser/debug builds
 }
 
+TEST(WarpLevelMma, KernelsWrittenForSm80AndFlashAttention2) {
+  EXPECT_TRUE(warp_level_mma_kernel("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>"));
+  EXPECT_TRUE(warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_"
+                                    "cga1x1x1_kernel0_0"));
+  EXPECT_TRUE(warp_level_mma_kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"));
+  EXPECT_TRUE(warp_level_mma_kernel("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(...)"));
+  // Hopper's own (warpgroup MMA) and kernels without tensor cores are not.
+  EXPECT_FALSE(warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_"
+                                     "cga1x1x1_kernel0_0"));
+  EXPECT_FALSE(warp_level_mma_kernel("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>"));
+  EXPECT_FALSE(warp_level_mma_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"));
+  EXPECT_FALSE(warp_level_mma_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize256x128x32_warpgroupsize2x1x1"));
+  EXPECT_FALSE(warp_level_mma_kernel("void vllm::rms_norm_kernel<c10::Half>(...)"));
+  EXPECT_FALSE(warp_level_mma_kernel(""));
+}
+
 TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
   // Unnamed kernels (kernel lists, simulated steps) stand for the serving engine's kernel.
   EXPECT_EQ(implementation_class(""), 0);

@@ -60,6 +60,8 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   std::vector<int64_t> lens = s.seqlens;
   if (lens.empty()) lens.assign(static_cast<std::size_t>(s.B), s.S);
   const AttnTiles t = named ? AttnTiles{named->q_rows, named->kv_cols} : prefill_tiles(gpu, s.D);
+  // Warps side by side along the query rows each read the whole K/V tile from shared memory.
+  const double kv_readers = named ? std::max(1, named->warps_m) : 1.0;
   const double b = dtype_bytes(k.dtype), D = static_cast<double>(s.D);
   const double hq = static_cast<double>(s.Hq), hkv = static_cast<double>(s.Hkv);
 
@@ -82,7 +84,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
       d.sfu_ops += t.q_rows * kv_exec * hq;               // one exp2 per score
       d.fma_flops += (4.0 * t.q_rows * kv_exec + 2.0 * t.q_rows * D * (kv_exec / t.kv_cols)) * hq;
       d.l2_bytes += (t.q_rows * D + 2.0 * kv * D) * b * hq;
-      d.smem_bytes += (t.q_rows * D + 2.0 * kv_exec * D) * b * hq;
+      d.smem_bytes += (t.q_rows * D + 2.0 * kv_exec * D * kv_readers) * b * hq;
       max_cta_flops = std::max(max_cta_flops, flops);
       // Least: rows and keys padded only to the MMA's 16.
       const double rows16 = std::ceil((q_end - static_cast<double>(i * t.q_rows)) / 16.0) * 16.0;
@@ -178,6 +180,7 @@ std::optional<AttentionTileInfo> sdpa_tile(const KernelDesc& k, const HardwareRa
   t.warps = 4;
   if (impl == 1) {
     t.format = "flash-attn2";
+    t.warps_m = 4;
     t.q_rows = 128;
     t.kv_cols = D <= 64 ? 128 : 64;
     if (D > 128) t.q_rows = 64;
@@ -193,6 +196,7 @@ std::optional<AttentionTileInfo> sdpa_tile(const KernelDesc& k, const HardwareRa
   }
   if (impl == 2 && k.op == Op::attn_decode) {
     t.format = "cudnn";
+    t.warps_m = 1;
     t.q_rows = s.L <= 128 ? 64 : 16;
     t.kv_cols = s.L <= 128 ? 64 : 128;
     t.split_kv = true;
@@ -235,7 +239,7 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
   d.fma_flops = d.sfu_ops * 4.0;
   d.dram_bytes = B * L * hkv * D * 2.0 * b + 2.0 * B * hq * D * b;  // the KV cache once, q and o
   d.l2_bytes = d.dram_bytes + (ctas - B * hkv) * L * D * 2.0 * b;    // CTAs sharing a KV head hit L2
-  d.smem_bytes = ctas * kv_exec * D * 2.0 * b;
+  d.smem_bytes = ctas * kv_exec * D * 2.0 * b * (named ? std::max(1, named->warps_m) : 1);
   if (splits > 1) {
     const double partials = B * hq * splits * (D + 2.0) * 4.0;  // fp32 partial O, max and sum
     d.dram_bytes += 2.0 * partials;
@@ -276,6 +280,7 @@ Analysis analyze_attention(const KernelDesc& k, const GpuSpec& gpu) {
     a.demand.fma_flops += a.demand.tensor_flops;
     a.demand.tensor_flops = 0;
   }
+  a.warp_level_mma = warp_level_mma_kernel(k.name);
   finish_analysis(a, hw);
   return a;
 }
