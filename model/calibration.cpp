@@ -88,22 +88,17 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
   c.launch_overhead_us = read_number(m, "launch_overhead_us", p, file, false, 0.01, 10000);
   c.dram_latency_ns = read_number(m, "dram_latency_littles_law_ns", p, file, false, 20, 10000);
   if (!m.contains("tensor_tflops")) throw CalibrationError(file, p + "tensor_tflops", "is required ({} for a GPU without tensor cores)");
-  const json& t = m.at("tensor_tflops");
-  if (!t.is_object())
-    throw CalibrationError(file, p + "tensor_tflops", std::string("expected an object, got ") + t.type_name());
-  for (auto it = t.begin(); it != t.end(); ++it) {
-    const double v = read_number(t, it.key(), p + "tensor_tflops.", file, true, 0.01, 100000);
-    if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) c.tensor_tflops[k->second] = v;
-  }
-  if (m.contains("mma_sync_tflops")) {
-    const json& w = m.at("mma_sync_tflops");
-    if (!w.is_object())
-      throw CalibrationError(file, p + "mma_sync_tflops", std::string("expected an object, got ") + w.type_name());
-    for (auto it = w.begin(); it != w.end(); ++it) {
-      const double v = read_number(w, it.key(), p + "mma_sync_tflops.", file, true, 0.01, 100000);
-      if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) c.mma_sync_tflops[k->second] = v;
+  // An object of TFLOP/s by dtype, kept by the tensor keys of GpuSpec (other keys are validated, not kept).
+  auto read_tflops = [&](const std::string& field, std::map<std::string, double>& out) {
+    const json& t = m.at(field);
+    if (!t.is_object()) throw CalibrationError(file, p + field, std::string("expected an object, got ") + t.type_name());
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      const double v = read_number(t, it.key(), p + field + ".", file, true, 0.01, 100000);
+      if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) out[k->second] = v;
     }
-  }
+  };
+  read_tflops("tensor_tflops", c.tensor_tflops);
+  if (m.contains("mma_sync_tflops")) read_tflops("mma_sync_tflops", c.mma_sync_tflops);
   if (doc.contains("sustained_power")) c.sustained_power = parse_sustained_power(doc.at("sustained_power"), file);
   return c;
 }
