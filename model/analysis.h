@@ -57,7 +57,10 @@ struct Analysis {
   // The kernel issues warp-level MMA (mma.sync: written for sm80, warp_level_mma_kernel), which on a
   // GPU whose own tensor path is faster (Hopper's warpgroup MMA) reaches only its measured rate
   // (HardwareRates::Achievable::mma_sync_flops_per_clk): there its achievable tensor cycles use that
-  // rate and add the SM's other pipes in series (finish_analysis).
+  // rate and add the SM's other pipes in series (finish_analysis). Set for attention kernels, where
+  // our FlashAttention-2 and cuDNN measurements on the H100 and H200 check it; GEMMs written for sm80
+  // (cuBLAS's tf32 cutlass_80 fallback on Hopper) are left as they were: their held-out error rose
+  // with it (H100 tf32 8.0 -> 8.6%) and the GEMM model counts no per-warp shared-memory reads.
   bool warp_level_mma = false;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
   // "kernel name", "given", "tuner", "heuristic" (chosen per shape, GEMM: gemm_model.h), or

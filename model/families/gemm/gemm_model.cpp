@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 
-#include "model/classify/kernel_classifier.h"
 #include "model/families/family_models.h"
 #include "model/tuner/tuner.h"
 
@@ -218,7 +217,6 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
     a.least_demand->l2_bytes = a.demand.l2_bytes;
     a.least_demand->smem_bytes = a.demand.smem_bytes;
   }
-  a.warp_level_mma = warp_level_mma_kernel(k.name);
   finish_analysis(a, hw);
   return a;
 }
