@@ -36,10 +36,11 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.sms = gpu.sm_count;
   const double per_sm_clk = hw.clock_hz * gpu.sm_count;
   const auto key = tensor_rate_key(dtype);
-  auto tensor_of = [&](const PipeRates& r) {
+  // A rate by tensor key (PipeRates::tensor_flops_per_s, mma_sync_flops_per_s) per SM and clock; 0: none.
+  auto per_sm_clk_of = [&](const std::map<std::string, double>& by_key) {
     if (!key) return 0.0;
-    auto it = r.tensor_flops_per_s.find(std::string(*key));
-    return it == r.tensor_flops_per_s.end() ? 0.0 : it->second / per_sm_clk;
+    auto it = by_key.find(std::string(*key));
+    return it == by_key.end() ? 0.0 : it->second / per_sm_clk;
   };
   // The datasheet peaks (datasheet_rates), computed here without building its map: a hot path.
   if (key) {
@@ -66,7 +67,7 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   const AchievableRates& ach = gpu.achievable ? *gpu.achievable : fallback.emplace(default_achievable_rates(gpu));
   const PipeRates& r = ach.rates;
   hw.calibrated = ach.measured;
-  hw.achievable.tensor_flops_per_clk = tensor_of(r);
+  hw.achievable.tensor_flops_per_clk = per_sm_clk_of(r.tensor_flops_per_s);
   hw.achievable.fma_flops_per_clk = r.fma_flops_per_s / per_sm_clk;
   hw.achievable.sfu_ops_per_clk = r.sfu_ops_per_s / per_sm_clk;
   hw.achievable.dram_bytes_per_clk = r.dram_bytes_per_s / hw.clock_hz;
@@ -74,9 +75,7 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
   hw.achievable.launch_floor_us = r.launch_floor_us;
   hw.achievable.dram_latency_cycles = r.dram_latency_ns * 1e-9 * hw.clock_hz;
-  if (key)
-    if (auto it = r.mma_sync_flops_per_s.find(std::string(*key)); it != r.mma_sync_flops_per_s.end())
-      hw.achievable.mma_sync_flops_per_clk = it->second / per_sm_clk;
+  hw.achievable.mma_sync_flops_per_clk = per_sm_clk_of(r.mma_sync_flops_per_s);
   return hw;
 }
 

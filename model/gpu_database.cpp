@@ -238,11 +238,15 @@ json gpu_spec_to_json(const GpuSpec& g) {
   if (g.tdp_w > 0) j["tdp_w"] = g.tdp_w;
   // What the learned model takes the pipes to reach: measured (target-measured tier) or estimated.
   const AchievableRates ach = g.achievable ? *g.achievable : default_achievable_rates(g);
-  json tensor = json::object();
-  for (Dtype d : kAllDtypes)
-    if (auto key = tensor_rate_key(d))
-      if (auto it = ach.rates.tensor_flops_per_s.find(std::string(*key)); it != ach.rates.tensor_flops_per_s.end())
-        tensor[std::string(dtype_name(d))] = it->second / 1e12;
+  // FLOP/s by tensor key, as TFLOP/s by dtype name.
+  auto tflops_by_dtype = [](const std::map<std::string, double>& by_key) {
+    json out = json::object();
+    for (Dtype d : kAllDtypes)
+      if (auto key = tensor_rate_key(d))
+        if (auto it = by_key.find(std::string(*key)); it != by_key.end()) out[std::string(dtype_name(d))] = it->second / 1e12;
+    return out;
+  };
+  const json tensor = tflops_by_dtype(ach.rates.tensor_flops_per_s);
   j["achievable"] = {{"tier", ach.measured ? "target-measured" : "cross-generation"},
                      {"origin", ach.origin},
                      {"tensor_tflops", tensor},
@@ -253,14 +257,8 @@ json gpu_spec_to_json(const GpuSpec& g) {
                      {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
                      {"launch_floor_us", ach.rates.launch_floor_us}};
   if (ach.rates.dram_latency_ns > 0) j["achievable"]["dram_latency_ns"] = ach.rates.dram_latency_ns;
-  if (!ach.rates.mma_sync_flops_per_s.empty()) {
-    json mma = json::object();
-    for (Dtype d : kAllDtypes)
-      if (auto key = tensor_rate_key(d))
-        if (auto it = ach.rates.mma_sync_flops_per_s.find(std::string(*key)); it != ach.rates.mma_sync_flops_per_s.end())
-          mma[std::string(dtype_name(d))] = it->second / 1e12;
-    j["achievable"]["mma_sync_tflops"] = mma;
-  }
+  if (!ach.rates.mma_sync_flops_per_s.empty())
+    j["achievable"]["mma_sync_tflops"] = tflops_by_dtype(ach.rates.mma_sync_flops_per_s);
   if (g.sustained) {
     nlohmann::json pts = nlohmann::json::array();
     for (const auto& pt : g.sustained->points())

@@ -36,6 +36,13 @@ void check_support(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates&
     throw UnsupportedKernel(gpu.id + " has no " + std::string(dtype_name(k.dtype)) + " tensor-core path");
 }
 
+// How many times a CTA reads each K/V tile from shared memory: once per warp side by side along the
+// query rows (FlashAttention-2 splits its rows over its warps; cuDNN's decode, the keys). Unnamed
+// (warpgroup) kernels: once.
+double kv_tile_readers(const std::optional<AttentionTileInfo>& named) {
+  return named ? std::max(1, named->warps_m) : 1;
+}
+
 // Longest-processing-time-first on the SMs: the busiest SM's share of the total work.
 double busiest_share_lpt(std::vector<double> work, int sms) {
   double total = 0;
@@ -60,8 +67,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   std::vector<int64_t> lens = s.seqlens;
   if (lens.empty()) lens.assign(static_cast<std::size_t>(s.B), s.S);
   const AttnTiles t = named ? AttnTiles{named->q_rows, named->kv_cols} : prefill_tiles(gpu, s.D);
-  // Warps side by side along the query rows each read the whole K/V tile from shared memory.
-  const double kv_readers = named ? std::max(1, named->warps_m) : 1.0;
+  const double kv_readers = kv_tile_readers(named);
   const double b = dtype_bytes(k.dtype), D = static_cast<double>(s.D);
   const double hq = static_cast<double>(s.Hq), hkv = static_cast<double>(s.Hkv);
 
@@ -239,7 +245,7 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
   d.fma_flops = d.sfu_ops * 4.0;
   d.dram_bytes = B * L * hkv * D * 2.0 * b + 2.0 * B * hq * D * b;  // the KV cache once, q and o
   d.l2_bytes = d.dram_bytes + (ctas - B * hkv) * L * D * 2.0 * b;    // CTAs sharing a KV head hit L2
-  d.smem_bytes = ctas * kv_exec * D * 2.0 * b * (named ? std::max(1, named->warps_m) : 1);
+  d.smem_bytes = ctas * kv_exec * D * 2.0 * b * kv_tile_readers(named);
   if (splits > 1) {
     const double partials = B * hq * splits * (D + 2.0) * 4.0;  // fp32 partial O, max and sum
     d.dram_bytes += 2.0 * partials;
