@@ -488,7 +488,12 @@ void visit_neusight(const std::filesystem::path& csv, const GpuDatabase& gpus, c
       table = 0;
     } else if (*op == "linear") {
       mk.kernel.op = Op::gemm;
-      s.M = *b * *m, s.N = *k, s.K = *n;
+      long long rows = 0;  // the batch's tokens: B x M
+      if (__builtin_mul_overflow(*b, *m, &rows)) {
+        skip_malformed(ctx, r.line(), "shape out of range: B x M = " + std::to_string(*b) + " x " + std::to_string(*m));
+        continue;
+      }
+      s.M = rows, s.N = *k, s.K = *n;
       mk.note = "bias=1";
       table = 1;
     } else if (*op == "ln") {

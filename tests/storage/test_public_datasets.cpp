@@ -546,6 +546,25 @@ TEST(PublicDatasets, MalformedRowsAreSkippedAndCounted) {
   EXPECT_EQ(counted, rep.skipped);
 }
 
+// A NeuSight linear row folds its batch into M (B x M): a product past 64 bits (the fuzzer's find:
+// signed overflow) is a malformed row, skipped with its reason; the file's other rows are kept.
+TEST(PublicDatasets, NeuSightLinearWhoseBatchTimesRowsOverflowsIsSkipped) {
+  TempDir dir;
+  const std::string head = "OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,Blocks per SM,"
+                           "Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,Kernels,B,M,N,K\n";
+  const std::string row = "linear,1.1143167972564698,Tesla V100-PCIE-32GB,p2.1.0,8902,volta_sgemm_128x64_tn,16.0,4.0,"
+                          "20,16,1,128,1,1,cu121,,";
+  const fs::path file = dir.write("linear.csv", head + row + "1,1024,2560,2560\n" + row +
+                                                    "2849875556098091,65536,2560,2560\n");
+  DatasetLoadReport rep;
+  auto ks = read_neusight(file, db(), &rep);
+  EXPECT_EQ(rep.rows, 2u);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks.front().kernel.shape.M, 1024);
+  ASSERT_EQ(rep.skip_reasons.size(), 1u);
+  EXPECT_EQ(rep.skip_reasons[0], "line 3: shape out of range (B x M = 2849875556098091 x 65536)");
+}
+
 TEST(PublicDatasets, MissingOrForeignFilesThrowNamingTheFile) {
   const fs::path missing = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data/public/no/such/file.csv.gz";
   auto expect_names = [](auto&& fn, const std::string& needle) {
