@@ -682,6 +682,15 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
       continue;
     }
     const int64_t D = *H / *hq;
+    // The widths the ops derive, (n_head + 2 n_kv_head) x head dim (QKV) and 2 x mlp width (gated
+    // up-projection), must fit in 64 bits.
+    int64_t kv2 = 0, heads = 0, qkv_cols = 0, up_cols = 0;
+    if (__builtin_mul_overflow(*hkv, int64_t{2}, &kv2) || __builtin_add_overflow(*hq, kv2, &heads) ||
+        __builtin_mul_overflow(heads, D, &qkv_cols) || __builtin_mul_overflow(*I, int64_t{*gated ? 2 : 1}, &up_cols)) {
+      ctx.skip(r.line(), "shape out of range", "n_head=" + std::to_string(*hq) + " n_kv_head=" + std::to_string(*hkv) +
+                                                  " mlp width=" + std::to_string(*I));
+      continue;
+    }
     const std::string tp_note = "tp=" + std::to_string(*tp);
 
     for (const auto& o : ops) {
@@ -719,7 +728,7 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
           s.T = *T, s.H = *H;
           break;
         case VOp::qkv:
-          gemm((*hq + 2 * *hkv) * D / *tp, *H, model && (model->use_bias || model->qkv_bias));
+          gemm(qkv_cols / *tp, *H, model && (model->use_bias || model->qkv_bias));
           break;
         case VOp::rope:
           mk.kernel.op = Op::rotary;
@@ -729,7 +738,7 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
           gemm(*H, *hq * D / *tp, model && model->use_bias);
           break;
         case VOp::up:
-          gemm((*gated ? 2 * *I : *I) / *tp, *H, model && model->use_bias);
+          gemm(up_cols / *tp, *H, model && model->use_bias);
           break;
         case VOp::act:
           if (!*gated) {

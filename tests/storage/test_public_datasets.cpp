@@ -565,6 +565,33 @@ TEST(PublicDatasets, NeuSightLinearWhoseBatchTimesRowsOverflowsIsSkipped) {
   EXPECT_EQ(rep.skip_reasons[0], "line 3: shape out of range (B x M = 2849875556098091 x 65536)");
 }
 
+// A Vidur row whose derived widths, (n_head + 2 n_kv_head) x head dim or the gated 2 x mlp width,
+// do not fit in 64 bits is skipped with its reason; the file's other rows are kept.
+TEST(PublicDatasets, VidurRowWhoseDerivedWidthsOverflowIsSkipped) {
+  std::string head, stats;
+  for (const char* op : {"emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
+                         "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"})
+    for (const char* st : {"min", "max", "mean", "median", "std"}) {
+      head += std::string("time_stats.") + op + "." + st + ",";
+      stats += "0.5,";
+    }
+  head += "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
+  TempDir dir;
+  const fs::path file = dir.write("compute/h100/org/model/mlp.csv",
+                                  head + stats + "32,32,4096,11008,32768,True,4096,1\n" +   // line 2: kept
+                                      stats + "32,4611686018427387904,4096,11008,32768,True,4096,1\n" +  // 2 x n_kv_head
+                                      stats + "32,32,4096,4611686018427387904,32768,True,4096,1\n");     // 2 x mlp width
+  DatasetLoadReport rep;
+  auto ks = read_vidur(file, db(), &rep);
+  EXPECT_EQ(rep.rows, 3u);
+  EXPECT_EQ(rep.skip_counts["shape out of range"], 2u);
+  // What is kept is the first row's kernels, as from a file with that row alone.
+  const fs::path one = dir.write("compute/h100/org/one/mlp.csv", head + stats + "32,32,4096,11008,32768,True,4096,1\n");
+  const auto alone = read_vidur(one, db(), nullptr);
+  ASSERT_FALSE(alone.empty());
+  EXPECT_EQ(ks.size(), alone.size());
+}
+
 TEST(PublicDatasets, MissingOrForeignFilesThrowNamingTheFile) {
   const fs::path missing = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data/public/no/such/file.csv.gz";
   auto expect_names = [](auto&& fn, const std::string& needle) {
