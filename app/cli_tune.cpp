@@ -153,6 +153,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                             {"waves", c.grid.waves},
                             {"last_wave_fill", c.grid.last_wave_fill},
                             {"ctas", c.grid.ctas},
+                            {"cluster_ctas", c.grid.cluster_ctas},
                             {"slots", c.grid.slot_count},
                             {"k_iters", c.grid.k_iters},
                             {"reason", c.reason}};

@@ -1374,7 +1374,9 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
      << "), which is what GPUs without a table get.\n\n";
   md << "## The model\n\n"
         "- **Unified mapping** (model/tuner/wave_model.h): a shape (M, N, K, dtype) on a configuration (tile M×N×K, "
-        "split-K, cluster) becomes tiles_m × tiles_n × split CTAs; slots = SMs × CTAs per SM (occupancy of a 384-thread, "
+        "split-K, cluster) becomes tiles_m × tiles_n × split CTAs, the tile grid rounded up to whole clusters along M and N "
+        "(a cluster takes a cluster_m × cluster_n block of tiles; the padding CTAs run the main loop on zeros and hold "
+        "their slots: since session 17); slots = SMs × CTAs per SM (occupancy of a 384-thread, "
         "168-register CTA with `stages` × (tile_m + tile_n) × tile_k bytes of shared memory — one per SM for every nvjet "
         "kernel), cut to whole clusters (clusters of 4 and 8 get 120 of the 132 SMs, read from the launch grids of "
         "persistent kernels in the sweep); waves = ⌈CTAs / slots⌉; last-wave fill f = (CTAs − (waves − 1)·slots) / slots; "

@@ -11,20 +11,20 @@
 namespace perfloom::tuner {
 
 namespace {
-// tiles = a x b with b the divisor nearest to the square-output split (a tile_m = b tile_n).
-std::pair<int64_t, int64_t> factor_grid(int64_t tiles, const TileConfig& t) {
-  const double ideal_n = std::sqrt(static_cast<double>(tiles) * t.tile_m / t.tile_n);
+// units = a x b with b the divisor nearest to the square-output split (a unit_m = b unit_n).
+std::pair<int64_t, int64_t> factor_grid(int64_t units, double unit_m, double unit_n) {
+  const double ideal_n = std::sqrt(static_cast<double>(units) * unit_m / unit_n);
   int64_t best_n = 1;
   double best_d = INFINITY;
-  for (int64_t n = 1; n * n <= tiles * 64 && n <= tiles; ++n) {
-    if (tiles % n) continue;
+  for (int64_t n = 1; n * n <= units * 64 && n <= units; ++n) {
+    if (units % n) continue;
     const double d = std::abs(std::log(n / ideal_n));
     if (d < best_d) {
       best_d = d;
       best_n = n;
     }
   }
-  return {tiles / best_n, best_n};
+  return {units / best_n, best_n};
 }
 }  // namespace
 
@@ -42,6 +42,14 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
     const int s = concurrent_ctas(t, dtype, hw, measured);
     const int cs = std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
     const int64_t split = std::max(1, t.split_k);
+    // A CTA count as a tile grid of whole clusters (wave_model.h WaveGrid), nearest to square: tiles M, N.
+    const int64_t cm = std::max(1, t.cluster_m), cn = std::max(1, t.cluster_n);
+    auto grid_of = [&](int64_t ctas) {
+      const int64_t clusters = std::max<int64_t>(1, ((ctas + split - 1) / split + cs - 1) / cs);
+      const auto [blocks_m, blocks_n] =
+          factor_grid(clusters, static_cast<double>(cm * t.tile_m), static_cast<double>(cn * t.tile_n));
+      return std::pair<int64_t, int64_t>{blocks_m * cm, blocks_n * cn};
+    };
     std::vector<std::pair<int64_t, std::string>> targets;  // CTAs, why
     if (opt.half_wave) {
       // Any count near half a wave will do: take the one whose grid is the most square.
@@ -49,7 +57,7 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
       int64_t pick = half;
       double best = INFINITY;
       for (int64_t c = half; c >= std::max<int64_t>(cs, half * 8 / 10); c -= cs) {
-        const auto [a, b] = factor_grid((c + split - 1) / split, t);
+        const auto [a, b] = grid_of(c);
         const double skew = std::abs(std::log(static_cast<double>(a) * t.tile_m / (static_cast<double>(b) * t.tile_n)));
         if (skew < best - 1e-9) {
           best = skew;
@@ -63,8 +71,7 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
       targets.emplace_back(static_cast<int64_t>(w) * s + cs, "boundary " + std::to_string(w) + ": +1 cluster");
     }
     for (const auto& [ctas, why] : targets) {
-      const int64_t tiles = std::max<int64_t>(1, (ctas + split - 1) / split);
-      const auto [tiles_m, tiles_n] = factor_grid(tiles, t);
+      const auto [tiles_m, tiles_n] = grid_of(ctas);
       for (int64_t k : opt.k_iters) {
         PlanPoint p;
         p.shape = GemmShape{tiles_m * t.tile_m, tiles_n * t.tile_n, k * t.tile_k * split, dtype};

@@ -226,8 +226,8 @@ SlotsByCluster measured_slots(const std::vector<TunerSample>& samples, const Gpu
     if (s.launched_ctas <= 0) continue;
     const TileConfig& t = s.config;
     const int cs = std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
-    const int64_t tiles = ((s.shape.M + t.tile_m - 1) / t.tile_m) * ((s.shape.N + t.tile_n - 1) / t.tile_n) *
-                          std::max(1, t.split_k);
+    // The tile grid in whole clusters (WaveGrid::cluster_ctas; any slot count will do here).
+    const int64_t tiles = wave_grid(s.shape, t, 1).cluster_ctas;
     // A persistent kernel launches at most one CTA per slot; fewer CTAs than tiles reveals the slots.
     if (s.launched_ctas < tiles && s.launched_ctas <= 4 * gpu.sm_count) out[cs] = std::max(out[cs], s.launched_ctas);
   }

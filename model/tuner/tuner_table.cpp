@@ -23,7 +23,9 @@ namespace perfloom::tuner {
 using nlohmann::json;
 
 namespace {
-constexpr std::string_view kSchema = "perfloom-tuner/1";
+// 2: the wave grid counts whole clusters (WaveGrid::cluster_ctas); a table fitted on the unpadded
+// grid of schema 1 would rank with coefficients of other features, so it is refused.
+constexpr std::string_view kSchema = "perfloom-tuner/2";
 
 [[noreturn]] void fail(const std::string& label, const std::string& field, const std::string& reason) {
   throw TunerTableError(label + (field.empty() ? "" : ": field '" + field + "'") + ": " + reason);

@@ -45,9 +45,11 @@ WaveGrid wave_grid(const GemmShape& s, const TileConfig& t, int slot_count) {
   g.tiles_n = ceil_div(s.N, t.tile_n);
   g.split_k = std::max(1, t.split_k);
   g.ctas = g.tiles_m * g.tiles_n * g.split_k;
+  const int64_t cm = std::max(1, t.cluster_m), cn = std::max(1, t.cluster_n);
+  g.cluster_ctas = ceil_div(g.tiles_m, cm) * cm * ceil_div(g.tiles_n, cn) * cn * g.split_k;
   g.slot_count = slot_count;
-  g.waves = ceil_div(g.ctas, slot_count);
-  g.last_wave_fill = static_cast<double>(g.ctas - (g.waves - 1) * slot_count) / slot_count;
+  g.waves = ceil_div(g.cluster_ctas, slot_count);
+  g.last_wave_fill = static_cast<double>(g.cluster_ctas - (g.waves - 1) * slot_count) / slot_count;
   g.k_iters = ceil_div(ceil_div(s.K, g.split_k), t.tile_k);
   return g;
 }
@@ -163,6 +165,7 @@ std::string describe_grid(const WaveGrid& g) {
     os << g.waves << " waves, last " << pct << "% full";
   os << ", " << g.k_iters << " K-iteration" << (g.k_iters == 1 ? "" : "s");
   if (g.split_k > 1) os << ", split-K " << g.split_k;
+  if (g.cluster_ctas > g.ctas) os << ", " << (g.cluster_ctas - g.ctas) << " CTAs of cluster padding";
   return os.str();
 }
 

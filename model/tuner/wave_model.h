@@ -22,12 +22,18 @@ struct GemmShape {
 // One fit serves a dtype group: "16bit" (fp16, bf16), "fp8" (e4m3, e5m2), else the dtype's name.
 std::string dtype_group(Dtype d);
 
-// A shape on a configuration's tile grid.
+// A shape on a configuration's tile grid. A thread-block cluster of cluster_m x cluster_n CTAs
+// takes a cluster_m x cluster_n block of output tiles, so the tile grid is rounded up to whole
+// clusters along M and N, and the CTAs of the padding run the main loop like the others (TMA
+// fills their out-of-bounds operands with zeros): they hold slots and count in the waves. Measured
+// on the H100 sweeps (bench/results/tuner_eval.md, session 17): two clusters of the same tile whose
+// unpadded grids need the same waves differ 1.32x (median) when the padding adds one wave.
 struct WaveGrid {
   int64_t tiles_m = 0, tiles_n = 0, split_k = 1;
   int64_t ctas = 0;           // output tiles x split-K slices: the units of work
+  int64_t cluster_ctas = 0;   // the same on the tile grid rounded up to whole clusters: what holds slots
   int slot_count = 0;         // CTAs the GPU runs at once with this configuration
-  int64_t waves = 0;          // ceil(ctas / slots)
+  int64_t waves = 0;          // ceil(cluster_ctas / slots)
   double last_wave_fill = 0;  // share of the slots the last wave uses, (0, 1]
   int64_t k_iters = 0;        // main-loop iterations per CTA: ceil(ceil(K / split) / tile_k)
 };
@@ -84,7 +90,7 @@ inline constexpr std::size_t kLearnedCount = kFeatureCount + kResidualCount + 13
 const std::array<std::string, kLearnedCount>& learned_names();
 std::array<float, kLearnedCount> learned_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f);
 
-// "1 wave, 97% full, 112 K-iterations" (and the split-K factor when there is one).
+// "1 wave, 97% full, 112 K-iterations" (and the split-K factor and the cluster padding when there is one).
 std::string describe_grid(const WaveGrid& g);
 
 }  // namespace perfloom::tuner
