@@ -69,6 +69,25 @@ TEST(GemmModel, SquareBf16WithAGivenTileFollowsTheWaves) {
   EXPECT_DOUBLE_EQ(a.useful_flops, 2.0 * 8192 * 8192 * 8192);
 }
 
+TEST(GemmModel, ClustersPadTheGridToWholeClusters) {
+  // 384 x 5120 on 128 x 128 tiles: 3 x 40 = 120 output tiles. In 2 (M) x 4 (N) clusters M's 3 tiles
+  // round up to 4: 160 CTAs hold SMs (the tuner's WaveGrid::cluster_ctas), the padding ones run
+  // the main loop on zeros and read nothing.
+  KernelDesc k = gemm(384, 5120, 3456);
+  k.tile = TileConfig{128, 128, 64};
+  const Analysis whole = analyze_kernel(k, h100());
+  k.tile->cluster_m = 2;
+  k.tile->cluster_n = 4;
+  const Analysis padded = analyze_kernel(k, h100());
+  EXPECT_DOUBLE_EQ(whole.plan.ctas, 120);
+  EXPECT_DOUBLE_EQ(padded.plan.ctas, 160);
+  EXPECT_DOUBLE_EQ(padded.plan.waves, 2);
+  EXPECT_DOUBLE_EQ(padded.demand.tensor_flops, whole.demand.tensor_flops * 160 / 120);
+  EXPECT_DOUBLE_EQ(padded.demand.dram_bytes, whole.demand.dram_bytes);
+  EXPECT_LT(padded.demand.l2_bytes, whole.demand.l2_bytes);  // multicast across the cluster, no padding reads
+  EXPECT_DOUBLE_EQ(padded.useful_flops, whole.useful_flops);
+}
+
 TEST(GemmModel, DecodeShapedGemmIsMemoryBound) {
   Analysis a = analyze_kernel(gemm(1, 4096, 4096), h100());
   EXPECT_EQ(a.bound, Pipe::dram);

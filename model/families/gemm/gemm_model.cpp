@@ -85,7 +85,13 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   const double tiles_m = std::ceil(p.M / t.tile_m), tiles_n = std::ceil(p.N / t.tile_n);
   const double split = std::max(1, t.split_k);
   const double k_per_cta = std::ceil(p.K / split / t.tile_k) * t.tile_k;
-  const double ctas = p.batch * tiles_m * tiles_n * split;
+  // A thread-block cluster takes a cluster_m x cluster_n block of output tiles: the grid rounds up
+  // to whole clusters, and the padding CTAs run the main loop on zero-filled operands, holding
+  // their SMs like the others (tuner/wave_model.h WaveGrid::cluster_ctas). They read nothing.
+  const double cluster_m = std::max(1, t.cluster_m), cluster_n = std::max(1, t.cluster_n);
+  const double output_ctas = p.batch * tiles_m * tiles_n * split;
+  const double ctas =
+      p.batch * std::ceil(tiles_m / cluster_m) * cluster_m * std::ceil(tiles_n / cluster_n) * cluster_n * split;
   const double executed_flops = ctas * 2.0 * t.tile_m * t.tile_n * k_per_cta;
   a.useful_flops = 2.0 * p.batch * p.M * p.N * p.K;
 
@@ -100,7 +106,7 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   d.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
   // A thread-block cluster multicasts each operand tile to the CTAs that share it.
   const double l2_per_k = t.tile_m / std::max(1, t.cluster_n) + t.tile_n / std::max(1, t.cluster_m);
-  d.l2_bytes = ctas * l2_per_k * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
+  d.l2_bytes = output_ctas * l2_per_k * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
   d.smem_bytes = ctas * (t.tile_m + t.tile_n) * k_per_cta * in_b;
   if (split > 1) {
     const double partials = p.batch * p.M * p.N * 4.0 * split;
