@@ -70,6 +70,14 @@ struct TileConfig {
   bool operator==(const TileConfig&) const = default;
 };
 
+// Output tiles along one side rounded up to whole clusters of `cluster` CTAs along it: a thread-block
+// cluster takes a block of tiles, and its padding CTAs run the main loop and hold their SMs (the
+// tuner's WaveGrid::cluster_ctas, the GEMM plan, the classifier's persistence test).
+constexpr int64_t whole_clusters(int64_t tiles, int cluster) {
+  const int64_t c = cluster > 1 ? cluster : 1;
+  return (tiles + c - 1) / c * c;
+}
+
 // Launch arguments as a trace reports them.
 struct LaunchArgs {
   std::array<int64_t, 3> grid{0, 0, 0};

@@ -856,9 +856,8 @@ void finish_tile(Classification& c, const TileNameInfo& info, const ClassifyInpu
   if (c.shape_complete && c.shape && in.launch && in.launch->known() && !info.two_cta && t.tile_m > 0 &&
       t.tile_n > 0 && (c.op == Op::gemm || c.op == Op::bmm)) {
     const Shape& s = *c.shape;
-    int64_t tm = ceil_div(s.M, t.tile_m), tn = ceil_div(s.N, t.tile_n);
-    tm = ceil_div(tm, std::max(t.cluster_m, 1)) * std::max(t.cluster_m, 1);
-    tn = ceil_div(tn, std::max(t.cluster_n, 1)) * std::max(t.cluster_n, 1);
+    const int64_t tm = whole_clusters(ceil_div(s.M, t.tile_m), t.cluster_m);
+    const int64_t tn = whole_clusters(ceil_div(s.N, t.tile_n), t.cluster_n);
     double tiles_d = double(tm) * double(tn) * double(c.op == Op::bmm ? std::max<int64_t>(s.Bt, 1) : 1);
     const auto& g = in.launch->grid;
     bool grid_ok = g[0] > 0 && g[0] < (int64_t(1) << 31) && g[1] >= 0 && g[1] < 65536 && g[2] >= 0 && g[2] < 65536;

@@ -45,8 +45,7 @@ WaveGrid wave_grid(const GemmShape& s, const TileConfig& t, int slot_count) {
   g.tiles_n = ceil_div(s.N, t.tile_n);
   g.split_k = std::max(1, t.split_k);
   g.ctas = g.tiles_m * g.tiles_n * g.split_k;
-  const int64_t cm = std::max(1, t.cluster_m), cn = std::max(1, t.cluster_n);
-  g.cluster_ctas = ceil_div(g.tiles_m, cm) * cm * ceil_div(g.tiles_n, cn) * cn * g.split_k;
+  g.cluster_ctas = whole_clusters(g.tiles_m, t.cluster_m) * whole_clusters(g.tiles_n, t.cluster_n) * g.split_k;
   g.slot_count = slot_count;
   g.waves = ceil_div(g.cluster_ctas, slot_count);
   g.last_wave_fill = static_cast<double>(g.cluster_ctas - (g.waves - 1) * slot_count) / slot_count;

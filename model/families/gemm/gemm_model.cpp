@@ -88,10 +88,9 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   // A thread-block cluster takes a cluster_m x cluster_n block of output tiles: the grid rounds up
   // to whole clusters, and the padding CTAs run the main loop on zero-filled operands, holding
   // their SMs like the others (tuner/wave_model.h WaveGrid::cluster_ctas). They read nothing.
-  const double cluster_m = std::max(1, t.cluster_m), cluster_n = std::max(1, t.cluster_n);
   const double output_ctas = p.batch * tiles_m * tiles_n * split;
-  const double ctas =
-      p.batch * std::ceil(tiles_m / cluster_m) * cluster_m * std::ceil(tiles_n / cluster_n) * cluster_n * split;
+  const double ctas = p.batch * static_cast<double>(whole_clusters(static_cast<int64_t>(tiles_m), t.cluster_m)) *
+                      static_cast<double>(whole_clusters(static_cast<int64_t>(tiles_n), t.cluster_n)) * split;
   const double executed_flops = ctas * 2.0 * t.tile_m * t.tile_n * k_per_cta;
   a.useful_flops = 2.0 * p.batch * p.M * p.N * p.K;
 
