@@ -236,11 +236,10 @@ inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true)
 
 // The re-measurements whose table-path rows read_picks learns: DIR/tuner_picks.csv(.gz) (lease A,
 // session 8: the table path's choices only), then every earlier one-lease re-measurement kept in
-// DIR/picks/ (a confirm.csv moved there when a newer lease replaced it: leases C and D, session 9).
-// The newest re-measurement, DIR/confirm.csv, scores the tables these fitted and is not learned;
-// nor are the leases it replaced, kept in DIR/remeasured/ (lease F, session 13, replaced by lease G
-// in session 17; lease E, session 10, is in the git history): as a fourth round they would have
-// refitted every fold, for a loop that had converged by the third.
+// DIR/picks/ (a confirm.csv moved there when a newer lease replaced it: leases C and D, session 9;
+// leases F and G, sessions 13 and 17, since session 18: a fourth round, the first for the 1,793
+// exhaustive shapes added in session 12). The newest re-measurement, DIR/confirm.csv (lease H,
+// session 18), scores the tables these fitted and is not learned.
 inline std::vector<std::filesystem::path> picks_files(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> out;
   if (const auto f = data_file(dir, "tuner_picks.csv"); std::filesystem::exists(f)) out.push_back(f);
