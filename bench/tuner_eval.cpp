@@ -43,7 +43,8 @@
 //   --confirm-plan DIR: also write DIR/<gpu>/confirm_plan.csv, per held-out shape the configurations to
 //   measure again on one lease (the model's top 3, the sweep's fastest); with those measurements in
 //   DIR/<gpu>/confirm.csv(.gz) (run_plan_on_gpu.sh --confirm), the report scores the same picks against
-//   the re-measured best (section *Re-measured on one lease*).
+//   the re-measured best (section *Re-measured on one lease*) and against the exhaustive search's own
+//   answer (the sweep's fastest configuration) timed on the same lease.
 //   --fold-cache DIR: keep every fitted table in DIR (keyed by a hash of its training rows and options)
 //   and read it back on a later run with the same inputs instead of fitting it again.
 //   --explore (last): decision rules (each rule's parameter chosen on the training folds) and an
