@@ -591,8 +591,7 @@ void score_remeasured(const RankedRows& ranked, const std::vector<tuner::RankedC
       }
     }
   }
-  if (sweep_best)
-    if (const double m = med(measured_identity(sweep_best->sample)); std::isfinite(m)) rep.confirm_sweep_best.add(m, best, dflt);
+  if (has_search) rep.confirm_sweep_best.add(search, best, dflt);
   const double pick = ranked.empty() ? NAN : med(measured_identity(ranked.front().first->sample));
   if (!std::isfinite(pick)) {
     ++rep.confirm_pick_missing;
