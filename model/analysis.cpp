@@ -187,7 +187,7 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   double ach_worst = 0;
   for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::dram, Pipe::l2, Pipe::smem, Pipe::link})
     ach_worst = std::max(ach_worst, a.achievable_cycles_busiest[idx(p)]);
-  a.achievable_roofline_us = ach_worst / hw.clock_hz * 1e6 + a.extra_us + ach.launch_floor_us;
+  a.achievable_roofline_us = (ach_worst + a.fixed_cycles) / hw.clock_hz * 1e6 + a.extra_us + ach.launch_floor_us;
 
   // The bound: the slowest pipe with cold caches on the busiest SM.
   Pipe bound = Pipe::launch;

@@ -88,6 +88,11 @@ struct Analysis {
   std::array<double, kPipeCount> achievable_cycles_busiest{};
   double achievable_roofline_us = 0;
   double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
+  // SM cycles (at the boost clock) the kernel spends in series with its pipes, which overlap each
+  // other: a GEMM's pipeline fill and epilogue (kGemmFixedCycles, families/gemm/gemm_model.h). Part of
+  // the achievable roofline, which the learned model scales, and not of the datasheet roofline or the
+  // ceiling: a typical cost, not a bound (the smallest GEMMs take less than it).
+  double fixed_cycles = 0;
   // A family's own calibrated estimate of the duration, where measurements fitted one and no
   // learned model exists (collectives: measured NCCL curves carried by the NCCL model,
   // families/communication/nccl_model.h). The predictors use it instead of roofline / efficiency.

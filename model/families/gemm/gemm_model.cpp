@@ -134,6 +134,7 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   a.plan = plan_uniform_ctas(ctas, per_sm, threads, hw);
   a.tile = t;
   a.tile->stages = stages;
+  a.fixed_cycles = kGemmFixedCycles;
 }
 
 TileConfig choose_gemm_tile(const GemmProblem& p, const GpuSpec& gpu, const HardwareRates& hw) {

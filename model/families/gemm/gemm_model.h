@@ -15,7 +15,23 @@ struct GemmProblem {
 // The tiles a GEMM library offers on this architecture (CTA tile M x N x K).
 const std::vector<TileConfig>& gemm_tile_candidates(const GpuSpec& gpu, Dtype dtype);
 
-// Demand and plan of one GEMM with a given tile (and its split-K). Sets demand, plan, useful_flops.
+// SM cycles at the boost clock that a GEMM kernel spends outside its main loop, where the pipes
+// overlap: the CTAs' setup, the pipeline's fill (the first K-tiles load before any MMA starts) and
+// the epilogue (accumulators out through shared memory). Measured on memory-bound GEMMs, whose time
+// is t = a + compulsory bytes / (about 0.9 x the read bandwidth): a = 3.1-3.9 us on our H100 SXM and
+// 3.8-4.4 us on our H200 (collector's own GEMMs), the same on both although their DRAM differs
+// 1.49x; with the launch floor (0.75 / 1.0 us in their achievable rooflines) taken off, 4,300-6,200
+// cycles. aiconfigurator's tables put a at 3.7-4.8 us on the H100, 3.6-4.6 us on the B200 and 5.0-6.5
+// us on the A100 (7,000-9,000 cycles with the launch): a count of cycles more than of microseconds.
+// Without it the learned efficiency of such a GEMM depended on its length, and a held-out GPU with
+// another DRAM bandwidth got the wrong one (H100 held out: its own memory-bound GEMMs 1.08x
+// over-predicted at 5-100 us). Held-out GEMM MAPE 4,000 / 5,000 / 7,000 / 10,000 cycles: H100 8.2 /
+// 8.1 / 8.2 / 8.4% (none: 9.3%), H200 8.2 / 8.2 / 8.1 / 8.1% (8.4%); bench/results/eval_holdout.md,
+// session 19.
+inline constexpr double kGemmFixedCycles = 5000;
+
+// Demand and plan of one GEMM with a given tile (and its split-K). Sets demand, plan, useful_flops,
+// and the fixed cycles.
 void gemm_demand(const GemmProblem& p, const TileConfig& tile, const HardwareRates& hw, Analysis& a);
 
 // The tile (and split-K) the model expects a library to pick: the candidate with the shortest
