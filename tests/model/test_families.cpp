@@ -44,6 +44,17 @@ KernelDesc decode(int64_t B, int64_t L, int64_t Hq, int64_t Hkv, int64_t D, std:
   k.name = std::move(name);
   return k;
 }
+// A Mixtral-8x7B MoE layer (8 experts, top 2) over T tokens.
+KernelDesc moe_layer(int64_t T) {
+  KernelDesc k;
+  k.op = Op::moe;
+  k.shape.T = T;
+  k.shape.E = 8;
+  k.shape.topk = 2;
+  k.shape.H = 4096;
+  k.shape.I = 14336;
+  return k;
+}
 double cycles(const Analysis& a, Pipe p) { return a.cycles_busiest[static_cast<std::size_t>(p)]; }
 // The learned model's view of a kernel's DRAM pipe on `g` (achievable rates, latency included), in seconds.
 double achievable_dram_s(const KernelDesc& k, const GpuSpec& g) {
@@ -126,14 +137,7 @@ TEST(GemmModel, FixedCyclesOutsideTheMainLoopAreInTheAchievableRooflineOnly) {
     EXPECT_GT(tiny.achievable_roofline_us, kGemmFixedCycles / hw.clock_hz * 1e6) << id;
   }
   // A MoE layer runs two GEMM kernels: each pays its own.
-  KernelDesc moe;
-  moe.op = Op::moe;
-  moe.shape.T = 1;
-  moe.shape.E = 8;
-  moe.shape.topk = 2;
-  moe.shape.H = 4096;
-  moe.shape.I = 14336;
-  const Analysis m = analyze_kernel(moe, h100());
+  const Analysis m = analyze_kernel(moe_layer(1), h100());
   EXPECT_GT(m.achievable_roofline_us, 2 * kGemmFixedCycles / kH100Hz * 1e6);
 }
 
@@ -449,13 +453,7 @@ TEST(ElementwiseModel, SiluMulSoftmaxAndKvWrite) {
 }
 
 TEST(MoeModel, DecodeReadsOnlyTheActiveExperts) {
-  KernelDesc k;
-  k.op = Op::moe;
-  k.shape.T = 1;
-  k.shape.E = 8;
-  k.shape.topk = 2;
-  k.shape.H = 4096;
-  k.shape.I = 14336;
+  KernelDesc k = moe_layer(1);
   Analysis one = analyze_kernel(k, h100());
   const double expert_bytes = (2.0 * 14336 * 4096 + 14336 * 4096) * 2;
   EXPECT_GE(one.demand.dram_bytes, 2 * expert_bytes);
