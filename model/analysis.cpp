@@ -103,8 +103,9 @@ CtaPlan plan_uniform_ctas(double ctas, int ctas_per_sm, int threads_per_cta, con
   return p;
 }
 
-double dram_time_with_latency(double bandwidth_time, double read_bytes, double in_flight_bytes, double latency) {
-  const double latency_time = read_bytes / in_flight_bytes * latency;
+double dram_time_with_latency(double bandwidth_time, double read_bytes, double in_flight_bytes, double latency,
+                              double chain_time) {
+  const double latency_time = read_bytes / in_flight_bytes * latency + chain_time;
   return std::cbrt(bandwidth_time * bandwidth_time * bandwidth_time + latency_time * latency_time * latency_time);
 }
 
@@ -181,7 +182,9 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
     const double in_flight = resident * a.plan.threads_per_cta * a.bytes_in_flight_per_thread;
     for (auto* c : {&a.achievable_cycles_balanced, &a.achievable_cycles_busiest}) {
       double& dram = (*c)[idx(Pipe::dram)];
-      dram = dram_time_with_latency(dram, a.dram_read_bytes, in_flight, ach.dram_latency_cycles);
+      dram = dram_time_with_latency(dram, a.dram_read_bytes, in_flight, ach.dram_latency_cycles,
+                                    std::max(0.0, a.plan.waves - 1) * a.chain_round_trips_per_wave *
+                                        ach.dram_latency_cycles);
     }
   }
   double ach_worst = 0;

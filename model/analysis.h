@@ -54,6 +54,12 @@ struct Analysis {
   // asynchronous copies (GEMM, attention), the bandwidth alone bounds the DRAM pipe.
   double bytes_in_flight_per_thread = 0;
   double dram_read_bytes = 0;
+  // DRAM round trips each wave of such CTAs waits, in series, beyond its own loads' (which Little's
+  // law counts from the bytes in flight): a norm's block reduction, its second pass over the row
+  // (the row again from L2, the weight), its stores and the next CTA's start. Added to the latency
+  // time of the DRAM pipe, per wave after the first (dram_time_with_latency's chain_time): the first
+  // wave's chain overlaps the launch (a one-wave norm of our collector takes 1.9-3.6 us, measured).
+  double chain_round_trips_per_wave = 0;
   // The kernel issues warp-level MMA (mma.sync: written for sm80, warp_level_mma_kernel), which on a
   // GPU whose own tensor path is faster (Hopper's warpgroup MMA) reaches only its measured rate
   // (HardwareRates::Achievable::mma_sync_flops_per_clk): there its achievable tensor cycles use that
@@ -141,9 +147,11 @@ int occupancy(int threads_per_cta, int registers_per_thread, double smem_bytes_p
 
 // The DRAM time of `read_bytes` read with `in_flight_bytes` in flight at once (Little's law), next to
 // the time the bandwidth alone takes: bandwidth B over in-flight bytes N follows
-// B = (Bmax^-3 + (N / latency)^-3)^(-1/3), so the two times combine as a cube norm. Any one time unit
-// (cycles, seconds) for `bandwidth_time` and `latency`.
-double dram_time_with_latency(double bandwidth_time, double read_bytes, double in_flight_bytes, double latency);
+// B = (Bmax^-3 + (N / latency)^-3)^(-1/3), so the two times combine as a cube norm. `chain_time`:
+// waits in series with the loads (Analysis::chain_round_trips_per_wave), added to the latency's
+// time. Any one time unit (cycles, seconds) for the times and `latency`.
+double dram_time_with_latency(double bandwidth_time, double read_bytes, double in_flight_bytes, double latency,
+                              double chain_time = 0);
 
 // Turns demand and plan into cycles per pipe, ceiling and bound. `busiest_share` of the on-SM pipes'
 // demand lands on the busiest SM.

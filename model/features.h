@@ -25,8 +25,10 @@ namespace perfloom {
 // SM's other pipes in series, and a named attention kernel's shared-memory reads counted per warp
 // along its query rows (AttentionTileInfo::warps_m); 12: a clustered GEMM's CTAs, waves and tensor work on its
 // tile grid rounded up to whole clusters (whole_clusters); 13: a GEMM's achievable roofline, the
-// learned model's label base, includes its fixed cycles outside the main loop (kGemmFixedCycles).
-inline constexpr int kFeatureVersion = 13;
+// learned model's label base, includes its fixed cycles outside the main loop (kGemmFixedCycles);
+// 14: a vectorised norm's DRAM latency time includes its CTAs' chain per wave after the first
+// (chain_round_trips_per_wave).
+inline constexpr int kFeatureVersion = 14;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

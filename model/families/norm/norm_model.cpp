@@ -9,6 +9,10 @@
 
 namespace perfloom {
 
+namespace {
+constexpr double kNormChainRoundTrips = 5;
+}  // namespace
+
 Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   const HardwareRates hw = hardware_rates(gpu, k.dtype);
   const double T = static_cast<double>(k.shape.T), H = static_cast<double>(k.shape.H);
@@ -34,6 +38,18 @@ Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   a.bytes_in_flight_per_thread = load_bytes * (fused ? 2.0 : 1.0);
   a.dram_read_bytes = elems * b * (fused ? 2.0 : 1.0) + H * b * (layer ? 2.0 : 1.0);
   a.plan = plan_uniform_ctas(T, occupancy(threads, 32, 0, hw), threads, hw);
+  // A CTA's row is a chain: the first pass's loads, the block reduction, the second pass (the row
+  // from L2 and the weight), the stores; the next row's CTA takes the slot after. Measured on our
+  // one-CTA-per-row RMSNorms at 8 waves or more: 2.3-3.3 us per wave on both the H100 and the H200
+  // (the bandwidth alone: 1.6-2.8), which the cube norm fits with about 6 DRAM latencies (381 ns)
+  // per wave: the first pass's round trip, which the bytes in flight count, and kNormChainRoundTrips.
+  // The first wave's chain overlaps the launch (finish_analysis counts waves - 1): counted in full it
+  // put one-wave norms (1.9-3.6 us measured) ~2x over in the what-if bench's retraining.
+  // Sarathi-Serve's scalar loop waits once per element and thread in each pass, which the bytes in
+  // flight count, and its latency was fitted on kernels of its design (perfloom-latency-probe):
+  // with the chain too, the H100's Vidur norms held out went 12.4 -> 13.3%, the T4's 17.9 -> 25.1%
+  // (bench/results/eval_holdout.md, session 19).
+  a.chain_round_trips_per_wave = scalar ? 0.0 : kNormChainRoundTrips;
   a.schedule_exact = true;  // one CTA per row
   finish_analysis(a, hw);
   return a;
