@@ -12,6 +12,7 @@ PipeDemand& PipeDemand::operator+=(const PipeDemand& o) {
   fma_flops += o.fma_flops;
   sfu_ops += o.sfu_ops;
   dram_bytes += o.dram_bytes;
+  dram_write_bytes += o.dram_write_bytes;
   l2_bytes += o.l2_bytes;
   smem_bytes += o.smem_bytes;
   link_bytes += o.link_bytes;
@@ -24,6 +25,7 @@ PipeDemand PipeDemand::scaled(double f) const {
   d.fma_flops *= f;
   d.sfu_ops *= f;
   d.dram_bytes *= f;
+  d.dram_write_bytes *= f;
   d.l2_bytes *= f;
   d.smem_bytes *= f;
   d.link_bytes *= f;
@@ -49,7 +51,7 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   }
   hw.fma_flops_per_clk = 2.0 * gpu.fp32_lanes_per_sm;
   hw.sfu_ops_per_clk = gpu.sfu_ops_per_sm_per_clock;
-  hw.dram_bytes_per_clk = gpu.memory_bandwidth_bytes_per_s() / hw.clock_hz;
+  hw.dram_bytes_per_clk = hw.dram_write_bytes_per_clk = gpu.memory_bandwidth_bytes_per_s() / hw.clock_hz;
   hw.l2_bytes_per_clk = datasheet_l2_bytes_per_clk_per_sm(gpu.architecture) * gpu.sm_count;
   hw.smem_bytes_per_clk = kSmemBytesPerClkPerSm;
   const double link_gb_s = gpu.interconnect.nvlink_bandwidth_gb_s > 0 ? gpu.interconnect.nvlink_bandwidth_gb_s
@@ -71,6 +73,8 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.achievable.fma_flops_per_clk = r.fma_flops_per_s / per_sm_clk;
   hw.achievable.sfu_ops_per_clk = r.sfu_ops_per_s / per_sm_clk;
   hw.achievable.dram_bytes_per_clk = r.dram_bytes_per_s / hw.clock_hz;
+  hw.achievable.dram_write_bytes_per_clk =
+      (r.dram_write_bytes_per_s > 0 ? r.dram_write_bytes_per_s : r.dram_bytes_per_s) / hw.clock_hz;
   hw.achievable.l2_bytes_per_clk = r.l2_bytes_per_s / hw.clock_hz;
   hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
   hw.achievable.launch_floor_us = r.launch_floor_us;
@@ -149,7 +153,9 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
       balanced[idx(p)] = work / (rate_in(rates, p) * sms);
       busiest[idx(p)] = work * a.plan.busiest_sm_share / rate_in(rates, p);
     }
-    balanced[idx(Pipe::dram)] = busiest[idx(Pipe::dram)] = d.dram_bytes / rates.dram_bytes_per_clk;
+    const double stored = std::clamp(d.dram_write_bytes, 0.0, d.dram_bytes);
+    balanced[idx(Pipe::dram)] = busiest[idx(Pipe::dram)] =
+        (d.dram_bytes - stored) / rates.dram_bytes_per_clk + stored / rates.dram_write_bytes_per_clk;
     balanced[idx(Pipe::l2)] = busiest[idx(Pipe::l2)] = d.l2_bytes / rates.l2_bytes_per_clk;
     balanced[idx(Pipe::link)] = busiest[idx(Pipe::link)] = link_cycles;
     balanced[idx(Pipe::launch)] = busiest[idx(Pipe::launch)] = rates.launch_floor_us * 1e-6 * hw.clock_hz;

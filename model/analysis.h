@@ -17,6 +17,9 @@ namespace perfloom {
 struct PipeDemand {
   double tensor_flops = 0, fma_flops = 0, sfu_ops = 0;
   double dram_bytes = 0, l2_bytes = 0, smem_bytes = 0;
+  // Of dram_bytes, those stored: they move at the GPU's write bandwidth, the rest at its read
+  // bandwidth (the two differ by up to 7% on the H200, HardwareRates::Achievable).
+  double dram_write_bytes = 0;
   double link_bytes = 0;
   PipeDemand& operator+=(const PipeDemand& o);
   PipeDemand scaled(double f) const;
@@ -117,6 +120,7 @@ struct HardwareRates {
   double fma_flops_per_clk = 0;     // per SM
   double sfu_ops_per_clk = 0;       // per SM
   double dram_bytes_per_clk = 0;    // whole GPU
+  double dram_write_bytes_per_clk = 0;  // whole GPU, stores
   double l2_bytes_per_clk = 0;      // whole GPU
   double smem_bytes_per_clk = 0;    // per SM
   double link_bytes_per_s = 0;      // one direction, per GPU
@@ -129,7 +133,7 @@ struct HardwareRates {
   // (cross-generation tier; model/calibration.h).
   struct Achievable {
     double tensor_flops_per_clk = 0, fma_flops_per_clk = 0, sfu_ops_per_clk = 0;
-    double dram_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
+    double dram_bytes_per_clk = 0, dram_write_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
     double launch_floor_us = 0;
     double dram_latency_cycles = 0;  // 0: unknown
     // Warp-level MMA (PipeRates::mma_sync_flops_per_s) per SM and clock; 0: the tensor rate.

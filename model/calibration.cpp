@@ -80,6 +80,7 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
   if (!m.is_object()) throw CalibrationError(file, "measured", std::string("expected an object, got ") + m.type_name());
   const std::string p = "measured.";
   c.dram_read_gb_s = read_number(m, "dram_read_gb_s", p, file, true, 1, 100000);
+  c.dram_write_gb_s = read_number(m, "dram_write_gb_s", p, file, false, 1, 100000);
   c.l2_gb_s = read_number(m, "l2_gb_s", p, file, true, 1, 1000000);
   c.fp32_tflops = read_number(m, "fp32_tflops", p, file, true, 0.01, 10000);
   c.sfu_gops = read_number(m, "sfu_gops", p, file, true, 1, 1000000);
@@ -133,6 +134,9 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
   AchievableFractions out;
   out.from = {gpu.id};
   out.dram = fraction("measured.dram_read_gb_s", c.dram_read_gb_s, peak.dram_bytes_per_s / 1e9, "GB/s");
+  out.dram_write = c.dram_write_gb_s > 0 ? fraction("measured.dram_write_gb_s", c.dram_write_gb_s,
+                                                    peak.dram_write_bytes_per_s / 1e9, "GB/s")
+                                         : out.dram;
   out.fma = fraction("measured.fp32_tflops", c.fp32_tflops, peak.fma_flops_per_s / 1e12, "TFLOP/s");
   double sum = 0;
   for (const auto& [key, tflops] : c.tensor_tflops) {
@@ -162,7 +166,7 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   AchievableFractions m;
   if (per_gpu.empty()) return m;
   const double n = static_cast<double>(per_gpu.size());
-  m.fma = m.sfu = m.dram = m.l2 = m.smem = m.launch = 0;
+  m.fma = m.sfu = m.dram = m.dram_write = m.l2 = m.smem = m.launch = 0;
   std::map<std::string, std::pair<double, int>> tensor;
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> mma_sync;  // (architecture, key)
   double any = 0, latency = 0;
@@ -175,6 +179,7 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
     m.fma += f.fma / n;
     m.sfu += f.sfu / n;
     m.dram += f.dram / n;
+    m.dram_write += f.dram_write / n;
     m.l2 += f.l2 / n;
     m.smem += f.smem / n;
     m.launch += f.launch / n;
@@ -217,6 +222,7 @@ AchievableRates estimated_rates(const GpuSpec& gpu, const AchievableFractions& f
   a.rates.fma_flops_per_s *= f.fma;
   a.rates.sfu_ops_per_s *= f.sfu;
   a.rates.dram_bytes_per_s *= f.dram;
+  a.rates.dram_write_bytes_per_s *= f.dram_write;
   a.rates.l2_bytes_per_s *= f.l2;
   a.rates.smem_bytes_per_s_per_sm *= f.smem;
   a.rates.launch_floor_us *= f.launch;
@@ -237,6 +243,7 @@ AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const A
   a.rates.fma_flops_per_s = c.fp32_tflops * 1e12;
   a.rates.sfu_ops_per_s = c.sfu_gops * 1e9;
   a.rates.dram_bytes_per_s = c.dram_read_gb_s * 1e9;
+  if (c.dram_write_gb_s > 0) a.rates.dram_write_bytes_per_s = c.dram_write_gb_s * 1e9;
   a.rates.l2_bytes_per_s = c.l2_gb_s * 1e9;
   a.rates.smem_bytes_per_s_per_sm = c.smem_gb_s_per_sm * 1e9;
   if (c.dram_latency_ns > 0) a.rates.dram_latency_ns = c.dram_latency_ns;

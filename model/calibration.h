@@ -29,6 +29,10 @@ struct Calibration {
   std::string gpu_name;  // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   int sm_count = 0;
   double dram_read_gb_s = 0, l2_gb_s = 0;
+  // Optional "measured.dram_write_gb_s" (perfloom-calibrate's store sweep); 0: not measured: this
+  // GPU's stores take the default fraction of its datasheet figure, and the defaults average its
+  // read fraction for it.
+  double dram_write_gb_s = 0;
   double fp32_tflops = 0, sfu_gops = 0, smem_gb_s_per_sm = 0;
   double empty_kernel_us = 0;
   double launch_overhead_us = 0;    // 0: not given
@@ -66,6 +70,7 @@ struct AchievableFractions {
   std::map<std::string, double> tensor;  // by tensor key
   double tensor_any = 1;                 // mean over every key: for a key no calibration measured (fp4)
   double fma = 1, sfu = 1, dram = 1, l2 = 1, smem = 1, launch = 1;
+  double dram_write = 1;  // stores' DRAM bandwidth (the datasheet's one DRAM figure is the peak)
   // Not a fraction: the DRAM latency itself (no datasheet states one), the mean over the GPUs that
   // measured it; 0: none did.
   double dram_latency_ns = 0;

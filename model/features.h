@@ -27,8 +27,9 @@ namespace perfloom {
 // tile grid rounded up to whole clusters (whole_clusters); 13: a GEMM's achievable roofline, the
 // learned model's label base, includes its fixed cycles outside the main loop (kGemmFixedCycles);
 // 14: a vectorised norm's DRAM latency time includes its CTAs' chain per wave after the first
-// (chain_round_trips_per_wave).
-inline constexpr int kFeatureVersion = 14;
+// (chain_round_trips_per_wave); 15: stored DRAM bytes at the GPU's write bandwidth, the rest at its
+// read bandwidth (PipeDemand::dram_write_bytes; calibrations measure both).
+inline constexpr int kFeatureVersion = 15;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

@@ -253,6 +253,7 @@ json gpu_spec_to_json(const GpuSpec& g) {
                      {"fp32_tflops", ach.rates.fma_flops_per_s / 1e12},
                      {"sfu_gops", ach.rates.sfu_ops_per_s / 1e9},
                      {"memory_bandwidth_gb_s", ach.rates.dram_bytes_per_s / 1e9},
+                     {"memory_write_bandwidth_gb_s", ach.rates.dram_write_bytes_per_s / 1e9},
                      {"l2_gb_s", ach.rates.l2_bytes_per_s / 1e9},
                      {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
                      {"launch_floor_us", ach.rates.launch_floor_us}};

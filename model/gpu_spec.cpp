@@ -29,7 +29,7 @@ PipeRates datasheet_rates(const GpuSpec& gpu) {
   for (const auto& [key, per_clk] : gpu.tensor_flops_per_sm_per_clock) r.tensor_flops_per_s[key] = per_clk * per_s;
   r.fma_flops_per_s = gpu.fp32_flops_per_s();
   r.sfu_ops_per_s = gpu.sfu_ops_per_sm_per_clock * per_s;
-  r.dram_bytes_per_s = gpu.memory_bandwidth_bytes_per_s();
+  r.dram_bytes_per_s = r.dram_write_bytes_per_s = gpu.memory_bandwidth_bytes_per_s();
   r.l2_bytes_per_s = datasheet_l2_bytes_per_clk_per_sm(gpu.architecture) * per_s;
   r.smem_bytes_per_s_per_sm = kSmemBytesPerClkPerSm * gpu.clock_hz();
   r.launch_floor_us = kDatasheetLaunchFloorUs;

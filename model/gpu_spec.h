@@ -22,6 +22,9 @@ struct PipeRates {
   std::map<std::string, double> tensor_flops_per_s;
   double fma_flops_per_s = 0, sfu_ops_per_s = 0;
   double dram_bytes_per_s = 0, l2_bytes_per_s = 0, smem_bytes_per_s_per_sm = 0;
+  // DRAM bandwidth of stores: `dram_bytes_per_s` is the reads'. A datasheet gives one figure for
+  // both; calibrations measure them apart (H100: read 3,113, write 3,199 GB/s; H200: 4,650, 4,352).
+  double dram_write_bytes_per_s = 0;
   double launch_floor_us = 0;  // shortest duration of any kernel
   // Not a rate: the DRAM latency that limits a kernel whose threads keep few bytes in flight
   // (Little's law, model/analysis.cpp finish_analysis); 0: unknown (no datasheet states it).

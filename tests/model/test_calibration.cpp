@@ -172,6 +172,47 @@ TEST(Calibration, DramLatencyIsTheCalibratedGpusOwnOrTheirMean) {
   EXPECT_EQ(error_of(c).field(), "measured.dram_latency_littles_law_ns");
 }
 
+// measured.dram_write_gb_s (perfloom-calibrate's store sweep): stores and loads reach different
+// fractions of the one datasheet DRAM figure (H100 write 3,199 / read 3,113 GB/s; H200 4,352 /
+// 4,650), and a kernel's stored bytes take the write bandwidth in the learned model's DRAM time.
+TEST(Calibration, StoredBytesMoveAtTheMeasuredWriteBandwidth) {
+  GpuDatabase db = GpuDatabase::builtin();
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_write_bytes_per_s, 3199.34e9, 1);
+  EXPECT_NEAR(db.get("h200").achievable->rates.dram_write_bytes_per_s, 4351.68e9, 1);
+  const double write_fraction = (3199.34 / 3352.3 + 4351.68 / 4800.0) / 2;
+  EXPECT_NEAR(db.default_fractions().dram_write, write_fraction, 0.005);
+  EXPECT_NEAR(db.get("a40").achievable->rates.dram_write_bytes_per_s,
+              datasheet_rates(db.get("a40")).dram_bytes_per_s * db.default_fractions().dram_write, 1);
+  // An add reads two tensors and stores one: its DRAM time is the reads at the read bandwidth plus
+  // the store at the write bandwidth; the roofline ceiling keeps the datasheet's one figure.
+  KernelDesc add;
+  add.op = Op::add;
+  add.dtype = Dtype::bf16;
+  add.shape.T = 65536;
+  add.shape.H = 8192;
+  const double n = 65536.0 * 8192 * 2;
+  for (const char* id : {"h100-sxm", "h200"}) {
+    const GpuSpec& g = db.get(id);
+    const Analysis a = analyze_kernel(add, g);
+    EXPECT_DOUBLE_EQ(a.demand.dram_write_bytes, n);
+    const HardwareRates hw = hardware_rates(g, add.dtype);
+    const double expected = 2 * n / hw.achievable.dram_bytes_per_clk + n / hw.achievable.dram_write_bytes_per_clk;
+    // (The DRAM latency of its few bytes in flight adds a few cycles in the cube norm.)
+    EXPECT_NEAR(a.achievable_cycles_balanced[static_cast<std::size_t>(Pipe::dram)], expected, 1e-4 * expected) << id;
+    EXPECT_NEAR(a.cycles_balanced[static_cast<std::size_t>(Pipe::dram)], 3 * n / hw.dram_bytes_per_clk, 1e-6 * n) << id;
+  }
+  // Optional: without it the GPU's stores take the default fraction of its datasheet figure, as an
+  // unmeasured tensor dtype does; a value in the wrong unit is refused.
+  json c = h100_calibration();
+  c["measured"].erase("dram_write_gb_s");
+  db.add_calibration(parse_calibration(c.dump(), "no-write.json"));
+  const double fallback = datasheet_rates(db.get("h100-sxm")).dram_bytes_per_s * db.default_fractions().dram_write;
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_write_bytes_per_s, fallback, 1);
+  c["measured"]["dram_write_gb_s"] = 3.19934;  // TB/s
+  EXPECT_EQ(error_of(c, &db).field(), "measured.dram_write_gb_s");
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_write_bytes_per_s, fallback, 1);  // nothing changed
+}
+
 // measured.mma_sync_tflops (perfloom-calibrate, 2026-11-23): warp-level MMA on the H100 and H200
 // alike, 631 of their 989 datasheet TFLOP/s (bf16). A Hopper GPU without a calibration takes the
 // same fraction of its own peak; other architectures none (their warp-level MMA is their tensor path,

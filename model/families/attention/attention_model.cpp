@@ -102,6 +102,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
     useful += 4.0 * D * hq * (s.causal ? L * (L + 1) / 2.0 : L * L);
   }
   d.dram_bytes = tokens * D * b * (2.0 * hq + 2.0 * hkv);  // Q and O, K and V, each once
+  d.dram_write_bytes = tokens * hq * D * b;
   d.l2_bytes += tokens * hq * D * b;                        // O written
   Analysis a;
   a.family = Family::attention;
@@ -244,11 +245,13 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
   d.sfu_ops = named ? ctas * rows_exec * kv_exec : B * hq * kv_exec;  // unnamed: padding skips the exp
   d.fma_flops = d.sfu_ops * 4.0;
   d.dram_bytes = B * L * hkv * D * 2.0 * b + 2.0 * B * hq * D * b;  // the KV cache once, q and o
+  d.dram_write_bytes = B * hq * D * b;
   d.l2_bytes = d.dram_bytes + (ctas - B * hkv) * L * D * 2.0 * b;    // CTAs sharing a KV head hit L2
   d.smem_bytes = ctas * kv_exec * D * 2.0 * b * kv_tile_readers(named);
   if (splits > 1) {
     const double partials = B * hq * splits * (D + 2.0) * 4.0;  // fp32 partial O, max and sum
     d.dram_bytes += 2.0 * partials;
+    d.dram_write_bytes += partials;
     d.l2_bytes += 2.0 * partials;
   }
   Analysis a;

@@ -84,6 +84,7 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     }
     default: throw UnsupportedKernel("not an elementwise op: " + std::string(op_name(k.op)));
   }
+  d.dram_write_bytes = written;
   if (d.l2_bytes == 0) d.l2_bytes = d.dram_bytes;
   else d.l2_bytes += d.dram_bytes;
   Analysis a;

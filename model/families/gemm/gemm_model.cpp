@@ -103,6 +103,7 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   }
   // Compulsory traffic: each operand once, the output once; split-K adds fp32 partials.
   d.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
+  d.dram_write_bytes = p.batch * p.M * p.N * out_b;
   // A thread-block cluster multicasts each operand tile to the CTAs that share it.
   const double l2_per_k = t.tile_m / std::max(1, t.cluster_n) + t.tile_n / std::max(1, t.cluster_m);
   d.l2_bytes = output_ctas * l2_per_k * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
@@ -110,6 +111,7 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   if (split > 1) {
     const double partials = p.batch * p.M * p.N * 4.0 * split;
     d.dram_bytes += 2.0 * partials;
+    d.dram_write_bytes += partials;
     d.l2_bytes += 2.0 * partials;
   }
   a.demand = d;

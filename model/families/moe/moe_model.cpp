@@ -38,6 +38,7 @@ Analysis analyze_moe(const KernelDesc& k, const GpuSpec& gpu) {
   // Activations are gathered by token index; the intermediate is written and read back once
   // (the activation kernel between the two GEMMs is a separate kernel).
   a.demand.dram_bytes += assignments * 2.0 * I * dtype_bytes(k.dtype) * 2.0;
+  a.demand.dram_write_bytes += assignments * 2.0 * I * dtype_bytes(k.dtype);
   a.useful_flops = 2.0 * assignments * (2.0 * I * H + I * H);
   a.plan = up.plan;  // the larger of the two launches; features read its waves
   a.plan.ctas = up.plan.ctas + down.plan.ctas;

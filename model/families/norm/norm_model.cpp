@@ -22,6 +22,7 @@ Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   PipeDemand d;
   // Reads x (and the residual), writes y (and the updated residual); weights (and bias) once.
   d.dram_bytes = elems * b * (fused ? 4.0 : 2.0) + H * b * (layer ? 2.0 : 1.0);
+  d.dram_write_bytes = elems * b * (fused ? 2.0 : 1.0);
   d.l2_bytes = d.dram_bytes + T * H * b * (layer ? 2.0 : 1.0);  // every row re-reads the weights from L2
   d.fma_flops = elems * ((layer ? 8.0 : 6.0) + (fused ? 1.0 : 0.0));
   d.sfu_ops = T;
