@@ -28,8 +28,9 @@ namespace perfloom {
 // learned model's label base, includes its fixed cycles outside the main loop (kGemmFixedCycles);
 // 14: a vectorised norm's DRAM latency time includes its CTAs' chain per wave after the first
 // (chain_round_trips_per_wave); 15: stored DRAM bytes at the GPU's write bandwidth, the rest at its
-// read bandwidth (PipeDemand::dram_write_bytes; calibrations measure both).
-inline constexpr int kFeatureVersion = 15;
+// read bandwidth (PipeDemand::dram_write_bytes; calibrations measure both); 16: an attention kernel's
+// achievable roofline includes its fixed cycles outside the pipes (kAttentionFixedCycles).
+inline constexpr int kFeatureVersion = 16;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

@@ -258,6 +258,35 @@ TEST(AttentionModel, FlashAttention2OnHopperRunsAtTheWarpLevelMmaRate) {
               1e-6 * ampere.achievable_cycles_balanced[tensor]);
 }
 
+// A DRAM-bound decode: its achievable roofline (the learned model's base) is the DRAM time plus the
+// attention kernel's fixed cycles plus the launch floor, on every GPU in cycles of its own clock; the
+// datasheet roofline and the ceiling stay without them (lower bounds).
+TEST(AttentionModel, FixedCyclesOutsideThePipesAreInTheAchievableRooflineOnly) {
+  for (const char* id : {"h100-sxm", "h200", "a100-sxm-80gb", "b200"}) {
+    const GpuSpec& g = db().get(id);
+    const Analysis a = analyze_kernel(decode(64, 4096, 32, 8, 128), g);
+    EXPECT_EQ(a.fixed_cycles, kAttentionFixedCycles) << id;
+    const HardwareRates hw = hardware_rates(g, Dtype::bf16);
+    const double dram = a.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)];
+    for (Pipe p : {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::l2, Pipe::smem})
+      EXPECT_LT(a.achievable_cycles_busiest[static_cast<std::size_t>(p)], dram) << id;
+    EXPECT_NEAR(a.achievable_roofline_us,
+                (dram + kAttentionFixedCycles) / hw.clock_hz * 1e6 + hw.achievable.launch_floor_us, 1e-9)
+        << id;
+    EXPECT_LT(a.ceiling_us, a.roofline_us + 1e-9) << id;
+    EXPECT_LT(a.roofline_us, a.achievable_roofline_us - kAttentionFixedCycles / hw.clock_hz * 1e6 + 1.0) << id;
+  }
+  // Prefill pays it too.
+  KernelDesc p;
+  p.op = Op::attn_prefill;
+  p.shape.B = 1;
+  p.shape.S = 2048;
+  p.shape.Hq = 32;
+  p.shape.Hkv = 8;
+  p.shape.D = 128;
+  EXPECT_EQ(analyze_kernel(p, h100()).fixed_cycles, kAttentionFixedCycles);
+}
+
 TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
   // PyTorch's FlashAttention-2 decode on our H100: one query row per KV head's group, padded to
   // the kernel's 128 rows.

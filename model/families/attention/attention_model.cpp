@@ -290,6 +290,7 @@ Analysis analyze_attention(const KernelDesc& k, const GpuSpec& gpu) {
     a.demand.tensor_flops = 0;
   }
   a.warp_level_mma = warp_level_mma_kernel(k.name);
+  a.fixed_cycles = kAttentionFixedCycles;
   finish_analysis(a, hw);
   return a;
 }
