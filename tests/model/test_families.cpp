@@ -44,6 +44,12 @@ KernelDesc decode(int64_t B, int64_t L, int64_t Hq, int64_t Hkv, int64_t D, std:
   k.name = std::move(name);
   return k;
 }
+KernelDesc prefill(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D) {
+  KernelDesc k = decode(B, 0, Hq, Hkv, D);
+  k.op = Op::attn_prefill;
+  k.shape.S = S;
+  return k;
+}
 // A Mixtral-8x7B MoE layer (8 experts, top 2) over T tokens.
 KernelDesc moe_layer(int64_t T) {
   KernelDesc k;
@@ -173,13 +179,7 @@ TEST(GemmModel, BmmScalesWithTheBatch) {
 }
 
 TEST(AttentionModel, CausalPrefillDoesAboutHalfTheWork) {
-  KernelDesc k;
-  k.op = Op::attn_prefill;
-  k.shape.B = 4;
-  k.shape.S = 4096;
-  k.shape.Hq = 32;
-  k.shape.Hkv = 8;
-  k.shape.D = 128;
+  KernelDesc k = prefill(4, 4096, 32, 8, 128);
   Analysis causal = analyze_kernel(k, h100());
   k.shape.causal = false;
   Analysis full = analyze_kernel(k, h100());
@@ -277,14 +277,7 @@ TEST(AttentionModel, FixedCyclesOutsideThePipesAreInTheAchievableRooflineOnly) {
     EXPECT_LT(a.roofline_us, a.achievable_roofline_us - kAttentionFixedCycles / hw.clock_hz * 1e6 + 1.0) << id;
   }
   // Prefill pays it too.
-  KernelDesc p;
-  p.op = Op::attn_prefill;
-  p.shape.B = 1;
-  p.shape.S = 2048;
-  p.shape.Hq = 32;
-  p.shape.Hkv = 8;
-  p.shape.D = 128;
-  EXPECT_EQ(analyze_kernel(p, h100()).fixed_cycles, kAttentionFixedCycles);
+  EXPECT_EQ(analyze_kernel(prefill(1, 2048, 32, 8, 128), h100()).fixed_cycles, kAttentionFixedCycles);
 }
 
 TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
