@@ -146,6 +146,7 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   const double launch_cycles = hw.launch_floor_us * 1e-6 * hw.clock_hz;
   // The cycles each pipe needs at `rates`, balanced over all SMs and on the busiest SM. DRAM and L2
   // are shared by all SMs: the balanced figure is the bound.
+  const double stored = std::clamp(d.dram_write_bytes, 0.0, d.dram_bytes), loaded = d.dram_bytes - stored;
   auto fill_cycles = [&](const auto& rates, std::array<double, kPipeCount>& balanced,
                          std::array<double, kPipeCount>& busiest) {
     for (Pipe p : kOnSm) {
@@ -153,9 +154,8 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
       balanced[idx(p)] = work / (rate_in(rates, p) * sms);
       busiest[idx(p)] = work * a.plan.busiest_sm_share / rate_in(rates, p);
     }
-    const double stored = std::clamp(d.dram_write_bytes, 0.0, d.dram_bytes);
     balanced[idx(Pipe::dram)] = busiest[idx(Pipe::dram)] =
-        (d.dram_bytes - stored) / rates.dram_bytes_per_clk + stored / rates.dram_write_bytes_per_clk;
+        loaded / rates.dram_bytes_per_clk + stored / rates.dram_write_bytes_per_clk;
     balanced[idx(Pipe::l2)] = busiest[idx(Pipe::l2)] = d.l2_bytes / rates.l2_bytes_per_clk;
     balanced[idx(Pipe::link)] = busiest[idx(Pipe::link)] = link_cycles;
     balanced[idx(Pipe::launch)] = busiest[idx(Pipe::launch)] = rates.launch_floor_us * 1e-6 * hw.clock_hz;
@@ -183,12 +183,12 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // fits perfloom-calibrate's read sweep (20 points from 256 B to 32 KiB per SM) within 2.1% (H100)
   // and 2.4% (H200) on average at each GPU's Little's-law latency (383 / 381 ns;
   // bench/results/eval_holdout.md, session 15).
-  if (a.bytes_in_flight_per_thread > 0 && a.dram_read_bytes > 0 && ach.dram_latency_cycles > 0) {
+  if (a.bytes_in_flight_per_thread > 0 && loaded > 0 && ach.dram_latency_cycles > 0) {
     const double resident = std::min(a.plan.ctas, static_cast<double>(a.plan.ctas_per_sm) * sms);
     const double in_flight = resident * a.plan.threads_per_cta * a.bytes_in_flight_per_thread;
     for (auto* c : {&a.achievable_cycles_balanced, &a.achievable_cycles_busiest}) {
       double& dram = (*c)[idx(Pipe::dram)];
-      dram = dram_time_with_latency(dram, a.dram_read_bytes, in_flight, ach.dram_latency_cycles,
+      dram = dram_time_with_latency(dram, loaded, in_flight, ach.dram_latency_cycles,
                                     std::max(0.0, a.plan.waves - 1) * a.chain_round_trips_per_wave *
                                         ach.dram_latency_cycles);
     }

@@ -50,13 +50,13 @@ struct Analysis {
   // kernel): the ceiling then charges the busiest SM; otherwise work spread evenly over all SMs.
   bool schedule_exact = false;
   // Kernels whose threads load with plain loads and wait for them (norm, elementwise): the DRAM
-  // bytes each thread has in flight at once and the bytes read that way. Such a kernel cannot
+  // bytes each thread has in flight at once (their reads: the demand's DRAM bytes less those
+  // stored, PipeDemand::dram_write_bytes). Such a kernel cannot
   // stream faster than its bytes in flight over the DRAM latency (Little's law), which binds on a
   // GPU with much bandwidth per SM long before the bandwidth does (Sarathi-Serve's scalar-load
   // RMSNorm: 37% of the H100's DRAM bandwidth, 63% of the A40's). 0: latency hidden by
   // asynchronous copies (GEMM, attention), the bandwidth alone bounds the DRAM pipe.
   double bytes_in_flight_per_thread = 0;
-  double dram_read_bytes = 0;
   // DRAM round trips each wave of such CTAs waits, in series, beyond its own loads' (which Little's
   // law counts from the bytes in flight): a norm's block reduction, its second pass over the row
   // (the row again from L2, the weight), its stores and the next CTA's start. Added to the latency
@@ -98,7 +98,8 @@ struct Analysis {
   double achievable_roofline_us = 0;
   double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
   // SM cycles (at the boost clock) the kernel spends in series with its pipes, which overlap each
-  // other: a GEMM's pipeline fill and epilogue (kGemmFixedCycles, families/gemm/gemm_model.h). Part of
+  // other: a GEMM's pipeline fill and epilogue (kGemmFixedCycles, families/gemm/gemm_model.h), an
+  // attention kernel's first loads and epilogue (kAttentionFixedCycles, families/family_models.h). Part of
   // the achievable roofline, which the learned model scales, and not of the datasheet roofline or the
   // ceiling: a typical cost, not a bound (the smallest GEMMs take less than it).
   double fixed_cycles = 0;

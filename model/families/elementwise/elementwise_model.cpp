@@ -17,13 +17,12 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
   double rows = T, row_elems = 1;
   bool row_per_cta = true;
   double streams = 1;  // inputs each thread loads per element (their loads are in flight together)
-  double written = 0;  // of the DRAM bytes, those the kernel stores
   switch (k.op) {
     case Op::silu_mul:
     case Op::gelu_mul: {
       const double out = T * s.I;
       d.dram_bytes = 3.0 * out * b;  // reads gate and up, writes the product
-      written = out * b;
+      d.dram_write_bytes = out * b;
       d.sfu_ops = 2.0 * out;         // exp and reciprocal (or tanh/erf pieces)
       d.fma_flops = 8.0 * out;
       row_elems = static_cast<double>(s.I);
@@ -33,7 +32,7 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     case Op::add: {
       const double n = T * s.H;
       d.dram_bytes = 3.0 * n * b;
-      written = n * b;
+      d.dram_write_bytes = n * b;
       d.fma_flops = n;
       row_elems = static_cast<double>(s.H);
       row_per_cta = false;
@@ -43,7 +42,7 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     case Op::softmax: {
       const double n = T * s.V;
       d.dram_bytes = 2.0 * n * b;
-      written = n * b;
+      d.dram_write_bytes = n * b;
       d.l2_bytes = 2.0 * n * b;  // max and sum passes re-read the row, mostly from L2
       d.sfu_ops = n;
       d.fma_flops = 6.0 * n;
@@ -53,7 +52,7 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     case Op::rotary: {
       const double n = T * (s.Hq + s.Hkv) * s.D;
       d.dram_bytes = 2.0 * n * b + T * s.D * 4.0;  // q and k in place; the cos/sin cache in fp32
-      written = n * b;
+      d.dram_write_bytes = n * b;
       d.fma_flops = 6.0 * n;
       row_elems = static_cast<double>((s.Hq + s.Hkv) * s.D);
       streams = 2;  // the two halves of each rotated pair
@@ -62,21 +61,21 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     case Op::embedding: {
       const double n = T * s.H;
       d.dram_bytes = 2.0 * n * b + T * 8.0;
-      written = n * b;
+      d.dram_write_bytes = n * b;
       row_elems = static_cast<double>(s.H);
       break;
     }
     case Op::kv_cache_write: {
       const double n = 2.0 * T * s.Hkv * s.D;  // keys and values
       d.dram_bytes = 2.0 * n * b + T * 8.0;    // read new k/v, write into the paged cache, slot ids
-      written = n * b;
+      d.dram_write_bytes = n * b;
       row_elems = static_cast<double>(s.Hkv * s.D);
       streams = 2;
       break;
     }
     case Op::copy: {
       d.dram_bytes = 2.0 * static_cast<double>(s.bytes);
-      written = static_cast<double>(s.bytes);
+      d.dram_write_bytes = static_cast<double>(s.bytes);
       rows = std::ceil(static_cast<double>(s.bytes) / (b * 4096.0));
       row_elems = 4096;
       row_per_cta = false;
@@ -84,7 +83,6 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     }
     default: throw UnsupportedKernel("not an elementwise op: " + std::string(op_name(k.op)));
   }
-  d.dram_write_bytes = written;
   if (d.l2_bytes == 0) d.l2_bytes = d.dram_bytes;
   else d.l2_bytes += d.dram_bytes;
   Analysis a;
@@ -117,7 +115,6 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
     ctas = std::ceil(rows * row_elems / (threads * vec * unroll));
   }
   a.bytes_in_flight_per_thread = vec * b * streams * unroll;
-  a.dram_read_bytes = d.dram_bytes - written;
   a.plan = plan_uniform_ctas(ctas, occupancy(threads, 32, 0, hw), threads, hw);
   a.schedule_exact = row_per_cta;
   finish_analysis(a, hw);

@@ -37,7 +37,6 @@ Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   const double load_bytes = scalar ? b : 16.0;
   const int threads = static_cast<int>(std::clamp(std::ceil(H / (load_bytes / b) / 32.0) * 32.0, 32.0, 1024.0));
   a.bytes_in_flight_per_thread = load_bytes * (fused ? 2.0 : 1.0);
-  a.dram_read_bytes = elems * b * (fused ? 2.0 : 1.0) + H * b * (layer ? 2.0 : 1.0);
   a.plan = plan_uniform_ctas(T, occupancy(threads, 32, 0, hw), threads, hw);
   // A CTA's row is a chain: the first pass's loads, the block reduction, the second pass (the row
   // from L2 and the weight), the stores; the next row's CTA takes the slot after. Measured on our
