@@ -167,19 +167,24 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
                                                     peak.dram_write_bytes_per_s / 1e9, "GB/s")
                                          : out.dram;
   out.fma = fraction("measured.fp32_tflops", c.fp32_tflops, peak.fma_flops_per_s / 1e12, "TFLOP/s");
+  // Each timing is checked as measured (a value in the wrong unit is refused by its own field even
+  // where another dtype of its path would replace it), then the path's rate is used.
+  const auto tensor = tensor_rates_by_path(c.tensor_tflops, peak);
   double sum = 0;
-  for (const auto& [key, tflops] : tensor_rates_by_path(c.tensor_tflops, peak)) {
+  for (const auto& [key, tflops] : c.tensor_tflops) {
     auto it = peak.tensor_flops_per_s.find(key);
     if (it == peak.tensor_flops_per_s.end()) continue;  // measured by emulation, not a tensor-core path of this GPU
-    out.tensor[key] = fraction("measured.tensor_tflops." + key, tflops, it->second / 1e12, "TFLOP/s");
+    fraction("measured.tensor_tflops." + key, tflops, it->second / 1e12, "TFLOP/s");
+    out.tensor[key] = tensor.at(key) / (it->second / 1e12);
     sum += out.tensor[key];
   }
   out.tensor_any = out.tensor.empty() ? 1.0 : sum / static_cast<double>(out.tensor.size());
-  for (const auto& [key, tflops] : tensor_rates_by_path(c.mma_sync_tflops, peak)) {
+  const auto mma_sync = tensor_rates_by_path(c.mma_sync_tflops, peak);
+  for (const auto& [key, tflops] : c.mma_sync_tflops) {
     auto it = peak.tensor_flops_per_s.find(key);
     if (it == peak.tensor_flops_per_s.end()) continue;
-    out.mma_sync_by_architecture[gpu.architecture][key] =
-        fraction("measured.mma_sync_tflops." + key, tflops, it->second / 1e12, "TFLOP/s");
+    fraction("measured.mma_sync_tflops." + key, tflops, it->second / 1e12, "TFLOP/s");
+    out.mma_sync_by_architecture[gpu.architecture][key] = mma_sync.at(key) / (it->second / 1e12);
   }
   // Not on datasheets (L2) or small figures that a clock above the boost clock can exceed (SFU,
   // shared memory): only the ranges of the parser apply.

@@ -268,6 +268,14 @@ TEST(Calibration, FloatDtypesOfOneTensorPeakShareTheirHighestTiming) {
   const AchievableFractions f = achievable_fractions(parse_calibration(c.dump(), "fp16-high.json"), db.get("h100-sxm"));
   EXPECT_NEAR(f.tensor.at("bf16"), 810.0 / bf16_peak, 1e-9);
   EXPECT_NEAR(f.tensor.at("fp16"), 810.0 / bf16_peak, 1e-9);
+  // A timing in the wrong unit is refused by its own field, though its path's other dtype would have
+  // replaced it, and the stored calibration stays.
+  c["measured"]["tensor_tflops"]["fp16"] = 0.81;  // PFLOP/s
+  EXPECT_EQ(error_of(c, &db).field(), "measured.tensor_tflops.fp16");
+  c["measured"]["tensor_tflops"]["fp16"] = 810.0;
+  c["measured"]["mma_sync_tflops"]["fp16"] = 0.63;
+  EXPECT_EQ(error_of(c, &db).field(), "measured.mma_sync_tflops.fp16");
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.tensor_flops_per_s.at("fp16"), 810e12, 1e3);
 }
 
 TEST(Calibration, NegativeRateIsRefused) {
