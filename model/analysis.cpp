@@ -73,8 +73,7 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.achievable.fma_flops_per_clk = r.fma_flops_per_s / per_sm_clk;
   hw.achievable.sfu_ops_per_clk = r.sfu_ops_per_s / per_sm_clk;
   hw.achievable.dram_bytes_per_clk = r.dram_bytes_per_s / hw.clock_hz;
-  hw.achievable.dram_write_bytes_per_clk =
-      (r.dram_write_bytes_per_s > 0 ? r.dram_write_bytes_per_s : r.dram_bytes_per_s) / hw.clock_hz;
+  hw.achievable.dram_write_bytes_per_clk = r.dram_write_bytes_per_s / hw.clock_hz;
   hw.achievable.l2_bytes_per_clk = r.l2_bytes_per_s / hw.clock_hz;
   hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
   hw.achievable.launch_floor_us = r.launch_floor_us;
