@@ -156,9 +156,15 @@ const std::vector<std::string_view>& features_not_learned(Family fam, GpuScope s
 }
 
 bool is_configuration_sweep(std::string_view dataset) {
-  for (std::string_view sweep : {"/tiles", "/plan"})
-    if (dataset.size() >= sweep.size() && dataset.substr(dataset.size() - sweep.size()) == sweep) return true;
-  return false;
+  return dataset.ends_with("/tiles") || dataset.ends_with("/plan");
+}
+
+bool is_untiled_copy(std::string_view dataset) { return dataset.ends_with(kUntiledCopySuffix); }
+
+double dataset_row_weight(std::string_view dataset, std::size_t rows) {
+  if (rows == 0) return 1.0;
+  const double share = kDatasetRows / static_cast<double>(rows);
+  return std::min(1.0, is_configuration_sweep(dataset) || is_untiled_copy(dataset) ? std::sqrt(share) : share);
 }
 
 void add_untiled_copies(std::vector<TrainingSample>& samples) {
@@ -177,7 +183,7 @@ void add_untiled_copies(std::vector<TrainingSample>& samples) {
     copy.kernel.tile.reset();
     copy.kernel.launch.reset();
     copy.kernel.name.clear();
-    copy.dataset += "+untiled";
+    copy.dataset += kUntiledCopySuffix;
     samples.push_back(std::move(copy));
   }
 }
@@ -230,8 +236,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
   std::vector<FamilyModel> out;
   for (Family fam : {Family::gemm, Family::attention, Family::norm, Family::elementwise, Family::moe,
                      Family::communication}) {
-    // The dataset (source and table) of each row: weights make each dataset count about the same
-    // as a few thousand rows, so 100k B200 GEMMs do not drown 400 norms of a T4.
+    // The dataset (source and table) of each row, for its weight (dataset_row_weight).
     std::map<std::string, std::size_t> per_dataset;
     std::vector<const PreparedRow*> fam_rows;
     for (const auto& r : rows)
@@ -255,7 +260,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
       } else {
         X.insert(X.end(), r->features.begin(), r->features.end());
         y.push_back(label);
-        w.push_back(static_cast<float>(std::min(1.0, 3000.0 / static_cast<double>(per_dataset[r->gpu_id + "|" + r->dataset]))));
+        w.push_back(static_cast<float>(dataset_row_weight(r->dataset, per_dataset[r->gpu_id + "|" + r->dataset])));
         train.push_back(r);
         ++m.rows_by_gpu[r->gpu_id];
       }

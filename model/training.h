@@ -35,10 +35,25 @@ struct PreparedRow {
 // Most kernels reach the predictor without a tile (a kernel list, the simulator), yet our own
 // measurements carry the tile the library ran. Each measured tiled kernel is therefore also
 // learned as it looks without its tile and launch grid, so that both kinds of input are covered.
+// The copy's dataset is the original's with kUntiledCopySuffix ("collector/h100-sxm/default+untiled").
+inline constexpr std::string_view kUntiledCopySuffix = "+untiled";
 void add_untiled_copies(std::vector<TrainingSample>& samples);
+bool is_untiled_copy(std::string_view dataset);
 // True for a dataset of the collector's configuration sweeps (`.../tiles`, `.../plan`): rows that
 // ran forced or lower-ranked GEMM configurations rather than the library's choice.
 bool is_configuration_sweep(std::string_view dataset);
+
+// The training weight of each row of a dataset (a GPU's source and table) of `rows` rows. A dataset
+// counts as much as kDatasetRows rows whatever its size (each row min(1, kDatasetRows / rows)), so
+// 100k B200 GEMMs do not drown 400 norms of a T4. A configuration sweep counts as
+// sqrt(kDatasetRows x rows): its rows are not repeats of a few kernels but different tile
+// configurations of each shape, the structure the GEMM booster learns; held out at 3,000 rows, our
+// Hopper sweeps were over-predicted by 3-5% on both GPUs. The untiled copies of our own tiled
+// measurements (add_untiled_copies) count the same way, so that the sweeps' weight does not take
+// the trees from what a GEMM of unknown tile costs (bench/results/eval_holdout.md, section
+// "Session 22: a configuration sweep counts as the geometric mean of its rows and 3,000").
+inline constexpr double kDatasetRows = 3000;
+double dataset_row_weight(std::string_view dataset, std::size_t rows);
 
 // Analyses every sample on its GPU; samples that cannot run as described, or whose time beats
 // the useful work at the GPU's dense peak (impossible data), are counted in `skipped` by reason.

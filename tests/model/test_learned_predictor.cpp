@@ -76,11 +76,34 @@ TEST(Training, UntiledCopiesComeOnlyFromTheLibrarysOwnChoice) {
   add_untiled_copies(samples);
   ASSERT_EQ(samples.size(), 4u);
   EXPECT_EQ(samples[3].dataset, "collector/h100-sxm/gemm+untiled");
+  EXPECT_TRUE(is_untiled_copy(samples[3].dataset));
   EXPECT_FALSE(samples[3].kernel.tile.has_value());
   EXPECT_TRUE(samples[3].kernel.name.empty());
   EXPECT_TRUE(is_configuration_sweep("collector/h200/plan"));
   EXPECT_FALSE(is_configuration_sweep("collector/h200/planet"));
   EXPECT_FALSE(is_configuration_sweep("plan"));
+}
+
+TEST(Training, ADatasetCountsAsAFewThousandRowsAndASweepOrAnUntiledCopyAsTheGeometricMeanOfThatAndItsSize) {
+  // Small datasets: every row counts fully.
+  EXPECT_DOUBLE_EQ(dataset_row_weight("vidur/a40/meta-llama/Llama-2-7b-hf/mlp", 400), 1.0);
+  EXPECT_DOUBLE_EQ(dataset_row_weight("collector/h200/plan", 400), 1.0);
+  // A large table counts as kDatasetRows rows in all...
+  const std::size_t big = 300000;
+  EXPECT_NEAR(dataset_row_weight("aiconfigurator/b200_sxm/gemm/sglang-0.5.10", big) * big, kDatasetRows, 1e-6);
+  EXPECT_NEAR(dataset_row_weight("collector/h100-sxm/default", big) * big, kDatasetRows, 1e-6);
+  // ...a configuration sweep of the same size as sqrt(kDatasetRows x rows): 30,000 rows here.
+  EXPECT_NEAR(dataset_row_weight("collector/h200/plan", big) * big, std::sqrt(kDatasetRows * big), 1e-6);
+  EXPECT_NEAR(dataset_row_weight("collector/h100-sxm/tiles", big) * big, 30000.0, 1e-6);
+  // The untiled copies of our tiled measurements count like a sweep.
+  EXPECT_TRUE(is_untiled_copy("collector/h100-sxm/default+untiled"));
+  EXPECT_FALSE(is_untiled_copy("collector/h100-sxm/default"));
+  EXPECT_NEAR(dataset_row_weight("collector/h100-sxm/default+untiled", big) * big, 30000.0, 1e-6);
+  // A sweep never counts less than another dataset of its size, nor a row more than 1.
+  for (std::size_t n : {1u, 2999u, 3000u, 3001u, 50000u, 2000000u}) {
+    EXPECT_GE(dataset_row_weight("collector/h200/plan", n), dataset_row_weight("collector/h200/default", n));
+    EXPECT_LE(dataset_row_weight("collector/h200/plan", n), 1.0);
+  }
 }
 
 TEST(Training, SweepRowsWithoutATileAreNotLearnedAndTheTileSourceIsAFeature) {
