@@ -205,7 +205,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       const double roof = r.roofline_us / (eff_median.count(fam) ? eff_median[fam] : 0.5);
       a.roofline.push_back(roof);
       a.learned.push_back(
-          y.empty() ? roof : std::max(r.ceiling_us, r.achievable_roofline_us * std::exp(static_cast<double>(y[i]))));
+          y.empty() ? roof
+                    : std::max(r.ceiling_us, learned_time_us(r.achievable_roofline_us, r.launch_offset_us, static_cast<double>(y[i]))));
       // key: "op|dtype|shape..." (training.h)
       const std::string dtype = r.key.substr(r.key.find('|') + 1, r.key.find('|', r.key.find('|') + 1) - r.key.find('|') - 1);
       auto& src = by_source[std::string(family_name(fam)) + " " + r.dataset + " " + dtype];

@@ -96,6 +96,11 @@ struct Analysis {
   std::array<double, kPipeCount> achievable_cycles_balanced{};
   std::array<double, kPipeCount> achievable_cycles_busiest{};
   double achievable_roofline_us = 0;
+  // The share of the GPU's launch offset (its own launch floor less the one in
+  // achievable_roofline_us: AchievableRates::launch_offset_us) this kernel pays: all of it at the
+  // floor, floor / achievable_roofline_us of it above. The learned model's time is
+  // achievable_roofline_us x its factor + this.
+  double launch_offset_us = 0;
   double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
   // SM cycles (at the boost clock) the kernel spends in series with its pipes, which overlap each
   // other: a GEMM's pipeline fill and epilogue (kGemmFixedCycles, families/gemm/gemm_model.h), an
@@ -136,6 +141,7 @@ struct HardwareRates {
     double tensor_flops_per_clk = 0, fma_flops_per_clk = 0, sfu_ops_per_clk = 0;
     double dram_bytes_per_clk = 0, dram_write_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
     double launch_floor_us = 0;
+    double launch_offset_us = 0;  // AchievableRates::launch_offset_us
     double dram_latency_cycles = 0;  // 0: unknown
     // Warp-level MMA (PipeRates::mma_sync_flops_per_s) per SM and clock; 0: the tensor rate.
     double mma_sync_flops_per_clk = 0;

@@ -29,8 +29,10 @@ namespace perfloom {
 // 14: a vectorised norm's DRAM latency time includes its CTAs' chain per wave after the first
 // (chain_round_trips_per_wave); 15: stored DRAM bytes at the GPU's write bandwidth, the rest at its
 // read bandwidth (PipeDemand::dram_write_bytes; calibrations measure both); 16: an attention kernel's
-// achievable roofline includes its fixed cycles outside the pipes (kAttentionFixedCycles).
-inline constexpr int kFeatureVersion = 16;
+// achievable roofline includes its fixed cycles outside the pipes (kAttentionFixedCycles); 17: the
+// label is the measured time less the GPU's launch offset (its own empty kernel less the shared
+// launch floor: Analysis::launch_offset_us, training.h learned_label), which the prediction adds back.
+inline constexpr int kFeatureVersion = 17;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

@@ -11,6 +11,7 @@
 #include "model/features.h"
 #include "model/hash.h"
 #include "model/resources.h"
+#include "model/training.h"
 
 namespace perfloom {
 
@@ -221,8 +222,8 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
     auto y = fit.booster.predict(features[fam].data(), idx.size(), cols);
     for (std::size_t j = 0; j < idx.size(); ++j) {
       Prediction& p = out[idx[j]];
-      const double roof = p.analysis.achievable_roofline_us;
-      p.pred_us = std::max(p.ceiling_us, roof * std::exp(static_cast<double>(y[j])));
+      p.pred_us = std::max(p.ceiling_us, learned_time_us(p.analysis.achievable_roofline_us, p.analysis.launch_offset_us,
+                                                         static_cast<double>(y[j])));
       p.lo_us = std::max(p.ceiling_us, p.pred_us * std::exp(interval.first));
       p.hi_us = std::max(p.lo_us, p.pred_us * std::exp(interval.second));
       p.method = method;

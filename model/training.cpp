@@ -52,7 +52,7 @@ BoosterFit fit_booster(std::vector<float> X, const std::vector<float>& y, const 
     std::vector<double> resid, p, meas;
     for (std::size_t i = 0; i < yc.size(); ++i) {
       resid.push_back(yc[i] - pred[i]);
-      p.push_back(calib[i]->achievable_roofline_us * std::exp(pred[i]));
+      p.push_back(learned_time_us(calib[i]->achievable_roofline_us, calib[i]->launch_offset_us, pred[i]));
       meas.push_back(calib[i]->measured_us);
     }
     fit.log_q10 = quantile(resid, 0.1);
@@ -219,6 +219,7 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
       r.features = make_features(s.kernel, *gpu, a);
       r.roofline_us = a.roofline_us;
       r.achievable_roofline_us = a.achievable_roofline_us;
+      r.launch_offset_us = a.launch_offset_us;
       r.ceiling_us = a.ceiling_us;
       r.measured_us = s.measured_us;
       r.gpu_id = gpu->id;
@@ -252,7 +253,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
     for (const PreparedRow* r : fam_rows) {
       // Deterministic split by the kernel's key and GPU: the same kernel never lands on both sides.
       const bool is_calib = static_cast<double>(fnv1a(r->key + r->gpu_id) % 10000) / 10000.0 < o.calibration_fraction;
-      const float label = static_cast<float>(std::log(r->measured_us / r->achievable_roofline_us));
+      const float label = static_cast<float>(learned_label(r->measured_us, r->achievable_roofline_us, r->launch_offset_us));
       if (is_calib) {
         Xc.insert(Xc.end(), r->features.begin(), r->features.end());
         yc.push_back(label);

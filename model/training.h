@@ -2,6 +2,8 @@
 // Training and evaluating the learned efficiency models (DESIGN.md, idea 1): per kernel family one
 // XGBoost booster learns log(measured / roofline time at the achievable rates) from the analytical
 // features, so that latency = that time x exp(prediction). Hardware enters only through the features.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,9 +30,22 @@ struct PreparedRow {
   std::vector<float> features;
   double roofline_us = 0, ceiling_us = 0, measured_us = 0;
   double achievable_roofline_us = 0;  // what the learned model scales (Analysis::achievable_roofline_us)
+  double launch_offset_us = 0;        // what it adds (Analysis::launch_offset_us)
   std::string gpu_id, dataset;
   std::string key;  // op, dtype and shape: the same kernel on another GPU has the same key
 };
+
+// The learned model's time for its output y: the achievable roofline times e^y, plus the GPU's
+// launch offset (the difference between its own empty-kernel time and the launch floor that every
+// GPU's roofline and features share; 0 without a calibration). Its label is the inverse: the log of
+// the measured time less the offset over the roofline (the offset taking at most half of a
+// measurement, so that a kernel faster than the floor still has a label).
+inline double learned_time_us(double achievable_roofline_us, double launch_offset_us, double y) {
+  return achievable_roofline_us * std::exp(y) + launch_offset_us;
+}
+inline double learned_label(double measured_us, double achievable_roofline_us, double launch_offset_us) {
+  return std::log(std::max(measured_us - launch_offset_us, 0.5 * measured_us) / achievable_roofline_us);
+}
 
 // Most kernels reach the predictor without a tile (a kernel list, the simulator), yet our own
 // measurements carry the tile the library ran. Each measured tiled kernel is therefore also

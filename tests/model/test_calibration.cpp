@@ -60,8 +60,15 @@ TEST(Calibration, BundledCalibrationsGiveTheTargetMeasuredTier) {
   // Measured rates in the achievable fields, datasheet peaks in the others.
   EXPECT_NEAR(hw.achievable.tensor_flops_per_clk, 799.013e12 / (132 * 1830e6), 1e-6);
   EXPECT_NEAR(hw.achievable.dram_bytes_per_clk, 3112.89e9 / 1830e6, 1e-9);
-  // The launch floor is the default one (the mean empty-kernel time), not this GPU's own.
+  // The launch floor is the default one (the mean empty-kernel time), not this GPU's own; its own
+  // empty kernel is 0.927 us, the difference its launch offset, which the learned model's time adds.
   EXPECT_NEAR(hw.achievable.launch_floor_us, (0.927 + 0.672) / 2, 1e-9);
+  EXPECT_NEAR(hw.achievable.launch_offset_us, 0.927 - (0.927 + 0.672) / 2, 1e-9);
+  EXPECT_NEAR(hardware_rates(db.get("h200"), Dtype::bf16).achievable.launch_offset_us, 0.672 - (0.927 + 0.672) / 2, 1e-9);
+  // A kernel pays it in the proportion of the floor to its roofline time (a large GEMM: little).
+  const Analysis big = analyze_kernel(big_gemm(), h100);
+  EXPECT_NEAR(big.launch_offset_us, (0.927 - (0.927 + 0.672) / 2) * (0.927 + 0.672) / 2 / big.achievable_roofline_us, 1e-12);
+  EXPECT_LT(big.launch_offset_us, 1e-3);
   EXPECT_DOUBLE_EQ(hw.tensor_flops_per_clk, 4096);
   EXPECT_NEAR(hw.dram_bytes_per_clk, 3350e9 / 1830e6, 1e-9);
   EXPECT_TRUE(db.get("h200").achievable->measured);
@@ -83,6 +90,7 @@ TEST(Calibration, DefaultFractionsAreTheMeanOverTheBundledCalibrations) {
   ASSERT_TRUE(a100.achievable.has_value());
   EXPECT_FALSE(a100.achievable->measured);
   EXPECT_NEAR(a100.achievable->rates.dram_bytes_per_s, a100.memory_bandwidth_bytes_per_s() * f.dram, 1);
+  EXPECT_EQ(a100.achievable->launch_offset_us, 0);  // no empty kernel of its own was measured
   EXPECT_FALSE(hardware_rates(a100, Dtype::bf16).calibrated);
   // A spec no database set up gets the same rates.
   GpuSpec bare = a100;
@@ -95,6 +103,10 @@ TEST(Calibration, HeldOutGpuLeavesTheDefaultsAndCanDropItsCalibration) {
   GpuDatabase db = GpuDatabase::builtin();
   db.exclude_from_defaults({"h100-sxm"});
   EXPECT_EQ(db.default_fractions().from, std::vector<std::string>{"h200"});
+  // Every GPU's features take the H200's launch floor; the held-out H100 adds its own difference.
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.launch_floor_us, 0.672, 1e-9);
+  EXPECT_NEAR(db.get("h100-sxm").achievable->launch_offset_us, 0.927 - 0.672, 1e-9);
+  EXPECT_NEAR(db.get("h200").achievable->launch_offset_us, 0, 1e-9);
   EXPECT_NEAR(db.default_fractions().dram, 4649.88 / 4800, 1e-9);
   EXPECT_TRUE(db.get("h100-sxm").achievable->measured);  // still its own calibration
   db.remove_calibration("h100-sxm");

@@ -106,6 +106,34 @@ TEST(Training, ADatasetCountsAsAFewThousandRowsAndASweepOrAnUntiledCopyAsTheGeom
   }
 }
 
+TEST(Training, TheLaunchOffsetIsLearnedOutOfTheMeasurementAndAddedBackToThePrediction) {
+  // The label and the time are inverses: the measured time less the offset, over the roofline.
+  for (double offset : {-0.255, 0.0, 0.127})
+    for (double measured : {1.7, 20.0, 1500.0}) {
+      const double y = learned_label(measured, 1.2, offset);
+      EXPECT_NEAR(learned_time_us(1.2, offset, y), measured, 1e-9 * measured);
+    }
+  EXPECT_NEAR(learned_label(1.0, 1.0, 0.9), std::log(0.5), 1e-12);  // at most half a measurement is offset
+  // The prediction of a GPU with an offset is the same model's time plus the kernel's share of it:
+  // all of it at the launch floor, floor / roofline of it above.
+  auto p = LearnedPredictor::load(kShipped);
+  const GpuSpec& h100 = db().get("h100-sxm");
+  GpuSpec later = h100;
+  later.achievable->launch_offset_us += 0.5;
+  KernelDesc norm;
+  norm.op = Op::rmsnorm;
+  norm.dtype = Dtype::bf16;
+  norm.shape.T = 4;
+  norm.shape.H = 4096;
+  for (const KernelDesc& k : {norm, gemm(64, 4096, 4096)}) {
+    const Prediction a = p->predict(k, h100), b = p->predict(k, later);
+    const double share = std::min(1.0, hardware_rates(h100, k.dtype).achievable.launch_floor_us / a.analysis.achievable_roofline_us);
+    EXPECT_GT(share, 0.01) << k.shape.M;
+    EXPECT_NEAR(b.analysis.launch_offset_us - a.analysis.launch_offset_us, 0.5 * share, 1e-12) << k.shape.M;
+    EXPECT_NEAR(b.pred_us - a.pred_us, 0.5 * share, 1e-9) << k.shape.M;
+  }
+}
+
 TEST(Training, SweepRowsWithoutATileAreNotLearnedAndTheTileSourceIsAFeature) {
   // A sweep row whose kernel had no describable tile (cuBLAS's SIMT fallback) would otherwise look
   // exactly like the library's own choice for the shape; a row of the library's own run stays.

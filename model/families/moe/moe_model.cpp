@@ -55,6 +55,7 @@ Analysis analyze_moe(const KernelDesc& k, const GpuSpec& gpu) {
   a.ceiling_us = up.ceiling_us + down.ceiling_us;
   a.roofline_us = up.roofline_us + down.roofline_us;
   a.achievable_roofline_us = up.achievable_roofline_us + down.achievable_roofline_us;
+  a.launch_offset_us = up.launch_offset_us + down.launch_offset_us;
   a.bound = up.ceiling_us >= down.ceiling_us ? up.bound : down.bound;
   return a;
 }
