@@ -44,8 +44,9 @@ struct AchievableRates {
   bool measured = false;  // true: from a calibration of this GPU
   std::string origin;     // the calibration file, or how the defaults were derived
   // The GPU's own launch floor (its measured empty kernel) less `rates.launch_floor_us`, the floor
-  // every GPU's features share: added to the learned model's time (model/training.h
-  // learned_time_us), not to its features. 0 without a calibration.
+  // every GPU's features share: a kernel's share of it (Analysis::launch_offset_us) is added to the
+  // learned model's time (model/training.h learned_time_us), not to its features. 0 without a
+  // calibration.
   double launch_offset_us = 0;
 };
 

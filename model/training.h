@@ -1,7 +1,8 @@
 #pragma once
 // Training and evaluating the learned efficiency models (DESIGN.md, idea 1): per kernel family one
 // XGBoost booster learns log(measured / roofline time at the achievable rates) from the analytical
-// features, so that latency = that time x exp(prediction). Hardware enters only through the features.
+// features, so that latency = that time x exp(prediction) (plus the kernel's share of a calibrated
+// GPU's launch offset: learned_time_us). Hardware enters only through the features.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -35,11 +36,11 @@ struct PreparedRow {
   std::string key;  // op, dtype and shape: the same kernel on another GPU has the same key
 };
 
-// The learned model's time for its output y: the achievable roofline times e^y, plus the GPU's
-// launch offset (the difference between its own empty-kernel time and the launch floor that every
-// GPU's roofline and features share; 0 without a calibration). Its label is the inverse: the log of
-// the measured time less the offset over the roofline (the offset taking at most half of a
-// measurement, so that a kernel faster than the floor still has a label).
+// The learned model's time for its output y: the achievable roofline times e^y, plus the kernel's
+// share of its GPU's launch offset (Analysis::launch_offset_us: the GPU's own empty-kernel time less
+// the launch floor that every GPU's roofline and features share, whole at the floor, in proportion
+// above; 0 without a calibration). Its label is the inverse: the log of the measured time less that
+// share over the roofline (the share taking at most half of a measurement).
 inline double learned_time_us(double achievable_roofline_us, double launch_offset_us, double y) {
   return achievable_roofline_us * std::exp(y) + launch_offset_us;
 }
