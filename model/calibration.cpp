@@ -114,7 +114,9 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
   c.fp32_tflops = read_number(m, "fp32_tflops", p, file, true, 0.01, 10000);
   c.sfu_gops = read_number(m, "sfu_gops", p, file, true, 1, 1000000);
   c.smem_gb_s_per_sm = read_number(m, "smem_gb_s_per_sm", p, file, true, 1, 100000);
-  c.empty_kernel_us = read_number(m, "empty_kernel_us", p, file, true, 0.01, 1000);
+  // An empty kernel takes 0.5-3 us from Kepler to Blackwell; since session 23 its time also moves every
+  // prediction of the GPU (AchievableRates::launch_offset_us): nanoseconds or milliseconds are refused.
+  c.empty_kernel_us = read_number(m, "empty_kernel_us", p, file, true, 0.05, 20);
   c.launch_overhead_us = read_number(m, "launch_overhead_us", p, file, false, 0.01, 10000);
   c.dram_latency_ns = read_number(m, "dram_latency_littles_law_ns", p, file, false, 20, 10000);
   if (!m.contains("tensor_tflops")) throw CalibrationError(file, p + "tensor_tflops", "is required ({} for a GPU without tensor cores)");

@@ -314,8 +314,14 @@ TEST(Calibration, AnotherGpuOrAnotherUnitIsRefusedAndNothingChanges) {
   const CalibrationError e = error_of(c, &db);
   EXPECT_EQ(e.field(), "measured.dram_read_gb_s");
   EXPECT_NE(e.reason().find("units"), std::string::npos) << e.what();
+  c = h100_calibration();
+  c["measured"]["empty_kernel_us"] = 927;  // ns: it would add up to 926 us to the H100's predictions
+  const CalibrationError ns = error_of(c, &db);
+  EXPECT_EQ(ns.field(), "measured.empty_kernel_us");
+  EXPECT_NE(ns.reason().find("between 0.05 and 20"), std::string::npos) << ns.what();
   // The bundled calibration is still the one in use.
   EXPECT_NEAR(db.get("h100-sxm").achievable->rates.dram_bytes_per_s, 3112.89e9, 1);
+  EXPECT_NEAR(db.get("h100-sxm").achievable->launch_offset_us, 0.927 - (0.927 + 0.672) / 2, 1e-9);
 }
 
 TEST(Calibration, ReadingAMissingFileNamesIt) {
