@@ -118,15 +118,15 @@ TEST(Training, TheLaunchOffsetIsLearnedOutOfTheMeasurementAndAddedBackToThePredi
   // all of it at the launch floor, floor / roofline of it above.
   auto p = LearnedPredictor::load(kShipped);
   const GpuSpec& h100 = db().get("h100-sxm");
-  GpuSpec later = h100;
-  later.achievable->launch_offset_us += 0.5;
+  GpuSpec slower_launch = h100;
+  slower_launch.achievable->launch_offset_us += 0.5;
   KernelDesc norm;
   norm.op = Op::rmsnorm;
   norm.dtype = Dtype::bf16;
   norm.shape.T = 4;
   norm.shape.H = 4096;
   for (const KernelDesc& k : {norm, gemm(64, 4096, 4096)}) {
-    const Prediction a = p->predict(k, h100), b = p->predict(k, later);
+    const Prediction a = p->predict(k, h100), b = p->predict(k, slower_launch);
     const double share = std::min(1.0, hardware_rates(h100, k.dtype).achievable.launch_floor_us / a.analysis.achievable_roofline_us);
     EXPECT_GT(share, 0.01) << k.shape.M;
     EXPECT_NEAR(b.analysis.launch_offset_us - a.analysis.launch_offset_us, 0.5 * share, 1e-12) << k.shape.M;
