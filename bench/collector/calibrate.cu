@@ -421,23 +421,27 @@ int main(int argc, char** argv) {
             // each configuration after the GPU idled (the limit lets go within ~30 ms and takes hold
             // 50-110 ms into a load on the H100 and H200: bench/results/power_check.md), five launches
             // (~7 ms of bf16 work at 8192^3). Session 23 measured both (bench/results/eval_holdout.md).
-            double best = NAN, best_burst = NAN;
-            std::string kname;
-            for (auto& g : cfgs) {
+            // One configuration's TFLOP/s over `measure`'s repetitions; NAN where it did not run.
+            auto timed_tflops = [&](const auto& g, int min_reps, int max_reps, double target_us, int min_warmup,
+                                    std::string* names) -> double {
                 cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-                auto launch = [&](int) { cublasStatus_t x = p.run(g, A, W, C, ws, s); if (x != CUBLAS_STATUS_SUCCESS) st = x; };
+                auto r = measure(s, [&](int) { cublasStatus_t x = p.run(g, A, W, C, ws, s); if (x != CUBLAS_STATUS_SUCCESS) st = x; },
+                                 min_reps, max_reps, target_us, min_warmup);
+                if (!r.ok || st != CUBLAS_STATUS_SUCCESS) return NAN;
+                if (names) *names = r.kernel_names;
+                return p.flops() / (r.st.median * 1e-6) / 1e12;
+            };
+            double best = NAN, best_burst = NAN;
+            std::string kname, names;
+            for (auto& g : cfgs) {
                 CUDA_CHECK(cudaStreamSynchronize(s));
                 std::this_thread::sleep_for(std::chrono::milliseconds(quick ? 100 : 500));
-                auto r = measure(s, launch, 3, 3, 0, 1);
-                if (!r.ok || st != CUBLAS_STATUS_SUCCESS) continue;
-                best_burst = std::max(std::isfinite(best_burst) ? best_burst : 0.0, p.flops() / (r.st.median * 1e-6) / 1e12);
+                const double tf = timed_tflops(g, 3, 3, 0, 1, nullptr);
+                if (std::isfinite(tf)) best_burst = std::max(std::isfinite(best_burst) ? best_burst : 0.0, tf);
             }
             for (auto& g : cfgs) {
-                cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-                auto r = measure(s, [&](int) { cublasStatus_t x = p.run(g, A, W, C, ws, s); if (x != CUBLAS_STATUS_SUCCESS) st = x; }, 10, 20, 20000);
-                if (!r.ok || st != CUBLAS_STATUS_SUCCESS) continue;
-                double tf = p.flops() / (r.st.median * 1e-6) / 1e12;
-                if (!(best >= tf)) { best = tf; kname = r.kernel_names; }
+                const double tf = timed_tflops(g, 10, 20, 20000, 2, &names);
+                if (std::isfinite(tf) && !(best >= tf)) { best = tf; kname = names; }
             }
             std::string key = std::string(dt) == "fp32" ? "fp32_sgemm" : dt;
             if (std::isfinite(best)) tensor[key] = best;
