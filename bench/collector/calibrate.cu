@@ -5,6 +5,8 @@
 #include "common.h"
 #include "gemm.h"
 
+#include <cuda/barrier>
+
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -59,6 +61,43 @@ __global__ void l2_read_kernel(const float4* __restrict__ p, size_t n, int passe
             acc += a.x + b.w;
         }
         for (; i < n; i += stride) acc += __ldcg(p + i).y;
+    }
+    if (acc == 1234.5678f) *sink = acc;
+}
+
+// L2 through the copy engine a Hopper GEMM feeds its tiles with: each CTA streams 16 KiB chunks of
+// the (L2-resident) buffer into shared memory, kL2BulkStages in flight, with cuda::memcpy_async on a
+// block-scope barrier (one bulk copy, cp.async.bulk, on sm_90 and later; cp.async before).
+// One warp per CTA issues; the data is touched once so that the copies cannot be elided.
+constexpr int kL2BulkChunk = 16384, kL2BulkStages = 3;
+__global__ void l2_bulk_kernel(const char* __restrict__ p, size_t chunks, int passes, float* sink) {
+    extern __shared__ __align__(128) char stage[];
+#pragma nv_diag_suppress static_var_with_dynamic_init  // the barriers are initialised below, by one thread
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar[kL2BulkStages];
+    if (threadIdx.x == 0)
+        for (int s = 0; s < kL2BulkStages; ++s) init(&bar[s], blockDim.x);
+    __syncthreads();
+    cuda::barrier<cuda::thread_scope_block>::arrival_token tok[kL2BulkStages];
+    float acc = 0.f;
+    size_t it = 0;
+    for (int r = 0; r < passes; ++r) {
+        for (size_t c = (blockIdx.x + (size_t)r * 7919) % gridDim.x; c < chunks; c += gridDim.x, ++it) {
+            const int s = (int)(it % kL2BulkStages);
+            if (it >= (size_t)kL2BulkStages) {
+                bar[s].wait(std::move(tok[s]));
+                acc += reinterpret_cast<const float*>(stage + (size_t)s * kL2BulkChunk)[threadIdx.x];
+                __syncwarp();
+            }
+            if (threadIdx.x == 0)
+                cuda::memcpy_async(stage + (size_t)s * kL2BulkChunk, p + c * kL2BulkChunk,
+                                   cuda::aligned_size_t<128>(kL2BulkChunk), bar[s]);
+            tok[s] = bar[s].arrive();
+        }
+    }
+    for (size_t k = 0; k < std::min<size_t>(it, kL2BulkStages); ++k) {
+        const int s = (int)((it - 1 - k) % kL2BulkStages);
+        bar[s].wait(std::move(tok[s]));
+        acc += reinterpret_cast<const float*>(stage + (size_t)s * kL2BulkChunk)[threadIdx.x];
     }
     if (acc == 1234.5678f) *sink = acc;
 }
@@ -342,6 +381,16 @@ int main(int argc, char** argv) {
         auto r = measure(s, [&](int) { l2_read_kernel<<<sms * 4, 512, 0, s>>>((const float4*)buf, n, passes, sink); }, 10, 30, 5000);
         m["l2_gb_s"] = (double)l2_ws * passes / (med(r) * 1e-6) / 1e9;
         m["l2_working_set_bytes"] = (double)l2_ws;
+        // Informational: the same working set through bulk copies into shared memory (as a GEMM's
+        // operands travel on Hopper), four CTAs of one warp per SM, three 16 KiB chunks in flight each.
+        const size_t chunks = l2_ws / kL2BulkChunk;
+        const size_t smem = (size_t)kL2BulkStages * kL2BulkChunk;
+        CUDA_CHECK(cudaFuncSetAttribute(l2_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        auto rb = measure(s, [&](int) { l2_bulk_kernel<<<sms * 4, 32, smem, s>>>(buf, chunks, passes, sink); }, 10, 30, 5000);
+        if (rb.ok) {
+            m["l2_bulk_gb_s"] = (double)(chunks * kL2BulkChunk) * passes / (med(rb) * 1e-6) / 1e9;
+            std::printf("  L2: %.0f GB/s with loads, %.0f GB/s with bulk copies into shared memory\n", m["l2_gb_s"], m["l2_bulk_gb_s"]);
+        }
     }
     // ---- shared memory -----------------------------------------------------------------------
     {
