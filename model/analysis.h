@@ -145,6 +145,9 @@ struct HardwareRates {
     double dram_latency_cycles = 0;  // 0: unknown
     // Warp-level MMA (PipeRates::mma_sync_flops_per_s) per SM and clock; 0: the tensor rate.
     double mma_sync_flops_per_clk = 0;
+    // L2 through bulk copies (PipeRates::l2_bulk_bytes_per_s) per clock: a tensor-core GEMM's L2 rate
+    // (finish_analysis). The datasheet set (above) has one L2 figure for both.
+    double l2_bulk_bytes_per_clk = 0;
   } achievable;
   bool calibrated = false;
 };

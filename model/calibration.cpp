@@ -111,6 +111,7 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
   c.dram_read_gb_s = read_number(m, "dram_read_gb_s", p, file, true, 1, 100000);
   c.dram_write_gb_s = read_number(m, "dram_write_gb_s", p, file, false, 1, 100000);
   c.l2_gb_s = read_number(m, "l2_gb_s", p, file, true, 1, 1000000);
+  c.l2_bulk_gb_s = read_number(m, "l2_bulk_gb_s", p, file, false, 1, 1000000);
   c.fp32_tflops = read_number(m, "fp32_tflops", p, file, true, 0.01, 10000);
   c.sfu_gops = read_number(m, "sfu_gops", p, file, true, 1, 1000000);
   c.smem_gb_s_per_sm = read_number(m, "smem_gb_s_per_sm", p, file, true, 1, 100000);
@@ -191,6 +192,7 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
   // Not on datasheets (L2) or small figures that a clock above the boost clock can exceed (SFU,
   // shared memory): only the ranges of the parser apply.
   out.l2 = c.l2_gb_s * 1e9 / peak.l2_bytes_per_s;
+  if (c.l2_bulk_gb_s > 0) out.l2_bulk = c.l2_bulk_gb_s * 1e9 / peak.l2_bytes_per_s;
   out.sfu = c.sfu_gops * 1e9 / peak.sfu_ops_per_s;
   out.smem = c.smem_gb_s_per_sm * 1e9 / peak.smem_bytes_per_s_per_sm;
   out.launch = c.empty_kernel_us / peak.launch_floor_us;
@@ -205,6 +207,8 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   m.fma = m.sfu = m.dram = m.dram_write = m.l2 = m.smem = m.launch = 0;
   std::map<std::string, std::pair<double, int>> tensor;
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> mma_sync;  // (architecture, key)
+  double l2_bulk = 0;
+  int l2_bulk_n = 0;
   double any = 0, latency = 0;
   int any_n = 0, latency_n = 0;
   for (const auto& f : per_gpu) {
@@ -230,11 +234,16 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
         mma_sync[{arch, k}].first += v;
         ++mma_sync[{arch, k}].second;
       }
+    if (f.l2_bulk > 0) {
+      l2_bulk += f.l2_bulk;
+      ++l2_bulk_n;
+    }
     m.from.insert(m.from.end(), f.from.begin(), f.from.end());
   }
   for (const auto& [k, sn] : tensor) m.tensor[k] = sn.first / sn.second;
   m.tensor_any = any_n ? any / any_n : 1.0;
   for (const auto& [ak, sn] : mma_sync) m.mma_sync_by_architecture[ak.first][ak.second] = sn.first / sn.second;
+  m.l2_bulk = l2_bulk_n ? l2_bulk / l2_bulk_n : 0.0;
   m.dram_latency_ns = latency_n ? latency / latency_n : 0.0;
   return m;
 }
@@ -267,6 +276,7 @@ AchievableRates estimated_rates(const GpuSpec& gpu, const AchievableFractions& f
     for (const auto& [key, fraction] : it->second)
       if (auto p = peak.tensor_flops_per_s.find(key); p != peak.tensor_flops_per_s.end())
         a.rates.mma_sync_flops_per_s[key] = p->second * fraction;
+  if (f.l2_bulk > 0 && gpu.has_bulk_copies()) a.rates.l2_bulk_bytes_per_s = peak.l2_bytes_per_s * f.l2_bulk;
   a.measured = false;
   a.origin = f.from.empty() ? "datasheet" : "datasheet x the mean achievable fraction of " + joined(f.from);
   return a;
@@ -283,6 +293,7 @@ AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const A
   a.rates.dram_bytes_per_s = c.dram_read_gb_s * 1e9;
   if (c.dram_write_gb_s > 0) a.rates.dram_write_bytes_per_s = c.dram_write_gb_s * 1e9;
   a.rates.l2_bytes_per_s = c.l2_gb_s * 1e9;
+  if (c.l2_bulk_gb_s > 0) a.rates.l2_bulk_bytes_per_s = c.l2_bulk_gb_s * 1e9;
   a.rates.smem_bytes_per_s_per_sm = c.smem_gb_s_per_sm * 1e9;
   if (c.dram_latency_ns > 0) a.rates.dram_latency_ns = c.dram_latency_ns;
   for (const auto& [key, tflops] : tensor_rates_by_path(c.mma_sync_tflops, peak))

@@ -29,6 +29,9 @@ struct Calibration {
   std::string gpu_name;  // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   int sm_count = 0;
   double dram_read_gb_s = 0, l2_gb_s = 0;
+  // Optional "measured.l2_bulk_gb_s": the L2 through bulk copies into shared memory (PipeRates::
+  // l2_bulk_bytes_per_s); 0: not measured.
+  double l2_bulk_gb_s = 0;
   // Optional "measured.dram_write_gb_s" (perfloom-calibrate's store sweep); 0: not measured: this
   // GPU's stores take the default fraction of its datasheet figure, and the defaults average its
   // read fraction for it.
@@ -78,6 +81,10 @@ struct AchievableFractions {
   // property of the SM's design, so a GPU without a calibration takes its own architecture's mean
   // (none measured: warp-level MMA is assumed to reach the tensor rate, as it does up to Ada).
   std::map<std::string, std::map<std::string, double>> mma_sync_by_architecture;
+  // Bulk-copy L2 over the datasheet's L2 figure (PipeRates::l2_bulk_bytes_per_s), the mean over the
+  // GPUs that measured it; 0: none did. A GPU without a calibration takes it where it has bulk copies
+  // (compute capability 9.0 and later: cp.async.bulk), else none (its L2 rate).
+  double l2_bulk = 0;
   std::vector<std::string> from;  // the GPUs averaged
 };
 

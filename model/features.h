@@ -31,8 +31,10 @@ namespace perfloom {
 // read bandwidth (PipeDemand::dram_write_bytes; calibrations measure both); 16: an attention kernel's
 // achievable roofline includes its fixed cycles outside the pipes (kAttentionFixedCycles); 17: the
 // label is the measured time less the GPU's launch offset (its own empty kernel less the shared
-// launch floor: Analysis::launch_offset_us, training.h learned_label), which the prediction adds back.
-inline constexpr int kFeatureVersion = 17;
+// launch floor: Analysis::launch_offset_us, training.h learned_label), which the prediction adds back;
+// 18: a tensor-core GEMM's achievable L2 cycles at the calibrated bulk-copy L2 rate
+// (PipeRates::l2_bulk_bytes_per_s; finish_analysis).
+inline constexpr int kFeatureVersion = 18;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);

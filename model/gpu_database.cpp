@@ -258,6 +258,7 @@ json gpu_spec_to_json(const GpuSpec& g) {
                      {"smem_gb_s_per_sm", ach.rates.smem_bytes_per_s_per_sm / 1e9},
                      {"launch_floor_us", ach.rates.launch_floor_us}};
   if (ach.rates.dram_latency_ns > 0) j["achievable"]["dram_latency_ns"] = ach.rates.dram_latency_ns;
+  if (ach.rates.l2_bulk_bytes_per_s > 0) j["achievable"]["l2_bulk_gb_s"] = ach.rates.l2_bulk_bytes_per_s / 1e9;
   if (ach.measured) j["achievable"]["launch_offset_us"] = ach.launch_offset_us;
   if (!ach.rates.mma_sync_flops_per_s.empty())
     j["achievable"]["mma_sync_tflops"] = tflops_by_dtype(ach.rates.mma_sync_flops_per_s);

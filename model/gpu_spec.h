@@ -34,6 +34,12 @@ struct PipeRates {
   // use the warpgroup MMA. Empty or a key missing: the tensor rate (Ampere and Ada, whose tensor path
   // it is; later architectures that no calibration measured).
   std::map<std::string, double> mma_sync_flops_per_s;
+  // L2 read through bulk copies into shared memory (cp.async.bulk, the tensor memory accelerator of
+  // Hopper and later), how warpgroup-MMA GEMMs (cuBLASLt's nvjet kernels) stream their tiles: measured
+  // 8,449 GB/s on an H100 and 9,515 on an H200, where loads reach 8,150 and 8,576 (finish_analysis;
+  // bench/results/eval_holdout.md, session 24). 0: the L2 rate (architectures that no calibration
+  // measured it on, datasheets).
+  double l2_bulk_bytes_per_s = 0;
 };
 
 // The rates a GPU's pipes reach in practice (DESIGN.md: the two accuracy tiers). Target-measured:
@@ -95,6 +101,9 @@ struct GpuSpec {
   double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_gb_s * 1e9; }
   double clock_hz() const { return boost_clock_mhz * 1e6; }
   bool supports(Dtype d) const { return d == Dtype::fp32 || peak_flops_per_s(d).has_value(); }
+  // Bulk copies from global into shared memory (cp.async.bulk, the tensor memory accelerator):
+  // compute capability 9.0 (Hopper) and later.
+  bool has_bulk_copies() const;
 };
 
 // The datasheet peaks as the analytical model takes them: the spec's figures at the boost clock, L2

@@ -218,6 +218,9 @@ TEST(CliCalibration, AUsersCalibrationMovesItsGpuToTheTargetMeasuredTier) {
   // Cross-generation, an Ampere GPU has no warp-level MMA rate apart from its tensor rate (it is
   // its tensor path); a Hopper GPU has its architecture's measured fraction of its own peak.
   EXPECT_FALSE(json::parse(before.out)["gpus"][0]["achievable"].contains("mma_sync_tflops"));
+  // Likewise the L2 through bulk copies: the calibration's own (copied from the H100's), none before.
+  EXPECT_DOUBLE_EQ(a["l2_bulk_gb_s"].get<double>(), 8449.32);
+  EXPECT_FALSE(json::parse(before.out)["gpus"][0]["achievable"].contains("l2_bulk_gb_s"));
 
   const std::string kernels = writeTemp("calib-kernels.csv", "op,dtype,T,H\nrmsnorm,bf16,4096,8192\n");
   auto p0 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb " + kDb);

@@ -253,6 +253,55 @@ TEST(Calibration, WarpLevelMmaRateIsTheCalibratedGpusOwnOrItsArchitecturesMean) 
   EXPECT_EQ(error_of(c, &db).field(), "measured.mma_sync_tflops.bf16");
 }
 
+// measured.l2_bulk_gb_s (perfloom-calibrate, session 24): the L2 through bulk copies into shared
+// memory, 8,449 GB/s on an H100 and 9,515 on an H200, where loads reach 8,150 and 8,576. A tensor-core
+// GEMM has its achievable L2 cycles at that rate; an attention kernel (here FlashAttention-2) keeps
+// the load rate. A GPU without a calibration takes the calibrated GPUs' mean fraction of its datasheet
+// L2 figure where it has bulk copies (Hopper, Blackwell), none before (one L2 rate).
+TEST(Calibration, BulkCopyL2RateIsTheCalibratedGpusOwnOrTheirMeanAndServesTensorCoreGemms) {
+  GpuDatabase db = GpuDatabase::builtin();
+  EXPECT_NEAR(db.get("h100-sxm").achievable->rates.l2_bulk_bytes_per_s, 8449.32e9, 1e3);
+  EXPECT_NEAR(db.get("h200").achievable->rates.l2_bulk_bytes_per_s, 9515.3e9, 1e3);
+  const double mean = db.default_fractions().l2_bulk;
+  EXPECT_NEAR(mean, (8449.32e9 / datasheet_rates(db.get("h100-sxm")).l2_bytes_per_s +
+                     9515.3e9 / datasheet_rates(db.get("h200")).l2_bytes_per_s) / 2, 1e-9);
+  for (const char* id : {"h800", "b200"}) {
+    EXPECT_TRUE(db.get(id).has_bulk_copies()) << id;
+    EXPECT_NEAR(db.get(id).achievable->rates.l2_bulk_bytes_per_s, datasheet_rates(db.get(id)).l2_bytes_per_s * mean, 1e3) << id;
+  }
+  EXPECT_FALSE(db.get("a100-sxm-80gb").has_bulk_copies());
+  EXPECT_EQ(db.get("a100-sxm-80gb").achievable->rates.l2_bulk_bytes_per_s, 0.0);
+
+  const auto l2 = static_cast<std::size_t>(Pipe::l2);
+  const GpuSpec& h200 = db.get("h200");
+  const Analysis gemm = analyze_kernel(big_gemm(), h200);
+  ASSERT_GT(gemm.demand.l2_bytes, 0);
+  EXPECT_NEAR(gemm.achievable_cycles_balanced[l2] / h200.clock_hz() * 1e6, gemm.demand.l2_bytes / 9515.3e9 * 1e6, 1e-6);
+  EXPECT_EQ(gemm.cycles_balanced[l2], gemm.demand.l2_bytes / hardware_rates(h200, Dtype::bf16).l2_bytes_per_clk)
+      << "the datasheet roofline keeps its one L2 figure";
+  KernelDesc fa2;
+  fa2.op = Op::attn_decode;
+  fa2.dtype = Dtype::bf16;
+  fa2.shape.B = 64;
+  fa2.shape.L = 16384;
+  fa2.shape.Hq = 32;
+  fa2.shape.Hkv = 8;
+  fa2.shape.D = 128;
+  fa2.name = "void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>";
+  const Analysis warp = analyze_kernel(fa2, h200);
+  ASSERT_TRUE(warp.warp_level_mma);
+  ASSERT_GT(warp.demand.l2_bytes, 0);
+  EXPECT_NEAR(warp.achievable_cycles_balanced[l2] / h200.clock_hz() * 1e6, warp.demand.l2_bytes / 8764.99e9 * 1e6, 1e-6);
+  // Optional; out of range or not a number is refused by name.
+  json c = h100_calibration();
+  c["measured"].erase("l2_bulk_gb_s");
+  EXPECT_EQ(parse_calibration(c.dump(), "no-bulk.json").l2_bulk_gb_s, 0.0);
+  c["measured"]["l2_bulk_gb_s"] = -1.0;
+  EXPECT_EQ(error_of(c).field(), "measured.l2_bulk_gb_s");
+  c["measured"]["l2_bulk_gb_s"] = "fast";
+  EXPECT_EQ(error_of(c).field(), "measured.l2_bulk_gb_s");
+}
+
 // fp16 and bf16 GEMMs run alike (our sweeps: the same GEMM in both, median ratio 1.000 on the H100
 // and H200), but the calibration times each dtype once and the H200's fp16 timing came out 6% low:
 // the floating-point dtypes of one datasheet peak share the highest of their timings. The integer
