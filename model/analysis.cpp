@@ -165,8 +165,8 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // The same work at the achievable rates: the learned model's view. A GEMM on the warpgroup MMA
   // streams its tiles from L2 with bulk copies, which reach more than loads (4% more on an H100, 11%
   // on an H200): the same GEMMs whose L2 traffic exceeds their tensor time run 6-10% faster on the
-  // H200, as the ratio of the bulk rates says (bench/results/eval_holdout.md, session 24). A GPU
-  // without bulk copies (before Hopper) has one L2 rate for both. Attention
+  // H200, as the ratio of the bulk rates says (bench/results/eval_holdout.md, session 24). Where no
+  // calibration of the GPU's architecture measured bulk copies, both rates are its L2 rate. Attention
   // kernels keep the load rate: with the bulk rate the H100's held-out attention error rose (15.4 ->
   // 16.1%) and the H200's did not move.
   const auto& ach = hw.achievable;

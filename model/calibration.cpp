@@ -192,7 +192,7 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
   // Not on datasheets (L2) or small figures that a clock above the boost clock can exceed (SFU,
   // shared memory): only the ranges of the parser apply.
   out.l2 = c.l2_gb_s * 1e9 / peak.l2_bytes_per_s;
-  if (c.l2_bulk_gb_s > 0) out.l2_bulk = c.l2_bulk_gb_s * 1e9 / peak.l2_bytes_per_s;
+  if (c.l2_bulk_gb_s > 0) out.l2_bulk_by_architecture[gpu.architecture] = c.l2_bulk_gb_s * 1e9 / peak.l2_bytes_per_s;
   out.sfu = c.sfu_gops * 1e9 / peak.sfu_ops_per_s;
   out.smem = c.smem_gb_s_per_sm * 1e9 / peak.smem_bytes_per_s_per_sm;
   out.launch = c.empty_kernel_us / peak.launch_floor_us;
@@ -207,8 +207,7 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   m.fma = m.sfu = m.dram = m.dram_write = m.l2 = m.smem = m.launch = 0;
   std::map<std::string, std::pair<double, int>> tensor;
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> mma_sync;  // (architecture, key)
-  double l2_bulk = 0;
-  int l2_bulk_n = 0;
+  std::map<std::string, std::pair<double, int>> l2_bulk;                          // by architecture
   double any = 0, latency = 0;
   int any_n = 0, latency_n = 0;
   for (const auto& f : per_gpu) {
@@ -234,16 +233,16 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
         mma_sync[{arch, k}].first += v;
         ++mma_sync[{arch, k}].second;
       }
-    if (f.l2_bulk > 0) {
-      l2_bulk += f.l2_bulk;
-      ++l2_bulk_n;
+    for (const auto& [arch, v] : f.l2_bulk_by_architecture) {
+      l2_bulk[arch].first += v;
+      ++l2_bulk[arch].second;
     }
     m.from.insert(m.from.end(), f.from.begin(), f.from.end());
   }
   for (const auto& [k, sn] : tensor) m.tensor[k] = sn.first / sn.second;
   m.tensor_any = any_n ? any / any_n : 1.0;
   for (const auto& [ak, sn] : mma_sync) m.mma_sync_by_architecture[ak.first][ak.second] = sn.first / sn.second;
-  m.l2_bulk = l2_bulk_n ? l2_bulk / l2_bulk_n : 0.0;
+  for (const auto& [arch, sn] : l2_bulk) m.l2_bulk_by_architecture[arch] = sn.first / sn.second;
   m.dram_latency_ns = latency_n ? latency / latency_n : 0.0;
   return m;
 }
@@ -276,7 +275,8 @@ AchievableRates estimated_rates(const GpuSpec& gpu, const AchievableFractions& f
     for (const auto& [key, fraction] : it->second)
       if (auto p = peak.tensor_flops_per_s.find(key); p != peak.tensor_flops_per_s.end())
         a.rates.mma_sync_flops_per_s[key] = p->second * fraction;
-  if (f.l2_bulk > 0 && gpu.has_bulk_copies()) a.rates.l2_bulk_bytes_per_s = peak.l2_bytes_per_s * f.l2_bulk;
+  if (auto it = f.l2_bulk_by_architecture.find(gpu.architecture); it != f.l2_bulk_by_architecture.end())
+    a.rates.l2_bulk_bytes_per_s = peak.l2_bytes_per_s * it->second;
   a.measured = false;
   a.origin = f.from.empty() ? "datasheet" : "datasheet x the mean achievable fraction of " + joined(f.from);
   return a;

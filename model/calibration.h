@@ -81,10 +81,11 @@ struct AchievableFractions {
   // property of the SM's design, so a GPU without a calibration takes its own architecture's mean
   // (none measured: warp-level MMA is assumed to reach the tensor rate, as it does up to Ada).
   std::map<std::string, std::map<std::string, double>> mma_sync_by_architecture;
-  // Bulk-copy L2 over the datasheet's L2 figure (PipeRates::l2_bulk_bytes_per_s), the mean over the
-  // GPUs that measured it; 0: none did. A GPU without a calibration takes it where it has bulk copies
-  // (compute capability 9.0 and later: cp.async.bulk), else none (its L2 rate).
-  double l2_bulk = 0;
+  // Bulk-copy L2 (PipeRates::l2_bulk_bytes_per_s) over the datasheet's L2 figure, by architecture: a
+  // GPU without a calibration takes its architecture's mean; an architecture none measured it on keeps
+  // its one L2 rate (on Blackwell, which has bulk copies too, the Hopper fraction cost the held-out
+  // A40 and T4 GEMMs 0.5-0.7 points: bench/results/eval_holdout.md, session 24).
+  std::map<std::string, double> l2_bulk_by_architecture;
   std::vector<std::string> from;  // the GPUs averaged
 };
 

@@ -1,7 +1,5 @@
 #include "model/gpu_spec.h"
 
-#include <cstdlib>
-
 namespace perfloom {
 
 std::optional<double> GpuSpec::peak_flops_per_s(Dtype d) const {
@@ -11,11 +9,6 @@ std::optional<double> GpuSpec::peak_flops_per_s(Dtype d) const {
   auto it = tensor_flops_per_sm_per_clock.find(std::string(*key));
   if (it == tensor_flops_per_sm_per_clock.end()) return std::nullopt;
   return it->second * sm_count * clock_hz();
-}
-
-bool GpuSpec::has_bulk_copies() const {
-  // compute_capability is validated as "MAJOR.MINOR" when the spec is read.
-  return std::atoi(compute_capability.c_str()) >= 9;
 }
 
 double GpuSpec::fp32_flops_per_s() const { return 2.0 * fp32_lanes_per_sm * sm_count * clock_hz(); }

@@ -101,9 +101,6 @@ struct GpuSpec {
   double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_gb_s * 1e9; }
   double clock_hz() const { return boost_clock_mhz * 1e6; }
   bool supports(Dtype d) const { return d == Dtype::fp32 || peak_flops_per_s(d).has_value(); }
-  // Bulk copies from global into shared memory (cp.async.bulk, the tensor memory accelerator):
-  // compute capability 9.0 (Hopper) and later.
-  bool has_bulk_copies() const;
 };
 
 // The datasheet peaks as the analytical model takes them: the spec's figures at the boost clock, L2
