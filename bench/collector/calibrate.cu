@@ -381,8 +381,9 @@ int main(int argc, char** argv) {
         auto r = measure(s, [&](int) { l2_read_kernel<<<sms * 4, 512, 0, s>>>((const float4*)buf, n, passes, sink); }, 10, 30, 5000);
         m["l2_gb_s"] = (double)l2_ws * passes / (med(r) * 1e-6) / 1e9;
         m["l2_working_set_bytes"] = (double)l2_ws;
-        // Informational: the same working set through bulk copies into shared memory (as a GEMM's
-        // operands travel on Hopper), four CTAs of one warp per SM, three 16 KiB chunks in flight each.
+        // The same working set through bulk copies into shared memory, as a Hopper GEMM's tiles travel
+        // (`l2_bulk_gb_s`: the model's L2 rate for tensor-core GEMMs), four CTAs of one warp per SM,
+        // three 16 KiB chunks in flight each.
         const size_t chunks = l2_ws / kL2BulkChunk;
         const size_t smem = (size_t)kL2BulkStages * kL2BulkChunk;
         CUDA_CHECK(cudaFuncSetAttribute(l2_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -567,22 +568,17 @@ int main(int argc, char** argv) {
         first = false;
     };
     for (auto& [k, v] : m) put(k, v);
-    ms << (first ? "" : ",") << "\n    \"tensor_tflops\": {";
-    bool f2 = true;
-    for (auto& [k, v] : tensor) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
-    ms << "}";
-    if (!tensor_burst.empty()) {
-        ms << ",\n    \"tensor_tflops_burst\": {";
-        f2 = true;
-        for (auto& [k, v] : tensor_burst) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
+    // A map of figures by dtype as one object ("tensor_tflops" is written even when empty).
+    auto put_object = [&](const std::string& name, const std::map<std::string, double>& by_key) {
+        ms << (first ? "" : ",") << "\n    \"" << name << "\": {";
+        bool f2 = true;
+        for (auto& [k, v] : by_key) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
         ms << "}";
-    }
-    if (!mma_sync.empty()) {
-        ms << ",\n    \"mma_sync_tflops\": {";
-        f2 = true;
-        for (auto& [k, v] : mma_sync) { ms << (f2 ? "" : ", ") << "\"" << k << "\": " << v; f2 = false; }
-        ms << "}";
-    }
+        first = false;
+    };
+    put_object("tensor_tflops", tensor);
+    if (!tensor_burst.empty()) put_object("tensor_tflops_burst", tensor_burst);
+    if (!mma_sync.empty()) put_object("mma_sync_tflops", mma_sync);
     ms << "\n  }";
     j.raw("measured", ms.str());
     j.raw("dram_read_by_bytes_in_flight", "[" + inflight_json + "]");
