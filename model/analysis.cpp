@@ -168,9 +168,9 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // H200, as the ratio of the bulk rates says (bench/results/eval_holdout.md, session 24). Where no
   // calibration of the GPU's architecture measured bulk copies, both rates are its L2 rate. Attention
   // kernels keep the load rate: with the bulk rate the H100's held-out attention error rose (15.4 ->
-  // 16.1%) and the H200's did not move.
+  // 16.1%) and the H200's did not move. So do GEMMs on warp-level MMA (written for sm80: cp.async).
   const auto& ach = hw.achievable;
-  const bool bulk_copies = a.family == Family::gemm && d.tensor_flops > 0;
+  const bool bulk_copies = a.family == Family::gemm && d.tensor_flops > 0 && !a.warp_level_mma;
   fill_cycles(ach, bulk_copies ? ach.l2_bulk_bytes_per_clk : ach.l2_bytes_per_clk, a.achievable_cycles_balanced,
               a.achievable_cycles_busiest);
   // A kernel on warp-level MMA where the GPU's tensor path is faster (Hopper): its tensor pipe at

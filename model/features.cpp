@@ -1,8 +1,10 @@
 #include "model/features.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/classify/kernel_classifier.h"
+#include "model/classify/tile_from_name.h"
 
 namespace perfloom {
 
@@ -22,6 +24,11 @@ double act_quant_us(const KernelDesc& k, const GpuSpec& gpu) {
   return bytes / bytes_per_clk / hw.clock_hz * 1e6 + hw.achievable.launch_floor_us;
 }
 
+double operand_load_bytes(const KernelDesc& k) {
+  const auto elements = operand_alignment_elements(k.name);
+  return elements ? std::min(16.0, *elements * dtype_bytes(k.dtype)) : 16.0;
+}
+
 const std::vector<std::string_view>& feature_names() {
   static const std::vector<std::string_view> names = {
       "log2_cyc_bal_tensor", "log2_cyc_bal_fma", "log2_cyc_bal_sfu", "log2_cyc_bal_dram", "log2_cyc_bal_l2",
@@ -31,7 +38,8 @@ const std::vector<std::string_view>& feature_names() {
       "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
       "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
       "log2_l2_mib", "log2_launch_floor_cycles", "impl_class", "act_quant_share", "tile_known",
-      "log2_share_tensor", "log2_share_fma", "log2_share_sfu", "log2_share_dram", "log2_share_l2", "log2_share_smem"};
+      "log2_share_tensor", "log2_share_fma", "log2_share_sfu", "log2_share_dram", "log2_share_l2", "log2_share_smem",
+      "operand_load_bytes"};
   return names;
 }
 
@@ -110,6 +118,7 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
     const double c = a.achievable_cycles_busiest[static_cast<std::size_t>(p)];
     f.push_back(work > 0 ? static_cast<float>(std::log2((c + 1.0) / (work + 1.0))) : 0.0f);
   }
+  f.push_back(static_cast<float>(operand_load_bytes(k)));
   return f;
 }
 

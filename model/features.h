@@ -33,8 +33,11 @@ namespace perfloom {
 // label is the measured time less the GPU's launch offset (its own empty kernel less the shared
 // launch floor: Analysis::launch_offset_us, training.h learned_label), which the prediction adds back;
 // 18: a tensor-core GEMM's achievable L2 cycles at the calibrated bulk-copy L2 rate
-// (PipeRates::l2_bulk_bytes_per_s; finish_analysis).
-inline constexpr int kFeatureVersion = 18;
+// (PipeRates::l2_bulk_bytes_per_s; finish_analysis); 19: a GEMM kernel written for sm80 or older
+// (warp_level_mma_kernel: cuBLAS's cutlass_75 / cutlass_80 fallbacks) runs its tensor work at the
+// calibrated mma.sync rate and streams its tiles with loads, not bulk copies, and every kernel's
+// operand load width (operand_load_bytes, from a CUTLASS name's "alignN") is a feature.
+inline constexpr int kFeatureVersion = 19;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);
@@ -44,5 +47,12 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
 // values), at the achievable L2 rate when that fits in L2 (the activations were just written),
 // else DRAM, plus one launch floor. 0 for a kernel without it.
 double act_quant_us(const KernelDesc& k, const GpuSpec& gpu);
+
+// The bytes each thread moves per load of a GEMM operand: a CUTLASS kernel named "..._alignN" loads
+// N elements at a time (cuBLAS launches align1 and align2 kernels for operands whose rows are not
+// 16-byte aligned); 16 (a full vector) when the name gives no alignment. On our H100 and H200 the
+// cutlass_75 align1 kernels of the tile sweeps run 4.7-5.4x their achievable roofline where the
+// align8 ones run 1.3x (bench/results/eval_holdout.md, session 25): the feature "operand_load_bytes".
+double operand_load_bytes(const KernelDesc& k);
 
 }  // namespace perfloom

@@ -370,6 +370,17 @@ TileNameInfo parse_tile_name(std::string_view name) {
 
 std::optional<TileConfig> tile_from_kernel_name(std::string_view name) { return parse_tile_name(name).tile; }
 
+std::optional<int> operand_alignment_elements(std::string_view name) {
+  for (size_t pos = 0; (pos = ifind(name, "_align", pos)) != std::string_view::npos; pos += 6) {
+    size_t e = pos + 6;
+    int v = 0;
+    while (e < name.size() && name[e] >= '0' && name[e] <= '9' && v < 1000) v = v * 10 + (name[e++] - '0');
+    if (e == pos + 6 || (e < name.size() && is_ident(name[e]) && name[e] != '_')) continue;
+    if (v > 0) return v;
+  }
+  return std::nullopt;
+}
+
 std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name) {
   AttentionTileInfo info;
   if (size_t p = ifind(name, "flash_fwd_kernel_traits<"); p != std::string_view::npos) {

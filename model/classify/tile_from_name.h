@@ -46,6 +46,11 @@ struct TileNameInfo {
 
 TileNameInfo parse_tile_name(std::string_view name);
 
+// The operand alignment a CUTLASS-style name gives ("..._tn_align2": operands loaded 2 elements
+// at a time), or nullopt when the name gives none (nvjet, xmma and cuBLAS's own kernels load full
+// 16-byte vectors).
+std::optional<int> operand_alignment_elements(std::string_view name);
+
 // The tile as named, with split-K / stream-K / cluster when the name says them.
 std::optional<TileConfig> tile_from_kernel_name(std::string_view name);
 

@@ -2,6 +2,7 @@
 // to their GPU, and used for the achievable rates but never for the roofline ceiling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/analysis.h"
+#include "model/classify/tile_from_name.h"
 #include "model/calibration.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
@@ -297,6 +299,66 @@ TEST(Calibration, BulkCopyL2RateIsTheCalibratedGpusOwnOrItsArchitecturesMeanAndS
   EXPECT_EQ(error_of(c).field(), "measured.l2_bulk_gb_s");
   c["measured"]["l2_bulk_gb_s"] = "fast";
   EXPECT_EQ(error_of(c).field(), "measured.l2_bulk_gb_s");
+}
+
+// cuBLAS's fallbacks written for sm80 or older (CUTLASS 2 kernels launched as cutlass::Kernel2<...>:
+// misaligned operands, tf32) issue warp-level MMA on Hopper and load their tiles (cp.async, not bulk
+// copies): their tensor work at the calibrated mma.sync rate with the SM's other pipes in series, their
+// L2 traffic at the load rate; an nvjet kernel of the same tile keeps the warpgroup and bulk-copy
+// rates. Their operand load width is a feature (align2 bf16: 4 bytes per load).
+TEST(Calibration, GemmKernelsWrittenForSm80RunAtTheWarpLevelMmaRateAndLoadTheirTiles) {
+  const GpuDatabase db = GpuDatabase::builtin();
+  const GpuSpec& h200 = db.get("h200");
+  const auto l2 = static_cast<std::size_t>(Pipe::l2);
+  KernelDesc legacy = big_gemm();
+  legacy.name = "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x128_32x4_tn_align2>(Params)";
+  legacy.tile = tile_from_kernel_name(legacy.name);
+  ASSERT_TRUE(legacy.tile);
+  KernelDesc nvjet = big_gemm();
+  nvjet.name = "nvjet_sm90_tst_128x128_64x4_1x1_v_bz_TNT";
+  nvjet.tile = tile_from_kernel_name(nvjet.name);
+  ASSERT_TRUE(nvjet.tile);
+  const auto hw = hardware_rates(h200, Dtype::bf16);
+  ASSERT_GT(hw.achievable.mma_sync_flops_per_clk, 0);
+
+  const Analysis a = analyze_kernel(legacy, h200);
+  EXPECT_TRUE(a.warp_level_mma);
+  auto at = [&](const Analysis& x, Pipe p) { return x.achievable_cycles_busiest[static_cast<std::size_t>(p)]; };
+  const double mma = a.demand.tensor_flops * a.plan.busiest_sm_share / hw.achievable.mma_sync_flops_per_clk;
+  EXPECT_NEAR(at(a, Pipe::tensor), mma + at(a, Pipe::sfu) + at(a, Pipe::fma) + at(a, Pipe::smem), 1e-6 * mma);
+  EXPECT_NEAR(a.achievable_cycles_balanced[l2], a.demand.l2_bytes / hw.achievable.l2_bytes_per_clk,
+              1e-9 * a.achievable_cycles_balanced[l2]);
+
+  const Analysis n = analyze_kernel(nvjet, h200);
+  EXPECT_FALSE(n.warp_level_mma);
+  EXPECT_NEAR(at(n, Pipe::tensor), n.demand.tensor_flops * n.plan.busiest_sm_share / hw.achievable.tensor_flops_per_clk,
+              1e-6 * at(n, Pipe::tensor));
+  EXPECT_NEAR(n.achievable_cycles_balanced[l2], n.demand.l2_bytes / hw.achievable.l2_bulk_bytes_per_clk,
+              1e-9 * n.achievable_cycles_balanced[l2]);
+  EXPECT_GT(a.achievable_roofline_us, 1.2 * n.achievable_roofline_us);
+  EXPECT_EQ(a.roofline_us, n.roofline_us) << "the datasheet roofline knows no kernel";
+
+  // The A100's tensor path is warp-level MMA: the same kernel there runs at its one tensor rate.
+  const GpuSpec& a100 = db.get("a100-sxm-80gb");
+  const Analysis ampere = analyze_kernel(legacy, a100);
+  const auto hw_a100 = hardware_rates(a100, Dtype::bf16);
+  EXPECT_NEAR(at(ampere, Pipe::tensor),
+              ampere.demand.tensor_flops * ampere.plan.busiest_sm_share / hw_a100.achievable.tensor_flops_per_clk,
+              1e-6 * at(ampere, Pipe::tensor));
+
+  // The operand load width: align2 of bf16 is 4 bytes, a name without an alignment a full vector.
+  EXPECT_EQ(operand_load_bytes(legacy), 4.0);
+  EXPECT_EQ(operand_load_bytes(nvjet), 16.0);
+  KernelDesc align1 = legacy;
+  align1.name = "void cutlass::Kernel2<cutlass_75_tensorop_s1688gemm_bf16_128x64_tn_align1>(Params)";
+  EXPECT_EQ(operand_load_bytes(align1), 2.0);
+  align1.dtype = Dtype::tf32;
+  EXPECT_EQ(operand_load_bytes(align1), 4.0);
+  const auto& names = feature_names();
+  const auto col = static_cast<std::size_t>(std::find(names.begin(), names.end(), "operand_load_bytes") - names.begin());
+  ASSERT_LT(col, names.size());
+  EXPECT_EQ(make_features(legacy, h200, a)[col], 4.0f);
+  EXPECT_EQ(make_features(nvjet, h200, n)[col], 16.0f);
 }
 
 // fp16 and bf16 GEMMs run alike (our sweeps: the same GEMM in both, median ratio 1.000 on the H100

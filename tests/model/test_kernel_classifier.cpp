@@ -785,6 +785,20 @@ TEST(ClassifierSpeed, MicrosecondsPerCall) {
   EXPECT_LT(us, 20.0);  // target < 5 us in an optimised build; loose here for sanitiser/debug builds
 }
 
+// CUTLASS names say how many elements each operand load moves ("_alignN"); others say nothing.
+TEST(KernelClassifierTile, OperandAlignmentFromTheName) {
+  EXPECT_EQ(operand_alignment_elements("void cutlass::Kernel2<cutlass_75_tensorop_s1688gemm_bf16_128x64_tn_align1>(Params)"), 1);
+  EXPECT_EQ(operand_alignment_elements("void cutlass::Kernel2<cutlass_80_wmma_tensorop_s161616gemm_bf16_32x32_32x2_tn_align2>(P)"), 2);
+  EXPECT_EQ(operand_alignment_elements("cutlass3x_sm90_tensorop_s64x128x16gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_ntn_align8"), 8);
+  EXPECT_EQ(operand_alignment_elements("void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_64x64_64x4_tn_ALIGN16>"), 16);
+  EXPECT_FALSE(operand_alignment_elements("nvjet_sm90_tst_128x128_64x4_1x1_v_bz_TNT"));
+  EXPECT_FALSE(operand_alignment_elements("void at::native::vectorized_elementwise_kernel_aligned<4>"));
+  EXPECT_FALSE(operand_alignment_elements("kernel_align"));
+  EXPECT_FALSE(operand_alignment_elements("kernel_align0"));
+  EXPECT_FALSE(operand_alignment_elements("kernel_align8x"));
+  EXPECT_FALSE(operand_alignment_elements(""));
+}
+
 TEST(WarpLevelMma, KernelsWrittenForSm80AndFlashAttention2) {
   EXPECT_TRUE(warp_level_mma_kernel("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>"));
   EXPECT_TRUE(warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_"
