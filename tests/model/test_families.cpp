@@ -105,6 +105,31 @@ TEST(GemmModel, ClustersPadTheGridToWholeClusters) {
   EXPECT_DOUBLE_EQ(padded.useful_flops, whole.useful_flops);
 }
 
+// A launch grid larger than the output tiles reads as split-K, but the tiles count in whole clusters:
+// the tile sweeps' nvjet_sm90_tst_320x56_64x4_2x2 at M = 32, N = 8192 launches 4 x 13 CTAs for
+// 26 x 1 tiles, the single row of tiles padded to the cluster's 2, without split-K.
+TEST(GemmModel, ALaunchGridPaddedToWholeClustersIsNoSplitK) {
+  KernelDesc k = gemm(32, 8192, 4096);
+  k.name = "nvjet_sm90_tst_320x56_64x4_2x2_v_bz_TNT";
+  k.tile = TileConfig{56, 320, 64};
+  k.tile->cluster_m = 2;
+  k.tile->cluster_n = 2;
+  LaunchArgs launch;
+  launch.grid = {4, 13, 1};
+  launch.block = {384, 1, 1};
+  k.launch = launch;
+  const Analysis a = analyze_kernel(k, h100());
+  ASSERT_TRUE(a.tile);
+  EXPECT_EQ(a.tile->split_k, 1);
+  EXPECT_FALSE(a.tile->stream_k);
+  EXPECT_DOUBLE_EQ(a.plan.ctas, 52);
+  // Twice as many CTAs again is split-K 2; fewer than the padded tiles, a persistent kernel.
+  k.launch->grid = {8, 13, 1};
+  EXPECT_EQ(analyze_kernel(k, h100()).tile->split_k, 2);
+  k.launch->grid = {4, 6, 1};
+  EXPECT_TRUE(analyze_kernel(k, h100()).tile->stream_k);
+}
+
 TEST(GemmModel, DecodeShapedGemmIsMemoryBound) {
   Analysis a = analyze_kernel(gemm(1, 4096, 4096), h100());
   EXPECT_EQ(a.bound, Pipe::dram);
