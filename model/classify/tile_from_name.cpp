@@ -373,10 +373,9 @@ std::optional<TileConfig> tile_from_kernel_name(std::string_view name) { return 
 std::optional<int> operand_alignment_elements(std::string_view name) {
   for (size_t pos = 0; (pos = ifind(name, "_align", pos)) != std::string_view::npos; pos += 6) {
     size_t e = pos + 6;
-    int v = 0;
-    while (e < name.size() && name[e] >= '0' && name[e] <= '9' && v < 1000) v = v * 10 + (name[e++] - '0');
-    if (e == pos + 6 || (e < name.size() && is_ident(name[e]) && name[e] != '_')) continue;
-    if (v > 0) return v;
+    const int v = read_int(name, e);
+    if (v <= 0 || (e < name.size() && is_ident(name[e]) && name[e] != '_')) continue;
+    return v;
   }
   return std::nullopt;
 }
