@@ -23,6 +23,17 @@ namespace {
 
 constexpr const char* kSchema = "perfloom-calibration/1";
 
+// A running mean: the sum and count of the values added (mean_fractions).
+struct Mean {
+  double sum = 0;
+  int n = 0;
+  void add(double v) {
+    sum += v;
+    ++n;
+  }
+  double value_or(double none) const { return n ? sum / n : none; }
+};
+
 std::string lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -205,16 +216,12 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
   if (per_gpu.empty()) return m;
   const double n = static_cast<double>(per_gpu.size());
   m.fma = m.sfu = m.dram = m.dram_write = m.l2 = m.smem = m.launch = 0;
-  std::map<std::string, std::pair<double, int>> tensor;
-  std::map<std::pair<std::string, std::string>, std::pair<double, int>> mma_sync;  // (architecture, key)
-  std::map<std::string, std::pair<double, int>> l2_bulk;                          // by architecture
-  double any = 0, latency = 0;
-  int any_n = 0, latency_n = 0;
+  std::map<std::string, Mean> tensor;
+  std::map<std::pair<std::string, std::string>, Mean> mma_sync;  // (architecture, key)
+  std::map<std::string, Mean> l2_bulk;                           // by architecture
+  Mean any, latency;
   for (const auto& f : per_gpu) {
-    if (f.dram_latency_ns > 0) {
-      latency += f.dram_latency_ns;
-      ++latency_n;
-    }
+    if (f.dram_latency_ns > 0) latency.add(f.dram_latency_ns);
     m.fma += f.fma / n;
     m.sfu += f.sfu / n;
     m.dram += f.dram / n;
@@ -223,27 +230,19 @@ AchievableFractions mean_fractions(const std::vector<AchievableFractions>& per_g
     m.smem += f.smem / n;
     m.launch += f.launch / n;
     for (const auto& [k, v] : f.tensor) {
-      tensor[k].first += v;
-      ++tensor[k].second;
-      any += v;
-      ++any_n;
+      tensor[k].add(v);
+      any.add(v);
     }
     for (const auto& [arch, by_key] : f.mma_sync_by_architecture)
-      for (const auto& [k, v] : by_key) {
-        mma_sync[{arch, k}].first += v;
-        ++mma_sync[{arch, k}].second;
-      }
-    for (const auto& [arch, v] : f.l2_bulk_by_architecture) {
-      l2_bulk[arch].first += v;
-      ++l2_bulk[arch].second;
-    }
+      for (const auto& [k, v] : by_key) mma_sync[{arch, k}].add(v);
+    for (const auto& [arch, v] : f.l2_bulk_by_architecture) l2_bulk[arch].add(v);
     m.from.insert(m.from.end(), f.from.begin(), f.from.end());
   }
-  for (const auto& [k, sn] : tensor) m.tensor[k] = sn.first / sn.second;
-  m.tensor_any = any_n ? any / any_n : 1.0;
-  for (const auto& [ak, sn] : mma_sync) m.mma_sync_by_architecture[ak.first][ak.second] = sn.first / sn.second;
-  for (const auto& [arch, sn] : l2_bulk) m.l2_bulk_by_architecture[arch] = sn.first / sn.second;
-  m.dram_latency_ns = latency_n ? latency / latency_n : 0.0;
+  for (const auto& [k, mean] : tensor) m.tensor[k] = mean.value_or(0);
+  m.tensor_any = any.value_or(1.0);
+  for (const auto& [ak, mean] : mma_sync) m.mma_sync_by_architecture[ak.first][ak.second] = mean.value_or(0);
+  for (const auto& [arch, mean] : l2_bulk) m.l2_bulk_by_architecture[arch] = mean.value_or(0);
+  m.dram_latency_ns = latency.value_or(0.0);
   return m;
 }
 
