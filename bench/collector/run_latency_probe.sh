@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One GPU run of perfloom-latency-probe (latency_probe.cu): build it, run it, and write
-# OUTDIR/<gpu-id>/latency_probe.csv with env.txt and log.txt beside it (about a minute with the build).
+# OUTDIR/<gpu-id>/latency_probe/latency_probe.csv with env.txt and log.txt beside it (about 20 s with the
+# build on an H100). perfloom trains on every collector CSV under bench/data/: see README.md for which
+# version of the probe's output lies there.
 #
 #   bench/collector/run_latency_probe.sh [OUTDIR]      (default OUTDIR: $OUT if set, else ./collector-out)
 set -u -o pipefail
