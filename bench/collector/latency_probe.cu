@@ -6,8 +6,8 @@
 // and PyTorch's index_select (Vidur's embedding) with 128-thread CTAs, at most 8 per SM, one
 // element per thread and iteration. Version 2 measures them at Vidur's shapes: tokens from 1 to
 // 16384, the hidden sizes, MLP widths and head layouts of the models (and tensor-parallel shards)
-// Vidur profiled, so that a GPU Vidur did not profile (the H200) teaches the learned model how
-// these kernels run on its architecture. They test the Little's-law term of
+// Vidur profiled (its output on our H100 and H200 is bench/results/latency_probe_v2/, next to
+// Vidur's timings; version 1's 37 rows per GPU are the training data). They test the Little's-law term of
 // perfloom's DRAM pipe (model/analysis.cpp) on kernels whose bytes in flight are known, on the GPU
 // at hand, next to the registers and occupancy the compiler gave them.
 // Writes a perfloom-collector/1 CSV (sweep=latency_probe; bench/collector/FORMAT.md) that joins the
@@ -37,7 +37,8 @@ __device__ float block_sum(float v) {
 // Pointers __restrict__ and the activation's loads through __ldg, as in those kernels (vLLM's
 // csrc/layernorm_kernels.cu, activation_kernels.cu and pos_encoding_kernels.cu of 2023): the compiler
 // may hoist an iteration's loads above the previous iteration's store. (Version 1 of this probe left
-// __restrict__ out; its SiLU-and-mul ran 1.18-1.23x Vidur's H100 times at 512+ tokens.)
+// __restrict__ out; with it nothing changed on our H100: both run SiLU-and-mul at 1.17-1.24x Vidur's
+// H100 times above 64 tokens.)
 __global__ void vllm2023_rms_norm_kernel(__half* __restrict__ out, const __half* __restrict__ in,
                                          const __half* __restrict__ w, float eps, int H) {
     __shared__ float s_inv;
