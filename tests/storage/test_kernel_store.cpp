@@ -1,5 +1,6 @@
 // The kernel store: one transaction per import, duplicates refused by content hash, kernels read
 // back as imported, predictions cached per (source, GPU, model version), schema 1 -> 2.
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "storage/importers/content_hash.h"
@@ -225,6 +226,36 @@ TEST(KernelStore, CollectorCsvKeepsItsEnvironmentAsProvenance) {
   EXPECT_TRUE(ks[0].shape_known);
   EXPECT_EQ(ks[0].measurements.at(0).gpu_id, "h200");
   EXPECT_EQ(ks[0].measurements.at(0).method.rfind("collector", 0), 0u);
+}
+
+// Version 2 of perfloom-latency-probe (bench/collector/latency_probe.cu) writes each rotary row's
+// head layout in the Hq, Hkv and D columns; its output on our H200 (bench/results/latency_probe_v2)
+// is not training data but must read back as the kernels it timed.
+TEST(KernelStore, LatencyProbeVersion2ReadsBackWithItsRotaryHeadLayouts) {
+  TempDir dir;
+  Database db(dir / "p.db");
+  KernelStore store(db);
+  auto sum = store.import_file(source_dir() / "bench/results/latency_probe_v2/h200.csv", control());
+  EXPECT_EQ(sum.format, "collector-csv");
+  EXPECT_EQ(sum.kernels, 390u);
+  EXPECT_EQ(sum.gpu_id, "h200");
+  std::map<Op, int> per_op;
+  bool saw_gqa = false;
+  for (const auto& k : store.kernels(sum.source_id)) {
+    ++per_op[k.desc.op];
+    EXPECT_TRUE(k.shape_known) << k.desc.name;
+    if (k.desc.op != Op::rotary) continue;
+    EXPECT_EQ(k.family, Family::elementwise);
+    EXPECT_EQ(k.desc.shape.D, 128);
+    EXPECT_EQ(k.desc.shape.Hq % k.desc.shape.Hkv, 0);
+    EXPECT_NE(k.desc.name.find("vllm2023_rotary_embedding_kernel"), std::string::npos) << k.desc.name;
+    saw_gqa = saw_gqa || (k.desc.shape.Hq == 64 && k.desc.shape.Hkv == 8);
+  }
+  EXPECT_EQ(per_op[Op::rmsnorm], 68);
+  EXPECT_EQ(per_op[Op::silu_mul], 135);
+  EXPECT_EQ(per_op[Op::rotary], 119);
+  EXPECT_EQ(per_op[Op::embedding], 68);
+  EXPECT_TRUE(saw_gqa) << "Llama-2-70B's 64 query heads over 8 KV heads";
 }
 
 TEST(KernelStore, PublicDatasetFileIsTrainingDataWithProvenance) {
