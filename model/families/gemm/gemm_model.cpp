@@ -57,6 +57,13 @@ const std::vector<TileConfig>& gemm_tile_candidates(const GpuSpec& gpu, Dtype dt
 
 namespace {
 
+// The CTAs one split of the GEMM launches: its output tiles, each side rounded up to whole clusters
+// (a cluster takes a cluster_m x cluster_n block of tiles; tuner/wave_model.h WaveGrid::cluster_ctas).
+double cluster_grid_tiles(const GemmProblem& p, const TileConfig& t) {
+  return p.batch * static_cast<double>(whole_clusters(static_cast<int64_t>(std::ceil(p.M / t.tile_m)), t.cluster_m)) *
+         static_cast<double>(whole_clusters(static_cast<int64_t>(std::ceil(p.N / t.tile_n)), t.cluster_n));
+}
+
 bool on_tensor_cores(Dtype d, const HardwareRates& hw) { return d != Dtype::fp32 && hw.tensor_flops_per_clk > 0; }
 
 // Relative throughput a tile reaches on the tensor pipe: a small tile re-reads operands from
@@ -90,8 +97,7 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   // to whole clusters, and the padding CTAs run the main loop on zero-filled operands, holding
   // their SMs like the others (tuner/wave_model.h WaveGrid::cluster_ctas). They read nothing.
   const double output_ctas = p.batch * tiles_m * tiles_n * split;
-  const double ctas = p.batch * static_cast<double>(whole_clusters(static_cast<int64_t>(tiles_m), t.cluster_m)) *
-                      static_cast<double>(whole_clusters(static_cast<int64_t>(tiles_n), t.cluster_n)) * split;
+  const double ctas = cluster_grid_tiles(p, t) * split;
   const double executed_flops = ctas * 2.0 * t.tile_m * t.tile_n * k_per_cta;
   a.useful_flops = 2.0 * p.batch * p.M * p.N * p.K;
 
@@ -209,10 +215,7 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
     // a 2x2 cluster launches twice its tiles without any split-K (the tile sweeps' nvjet kernels on
     // our H100 and H200: ~1,300 rows per GPU had been read as split-K 2, 17-20% MAPE held out).
     if (k.launch && k.launch->known() && tile.split_k <= 1) {
-      const double tiles =
-          p.batch *
-          static_cast<double>(whole_clusters(static_cast<int64_t>(std::ceil(p.M / tile.tile_m)), tile.cluster_m)) *
-          static_cast<double>(whole_clusters(static_cast<int64_t>(std::ceil(p.N / tile.tile_n)), tile.cluster_n));
+      const double tiles = cluster_grid_tiles(p, tile);
       const double ctas = static_cast<double>(k.launch->ctas());
       if (ctas >= 2 * tiles) tile.split_k = static_cast<int>(std::lround(ctas / tiles));
       else if (ctas < tiles) tile.stream_k = true;
