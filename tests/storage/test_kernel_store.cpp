@@ -281,7 +281,7 @@ TEST(KernelStore, ActivationQuantisedGemmsComeBackMarked) {
   Database db(dir / "q.db");
   KernelStore store(db);
   const fs::path file = source_dir() /
-      "bench/data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/vllm/0.14.0/gemm_perf.csv.gz";
+      "bench/data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/sglang/0.5.10/gemm_perf.csv.gz";
   auto sum = store.import_file(file, control());
   std::size_t fp8 = 0, bf16 = 0;
   for (const auto& k : store.kernels(sum.source_id)) {

@@ -158,20 +158,20 @@ TEST(PublicCsvReader, StrictNumbers) {
 
 TEST(PublicDatasets, AiconfiguratorGemmKnownRowAndCounts) {
   DatasetLoadReport rep;
-  auto ks = read_aiconfigurator_gemm(aic("h100_sxm/gemm/vllm/0.14.0/gemm_perf.csv.gz"), db(), &rep);
+  auto ks = read_aiconfigurator_gemm(aic("h100_sxm/gemm/sglang/0.5.10/gemm_perf.csv.gz"), db(), &rep);
   ASSERT_FALSE(ks.empty());
-  // First row: VLLM,0.14.0,NVIDIA H100 80GB HBM3,gemm,vllm_default,fp8,8192,65536,10240,7.856960720486111
+  // First row: SGLang,0.5.10,NVIDIA H100 80GB HBM3,gemm,sglang,fp8,224,1536,2048,0.007497777541478475
   const MeasuredKernel& k = ks.front();
   EXPECT_EQ(k.kernel.op, Op::gemm);
   EXPECT_EQ(k.kernel.dtype, Dtype::fp8e4m3);
-  EXPECT_EQ(k.kernel.shape.M, 8192);
-  EXPECT_EQ(k.kernel.shape.N, 65536);
-  EXPECT_EQ(k.kernel.shape.K, 10240);
-  EXPECT_NEAR(k.latency_us, 7856.960720486111, 1e-9);
+  EXPECT_EQ(k.kernel.shape.M, 224);
+  EXPECT_EQ(k.kernel.shape.N, 1536);
+  EXPECT_EQ(k.kernel.shape.K, 2048);
+  EXPECT_NEAR(k.latency_us, 7.497777541478475, 1e-9);
   EXPECT_EQ(k.gpu_id, "h100-sxm");
-  EXPECT_EQ(k.dataset, "aiconfigurator/h100_sxm/gemm/vllm-0.14.0");
+  EXPECT_EQ(k.dataset, "aiconfigurator/h100_sxm/gemm/sglang-0.5.10");
   EXPECT_NE(k.note.find("act_quant=included"), std::string::npos) << k.note;
-  EXPECT_NE(k.note.find("kernel_source=vllm_default"), std::string::npos) << k.note;
+  EXPECT_NE(k.note.find("kernel_source=sglang"), std::string::npos) << k.note;
   // The framework's fp8 linear: its time includes quantising the activations, which the learned
   // model reads as a feature; its bf16 rows are the GEMM alone.
   EXPECT_TRUE(k.kernel.act_quant);
@@ -181,14 +181,36 @@ TEST(PublicDatasets, AiconfiguratorGemmKnownRowAndCounts) {
   EXPECT_NE(kernel_key(k.kernel), kernel_key(alone));
   EXPECT_NE(kernel_key(k.kernel, KernelKeyDetail::prediction), kernel_key(alone, KernelKeyDetail::prediction));
 
-  EXPECT_EQ(rep.rows, 26040u);
-  EXPECT_EQ(rep.kept, 18480u);
-  EXPECT_EQ(rep.skipped, 7560u);  // every fp8_block row
+  EXPECT_EQ(rep.rows, 101007u);
+  EXPECT_EQ(rep.kept, 71483u);
+  EXPECT_EQ(rep.skipped, 29524u);  // every fp8_block row
   ASSERT_EQ(rep.skip_counts.size(), 1u);
   EXPECT_NE(rep.skip_counts.begin()->first.find("fp8_block"), std::string::npos);
   std::set<Dtype> dtypes;
   for (const auto& m : ks) dtypes.insert(m.kernel.dtype);
   EXPECT_EQ(dtypes, (std::set<Dtype>{Dtype::bf16, Dtype::fp8e4m3}));
+}
+
+TEST(PublicDatasets, AiconfiguratorVllmFp8GemmTableIsSkippedWithItsReason) {
+  // vLLM 0.14.0's fp8 rows contradict the fp8 GEMM they name (1.35-2.0x SGLang's fp8 linear on the
+  // same H100 shapes, 2.2x vLLM's own bf16): skipped with the reason; the bf16 rows stay.
+  DatasetLoadReport rep;
+  auto ks = read_aiconfigurator_gemm(aic("h100_sxm/gemm/vllm/0.14.0/gemm_perf.csv.gz"), db(), &rep);
+  EXPECT_EQ(rep.rows, 26040u);
+  EXPECT_EQ(rep.kept, 9240u);
+  EXPECT_EQ(rep.skipped, 7560u + 9240u);  // every fp8_block row and every fp8 row
+  ASSERT_EQ(rep.skip_counts.size(), 2u);
+  std::size_t inconsistent = 0;
+  for (const auto& [reason, n] : rep.skip_counts)
+    if (reason.find("vLLM 0.14.0 fp8 linear is not an fp8 tensor-core GEMM") != std::string::npos) inconsistent = n;
+  EXPECT_EQ(inconsistent, 9240u);
+  for (const auto& m : ks) EXPECT_EQ(m.kernel.dtype, Dtype::bf16);
+  // First row kept: VLLM,0.14.0,NVIDIA H100 80GB HBM3,gemm,vllm_default,bfloat16,8192,65536,10240,12.903173658582899
+  ASSERT_FALSE(ks.empty());
+  EXPECT_EQ(ks.front().kernel.shape.M, 8192);
+  EXPECT_EQ(ks.front().kernel.shape.K, 10240);
+  EXPECT_NEAR(ks.front().latency_us, 12903.173658582899, 1e-9);
+  EXPECT_FALSE(ks.front().kernel.act_quant);
 }
 
 TEST(PublicDatasets, AiconfiguratorGemmNvfp4OnBlackwell) {
@@ -460,11 +482,11 @@ TEST(PublicDatasets, RowCountsPerFileType) {
       &reports);
   EXPECT_EQ(reports.size(), 53u);
   for (const auto& r : reports) EXPECT_GT(r.kept, 0u) << r.file;
-  EXPECT_EQ(kept_by_source["aiconfigurator/gemm"], 235955u);
+  EXPECT_EQ(kept_by_source["aiconfigurator/gemm"], 226715u);  // without vLLM 0.14.0's 9,240 fp8 rows (inconsistent_gemm_table)
   EXPECT_EQ(kept_by_source["aiconfigurator/attention"], 211475u);
   EXPECT_EQ(kept_by_source["neusight"], 138211u);
   EXPECT_EQ(kept_by_source["vidur"], 198561u);
-  EXPECT_EQ(kernels, 784202u);
+  EXPECT_EQ(kernels, 774962u);
   std::size_t rows = 0;
   for (const auto& r : reports) rows += r.rows;
   EXPECT_EQ(rows, 751518u);
