@@ -25,6 +25,10 @@ struct PipeDemand {
   PipeDemand scaled(double f) const;
 };
 
+// The norm that combines a tensor-core GEMM's achievable tensor, L2 and DRAM cycles into its
+// achievable roofline where they come close (finish_analysis): 4, as measured on the H100 and H200.
+inline constexpr double kGemmOverlapNorm = 4;
+
 // How the kernel's CTAs fill the GPU.
 struct CtaPlan {
   double ctas = 0;            // CTAs launched
@@ -97,6 +101,10 @@ struct Analysis {
   // and scales. Equal to the above where a pipe reaches its peak.
   std::array<double, kPipeCount> achievable_cycles_balanced{};
   std::array<double, kPipeCount> achievable_cycles_busiest{};
+  // The L2 rate, in bytes per second, behind achievable_cycles_*[l2]: the GPU's bulk-copy rate for a
+  // tensor-core GEMM not written for sm80, its load rate otherwise (finish_analysis). The learned
+  // model reads a GEMM's memory cycles against it (features.cpp, kReferenceL2BytesPerS).
+  double achievable_l2_bytes_per_s = 0;
   double achievable_roofline_us = 0;
   // The share of the GPU's launch offset (its own launch floor less the one in
   // achievable_roofline_us: AchievableRates::launch_offset_us) this kernel pays: all of it at the

@@ -36,8 +36,15 @@ namespace perfloom {
 // (PipeRates::l2_bulk_bytes_per_s; finish_analysis); 19: a GEMM kernel written for sm80 or older
 // (warp_level_mma_kernel: cuBLAS's cutlass_75 / cutlass_80 fallbacks) runs its tensor work at the
 // calibrated mma.sync rate and streams its tiles with loads, not bulk copies, and every kernel's
-// operand load width (operand_load_bytes, from a CUTLASS name's "alignN") is a feature.
-inline constexpr int kFeatureVersion = 19;
+// operand load width (operand_load_bytes, from a CUTLASS name's "alignN") is a feature; 20: a tensor-core
+// GEMM's achievable roofline is the kGemmOverlapNorm-norm of its tensor, L2 and DRAM cycles where that
+// exceeds their maximum, and a GEMM's L2 and DRAM cycle features are read at the geometric mean of its
+// L2 rate and kReferenceL2BytesPerS.
+inline constexpr int kFeatureVersion = 20;
+
+// The L2 rate a GEMM's memory cycle features are read against (with its own: make_features): the
+// H100 SXM's bulk-copy L2 rate as perfloom-calibrate measured it (resources/calibration/h100-sxm.json).
+inline constexpr double kReferenceL2BytesPerS = 8449.32e9;
 
 const std::vector<std::string_view>& feature_names();
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);
