@@ -57,7 +57,8 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // time, and a held-out GPU whose L2 alone is faster (the H200's) got the training GPU's time; at
   // a reference rate the L2 reaches the prediction only through the smooth bound of the roofline
   // (kGemmOverlapNorm), which cost the H100 held out its DRAM-bound GEMMs. Half of each: held out,
-  // GEMM MAPE H200 6.3 -> 5.8%, H100 5.9 -> 5.8% (seed 7; bench/results/eval_holdout.md, session 29).
+  // GEMM MAPE H200 6.3 -> 5.8%, H100 5.9 -> 5.8%, A40 9.7 -> 8.6%, Blackwell 14.6 -> 14.2%, T4 28.9 ->
+  // 33.0% (seed 7; bench/results/eval_holdout.md, session 29).
   if (a.family == Family::gemm && a.achievable_l2_bytes_per_s > 0) {
     const double scale = std::sqrt(a.achievable_l2_bytes_per_s / kReferenceL2BytesPerS);
     for (auto* c : {&balanced, &busiest})
