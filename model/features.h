@@ -44,6 +44,8 @@ inline constexpr int kFeatureVersion = 20;
 
 // The L2 rate a GEMM's memory cycle features are read against (with its own: make_features): the
 // H100 SXM's bulk-copy L2 rate as perfloom-calibrate measured it (resources/calibration/h100-sxm.json).
+// A constant on purpose, not read from that file: the shipped models learned features at this rate,
+// and a re-measured calibration must not move every GPU's features under them.
 inline constexpr double kReferenceL2BytesPerS = 8449.32e9;
 
 const std::vector<std::string_view>& feature_names();
