@@ -829,6 +829,45 @@ TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepe
   fs::remove_all(dir);
 }
 
+TEST(TunerSweep, AReMeasurementsChoicesAreScaledToTheSweepByTheConfigurationsBothTimedAtTheShape) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_align_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string header =
+      "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  auto row = [](int m, const std::string& tile, double lat, int rank, const std::string& source) {
+    return "gemm,bf16," + std::to_string(m) + ",4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile +
+           "_64x6_1x1_v_bz_TNT,66," + tile + ",64xAUTO,1,1x1x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
+  };
+  // Shape M=128: the sweep timed three configurations; shape M=256: one.
+  std::ofstream(dir / "tiles.csv") << header << row(128, "128x128", 10, 1, "x") << row(128, "128x64", 20, 2, "x")
+                                   << row(128, "256x128", 30, 3, "x") << row(256, "128x128", 40, 1, "x");
+  // The lease ran 5% slow at M=128 (two configurations the sweep timed, one of them twice) and 10% slow at
+  // M=256, where it shares one configuration with the sweep: too few to say.
+  std::ofstream(dir / "tuner_picks.csv") << header << row(128, "128x128", 10.5, 1, "plan:heuristic rep=1")
+                                         << row(128, "128x64", 21, -2, "plan:64x128x64/s1/c1x1 measured 2 rep=1")
+                                         << row(128, "128x64", 21.2, -2, "plan:64x128x64/s1/c1x1 measured 2 rep=2")
+                                         << row(128, "64x64", 12.6, -2, "plan:64x64x64/s1/c1x1 table 1 rep=1")
+                                         << row(256, "128x128", 44, 1, "plan:heuristic rep=1")
+                                         << row(256, "64x64", 33, -2, "plan:64x64x64/s1/c1x1 table 1 rep=1");
+  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  auto latency_at = [](const std::vector<bench::SweepRow>& rows, long long m) {
+    for (const auto& r : rows)
+      if (r.sample.shape.M == m) return r.sample.latency_us;
+    return -1.0;
+  };
+  const auto aligned = bench::read_picks(dir, sweep);
+  ASSERT_EQ(aligned.size(), 2u);
+  // The median of 10 / 10.5 and 20 / 21.1 is 0.9524 / 1.05... : the choice's 12.6 us reads as 12.0 at the sweep's scale.
+  EXPECT_NEAR(latency_at(aligned, 128), 12.6 * ((10 / 10.5 + 20 / 21.1) / 2), 1e-9);
+  EXPECT_NEAR(latency_at(aligned, 128), 12.0, 0.05);
+  EXPECT_DOUBLE_EQ(latency_at(aligned, 256), 33);  // one shared configuration: kept as measured
+  const auto raw = bench::read_picks(dir, sweep, false);
+  EXPECT_DOUBLE_EQ(latency_at(raw, 128), 12.6);
+  EXPECT_DOUBLE_EQ(latency_at(raw, 256), 33);
+  fs::remove_all(dir);
+}
+
 TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurationTheSweepLacks) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_picks_" + std::to_string(std::random_device{}()));
