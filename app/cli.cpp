@@ -45,7 +45,7 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed", "random seed of the row and column subsampling (7)", "N")}}},
       {"eval",
-       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] [--no-target-calibration] [--rows OUT.csv]",
+       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] [--no-target-calibration] [--rows OUT.csv] [--save-models DIR]",
         "leave-one-GPU-out accuracy: retrain without that GPU, report MAPE, median and p90 error per family "
         "next to the roofline and Habitat-style baselines; the held-out GPU uses its calibration if it has one "
         "(target-measured tier), or with --no-target-calibration its datasheet (cross-generation tier)",
@@ -55,7 +55,9 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed", "random seed of the row and column subsampling (7): how much a result depends on it", "N"),
          QCommandLineOption("no-target-calibration", "evaluate the held-out GPU without its calibration"),
-         QCommandLineOption("rows", "write every held-out kernel's measured and predicted time to this CSV", "OUT.csv")}}},
+         QCommandLineOption("rows", "write every held-out kernel's measured and predicted time to this CSV", "OUT.csv"),
+         QCommandLineOption("save-models", "also write the models trained without the held-out GPUs to this folder "
+                                           "(what perfloom-tuner-eval --learned-models ranks with)", "DIR")}}},
       {"predict",
        {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
         "[--source-gpu ID] [--out OUT.csv]",

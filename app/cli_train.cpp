@@ -267,6 +267,16 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
                 << pct(s.mape) << std::setw(10) << pct(s.median_ape) << std::setw(10) << pct(s.p90_ape) << "\n";
   }
   if (ctx.json) std::cout << out.dump(2) << "\n";
+  if (args.isSet("save-models")) {  // the held-out models, for evaluations that need a model that never saw the GPU
+    std::set<std::string> gpus_used;
+    for (const auto& r : train) gpus_used.insert(r.gpu_id);
+    const std::filesystem::path dir = args.value("save-models").toStdString();
+    LearnedPredictor(std::move(models), {})
+        .save(dir, {{"data_hash", training_data_hash(train)}, {"training_gpus", gpus_used}, {"held_out", held},
+                    {"options", {{"rounds", opts.rounds}, {"seed", opts.seed}, {"max_depth", 8}, {"eta", 0.08}}}});
+    LearnedPredictor::load(dir);  // refuses what it cannot read back
+    if (!ctx.json) std::cout << "models trained without " << what << " written to " << dir.string() << "\n";
+  }
   return 0;
 }
 

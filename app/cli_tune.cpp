@@ -14,6 +14,7 @@
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
 #include "model/tuner/sampling_plan.h"
+#include "model/learned_predictor.h"
 #include "model/tuner/tuner.h"
 
 namespace perfloom::app {
@@ -123,7 +124,13 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     if (!mnk) return usage("--gemm wants three positive integers M,N,K, got '" + args.value("gemm").toStdString() + "'");
     const int64_t top = cliInteger(args, "top", 5, 1);
     const tuner::GemmShape shape{(*mnk)[0], (*mnk)[1], (*mnk)[2], *dtype};
-    const tuner::TuneResult r = tuner::tune_gemm(shape, *gpu, static_cast<std::size_t>(top));
+    // A GPU without a tuner table for the dtype ranks with the learned predictor: loaded only then.
+    const tuner::TunerTable* table = tuner::bundled_tuner_table(*gpu);
+    std::shared_ptr<const KernelPredictor> predictor;
+    std::string warning;
+    if (!table || !table->groups.count(tuner::dtype_group(shape.dtype))) predictor = make_default_predictor(&warning);
+    if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
+    const tuner::TuneResult r = tuner::tune_gemm(shape, *gpu, static_cast<std::size_t>(top), table, predictor.get());
     if (ctx.json) {
       nlohmann::json j;
       j["gpu"] = gpu->id;

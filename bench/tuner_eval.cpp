@@ -159,6 +159,7 @@ struct GpuReport {
   std::string gpu, env;
   std::size_t shapes = 0, rows = 0, modelled_rows = 0;
   ChoiceStats model, table_path, analytical, cublas_default;
+  ChoiceStats learned;  // --learned-models: the learned predictor, trained without this GPU, ranking the measured set
   std::map<std::string, ChoiceStats> model_by_group;
   std::size_t table_covered = 0, table_top1_measured = 0;
   ChoiceStats table_top1;
@@ -281,6 +282,24 @@ std::vector<std::string> categories(const tuner::GemmShape& s, double dflt_us, c
           std::min(M, N) <= 256 ? "f. skinny (min(M, N) ≤ 256)" : "g. not skinny",
           K <= 1024 ? "h. short K (K ≤ 1024)" : "i. long K (K > 1024)",
           "j. " + tuner::dtype_group(s.dtype)};
+}
+
+// --learned-models GPU DIR: the learned predictor trained without that GPU (`perfloom eval --holdout-gpu GPU
+// --save-models DIR`), which ranks what a GPU without a tuner table would get (tuner.h rank_learned).
+std::map<std::string, std::shared_ptr<const LearnedPredictor>> g_learned_models;
+// The measured latency of the configuration the learned predictor ranks fastest among `rows`.
+double choose_learned(const LearnedPredictor& predictor, const GpuSpec& gpu, const tuner::GemmShape& shape,
+                      const std::vector<const bench::SweepRow*>& rows) {
+  std::vector<const bench::SweepRow*> modelled;
+  std::vector<TileConfig> configs;
+  for (const auto* r : rows)
+    if (r->modelled) {
+      modelled.push_back(r);
+      configs.push_back(r->sample.config);
+    }
+  if (modelled.empty()) return NAN;
+  const auto ranked = tuner::rank_learned(predictor, gpu, shape, configs);
+  return modelled[ranked.front().index]->sample.latency_us;
 }
 
 // The measured latency of the configuration the analytical GEMM model ranks fastest among `rows`.
@@ -780,6 +799,8 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       if (g_light) continue;
       // The analytical GEMM model ranking the same measured configurations.
       rep.analytical.add(choose_analytical(gpu, shape, rows), best, dflt);
+      if (auto it = g_learned_models.find(gpu.id); it != g_learned_models.end())
+        rep.learned.add(choose_learned(*it->second, gpu, shape, rows), best, dflt);
 
       // The table path, as `perfloom tune` runs it.
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
@@ -971,6 +992,8 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
   choice_row(os, "wave model, falls back to cuBLASLt's default when the predicted gain is below a threshold", r.fallback, 0);
   choice_row(os, "cuBLASLt default (heuristic rank 1)", r.cublas_default, 0);
   choice_row(os, "analytical GEMM model (ranks the measured set)", r.analytical, 0);
+  if (!r.learned.within3.empty())
+    choice_row(os, "learned predictor, trained without this GPU (ranks the measured set: a GPU without a table)", r.learned, 0);
   choice_row(os, "sparse fit: wave-boundary points only", r.boundary_fit, 0);
   choice_row(os, "sparse fit: as many random points", r.random_fit, 0);
   if (r.files.size() > 1) {
@@ -2451,6 +2474,10 @@ int main(int argc, char** argv) {
     else if (a == "--fold-cache" && i + 1 < argc) g_fold_cache = argv[++i];
     else if (a == "--no-picks") g_use_picks = false;
     else if (a == "--no-pick-align") g_align_picks = false;
+    else if (a == "--learned-models" && i + 2 < argc) {
+      const std::string id = argv[++i];
+      g_learned_models[id] = LearnedPredictor::load(argv[++i]);
+    }
     else if (a == "--main-only") g_main_only = true;
     else if (a == "--nearest-shapes" && i + 1 < argc) g_nearest_shapes = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
@@ -2505,7 +2532,7 @@ int main(int argc, char** argv) {
                    "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
-                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--no-pick-align] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
+                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--no-pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
       return 2;
     }
@@ -2600,7 +2627,8 @@ int main(int argc, char** argv) {
                 << pct(share(r.model_orig.within3)) << " (fallback " << pct(share(r.fallback_orig.within3)) << ", cuBLASLt default "
                 << pct(share(r.default_orig.within3)) << ")\n";
       std::cout << id << ": within 3% " << pct(share(r.model.within3)) << " (cuBLASLt default " << pct(share(r.cublas_default.within3))
-                << ", analytical " << pct(share(r.analytical.within3)) << ", with fallback " << pct(share(r.fallback.within3))
+                << ", analytical " << pct(share(r.analytical.within3))
+                << (r.learned.within3.empty() ? std::string() : ", learned predictor " + pct(share(r.learned.within3))) << ", with fallback " << pct(share(r.fallback.within3))
                 << " kept default " << r.fallback_taken << "), chosen MAPE " << pct(mean(r.chosen_err)) << ", speedup vs default mean " << num(mean(r.model.speedup))
                 << " max " << num(*std::max_element(r.model.speedup.begin(), r.model.speedup.end())) << ", MAPE "
                 << pct(mean(r.err.all)) << ", query " << num(mean(r.query_us), 2) << " us\n";

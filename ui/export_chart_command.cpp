@@ -97,6 +97,7 @@ int runExportChart(const QStringList& args) {
       req.shape = {k.shape.M, k.shape.N, k.shape.K, k.dtype};
       req.gpu = gpus.front();
       req.sweep_dim = sweep == "N" ? 'N' : 'M';
+      req.predictor = make_default_predictor(nullptr);
       const TunerViewResult r = compute_tuner(req);
       if (!r.error.isEmpty()) throw std::runtime_error(r.error.toStdString());
       if (!r.ranked.empty())

@@ -47,7 +47,7 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   tabs_->addTab(whatif_view_, names[1]);
   tabs_->addTab(bottleneck_view_, names[2]);
   tabs_->addTab(simulator_view_, names[3]);
-  tuner_view_ = new TunerView(*gpus_, this);
+  tuner_view_ = new TunerView(*gpus_, predictor_, this);
   tabs_->addTab(tuner_view_, names[4]);
   tabs_->addTab(gpu_view_, names[5]);
   tabs_->setCurrentWidget(bottleneck_view_);

@@ -53,11 +53,13 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
   r.sweep_dim = req.sweep_dim == 'N' ? 'N' : 'M';
   try {
     const tuner::TunerTable* table = tuner::bundled_tuner_table(req.gpu);
-    const tuner::TuneResult t = tuner::tune_gemm(req.shape, req.gpu, static_cast<std::size_t>(std::max(1, req.top)), table);
+    const tuner::TuneResult t =
+        tuner::tune_gemm(req.shape, req.gpu, static_cast<std::size_t>(std::max(1, req.top)), table, req.predictor.get());
     r.method = QString::fromStdString(t.method);
     r.note = QString::fromStdString(t.note);
     r.ranked = t.ranked;
     const bool with_table = t.method == "wave-table" && table;
+    const bool learned = t.method == "learned" && req.predictor;
     const int64_t dim = r.sweep_dim == 'N' ? req.shape.N : req.shape.M;
     const int64_t lo = std::max<int64_t>(1, dim / 4), hi = std::max<int64_t>(dim * 2, lo + 8);
     std::vector<int64_t> dims;
@@ -73,8 +75,16 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
       for (int64_t d : dims) {
         tuner::GemmShape sh = req.shape;
         (r.sweep_dim == 'N' ? sh.N : sh.M) = d;
-        const double p = with_table ? tuner::evaluate_with_table(*table, req.gpu, sh, s.config).pred_us
-                                    : tuner::evaluate_analytical(req.gpu, sh, s.config).pred_us;
+        double p = NAN;
+        if (with_table) {
+          p = tuner::evaluate_with_table(*table, req.gpu, sh, s.config).pred_us;
+        } else if (learned) {
+          const auto one = tuner::rank_learned(*req.predictor, req.gpu, sh, {s.config});
+          if (one.empty()) continue;  // the predictor refuses this shape
+          p = one.front().pred_us;
+        } else {
+          p = tuner::evaluate_analytical(req.gpu, sh, s.config).pred_us;
+        }
         s.dims.push_back(static_cast<double>(d));
         s.pred_us.push_back(p);
       }
@@ -213,8 +223,8 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
   }
 }
 
-TunerView::TunerView(const GpuDatabase& gpus, QWidget* parent)
-    : QWidget(parent), gpus_(gpus), m_(new QSpinBox(this)), n_(new QSpinBox(this)), k_(new QSpinBox(this)),
+TunerView::TunerView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
+    : QWidget(parent), gpus_(gpus), predictor_(std::move(predictor)), m_(new QSpinBox(this)), n_(new QSpinBox(this)), k_(new QSpinBox(this)),
       dtype_(new QComboBox(this)), sweep_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
       bars_view_(new QChartView(this)), sweep_view_(new QChartView(this)), model_(new TunerRankModel(this)),
       table_(new QTableView(this)), status_(new QLabel(this)) {
@@ -285,6 +295,7 @@ void TunerView::recompute() {
     return;
   }
   req.gpu = *gpu;
+  req.predictor = predictor_;
   status_->setText(tr("Ranking configurations…"));
   ++running_;
   auto* watcher = new QFutureWatcher<TunerViewResult>(this);

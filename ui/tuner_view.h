@@ -6,6 +6,7 @@
 #include <QString>
 #include <QStringList>
 #include <QWidget>
+#include <memory>
 #include <vector>
 
 #include "model/gpu_database.h"
@@ -30,6 +31,8 @@ struct TunerRequest {
   int top = 12;          // configurations in the bar chart and the table
   int sweep_configs = 3; // the best few, swept
   int sweep_points = 121;
+  // Ranks a GPU without a tuner table when it is the learned predictor (tuner::tune_gemm); may be null.
+  std::shared_ptr<const KernelPredictor> predictor;
 };
 
 struct TunerSweepSeries {
@@ -70,7 +73,8 @@ class TunerRankModel : public ResultTableModel<TunerRankModel, TunerViewResult, 
 class TunerView : public QWidget {
   Q_OBJECT
  public:
-  explicit TunerView(const GpuDatabase& gpus, QWidget* parent = nullptr);
+  explicit TunerView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor = nullptr,
+                     QWidget* parent = nullptr);
   ~TunerView() override;
   // Sets the inputs and recomputes; `dtype` by name (bf16, fp8e4m3, ...), `sweep_dim` 'M' or 'N'.
   void setSelection(int64_t M, int64_t N, int64_t K, const QString& dtype, const QString& gpu_id, char sweep_dim = 'M');
@@ -90,6 +94,7 @@ class TunerView : public QWidget {
 
  private:
   const GpuDatabase& gpus_;
+  std::shared_ptr<const KernelPredictor> predictor_;
   QSpinBox* m_;
   QSpinBox* n_;
   QSpinBox* k_;

@@ -6,6 +6,7 @@
 
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
+#include "model/learned_predictor.h"
 #include "model/predictor.h"
 
 namespace perfloom::tuner {
@@ -162,12 +163,12 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
   return r;
 }
 
-std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape) {
+std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape) {
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
-  std::vector<RankedConfig> out;
   std::vector<TileConfig> tiles;  // the candidate list repeats tiles that are their own transpose
   for (const TileConfig& t : gemm_tile_candidates(gpu, shape.dtype))
     if (std::none_of(tiles.begin(), tiles.end(), [&](const TileConfig& o) { return same_config(o, t); })) tiles.push_back(t);
+  std::vector<TileConfig> out;
   for (TileConfig t : tiles) {
     const double tiles = std::ceil(static_cast<double>(shape.M) / t.tile_m) * std::ceil(static_cast<double>(shape.N) / t.tile_n);
     // Split-K as choose_gemm_tile considers it: only when the output tiles leave most SMs idle.
@@ -175,14 +176,65 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
         tiles < hw.sms / 2.0 ? static_cast<int>(std::min(16.0, std::floor(shape.K / (4.0 * t.tile_k)))) : 1;
     for (int s = 1; s <= std::max(1, max_split); s = s < 4 ? s + 1 : s * 2) {
       t.split_k = s;
-      out.push_back(evaluate_analytical(gpu, shape, t));
+      out.push_back(t);
     }
+  }
+  return out;
+}
+
+std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape) {
+  std::vector<RankedConfig> out;
+  for (const TileConfig& t : analytical_candidates(gpu, shape)) out.push_back(evaluate_analytical(gpu, shape, t));
+  sort_by_score(out);
+  return out;
+}
+
+std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const GpuSpec& gpu, const GemmShape& shape,
+                                       const std::vector<TileConfig>& configs) {
+  std::vector<KernelDesc> kernels(configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    KernelDesc& k = kernels[i];
+    k.op = Op::gemm;
+    k.dtype = shape.dtype;
+    k.shape.M = shape.M;
+    k.shape.N = shape.N;
+    k.shape.K = shape.K;
+    k.tile = configs[i];
+  }
+  std::vector<std::string> errors(configs.size());
+  std::vector<Prediction> preds;
+  if (const auto* learned = dynamic_cast<const LearnedPredictor*>(&predictor)) {
+    preds = learned->predict_batch(kernels, gpu, &errors);  // one call per booster
+  } else {
+    preds.resize(kernels.size());
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      try {
+        preds[i] = predictor.predict(kernels[i], gpu);
+      } catch (const UnsupportedKernel& e) {
+        errors[i] = e.what();
+      }
+    }
+  }
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  std::vector<RankedConfig> out;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (!errors[i].empty()) continue;
+    const Prediction& p = preds[i];
+    RankedConfig r;
+    r.config = configs[i];
+    if (p.analysis.tile && r.config.stages <= 0) r.config.stages = p.analysis.tile->stages;
+    r.pred_us = r.score = p.pred_us;
+    r.index = i;
+    r.grid = wave_grid(shape, configs[i], std::max(1, static_cast<int>(hw.sms * p.analysis.plan.ctas_per_sm)));
+    r.reason = describe_grid(r.grid) + "; " + std::string(pipe_name(p.bound)) + "-bound";
+    out.push_back(std::move(r));
   }
   sort_by_score(out);
   return out;
 }
 
-TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table) {
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
+                     const KernelPredictor* predictor) {
   if (top_k == 0) throw std::invalid_argument("top must be at least 1");
   check_shape(shape, gpu);
   TuneResult r;
@@ -201,20 +253,26 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
     for (auto& c : r.ranked) c.reason = describe_grid(c.grid);
   } else {
-    r.method = "analytical";
-    r.note = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +
-                         (group ? " candidates" : " fit") +
-                         "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)"
-                   : "no tuner table for " + gpu.id +
-                         "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)";
-    r.ranked = rank_analytical(gpu, shape);
+    const std::string why = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +
+                                        (group ? " candidates" : " fit")
+                                  : "no tuner table for " + gpu.id;
+    if (predictor && dynamic_cast<const LearnedPredictor*>(predictor)) {
+      r.method = "learned";
+      r.note = why + "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given)";
+      r.ranked = rank_learned(*predictor, gpu, shape, analytical_candidates(gpu, shape));
+    }
+    if (r.ranked.empty()) {
+      r.method = "analytical";
+      r.note = why + "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)";
+      r.ranked = rank_analytical(gpu, shape);
+    }
   }
   if (r.ranked.size() > top_k) r.ranked.resize(top_k);
   return r;
 }
 
-TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k) {
-  return tune_gemm(shape, gpu, top_k, bundled_tuner_table(gpu));
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const KernelPredictor* predictor) {
+  return tune_gemm(shape, gpu, top_k, bundled_tuner_table(gpu), predictor);
 }
 
 }  // namespace perfloom::tuner

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/gpu_spec.h"
+#include "model/predictor.h"
 #include "model/tuner/tuner_table.h"
 
 namespace perfloom::tuner {
@@ -61,13 +62,22 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
 // The analytical model's candidate tiles (with split-K where the output leaves SMs idle), each
 // predicted by the roofline predictor with the tile set, best first.
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape);
+// Those candidates (analytical_candidates) or the `configs` given, each predicted by `predictor` with
+// the tile set (the learned models: one batched call), best first; `index` is the position in `configs`.
+// Configurations the predictor refuses are left out.
+std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape);
+std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const GpuSpec& gpu, const GemmShape& shape,
+                                       const std::vector<TileConfig>& configs);
 // One configuration through the analytical model.
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
 
-// The query. `table` may be null (analytical). Throws std::invalid_argument for a non-positive
-// dimension or top_k, UnsupportedKernel when the GPU has no path for the dtype.
-TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table);
+// The query. `table` may be null: then the analytical candidates are ranked by `predictor` where it
+// is the learned one ("learned"), else by the roofline predictor ("analytical"). Throws
+// std::invalid_argument for a non-positive dimension or top_k, UnsupportedKernel when the GPU has no
+// path for the dtype.
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
+                     const KernelPredictor* predictor = nullptr);
 // The same with the bundled table of the GPU, if there is one.
-TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k);
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const KernelPredictor* predictor = nullptr);
 
 }  // namespace perfloom::tuner

@@ -65,14 +65,33 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
   }
 }
 
-TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
+TEST(CliTune, GpuWithoutATableRanksWithTheLearnedPredictorAndSaysSo) {
   auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);
-  EXPECT_EQ(doc.at("method"), "analytical");
+  EXPECT_EQ(doc.at("method"), "learned");
   EXPECT_EQ(doc.at("ranked_by"), "pred_us");
-  EXPECT_NE(doc.at("note").get<std::string>().find("no tuner table for l40s"), std::string::npos);
+  const std::string note = doc.at("note").get<std::string>();
+  EXPECT_NE(note.find("no tuner table for l40s"), std::string::npos) << note;
+  EXPECT_NE(note.find("learned predictor"), std::string::npos) << note;
   EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
+  double last = 0;
+  for (const auto& c : doc.at("configs")) {
+    EXPECT_GE(c.at("pred_us").get<double>(), last);
+    last = c.at("pred_us").get<double>();
+  }
+}
+
+TEST(CliTune, WithoutTheLearnedModelsAGpuWithoutATableFallsBackToTheAnalyticalModel) {
+  auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("method"), "analytical");
+  EXPECT_NE(r.err.find("perfloom tune:"), std::string::npos) << r.err;  // says why the learned models were not used
+  // A GPU with a table never loads them.
+  auto h = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-sxm --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(json::parse(h.out).at("method"), "wave-table");
+  EXPECT_EQ(h.err.find("perfloom tune:"), std::string::npos) << h.err;
 }
 
 TEST(CliTune, BadInputFailsWithAReason) {

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "bench/tuner_sweep.h"
 #include "model/compressed_text.h"
 #include "model/gpu_database.h"
+#include "model/learned_predictor.h"
 #include "model/tuner/least_squares.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/families/family_models.h"
@@ -608,6 +610,53 @@ TEST(TunerLookup, NoTableOrNoGroupFallsBackToTheAnalyticalModel) {
   EXPECT_NE(tf.note.find("no tf32 fit"), std::string::npos);
   EXPECT_THROW(tune_gemm({0, 4096, 4096, Dtype::bf16}, h100, 2), std::invalid_argument);
   EXPECT_THROW(tune_gemm({64, 64, 64, Dtype::bf16}, h100, 0), std::invalid_argument);
+}
+
+TEST(TunerLookup, NoTableRanksTheAnalyticalCandidatesByTheLearnedPredictorWhenGivenOne) {
+  std::string warning;
+  const auto predictor = make_default_predictor(&warning);
+  ASSERT_EQ(predictor->name(), "xgboost") << warning;
+  const GpuSpec& l40s = db().get("l40s");
+  const GemmShape shape{4096, 4096, 4096, Dtype::bf16};
+  const std::vector<TileConfig> candidates = analytical_candidates(l40s, shape);
+  ASSERT_GE(candidates.size(), 5u);
+  const TuneResult r = tune_gemm(shape, l40s, candidates.size(), predictor.get());
+  EXPECT_EQ(r.method, "learned");
+  EXPECT_EQ(r.ranked_by, "pred_us");
+  EXPECT_NE(r.note.find("no tuner table for l40s"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("learned predictor"), std::string::npos) << r.note;
+  ASSERT_EQ(r.ranked.size(), candidates.size());  // every candidate, each once
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const RankedConfig& c = r.ranked[i];
+    if (i) EXPECT_LE(r.ranked[i - 1].pred_us, c.pred_us);
+    ASSERT_LT(c.index, candidates.size());
+    EXPECT_EQ(c.config.tile_m, candidates[c.index].tile_m);
+    EXPECT_EQ(c.config.split_k, candidates[c.index].split_k);
+    // The batched ranking answers what the predictor answers for the kernel with that tile.
+    KernelDesc k;
+    k.op = Op::gemm;
+    k.dtype = shape.dtype;
+    k.shape.M = shape.M;
+    k.shape.N = shape.N;
+    k.shape.K = shape.K;
+    k.tile = candidates[c.index];
+    EXPECT_NEAR(c.pred_us, predictor->predict(k, l40s).pred_us, 1e-6 * c.pred_us);
+    EXPECT_GE(c.grid.waves, 1);
+    EXPECT_FALSE(c.reason.empty());
+  }
+  // The roofline sees one tensor-bound time for the three smallest tiles and cannot order them;
+  // the learned predictor tells the best five apart.
+  const TuneResult roof = tune_gemm(shape, l40s, 3);
+  EXPECT_EQ(roof.method, "analytical");
+  EXPECT_DOUBLE_EQ(roof.ranked[0].pred_us, roof.ranked[2].pred_us);
+  std::set<double> distinct;
+  for (std::size_t i = 0; i < 5; ++i) distinct.insert(r.ranked[i].pred_us);
+  EXPECT_EQ(distinct.size(), 5u);
+  // Any other predictor leaves the analytical ranking in place.
+  const RooflinePredictor roofline;
+  EXPECT_EQ(tune_gemm(shape, l40s, 3, &roofline).method, "analytical");
+  // A GPU with a table keeps it: the predictor only answers GPUs without one.
+  EXPECT_EQ(tune_gemm(shape, db().get("h100-sxm"), 3, predictor.get()).method, "wave-table");
 }
 
 TEST(TunerLookup, BundledTablesServeH100AndH200InMicroseconds) {
