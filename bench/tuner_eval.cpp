@@ -395,7 +395,7 @@ void noise_floor(const bench::Sweep& tiles, const fs::path& gemm_csv, GpuReport&
 tuner::FitOptions g_fit;  // the fit's options; flags of this program may change them for experiments
 bool g_use_plan = true;   // --sweep-only: fit the folds on tiles.csv alone, as before the plan data
 bool g_use_picks = true;  // --no-picks: the folds learn no table-path rows of DIR/<gpu>/tuner_picks.csv and picks/ (as before session 8)
-bool g_align_picks = true;  // --no-pick-align: those rows keep their lease's scale (as before session 30; read_picks)
+bool g_align_picks = false;  // --pick-align: those rows scaled to the sweep's per shape (session 30, no gain; read_picks)
 
 // --fold-cache DIR: every table this evaluation fits is kept as DIR/<gpu>/<key>.json.gz, the key a
 // hash of its training rows, the fit's options and the GPU, and read back by a later run with the
@@ -2473,7 +2473,7 @@ int main(int argc, char** argv) {
     else if (a == "--confirm-plan" && i + 1 < argc) g_confirm_plan = argv[++i];
     else if (a == "--fold-cache" && i + 1 < argc) g_fold_cache = argv[++i];
     else if (a == "--no-picks") g_use_picks = false;
-    else if (a == "--no-pick-align") g_align_picks = false;
+    else if (a == "--pick-align") g_align_picks = true;
     else if (a == "--learned-models" && i + 2 < argc) {
       const std::string id = argv[++i];
       g_learned_models[id] = LearnedPredictor::load(argv[++i]);
@@ -2532,7 +2532,7 @@ int main(int argc, char** argv) {
                    "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
-                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--no-pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
+                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
       return 2;
     }

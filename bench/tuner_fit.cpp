@@ -18,9 +18,9 @@
 //               path's own first three configurations of every exhaustive shape, measured (the median
 //               of their repetitions over the files), where the sweep did not measure them: the
 //               choices it had ranked too high (issue #8, sessions 8 and 9; bench/tuner_sweep.h
-//               read_picks). --no-picks leaves them out. Each re-measurement's latencies of a
-//               shape are scaled to the sweep's by the configurations both timed there (session 30);
-//               --no-pick-align keeps them as measured.
+//               read_picks). --no-picks leaves them out. --pick-align scales each re-measurement's
+//               latencies of a shape to the sweep's by the configurations both timed there (session
+//               30: no gain measured, so not the shipped fit).
 //   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
 //               --with-tiles-more, the old flag for today's default, is still accepted.
 //   --out DIR   where the tables go (default: resources/tuner)
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true, with_picks = true, align_picks = true;
+  bool csv_given = false, with_more = true, with_picks = true, align_picks = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
@@ -56,17 +56,17 @@ int main(int argc, char** argv) {
     else if (a == "--with-tiles-more") with_more = true;
     else if (a == "--tiles-only") with_more = false;
     else if (a == "--no-picks") with_picks = false;
-    else if (a == "--no-pick-align") align_picks = false;
+    else if (a == "--pick-align") align_picks = true;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-pick-align] [GPU-ID...]\n"
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--pick-align] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
-                   "  --no-pick-align: their latencies as measured, not scaled to the sweep's per shape\n";
+                   "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";

@@ -905,13 +905,13 @@ TEST(TunerSweep, AReMeasurementsChoicesAreScaledToTheSweepByTheConfigurationsBot
       if (r.sample.shape.M == m) return r.sample.latency_us;
     return -1.0;
   };
-  const auto aligned = bench::read_picks(dir, sweep);
+  const auto aligned = bench::read_picks(dir, sweep, true);
   ASSERT_EQ(aligned.size(), 2u);
   // The median of 10 / 10.5 and 20 / 21.1 is 0.9524 / 1.05... : the choice's 12.6 us reads as 12.0 at the sweep's scale.
   EXPECT_NEAR(latency_at(aligned, 128), 12.6 * ((10 / 10.5 + 20 / 21.1) / 2), 1e-9);
   EXPECT_NEAR(latency_at(aligned, 128), 12.0, 0.05);
   EXPECT_DOUBLE_EQ(latency_at(aligned, 256), 33);  // one shared configuration: kept as measured
-  const auto raw = bench::read_picks(dir, sweep, false);
+  const auto raw = bench::read_picks(dir, sweep);  // the default: as measured
   EXPECT_DOUBLE_EQ(latency_at(raw, 128), 12.6);
   EXPECT_DOUBLE_EQ(latency_at(raw, 256), 33);
   fs::remove_all(dir);
