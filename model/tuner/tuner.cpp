@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
+#include "model/gpu_database.h"
 #include "model/learned_predictor.h"
 #include "model/predictor.h"
 
@@ -163,6 +165,17 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
   return r;
 }
 
+bool tile_swept_architecture(const std::string& architecture) {
+  static const std::set<std::string> swept = [] {
+    std::set<std::string> out;
+    const GpuDatabase db = GpuDatabase::builtin();
+    for (const auto& id : bundled_tuner_gpus())
+      if (const GpuSpec* g = db.find(id)) out.insert(g->architecture);
+    return out;
+  }();
+  return swept.count(architecture) > 0;
+}
+
 std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape) {
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<TileConfig> tiles;  // the candidate list repeats tiles that are their own transpose
@@ -256,14 +269,17 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     const std::string why = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +
                                         (group ? " candidates" : " fit")
                                   : "no tuner table for " + gpu.id;
-    if (predictor && dynamic_cast<const LearnedPredictor*>(predictor)) {
+    const bool swept = tile_swept_architecture(gpu.architecture);
+    if (predictor && swept && dynamic_cast<const LearnedPredictor*>(predictor)) {
       r.method = "learned";
-      r.note = why + "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given)";
+      r.note = why + "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given), "
+                     "which learned tiles from the " + gpu.architecture + " tile sweeps";
       r.ranked = rank_learned(*predictor, gpu, shape, analytical_candidates(gpu, shape));
     }
     if (r.ranked.empty()) {
       r.method = "analytical";
-      r.note = why + "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)";
+      r.note = why + "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)" +
+               (predictor && !swept ? "; no " + gpu.architecture + " GPU was tile-swept, so not by the learned predictor" : "");
       r.ranked = rank_analytical(gpu, shape);
     }
   }

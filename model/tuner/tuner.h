@@ -71,8 +71,15 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
 // One configuration through the analytical model.
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
 
+// Whether a GPU of this architecture has a bundled tuner table: its tile sweeps are in the learned
+// predictor's training, which then ranks a table-less GPU of the architecture's tiles well (H100 held
+// out, the H200's sweeps in training: 78.6% within 3% of the best, the roofline 64.1%); with no GPU of
+// the architecture swept it ranks them worse than the roofline (both Hopper GPUs held out: 39.8% /
+// 35.1%; bench/results/tuner_eval.md, *Session 30*).
+bool tile_swept_architecture(const std::string& architecture);
 // The query. `table` may be null: then the analytical candidates are ranked by `predictor` where it
-// is the learned one ("learned"), else by the roofline predictor ("analytical"). Throws
+// is the learned one and the GPU's architecture was tile-swept ("learned"), else by the roofline
+// predictor ("analytical"). Throws
 // std::invalid_argument for a non-positive dimension or top_k, UnsupportedKernel when the GPU has no
 // path for the dtype.
 TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,

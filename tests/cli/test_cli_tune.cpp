@@ -65,28 +65,34 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
   }
 }
 
-TEST(CliTune, GpuWithoutATableRanksWithTheLearnedPredictorAndSaysSo) {
+TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);
-  EXPECT_EQ(doc.at("method"), "learned");
+  EXPECT_EQ(doc.at("method"), "analytical");
   EXPECT_EQ(doc.at("ranked_by"), "pred_us");
   const std::string note = doc.at("note").get<std::string>();
   EXPECT_NE(note.find("no tuner table for l40s"), std::string::npos) << note;
-  EXPECT_NE(note.find("learned predictor"), std::string::npos) << note;
+  EXPECT_NE(note.find("no ada GPU was tile-swept"), std::string::npos) << note;
   EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
+}
+
+TEST(CliTune, ATablelessHopperGpuRanksWithTheLearnedPredictorAndWithoutItFallsBack) {
+  auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-pcie --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc.at("method"), "learned");
+  EXPECT_NE(doc.at("note").get<std::string>().find("learned predictor"), std::string::npos);
   double last = 0;
   for (const auto& c : doc.at("configs")) {
     EXPECT_GE(c.at("pred_us").get<double>(), last);
     last = c.at("pred_us").get<double>();
   }
-}
-
-TEST(CliTune, WithoutTheLearnedModelsAGpuWithoutATableFallsBackToTheAnalyticalModel) {
-  auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out).at("method"), "analytical");
-  EXPECT_NE(r.err.find("perfloom tune:"), std::string::npos) << r.err;  // says why the learned models were not used
+  // Without loadable models: the analytical model, and a warning that says why.
+  auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-pcie --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(json::parse(f.out).at("method"), "analytical");
+  EXPECT_NE(f.err.find("perfloom tune: learned models not used"), std::string::npos) << f.err;
   // A GPU with a table never loads them.
   auto h = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-sxm --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
   ASSERT_EQ(h.exit_code, 0) << h.err;

@@ -612,25 +612,31 @@ TEST(TunerLookup, NoTableOrNoGroupFallsBackToTheAnalyticalModel) {
   EXPECT_THROW(tune_gemm({64, 64, 64, Dtype::bf16}, h100, 0), std::invalid_argument);
 }
 
-TEST(TunerLookup, NoTableRanksTheAnalyticalCandidatesByTheLearnedPredictorWhenGivenOne) {
+TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredictor) {
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   ASSERT_EQ(predictor->name(), "xgboost") << warning;
-  const GpuSpec& l40s = db().get("l40s");
+  EXPECT_TRUE(tile_swept_architecture("hopper"));  // the H100 SXM's and H200's tables
+  EXPECT_FALSE(tile_swept_architecture("ada"));
+  const GpuSpec& pcie = db().get("h100-pcie");
+  ASSERT_EQ(bundled_tuner_table(pcie), nullptr);
   const GemmShape shape{4096, 4096, 4096, Dtype::bf16};
-  const std::vector<TileConfig> candidates = analytical_candidates(l40s, shape);
+  const std::vector<TileConfig> candidates = analytical_candidates(pcie, shape);
   ASSERT_GE(candidates.size(), 5u);
-  const TuneResult r = tune_gemm(shape, l40s, candidates.size(), predictor.get());
+  const TuneResult r = tune_gemm(shape, pcie, candidates.size(), predictor.get());
   EXPECT_EQ(r.method, "learned");
   EXPECT_EQ(r.ranked_by, "pred_us");
-  EXPECT_NE(r.note.find("no tuner table for l40s"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("no tuner table for h100-pcie"), std::string::npos) << r.note;
   EXPECT_NE(r.note.find("learned predictor"), std::string::npos) << r.note;
   ASSERT_EQ(r.ranked.size(), candidates.size());  // every candidate, each once
+  std::set<std::size_t> seen;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const RankedConfig& c = r.ranked[i];
     if (i) EXPECT_LE(r.ranked[i - 1].pred_us, c.pred_us);
     ASSERT_LT(c.index, candidates.size());
+    seen.insert(c.index);
     EXPECT_EQ(c.config.tile_m, candidates[c.index].tile_m);
+    EXPECT_EQ(c.config.tile_n, candidates[c.index].tile_n);
     EXPECT_EQ(c.config.split_k, candidates[c.index].split_k);
     // The batched ranking answers what the predictor answers for the kernel with that tile.
     KernelDesc k;
@@ -640,22 +646,18 @@ TEST(TunerLookup, NoTableRanksTheAnalyticalCandidatesByTheLearnedPredictorWhenGi
     k.shape.N = shape.N;
     k.shape.K = shape.K;
     k.tile = candidates[c.index];
-    EXPECT_NEAR(c.pred_us, predictor->predict(k, l40s).pred_us, 1e-6 * c.pred_us);
+    EXPECT_NEAR(c.pred_us, predictor->predict(k, pcie).pred_us, 1e-6 * c.pred_us);
     EXPECT_GE(c.grid.waves, 1);
     EXPECT_FALSE(c.reason.empty());
   }
-  // The roofline sees one tensor-bound time for the three smallest tiles and cannot order them;
-  // the learned predictor tells the best five apart.
-  const TuneResult roof = tune_gemm(shape, l40s, 3);
-  EXPECT_EQ(roof.method, "analytical");
-  EXPECT_DOUBLE_EQ(roof.ranked[0].pred_us, roof.ranked[2].pred_us);
-  std::set<double> distinct;
-  for (std::size_t i = 0; i < 5; ++i) distinct.insert(r.ranked[i].pred_us);
-  EXPECT_EQ(distinct.size(), 5u);
-  // Any other predictor leaves the analytical ranking in place.
+  EXPECT_EQ(seen.size(), candidates.size());
+  // Another predictor, or a GPU of an architecture no tile sweep covered, keeps the analytical ranking.
   const RooflinePredictor roofline;
-  EXPECT_EQ(tune_gemm(shape, l40s, 3, &roofline).method, "analytical");
-  // A GPU with a table keeps it: the predictor only answers GPUs without one.
+  EXPECT_EQ(tune_gemm(shape, pcie, 3, &roofline).method, "analytical");
+  const TuneResult ada = tune_gemm(shape, db().get("l40s"), 3, predictor.get());
+  EXPECT_EQ(ada.method, "analytical");
+  EXPECT_NE(ada.note.find("no ada GPU was tile-swept"), std::string::npos) << ada.note;
+  // A GPU with a table keeps it.
   EXPECT_EQ(tune_gemm(shape, db().get("h100-sxm"), 3, predictor.get()).method, "wave-table");
 }
 
