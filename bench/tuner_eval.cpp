@@ -1426,7 +1426,8 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
      << " over all), its waves and last-wave fill, and a ranking that is a few points better than cuBLASLt's heuristic "
         "without calling cuBLASLt — and far better than the analytical GEMM model's ("
      << range(R, [](const GpuReport& r) { return share(r.analytical.within3); }, pts)
-     << "), which is what GPUs without a table get.\n\n";
+     << "), which is what GPUs without a table get unless a GPU of their architecture was tile-swept (then the learned "
+        "predictor ranks them: *Session 30* of tuner_eval.md).\n\n";
   md << "## The model\n\n"
         "- **Unified mapping** (model/tuner/wave_model.h): a shape (M, N, K, dtype) on a configuration (tile M×N×K, "
         "split-K, cluster) becomes tiles_m × tiles_n × split CTAs, the tile grid rounded up to whole clusters along M and N "
@@ -1460,7 +1461,9 @@ void write_summary(std::ostream& md, const std::vector<GpuReport>& reports, cons
         "batched call of the learned residual's trees) and ranks them by latency × (1 + " << g_fit.support_penalty << "/√(1 + class points)), a preference for well-measured "
         "classes that keeps rarely seen tiles from winning on a prediction nobody checked; where the table has a chooser (since session 5) the candidates are ordered by its score instead, one more batched XGBoost call, and the latencies reported stay the model's. The tables "
         "(`resources/tuner/<gpu-id>.json.gz`, written by `perfloom-tuner-fit`) are embedded in the binary. GPUs without a "
-        "table get the analytical GEMM model's candidate tiles ranked by the roofline predictor with the tile given.\n\n";
+        "table get the analytical GEMM model's candidate tiles ranked by the learned predictor with the tile given where a "
+        "GPU of their architecture has a table (its tile sweeps trained the predictor; since session 30), else by the "
+        "roofline predictor.\n\n";
 }
 
 
