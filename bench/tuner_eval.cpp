@@ -160,6 +160,7 @@ struct GpuReport {
   std::size_t shapes = 0, rows = 0, modelled_rows = 0;
   ChoiceStats model, table_path, analytical, cublas_default;
   ChoiceStats learned;  // --learned-models: the learned predictor, trained without this GPU, ranking the measured set
+  std::vector<double> learned_query_us;  // its ranking of one shape's measured set (one batched prediction), µs
   std::map<std::string, ChoiceStats> model_by_group;
   std::size_t table_covered = 0, table_top1_measured = 0;
   ChoiceStats table_top1;
@@ -299,7 +300,7 @@ double choose_learned(const LearnedPredictor& predictor, const GpuSpec& gpu, con
     }
   if (modelled.empty()) return NAN;
   const auto ranked = tuner::rank_learned(predictor, gpu, shape, configs);
-  return modelled[ranked.front().index]->sample.latency_us;
+  return ranked.empty() ? NAN : modelled[ranked.front().index]->sample.latency_us;
 }
 
 // The measured latency of the configuration the analytical GEMM model ranks fastest among `rows`.
@@ -799,8 +800,12 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       if (g_light) continue;
       // The analytical GEMM model ranking the same measured configurations.
       rep.analytical.add(choose_analytical(gpu, shape, rows), best, dflt);
-      if (auto it = g_learned_models.find(gpu.id); it != g_learned_models.end())
-        rep.learned.add(choose_learned(*it->second, gpu, shape, rows), best, dflt);
+      if (auto it = g_learned_models.find(gpu.id); it != g_learned_models.end()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double chosen_learned = choose_learned(*it->second, gpu, shape, rows);
+        rep.learned_query_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        rep.learned.add(chosen_learned, best, dflt);
+      }
 
       // The table path, as `perfloom tune` runs it.
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
@@ -993,7 +998,9 @@ void write_gpu(std::ostream& os, const GpuReport& r) {
   choice_row(os, "cuBLASLt default (heuristic rank 1)", r.cublas_default, 0);
   choice_row(os, "analytical GEMM model (ranks the measured set)", r.analytical, 0);
   if (!r.learned.within3.empty())
-    choice_row(os, "learned predictor, trained without this GPU (ranks the measured set: a GPU without a table)", r.learned, 0);
+    choice_row(os, "learned predictor, trained without this GPU (ranks the measured set: a GPU without a table; " +
+                       num(mean(r.learned_query_us), 0) + " µs per shape)",
+               r.learned, 0);
   choice_row(os, "sparse fit: wave-boundary points only", r.boundary_fit, 0);
   choice_row(os, "sparse fit: as many random points", r.random_fit, 0);
   if (r.files.size() > 1) {
@@ -2631,7 +2638,9 @@ int main(int argc, char** argv) {
                 << pct(share(r.default_orig.within3)) << ")\n";
       std::cout << id << ": within 3% " << pct(share(r.model.within3)) << " (cuBLASLt default " << pct(share(r.cublas_default.within3))
                 << ", analytical " << pct(share(r.analytical.within3))
-                << (r.learned.within3.empty() ? std::string() : ", learned predictor " + pct(share(r.learned.within3))) << ", with fallback " << pct(share(r.fallback.within3))
+                << (r.learned.within3.empty() ? std::string()
+                                              : ", learned predictor " + pct(share(r.learned.within3)) + " (" +
+                                                    num(mean(r.learned_query_us), 0) + " us per shape)") << ", with fallback " << pct(share(r.fallback.within3))
                 << " kept default " << r.fallback_taken << "), chosen MAPE " << pct(mean(r.chosen_err)) << ", speedup vs default mean " << num(mean(r.model.speedup))
                 << " max " << num(*std::max_element(r.model.speedup.begin(), r.model.speedup.end())) << ", MAPE "
                 << pct(mean(r.err.all)) << ", query " << num(mean(r.query_us), 2) << " us\n";
@@ -2780,10 +2789,11 @@ int main(int argc, char** argv) {
     std::ofstream os(report);
     if (!os) throw std::runtime_error(report.string() + ": cannot be written");
     os << md.str();
-    std::cout << "report: " << report.string() << "\n";
+    std::cout << "report: " << report.string() << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "perfloom-tuner-eval: " << e.what() << "\n";
     return 1;
   }
+  g_learned_models.clear();  // the boosters go before the OpenMP runtime's own teardown at exit
   return 0;
 }

@@ -146,7 +146,7 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
   return out;
 }
 
-RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config) {
+KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config) {
   KernelDesc k;
   k.op = Op::gemm;
   k.dtype = shape.dtype;
@@ -154,7 +154,12 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
   k.shape.N = shape.N;
   k.shape.K = shape.K;
   k.tile = config;
-  const Prediction p = predict_roofline(k, gpu);
+  return k;
+}
+
+namespace {
+// A configuration as a predictor saw it: the stages it chose, its waves on the predicted occupancy, the bound pipe.
+RankedConfig ranked_from_prediction(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config, const Prediction& p) {
   RankedConfig r;
   r.config = config;
   if (p.analysis.tile) r.config.stages = p.analysis.tile->stages;
@@ -163,6 +168,11 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
   r.grid = wave_grid(shape, config, std::max(1, static_cast<int>(hw.sms * p.analysis.plan.ctas_per_sm)));
   r.reason = describe_grid(r.grid) + "; " + std::string(pipe_name(p.bound)) + "-bound";
   return r;
+}
+}  // namespace
+
+RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config) {
+  return ranked_from_prediction(gpu, shape, config, predict_roofline(gemm_kernel(shape, config), gpu));
 }
 
 bool tile_swept_architecture(const std::string& architecture) {
@@ -204,16 +214,9 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
 
 std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const GpuSpec& gpu, const GemmShape& shape,
                                        const std::vector<TileConfig>& configs) {
-  std::vector<KernelDesc> kernels(configs.size());
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    KernelDesc& k = kernels[i];
-    k.op = Op::gemm;
-    k.dtype = shape.dtype;
-    k.shape.M = shape.M;
-    k.shape.N = shape.N;
-    k.shape.K = shape.K;
-    k.tile = configs[i];
-  }
+  std::vector<KernelDesc> kernels;
+  kernels.reserve(configs.size());
+  for (const TileConfig& c : configs) kernels.push_back(gemm_kernel(shape, c));
   std::vector<std::string> errors(configs.size());
   std::vector<Prediction> preds;
   if (const auto* learned = dynamic_cast<const LearnedPredictor*>(&predictor)) {
@@ -228,19 +231,11 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
       }
     }
   }
-  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<RankedConfig> out;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (!errors[i].empty()) continue;
-    const Prediction& p = preds[i];
-    RankedConfig r;
-    r.config = configs[i];
-    if (p.analysis.tile && r.config.stages <= 0) r.config.stages = p.analysis.tile->stages;
-    r.pred_us = r.score = p.pred_us;
-    r.index = i;
-    r.grid = wave_grid(shape, configs[i], std::max(1, static_cast<int>(hw.sms * p.analysis.plan.ctas_per_sm)));
-    r.reason = describe_grid(r.grid) + "; " + std::string(pipe_name(p.bound)) + "-bound";
-    out.push_back(std::move(r));
+    out.push_back(ranked_from_prediction(gpu, shape, configs[i], preds[i]));
+    out.back().index = i;
   }
   sort_by_score(out);
   return out;

@@ -68,6 +68,8 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
 std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape);
 std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const GpuSpec& gpu, const GemmShape& shape,
                                        const std::vector<TileConfig>& configs);
+// The GEMM of `shape` with `config` set, as the predictors take it.
+KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config);
 // One configuration through the analytical model.
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
 

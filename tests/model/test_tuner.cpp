@@ -639,14 +639,7 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
     EXPECT_EQ(c.config.tile_n, candidates[c.index].tile_n);
     EXPECT_EQ(c.config.split_k, candidates[c.index].split_k);
     // The batched ranking answers what the predictor answers for the kernel with that tile.
-    KernelDesc k;
-    k.op = Op::gemm;
-    k.dtype = shape.dtype;
-    k.shape.M = shape.M;
-    k.shape.N = shape.N;
-    k.shape.K = shape.K;
-    k.tile = candidates[c.index];
-    EXPECT_NEAR(c.pred_us, predictor->predict(k, pcie).pred_us, 1e-6 * c.pred_us);
+    EXPECT_NEAR(c.pred_us, predictor->predict(gemm_kernel(shape, candidates[c.index]), pcie).pred_us, 1e-6 * c.pred_us);
     EXPECT_GE(c.grid.waves, 1);
     EXPECT_FALSE(c.reason.empty());
   }
