@@ -52,8 +52,8 @@ struct TunerViewResult {
 
 // "128×256×64 s1 c2×1": tile M×N×K, split-K, cluster (perfloom's orientation, M first).
 QString config_label(const TileConfig& t);
-// Ranks the configurations and sweeps the dimension (tune_gemm and the same table or analytical
-// model for every point). Errors (a dtype the GPU lacks, a corrupt table) land in `error`.
+// Ranks the configurations and sweeps the dimension (tune_gemm and the same table, learned or
+// analytical model for every point). Errors (a dtype the GPU lacks, a corrupt table) land in `error`.
 TunerViewResult compute_tuner(const TunerRequest& req);
 QChart* build_tuner_bar_chart(const TunerViewResult& r);
 QChart* build_tuner_sweep_chart(const TunerViewResult& r);

@@ -62,10 +62,11 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
 // The analytical model's candidate tiles (with split-K where the output leaves SMs idle), each
 // predicted by the roofline predictor with the tile set, best first.
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape);
-// Those candidates (analytical_candidates) or the `configs` given, each predicted by `predictor` with
-// the tile set (the learned models: one batched call), best first; `index` is the position in `configs`.
-// Configurations the predictor refuses are left out.
+// The configurations rank_analytical predicts: the analytical GEMM model's candidate tiles, with split-K
+// where the output tiles leave most SMs idle.
 std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape);
+// `configs`, each predicted by `predictor` with its tile set (the learned models: one batched call per
+// booster), best first; `index` is the position in `configs`. Configurations it refuses are left out.
 std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const GpuSpec& gpu, const GemmShape& shape,
                                        const std::vector<TileConfig>& configs);
 // The GEMM of `shape` with `config` set, as the predictors take it.
@@ -79,11 +80,10 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
 // the architecture swept it ranks them worse than the roofline (both Hopper GPUs held out: 39.8% /
 // 35.1%; bench/results/tuner_eval.md, *Session 30*).
 bool tile_swept_architecture(const std::string& architecture);
-// The query. `table` may be null: then the analytical candidates are ranked by `predictor` where it
-// is the learned one and the GPU's architecture was tile-swept ("learned"), else by the roofline
-// predictor ("analytical"). Throws
-// std::invalid_argument for a non-positive dimension or top_k, UnsupportedKernel when the GPU has no
-// path for the dtype.
+// The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
+// where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
+// roofline predictor ("analytical"). Throws std::invalid_argument for a non-positive dimension or
+// top_k, UnsupportedKernel when the GPU has no path for the dtype.
 TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
                      const KernelPredictor* predictor = nullptr);
 // The same with the bundled table of the GPU, if there is one.

@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include "model/gpu_database.h"
+#include "model/learned_predictor.h"
 #include "model/tuner/tuner.h"
 #include "ui/chart_panel.h"
 #include "ui/simulator_view.h"
@@ -43,6 +44,30 @@ class TestTunerView : public QObject {
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Reason)).toString().toStdString(), r.ranked.front().reason);
     model.setResult({});
     QCOMPARE(model.rowCount(), 0);
+  }
+
+  void aTablelessHopperGpuIsRankedAndSweptByTheLearnedPredictor() {
+    ui::TunerRequest req;
+    req.shape = {2048, 8192, 4096, Dtype::bf16};
+    req.gpu = gpus_.get("h100-pcie");
+    req.sweep_points = 9;
+    std::string warning;
+    req.predictor = make_default_predictor(&warning);
+    QCOMPARE(QString::fromStdString(req.predictor->name()), QString("xgboost"));
+    const ui::TunerViewResult r = ui::compute_tuner(req);
+    QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+    QCOMPARE(r.method, QString("learned"));
+    QVERIFY(!r.ranked.empty());
+    QVERIFY(!r.sweep.empty());
+    for (const auto& s : r.sweep) {
+      QCOMPARE(s.pred_us.size(), s.dims.size());
+      QVERIFY(s.pred_us.size() >= 2);
+      for (double p : s.pred_us) QVERIFY(std::isfinite(p) && p > 0);
+    }
+    // The swept curve passes through the ranked prediction at the query's own size.
+    const auto& first = r.sweep.front();
+    for (std::size_t i = 0; i < first.dims.size(); ++i)
+      if (first.dims[i] == static_cast<double>(req.shape.M)) QCOMPARE(first.pred_us[i], r.ranked.front().pred_us);
   }
 
   void barsAreTheTunersPredictionsAndTheSweepShowsWaveSteps() {
