@@ -175,15 +175,17 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
   return ranked_from_prediction(gpu, shape, config, predict_roofline(gemm_kernel(shape, config), gpu));
 }
 
-bool tile_swept_architecture(const std::string& architecture) {
-  static const std::set<std::string> swept = [] {
-    std::set<std::string> out;
+bool tile_swept(const std::string& architecture, Dtype dtype) {
+  static const std::set<std::pair<std::string, std::string>> swept = [] {  // (architecture, dtype group)
+    std::set<std::pair<std::string, std::string>> out;
     const GpuDatabase db = GpuDatabase::builtin();
     for (const auto& id : bundled_tuner_gpus())
-      if (const GpuSpec* g = db.find(id)) out.insert(g->architecture);
+      if (const GpuSpec* g = db.find(id))
+        if (const TunerTable* t = bundled_tuner_table(*g))
+          for (const auto& [group, fit] : t->groups) out.emplace(g->architecture, group);
     return out;
   }();
-  return swept.count(architecture) > 0;
+  return swept.count({architecture, dtype_group(dtype)}) > 0;
 }
 
 std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape) {
@@ -264,17 +266,19 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     const std::string why = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +
                                         (group ? " candidates" : " fit")
                                   : "no tuner table for " + gpu.id;
-    const bool swept = tile_swept_architecture(gpu.architecture);
+    const bool swept = tile_swept(gpu.architecture, shape.dtype);
     if (predictor && swept && dynamic_cast<const LearnedPredictor*>(predictor)) {
       r.method = "learned";
       r.note = why + "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given), "
-                     "which learned tiles from the " + gpu.architecture + " tile sweeps";
+                     "which learned tiles from the " + gpu.architecture + " " + dtype_group(shape.dtype) + " tile sweeps";
       r.ranked = rank_learned(*predictor, gpu, shape, analytical_candidates(gpu, shape));
     }
     if (r.ranked.empty()) {
       r.method = "analytical";
       r.note = why + "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)" +
-               (predictor && !swept ? "; no " + gpu.architecture + " GPU was tile-swept, so not by the learned predictor" : "");
+               (predictor && !swept ? "; no " + gpu.architecture + " GPU was tile-swept in " + dtype_group(shape.dtype) +
+                                          ", so not by the learned predictor"
+                                    : "");
       r.ranked = rank_analytical(gpu, shape);
     }
   }

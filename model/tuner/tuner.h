@@ -74,12 +74,12 @@ KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config);
 // One configuration through the analytical model.
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
 
-// Whether a GPU of this architecture has a bundled tuner table: its tile sweeps are in the learned
-// predictor's training, which then ranks a table-less GPU of the architecture's tiles well (H100 held
-// out, the H200's sweeps in training: 78.6% within 3% of the best, the roofline 64.1%); with no GPU of
-// the architecture swept it ranks them worse than the roofline (both Hopper GPUs held out: 39.8% /
-// 35.1%; bench/results/tuner_eval.md, *Session 30*).
-bool tile_swept_architecture(const std::string& architecture);
+// Whether a GPU of this architecture has a bundled tuner table with a fit for the dtype's group: its
+// tile sweeps are in the learned predictor's training, which then ranks a table-less GPU's tiles well
+// (H100 held out, the H200's sweeps in training: 78.6% within 3% of the best, the roofline 64.1%);
+// with no GPU of the architecture swept it ranks them worse than the roofline (both Hopper GPUs held
+// out: 39.8% / 35.1%; bench/results/tuner_eval.md, *Session 30*).
+bool tile_swept(const std::string& architecture, Dtype dtype);
 // The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
 // where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
 // roofline predictor ("analytical"). Throws std::invalid_argument for a non-positive dimension or

@@ -73,7 +73,7 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   EXPECT_EQ(doc.at("ranked_by"), "pred_us");
   const std::string note = doc.at("note").get<std::string>();
   EXPECT_NE(note.find("no tuner table for l40s"), std::string::npos) << note;
-  EXPECT_NE(note.find("no ada GPU was tile-swept"), std::string::npos) << note;
+  EXPECT_NE(note.find("no ada GPU was tile-swept in 16bit"), std::string::npos) << note;
   EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
 }
 

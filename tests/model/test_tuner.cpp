@@ -616,8 +616,10 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   ASSERT_EQ(predictor->name(), "xgboost") << warning;
-  EXPECT_TRUE(tile_swept_architecture("hopper"));  // the H100 SXM's and H200's tables
-  EXPECT_FALSE(tile_swept_architecture("ada"));
+  EXPECT_TRUE(tile_swept("hopper", Dtype::bf16));  // the H100 SXM's and H200's tables
+  EXPECT_TRUE(tile_swept("hopper", Dtype::fp8e4m3));
+  EXPECT_FALSE(tile_swept("hopper", Dtype::tf32));   // no tf32 fit: never swept
+  EXPECT_FALSE(tile_swept("ada", Dtype::bf16));
   const GpuSpec& pcie = db().get("h100-pcie");
   ASSERT_EQ(bundled_tuner_table(pcie), nullptr);
   const GemmShape shape{4096, 4096, 4096, Dtype::bf16};
@@ -649,7 +651,8 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
   EXPECT_EQ(tune_gemm(shape, pcie, 3, &roofline).method, "analytical");
   const TuneResult ada = tune_gemm(shape, db().get("l40s"), 3, predictor.get());
   EXPECT_EQ(ada.method, "analytical");
-  EXPECT_NE(ada.note.find("no ada GPU was tile-swept"), std::string::npos) << ada.note;
+  EXPECT_NE(ada.note.find("no ada GPU was tile-swept in 16bit"), std::string::npos) << ada.note;
+  EXPECT_EQ(tune_gemm({4096, 4096, 4096, Dtype::tf32}, pcie, 3, predictor.get()).method, "analytical");
   // A GPU with a table keeps it.
   EXPECT_EQ(tune_gemm(shape, db().get("h100-sxm"), 3, predictor.get()).method, "wave-table");
 }
