@@ -97,6 +97,30 @@ TEST(Cli, BadTrainingOptionsFailBeforeAnyTraining) {
   }
 }
 
+TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
+  // Two GPUs' elementwise kernels: held out the H200, trained on the H100 only.
+  const fs::path data = fs::temp_directory_path() / ("perfloom-cli-eval-" + std::to_string(::getpid()));
+  for (const char* gpu : {"h100-sxm", "h200"}) {
+    fs::create_directories(data / gpu);
+    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "bench/data" / gpu / "elementwise.csv", data / gpu / "elementwise.csv",
+                  fs::copy_options::overwrite_existing);
+  }
+  const fs::path out = data / "models";
+  auto r = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " --save-models " + out.string() + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("models trained without h200 written to"), std::string::npos) << r.out;
+  std::ifstream in(out / "manifest.json");
+  const json manifest = json::parse(in);
+  EXPECT_EQ(manifest.at("training_gpus"), json::array({"h100-sxm"}));
+  EXPECT_EQ(manifest.at("held_out"), json::array({"h200"}));
+  EXPECT_TRUE(fs::exists(out / "elementwise.json.gz"));
+  // A folder that cannot be made fails the command and names it.
+  auto bad = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " --save-models /dev/null/models " + kDb);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("/dev/null/models"), std::string::npos) << bad.err;
+  fs::remove_all(data);
+}
+
 TEST(Cli, BadUserGpuFileIsRefusedWithFileFieldAndReason) {
   fs::path dir = fs::temp_directory_path() / ("perfloom-cli-gpus-" + std::to_string(::getpid()));
   fs::create_directories(dir);
