@@ -124,11 +124,11 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     if (!mnk) return usage("--gemm wants three positive integers M,N,K, got '" + args.value("gemm").toStdString() + "'");
     const int64_t top = cliInteger(args, "top", 5, 1);
     const tuner::GemmShape shape{(*mnk)[0], (*mnk)[1], (*mnk)[2], *dtype};
-    // A GPU without a tuner table for the dtype ranks with the learned predictor: loaded only then.
+    // The learned models are loaded only where they rank (a tile-swept architecture without a table fit).
     const tuner::TunerTable* table = tuner::bundled_tuner_table(*gpu);
     std::shared_ptr<const KernelPredictor> predictor;
     std::string warning;
-    if (!table || !table->groups.count(tuner::dtype_group(shape.dtype))) predictor = make_default_predictor(&warning);
+    if (tuner::ranks_with_learned_predictor(table, *gpu, shape.dtype)) predictor = make_default_predictor(&warning);
     if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
     const tuner::TuneResult r = tuner::tune_gemm(shape, *gpu, static_cast<std::size_t>(top), table, predictor.get());
     if (ctx.json) {

@@ -286,22 +286,20 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
     if (r.modelled) swept[key(r.sample)].push_back(r.sample.latency_us);
   std::map<Key, std::pair<SweepRow, std::vector<double>>> picks;
   for (const auto& file : picks_files(dir)) {
-    std::map<Key, std::vector<double>> timed;  // this file's repetitions of every modelled configuration
+    std::map<Key, std::vector<double>> timed;  // aligning: this file's repetitions of every modelled configuration
     std::vector<SweepRow> table_rows;
     for (auto& r : read_sweep(file.string()).rows) {
       if (!r.modelled) continue;
-      timed[key(r.sample)].push_back(r.sample.latency_us);
+      if (align_to_sweep) timed[key(r.sample)].push_back(r.sample.latency_us);
       if (r.sample.heuristic_rank <= 0 && r.source.find("table ") != std::string::npos && !swept.count(key(r.sample)))
         table_rows.push_back(std::move(r));
     }
     std::map<ShapeKey, double> scale;
-    if (align_to_sweep) {
-      std::map<ShapeKey, std::vector<double>> ratios;
-      for (const auto& [k, lat] : timed)
-        if (auto it = swept.find(k); it != swept.end()) ratios[shape_of(k)].push_back(median(it->second) / median(lat));
-      for (auto& [shape, r] : ratios)
-        if (r.size() >= kMinAlignPairs) scale[shape] = median(r);
-    }
+    std::map<ShapeKey, std::vector<double>> ratios;
+    for (const auto& [k, lat] : timed)
+      if (auto it = swept.find(k); it != swept.end()) ratios[shape_of(k)].push_back(median(it->second) / median(lat));
+    for (auto& [shape, r] : ratios)
+      if (r.size() >= kMinAlignPairs) scale[shape] = median(r);
     for (auto& r : table_rows) {
       const Key k = key(r.sample);
       const auto s = scale.find(shape_of(k));

@@ -188,6 +188,10 @@ bool tile_swept(const std::string& architecture, Dtype dtype) {
   return swept.count({architecture, dtype_group(dtype)}) > 0;
 }
 
+bool ranks_with_learned_predictor(const TunerTable* table, const GpuSpec& gpu, Dtype dtype) {
+  return !(table && table->groups.count(dtype_group(dtype))) && tile_swept(gpu.architecture, dtype);
+}
+
 std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape) {
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<TileConfig> tiles;  // the candidate list repeats tiles that are their own transpose
@@ -276,9 +280,9 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     if (r.ranked.empty()) {
       r.method = "analytical";
       r.note = why + "; ranked by the analytical GEMM model (roofline / GEMM efficiency, tile given)" +
-               (predictor && !swept ? "; no " + gpu.architecture + " GPU was tile-swept in " + dtype_group(shape.dtype) +
-                                          ", so not by the learned predictor"
-                                    : "");
+               (!swept ? "; no " + gpu.architecture + " GPU was tile-swept in " + dtype_group(shape.dtype) +
+                             ", so not by the learned predictor"
+                       : "");
       r.ranked = rank_analytical(gpu, shape);
     }
   }

@@ -80,6 +80,10 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
 // with no GPU of the architecture swept it ranks them worse than the roofline (both Hopper GPUs held
 // out: 39.8% / 35.1%; bench/results/tuner_eval.md, *Session 30*).
 bool tile_swept(const std::string& architecture, Dtype dtype);
+// Whether tune_gemm ranks a query on `gpu` with the learned predictor when given one: `table` (may be
+// null) has no fit for the dtype's group and the architecture was tile-swept in it. A caller loads
+// the learned models only then.
+bool ranks_with_learned_predictor(const TunerTable* table, const GpuSpec& gpu, Dtype dtype);
 // The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
 // where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
 // roofline predictor ("analytical"). Throws std::invalid_argument for a non-positive dimension or
