@@ -10,7 +10,11 @@
 // Usage: perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] [--budget-s S]
 //                         [--seed N] [--pool-gb G] [--dry-run]
 //        perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv
-//                         [--heuristic-n N] [--repeat R] [--first-shape I] [--budget-s S] [--dry-run]
+//                         [--heuristic-n N] [--repeat R] [--variants] [--first-shape I] [--budget-s S] [--dry-run]
+//        --variants: each plan configuration also with every other custom option and CTA swizzle
+//                cuBLASLt accepts for it (GemmProblem::variants), its source ending in
+//                " variant=cC/sS" (C: the custom option, S: the swizzle; the plan's own row says
+//                " variant=cC/sS base" with its own)
 #include "common.h"
 #include "gemm.h"
 #include "kernels.cuh"
@@ -43,6 +47,7 @@ struct Args {
     int heuristic_n = 8;             // --sweep plan: cuBLASLt heuristic results measured per plan shape
     size_t first_shape = 0;          // --sweep plan: skip the first shapes (resuming a broken run)
     int repeat = 1;                  // --sweep plan: measurements of each configuration, in rounds over the shape's list
+    bool variants = false;           // --sweep plan: every plan configuration also with each other custom option and CTA swizzle
 };
 
 Args parse(int argc, char** argv) {
@@ -65,11 +70,12 @@ Args parse(int argc, char** argv) {
         else if (k == "--heuristic-n") a.heuristic_n = std::max(0, std::stoi(val()));
         else if (k == "--first-shape") a.first_shape = (size_t)std::stoull(val());
         else if (k == "--repeat") a.repeat = std::max(1, std::stoi(val()));
+        else if (k == "--variants") a.variants = true;
         else if (k == "-h" || k == "--help") {
             std::printf("perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] "
                         "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--dry-run]\n"
                         "perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv "
-                        "[--heuristic-n N] [--repeat R] [--first-shape I] [--budget-s S] [--dry-run]\n");
+                        "[--heuristic-n N] [--repeat R] [--variants] [--first-shape I] [--budget-s S] [--dry-run]\n");
             std::exit(0);
         } else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
     }
@@ -393,6 +399,7 @@ std::vector<std::string> env_lines(Ctx& c) {
         e.push_back("plan_files=" + files);
         e.push_back("heuristic_n=" + std::to_string(c.args.heuristic_n));
         e.push_back("repeat=" + std::to_string(c.args.repeat));
+        e.push_back(std::string("variants=") + (c.args.variants ? "1" : "0"));
     }
     for (auto& l : gpu_env_lines(c.prop)) e.push_back(std::move(l));
     e.push_back("timing=CUPTI activity (CONCURRENT_KERNEL + MEMSET); per repetition the sum of the device durations of all kernels and memsets the operation launched; latency_us = median");
@@ -770,6 +777,18 @@ int run_plan(Ctx& c, CsvOut& out) {
                 if (!std::isdigit((unsigned char)ch)) kind += ch;
             ++forced_via[kind];
             jobs.push_back({g, plan_source(*e) + (how.empty() ? "" : " via=" + how), e});
+        }
+        if (c.args.variants) {
+            const size_t planned = jobs.size();
+            for (size_t j = 0; j < planned; ++j) {
+                if (!jobs[j].entry) continue;
+                const GemmConfig base = jobs[j].g;
+                const std::string src = jobs[j].source;
+                const PlanEntry* entry = jobs[j].entry;
+                jobs[j].source += " variant=c" + std::to_string(base.info.custom) + "/s" + std::to_string(base.info.swizzle) + " base";
+                for (const GemmConfig& v : p.variants(base))
+                    jobs.push_back({v, src + " variant=c" + std::to_string(v.info.custom) + "/s" + std::to_string(v.info.swizzle), entry});
+            }
         }
         // --repeat R: the whole list R times over, so that each configuration's repetitions are
         // spread over the shape's measuring time (a clock drift hits them all alike); one row per

@@ -351,6 +351,41 @@ public:
         return false;
     }
 
+    // The kernel variants of a configuration (`--variants`): the same algorithm, tile, stages,
+    // cluster shape and split-K with each other custom option (0..CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX)
+    // and CTA swizzle (0 and 1 where CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) cuBLASLt accepts
+    // (cublasLtMatmulAlgoCheck, within the workspace). On Hopper the nvjet kernel's raster order
+    // and schedule come with them, which a configuration as the tuner names it leaves open.
+    std::vector<GemmConfig> variants(const GemmConfig& g) const {
+        std::vector<GemmConfig> out;
+        uint32_t custom_max = 0;
+        int32_t swizzle_ok = 0;
+        size_t w = 0;
+        cublasLtMatmulAlgoCapGetAttribute(&g.algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof(custom_max), &w);
+        cublasLtMatmulAlgoCapGetAttribute(&g.algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle_ok, sizeof(swizzle_ok), &w);
+        custom_max = std::min<uint32_t>(custom_max, 63);
+        for (uint32_t custom = 0; custom <= custom_max; ++custom)
+            for (uint32_t swz = 0; swz <= (swizzle_ok ? 1u : 0u); ++swz) {
+                if (custom == g.info.custom && swz == g.info.swizzle) continue;
+                cublasLtMatmulAlgo_t algo = g.algo;
+                cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof(custom));
+                cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof(swz));
+                cublasLtMatmulHeuristicResult_t r{};
+                if (cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r) != CUBLAS_STATUS_SUCCESS) continue;
+                if (r.workspaceSize > ws_bytes_) continue;
+                GemmConfig v = g;
+                v.algo = algo;
+                v.workspace = r.workspaceSize;
+                v.waves = r.wavesCount;
+                v.info = algo_info(algo);
+                if (v.info.tile != g.info.tile || v.info.cluster != g.info.cluster || v.info.splitk != g.info.splitk ||
+                    v.info.stages != g.info.stages)
+                    continue;
+                out.push_back(v);
+            }
+        return out;
+    }
+
     // Variations of a heuristic result (on Hopper: the nvjet algorithm, whose heuristic list
     // stops at 8): other tiles, stage counts, cluster shapes and split-K of the same algo,
     // checked with cublasLtMatmulAlgoCheck; those already in `seen` are skipped.

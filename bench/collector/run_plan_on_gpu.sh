@@ -3,11 +3,15 @@
 # idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
 # plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
 #
-#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm [--repeat R]] [OUTDIR]
+#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [--repeat R]] [OUTDIR]
 #
 # --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
 # held-out shapes' candidate configurations of bench/data/<gpu-id>/confirm_plan.csv(.gz), each
 # measured R times (default 3) in rounds, plus cuBLASLt's default per shape, into confirm.csv.
+# --variants: the kernel-variant experiment instead: bench/data/<gpu-id>/variants_plan.csv(.gz)
+# (bench/collector/variants_plan.py wrote it), each configuration also with every other custom
+# option and CTA swizzle cuBLASLt accepts (perfloom-collect --variants), R times each, into
+# variants.csv.
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
@@ -23,6 +27,7 @@ set -u -o pipefail
 BUDGET=150
 DRY=""
 CONFIRM=""
+VARIANTS=""
 REPEAT=3
 OUTDIR="${OUT:-$PWD/collector-out}"
 while [ $# -gt 0 ]; do
@@ -30,6 +35,7 @@ while [ $# -gt 0 ]; do
     --budget-s) BUDGET="$2"; shift ;;
     --dry-run) DRY=1 ;;
     --confirm) CONFIRM=1 ;;
+    --variants) VARIANTS=1 ;;
     --repeat) REPEAT="$2"; shift ;;
     *) OUTDIR="$1" ;;
   esac
@@ -62,6 +68,15 @@ if [ -n "$CONFIRM" ]; then
   if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/confirm_plan.csv"; p="$D/confirm_plan.csv"; fi
   if [ -s "$p" ]; then PLANS+=("$p"); else log "no re-measurement plan: $p(.gz) is missing (perfloom-tuner-eval --confirm-plan writes it)"; fi
 fi
+if [ -n "$VARIANTS" ]; then
+  PLAN_DTYPES=""
+  CONFIRM=1  # measured like a re-measurement: R rounds, cuBLASLt's default per shape
+  MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT" --variants)
+  OUTNAME=variants.csv
+  p="$ROOT/bench/data/$GPU_ID/variants_plan.csv"
+  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/variants_plan.csv"; p="$D/variants_plan.csv"; fi
+  if [ -s "$p" ]; then PLANS+=("$p"); else log "no variant plan: $p(.gz) is missing (bench/collector/variants_plan.py writes it)"; fi
+fi
 for dt in $PLAN_DTYPES; do
   p="$ROOT/bench/data/$GPU_ID/plan_$dt.csv"
   if [ ! -s "$p" ] && [ -x "$ROOT/build/bin/perfloom" ]; then  # a checkout with the CLI built
@@ -78,7 +93,7 @@ PLAN_ARGS=()
 for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
 
 # ---- environment ---------------------------------------------------------------------------------
-collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT} budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
+collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT}${VARIANTS:+ variants} budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
 build_collector /tmp/perfloom-collector-plan-build collect

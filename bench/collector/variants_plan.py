@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The kernel-variant experiment's plan (bench/results/tuner_eval.md, section *Session 31*).
+
+From a GPU's re-measurement plan and its lease (bench/data/<gpu>/confirm_plan.csv.gz and
+confirm.csv.gz), pick SHAPES held-out shapes at random (seeded) and write, per shape, the plan rows
+of the table path's first choice (`table 1`: what `perfloom tune` answers), the exhaustive
+search's answer (`measured 1`: the sweep's fastest configuration) and the lease's fastest
+configuration, each once. `perfloom-collect --sweep plan --variants` then times each of them with
+every custom option and CTA swizzle cuBLASLt accepts.
+
+    variants_plan.py GPU_DIR SHAPES SEED OUT.csv
+"""
+import csv, gzip, random, statistics, sys
+from collections import defaultdict
+
+
+def lines(path):
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            if not line.startswith("#"):
+                yield line
+
+
+def main():
+    gpu_dir, n_shapes, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    plan = list(csv.DictReader(lines(f"{gpu_dir}/confirm_plan.csv.gz")))
+    fields = list(plan[0].keys())
+    by_shape = defaultdict(list)
+    for r in plan:
+        by_shape[(r["dtype"], r["M"], r["N"], r["K"])].append(r)
+    # The lease: median per (shape, config) over its repetitions; its fastest plan configuration.
+    times = defaultdict(list)
+    for r in csv.DictReader(lines(f"{gpu_dir}/confirm.csv.gz")):
+        src = r["source"]
+        if not src.startswith("plan:") or src.startswith("plan:heuristic"):
+            continue
+        cfg = src[len("plan:"):].split(" ", 1)[0]
+        times[(r["dtype"], r["M"], r["N"], r["K"], cfg)].append(float(r["latency_us"]))
+    fastest = {}
+    for (dt, m, n, k, cfg), t in times.items():
+        med = statistics.median(t)
+        key = (dt, m, n, k)
+        if key not in fastest or med < fastest[key][0]:
+            fastest[key] = (med, cfg)
+    shapes = sorted(k for k, rows in by_shape.items() if any(r["why"].startswith("table 1") for r in rows))
+    random.Random(seed).shuffle(shapes)
+    picked = 0
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for key in shapes:
+            if picked == n_shapes:
+                break
+            rows = by_shape[key]
+            want = []
+            for r in rows:
+                tags = [t.strip() for t in r["why"].split(";")]
+                if "table 1" in tags or "measured 1" in tags or (key in fastest and r["config"] == fastest[key][1]):
+                    want.append(r)
+            seen = set()
+            for r in want:
+                if r["config"] in seen:
+                    continue
+                seen.add(r["config"])
+                w.writerow(r)
+            picked += 1
+    print(f"{out}: {picked} shapes")
+
+
+if __name__ == "__main__":
+    main()
