@@ -2331,6 +2331,90 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
      << kSession10Nearest;
 }
 
+
+// --variant-eval GPU: the kernel-variant model (model/tuner/variant_model.h) held out by shape. The
+// shapes of DIR/variants.csv(.gz) (`run_plan_on_gpu.sh --variants`) are split into `folds` folds by
+// shape_fold(); each fold's shapes are answered by a variant model fitted on the other folds. Scored:
+// the table path's first choice (the plan rows tagged "table 1" in DIR/confirm_plan.csv(.gz), what
+// `perfloom tune` answered in session 22's folds) with the option it was forced with, with the option
+// the model names, and with its fastest option; each within 3% of the fastest of everything timed at
+// the shape. Also the same over every configuration timed (mean slowdown against its fastest option).
+int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds) {
+  const bench::VariantData data = bench::read_variants(bench::data_file(dir, "variants.csv").string());
+  std::set<std::pair<ShapeKey, tuner::ConfigKey>> first_choice;
+  {
+    const fs::path pf = bench::data_file(dir, "confirm_plan.csv");
+    auto reader = storage::CsvReader::from_string(bench::read_text(pf.string()), pf.string());
+    if (!reader.read_header()) throw std::runtime_error(pf.string() + ": no header row");
+    const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
+               c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_why = reader.require_column("why");
+    std::vector<std::string> f;
+    while (reader.next(f)) {
+      if (f.size() < reader.header().size()) continue;
+      const auto dt = parse_dtype(f[c_dt]);
+      const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
+      if (!dt || !M || !N || !K) continue;
+      std::stringstream why(f[c_why]);
+      std::string tag;
+      bool first = false;
+      while (std::getline(why, tag, ';')) {
+        while (!tag.empty() && tag.front() == ' ') tag.erase(0, 1);
+        first = first || tag == "table 1";
+      }
+      if (first) first_choice.insert({{static_cast<int>(*dt), *M, *N, *K}, tuner::config_key(tuner::config_from_string(f[c_cfg]))});
+    }
+  }
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  const tuner::SlotsByCluster slots = table ? table->slots_by_cluster : tuner::SlotsByCluster{};
+  struct Score { int n = 0, base = 0, named = 0, model = 0, oracle = 0, measured = 0; double log_model = 0, log_base = 0; };
+  Score first, all;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int fold = 0; fold < folds; ++fold) {
+    std::vector<tuner::VariantSample> train;
+    for (const auto& v : data.samples)
+      if (tuner::shape_fold(v.shape, folds) != fold && in_train_share(v.shape)) train.push_back(v);
+    const tuner::VariantModel model = tuner::fit_variant_model(train, gpu, slots);
+    for (const auto& s : data.shapes) {
+      if (tuner::shape_fold(s.shape, folds) != fold) continue;
+      const double best = s.best_us();
+      const ShapeKey sk{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K};
+      for (const auto& [ck, p] : s.points) {
+        if (p.base_custom < 0 || !p.latency_us.count(p.base_custom)) continue;
+        const TileConfig cfg = tuner::config_from_string(p.config);
+        const HardwareRates hw = hardware_rates(gpu, s.shape.dtype);
+        const auto wf = tuner::wave_features(s.shape, cfg, hw, tuner::concurrent_ctas(cfg, s.shape.dtype, hw, slots));
+        const tuner::VariantChoice c = tuner::choose_variant(model, s.shape, cfg, wf);
+        const double base = p.latency_us.at(p.base_custom);
+        double oracle = INFINITY;
+        for (const auto& [k, t] : p.latency_us) oracle = std::min(oracle, t);
+        const auto it = c.custom >= 0 ? p.latency_us.find(c.custom) : p.latency_us.end();
+        const double chosen = it != p.latency_us.end() ? it->second : base;
+        for (Score* sc : {&all, first_choice.count({sk, ck}) ? &first : nullptr}) {
+          if (!sc) continue;
+          ++sc->n;
+          sc->base += base <= 1.03 * best;
+          sc->model += chosen <= 1.03 * best;
+          sc->oracle += oracle <= 1.03 * best;
+          sc->named += c.custom >= 0;
+          sc->measured += it != p.latency_us.end();
+          sc->log_model += std::log(chosen / oracle);
+          sc->log_base += std::log(base / oracle);
+        }
+      }
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto pct = [](int a, int n) { return n ? 100.0 * a / n : 0.0; };
+  std::printf("variant model held out by shape (%d folds), %s: %zu shapes, %zu (shape, configuration, option) points; %.0f s\n",
+              folds, gpu.id.c_str(), data.shapes.size(), data.samples.size(), secs);
+  std::printf("| configurations | n | within 3%% of the shape's best: forced option | model's option | fastest option | option named / timed | slowdown against the fastest option (geomean): forced | model's |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& [name, sc] : {std::pair<const char*, Score>{"the table path's first choice", first}, {"every configuration timed", all}})
+    std::printf("| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f / %.1f%% | %.4f | %.4f |\n", name, sc.n, pct(sc.base, sc.n),
+                pct(sc.model, sc.n), pct(sc.oracle, sc.n), pct(sc.named, sc.n), pct(sc.measured, sc.n),
+                std::exp(sc.n ? sc.log_base / sc.n : 0), std::exp(sc.n ? sc.log_model / sc.n : 0));
+  return 0;
+}
+
 }  // namespace
 
 // ---- Issue #8, helper 8 experiments: dumps for nested CV of the learned residual's size and for a
@@ -2489,6 +2573,10 @@ int main(int argc, char** argv) {
       g_learned_models[id] = LearnedPredictor::load(argv[++i]);
     }
     else if (a == "--main-only") g_main_only = true;
+    else if (a == "--variant-eval" && i + 1 < argc) {
+      const std::string id = argv[++i];
+      return variant_eval(GpuDatabase::builtin().get(id), data / id, folds);
+    }
     else if (a == "--nearest-shapes" && i + 1 < argc) g_nearest_shapes = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {

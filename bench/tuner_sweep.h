@@ -17,6 +17,7 @@
 
 #include "model/compressed_text.h"
 #include "model/tuner/tuner_fit.h"
+#include "model/tuner/variant_model.h"
 #include "storage/csv_reader.h"
 
 namespace perfloom::bench {
@@ -314,6 +315,86 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
     row.sample.latency_us = median(lat);
     row.reps = static_cast<int>(lat.size());
     out.push_back(std::move(row));
+  }
+  return out;
+}
+
+// A kernel-variant measurement (`run_plan_on_gpu.sh --variants`: bench/data/<gpu>/variants.csv.gz):
+// each plan configuration timed with every custom option cuBLASLt accepts for it, R times each, its
+// source "plan:CONFIG WHY variant=cC/sS[ base] rep=K" (" base": the option the configuration was
+// forced with, as a plain plan run takes it), and cuBLASLt's default per shape ("plan:heuristic").
+struct VariantPoint {
+  std::string config;               // the plan's configuration string (perfloom's orientation)
+  std::string why;                  // the plan's tags ("table 1; measured 3; ...")
+  int base_custom = -1;             // the option a plain plan run forces it with
+  std::map<int, double> latency_us;  // per custom option: the median of its repetitions
+};
+struct VariantShape {
+  tuner::GemmShape shape;
+  double default_us = 0;            // cuBLASLt's default, the median of its repetitions (0: none)
+  std::map<tuner::ConfigKey, VariantPoint> points;
+  double best_us() const {  // the fastest of everything timed at the shape
+    double b = default_us > 0 ? default_us : std::numeric_limits<double>::infinity();
+    for (const auto& [k, p] : points)
+      for (const auto& [c, t] : p.latency_us) b = std::min(b, t);
+    return b;
+  }
+};
+struct VariantData {
+  std::vector<VariantShape> shapes;
+  std::vector<tuner::VariantSample> samples;  // one per (shape, configuration, option): what the model learns
+};
+// Throws like read_sweep, and std::runtime_error naming the file where a plan row lacks its variant.
+inline VariantData read_variants(const std::string& path) {
+  using ShapeKey = std::tuple<int, long long, long long, long long>;
+  std::map<ShapeKey, VariantShape> shapes;
+  std::map<ShapeKey, std::vector<double>> defaults;
+  std::map<std::tuple<ShapeKey, tuner::ConfigKey, int>, std::pair<std::vector<double>, std::string>> timed;
+  const Sweep sweep = read_sweep(path);
+  for (const auto& r : sweep.rows) {
+    const auto& sh = r.sample.shape;
+    const ShapeKey sk{static_cast<int>(sh.dtype), sh.M, sh.N, sh.K};
+    shapes[sk].shape = sh;
+    if (r.source.rfind("plan:heuristic", 0) == 0) {
+      defaults[sk].push_back(r.sample.latency_us);
+      continue;
+    }
+    const std::size_t v = r.source.find(" variant=c");
+    if (r.source.rfind("plan:", 0) != 0 || v == std::string::npos)
+      throw std::runtime_error(path + ": row of " + std::to_string(sh.M) + "x" + std::to_string(sh.N) + "x" +
+                               std::to_string(sh.K) + " has no 'variant=cC/sS' in its source '" + r.source +
+                               "' (not a --variants run)");
+    if (!r.modelled) continue;
+    const int custom = std::atoi(r.source.c_str() + v + 10);
+    const std::string head = r.source.substr(5, v - 5);
+    const std::size_t sp = head.find(' ');
+    VariantPoint& p = shapes[sk].points[tuner::config_key(r.sample.config)];
+    p.config = head.substr(0, sp);
+    if (p.why.empty() && sp != std::string::npos) p.why = head.substr(sp + 1);
+    if (r.source.find(" base", v) != std::string::npos) p.base_custom = custom;
+    auto& [lat, kernel] = timed[{sk, tuner::config_key(r.sample.config), custom}];
+    lat.push_back(r.sample.latency_us);
+    if (kernel.empty()) kernel = r.kernel;
+  }
+  VariantData out;
+  std::map<ShapeKey, std::size_t> index;
+  for (auto& [sk, s] : shapes) {
+    if (auto d = defaults.find(sk); d != defaults.end()) s.default_us = median(d->second);
+    index[sk] = out.shapes.size();
+    out.shapes.push_back(std::move(s));
+  }
+  for (const auto& [key, v] : timed) {
+    const auto& [sk, ck, custom] = key;
+    VariantShape& s = out.shapes[index.at(sk)];
+    VariantPoint& p = s.points.at(ck);
+    p.latency_us[custom] = median(v.first);
+    tuner::VariantSample vs;
+    vs.shape = s.shape;
+    vs.config = tuner::config_from_string(p.config);
+    vs.custom = custom;
+    vs.latency_us = p.latency_us[custom];
+    vs.kernel = v.second;
+    out.samples.push_back(std::move(vs));
   }
   return out;
 }

@@ -104,6 +104,19 @@ struct TunerRanker {
   int shapes = 0;                             // query groups it was trained on
 };
 
+// The variant model (model/tuner/variant_model.h): gradient-boosted trees that predict how much
+// slower each cuBLASLt custom option (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION: on Hopper's nvjet kernels
+// the raster order, the cooperative schedule and the operand order) makes a configuration than its
+// fastest option at a shape, and per dtype group and exact configuration (tile, split-K, cluster)
+// the options cuBLASLt accepted for it where it was measured; a configuration not measured gets
+// no option named.
+struct VariantModel {
+  std::shared_ptr<const XgbBooster> booster;  // null: none
+  std::map<std::string, std::map<ConfigKey, std::vector<int>>> accepted;  // by dtype_group()
+  std::map<int, std::string> labels;  // per custom option, what its kernels showed most often ("raster v, TNN")
+  int points = 0;                     // (shape, configuration) points timed with two options or more
+};
+
 struct TunerTable {
   std::string gpu_id;
   int sm_count = 0;
@@ -112,6 +125,7 @@ struct TunerTable {
   SlotsByCluster slots_by_cluster;  // concurrent CTAs per cluster size, measured
   std::map<std::string, GroupTable> groups;  // by dtype_group()
   TunerRanker ranker;           // optional (JSON "ranker"; tables without one rank by score)
+  VariantModel variants;        // optional (JSON "variants"; tables without one name no custom option)
   std::string label;            // where it was read from, for messages
 };
 

@@ -1,0 +1,150 @@
+#include "model/tuner/variant_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "model/analysis.h"
+
+namespace perfloom::tuner {
+
+const std::array<std::string, kVariantFeatureCount>& variant_feature_names() {
+  static const std::array<std::string, kVariantFeatureCount> names = [] {
+    std::array<std::string, kVariantFeatureCount> n;
+    std::size_t i = 0;
+    for (const auto& v : learned_names()) n[i++] = v;
+    for (const char* v : {"variant:log2_tiles_m", "variant:log2_tiles_n", "variant:custom_bit0", "variant:custom_bit1",
+                          "variant:custom_bit2"})
+      n[i++] = v;
+    return n;
+  }();
+  return names;
+}
+
+std::array<float, kVariantFeatureCount> variant_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f,
+                                                         int custom) {
+  std::array<float, kVariantFeatureCount> row{};
+  const auto l = learned_features(s, t, f);
+  std::copy(l.begin(), l.end(), row.begin());
+  std::size_t i = kLearnedCount;
+  row[i++] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(1, f.grid.tiles_m))));
+  row[i++] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(1, f.grid.tiles_n))));
+  for (int b = 0; b < 3; ++b) row[i++] = static_cast<float>((custom >> b) & 1);
+  return row;
+}
+
+std::string nvjet_variant_label(const std::string& kernel_name) {
+  const std::string k = kernel_name.substr(0, kernel_name.find(' '));
+  if (k.rfind("nvjet", 0) != 0) return {};
+  std::string label;
+  if (k.find("_v_") != std::string::npos) label = "raster v";
+  if (k.find("_h_") != std::string::npos) label = "raster h";
+  if (k.find("coopA") != std::string::npos || k.find("coopB") != std::string::npos)
+    label += std::string(label.empty() ? "" : ", ") + "cooperative";
+  // The operand order: the name's last three letters (TNT / TNN).
+  const std::size_t u = k.find_last_of('_');
+  if (u != std::string::npos && k.size() - u - 1 == 3) label += std::string(label.empty() ? "" : ", ") + k.substr(u + 1);
+  return label;
+}
+
+namespace {
+
+WaveFeatures features_for(const GemmShape& shape, const TileConfig& config, const GpuSpec& gpu, const SlotsByCluster& slots) {
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  return wave_features(shape, config, hw, concurrent_ctas(config, shape.dtype, hw, slots));
+}
+
+}  // namespace
+
+VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu, const SlotsByCluster& slots,
+                               const VariantFitOptions& opt) {
+  VariantModel m;
+  // Points: (shape, exact configuration) -> the options timed there.
+  using PointKey = std::tuple<int, int64_t, int64_t, int64_t, ConfigKey>;
+  std::map<PointKey, std::vector<const VariantSample*>> points;
+  std::map<int, std::map<std::string, int>> label_counts;
+  for (const auto& s : samples) {
+    if (!(s.latency_us > 0) || !std::isfinite(s.latency_us) || s.custom < 0) continue;
+    points[{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K, config_key(s.config)}].push_back(&s);
+    auto& acc = m.accepted[dtype_group(s.shape.dtype)][config_key(s.config)];
+    if (std::find(acc.begin(), acc.end(), s.custom) == acc.end()) acc.insert(std::upper_bound(acc.begin(), acc.end(), s.custom), s.custom);
+    if (const std::string l = nvjet_variant_label(s.kernel); !l.empty()) ++label_counts[s.custom][l];
+  }
+  for (const auto& [custom, counts] : label_counts)
+    m.labels[custom] = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  std::vector<float> x, y;
+  for (const auto& [key, rows] : points) {
+    std::set<int> customs;
+    for (const VariantSample* s : rows) customs.insert(s->custom);
+    if (customs.size() < 2) continue;
+    double best = INFINITY;
+    for (const VariantSample* s : rows) best = std::min(best, s->latency_us);
+    const WaveFeatures f = features_for(rows.front()->shape, rows.front()->config, gpu, slots);
+    for (const VariantSample* s : rows) {
+      const auto r = variant_features(s->shape, s->config, f, s->custom);
+      x.insert(x.end(), r.begin(), r.end());
+      y.push_back(static_cast<float>(std::log(s->latency_us / best)));
+    }
+    ++m.points;
+  }
+  if (m.points < 20) {
+    m.points = 0;
+    return m;
+  }
+  m.booster = std::make_shared<XgbBooster>(XgbBooster::train(
+      x, y.size(), kVariantFeatureCount, y, {},
+      {{"objective", "reg:squarederror"}, {"max_depth", std::to_string(opt.depth)}, {"eta", std::to_string(opt.eta)},
+       {"subsample", "0.8"}, {"colsample_bytree", "0.8"}, {"min_child_weight", "2"}, {"tree_method", "hist"}, {"seed", "0"},
+       {"nthread", "1"}},
+      opt.rounds));
+  return m;
+}
+
+VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
+                             const WaveFeatures& features) {
+  VariantChoice c;
+  if (!model.booster) return c;
+  const auto g = model.accepted.find(dtype_group(shape.dtype));
+  if (g == model.accepted.end()) return c;
+  std::vector<int> customs;
+  if (const auto a = g->second.find(config_key(config)); a != g->second.end()) {
+    customs = a->second;
+  } else {
+    // Not measured: the options every measured configuration of the same tile (and split-K or
+    // not) was accepted with, whatever its cluster.
+    const ConfigKey want = config_key(config);
+    bool any = false;
+    for (const auto& [k, v] : g->second) {
+      if (k.tile_m != want.tile_m || k.tile_n != want.tile_n || k.tile_k != want.tile_k || (k.split_k > 1) != (want.split_k > 1))
+        continue;
+      if (!any) customs = v;
+      else {
+        std::vector<int> both;
+        std::set_intersection(customs.begin(), customs.end(), v.begin(), v.end(), std::back_inserter(both));
+        customs = std::move(both);
+      }
+      any = true;
+    }
+  }
+  if (customs.empty()) return c;
+  if (customs.size() == 1) {
+    c.custom = customs.front();
+    return c;
+  }
+  std::vector<float> rows;
+  rows.reserve(customs.size() * kVariantFeatureCount);
+  for (int custom : customs) {
+    const auto r = variant_features(shape, config, features, custom);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  const std::vector<float> p = model.booster->predict(rows.data(), customs.size(), kVariantFeatureCount);
+  const std::size_t best = static_cast<std::size_t>(std::min_element(p.begin(), p.end()) - p.begin());
+  c.custom = customs[best];
+  c.predicted_gain = std::exp(static_cast<double>(*std::max_element(p.begin(), p.end()) - p[best]));
+  return c;
+}
+
+}  // namespace perfloom::tuner

@@ -1,0 +1,65 @@
+#pragma once
+// The kernel variant of a tile configuration (DESIGN.md, idea 3). A configuration as the tuner names
+// it (tile, stages, split-K, cluster) leaves cuBLASLt's custom option (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION)
+// open; on Hopper's nvjet kernels the option picks the raster order, the cooperative schedule and the
+// operand order (seen in the kernels' names: _v_ / _h_, coopA / coopB, ...TNN / ...TNT). Forced on a
+// heuristic result, a configuration takes that result's option, chosen by cuBLASLt for another tile.
+// Measured on the H100 (bench/results/tuner_eval.md, section *Session 31*: 896 held-out shapes, every
+// accepted option of the table path's first choice timed 3 times): that first choice is within 3% of
+// the best on 72.8% of the shapes with the option it was forced with and on 81.8% with its fastest.
+//
+// The variant model learns, from such measurements (`perfloom-collect --sweep plan --variants`), how
+// much slower each option of a configuration is than the configuration's fastest option at the shape,
+// and names the option predicted fastest among those cuBLASLt accepted for the configuration.
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/tuner/tuner_table.h"
+
+namespace perfloom::tuner {
+
+// One measured (shape, configuration, custom option) point: the median of its repetitions.
+struct VariantSample {
+  GemmShape shape;
+  TileConfig config;
+  int custom = 0;           // CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION
+  double latency_us = 0;
+  std::string kernel;       // the kernel that ran (its name says what the option chose), may be empty
+};
+
+// The model's inputs: wave_model.h learned_features, log2 of the output tiles along M and N, and the
+// custom option's three low bits (what an option chooses is cuBLASLt's; the trees learn it).
+inline constexpr std::size_t kVariantFeatureCount = kLearnedCount + 5;
+const std::array<std::string, kVariantFeatureCount>& variant_feature_names();
+std::array<float, kVariantFeatureCount> variant_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f,
+                                                         int custom);
+
+// "raster v, TNN" from an nvjet kernel name ("cooperative" where it runs coopA or coopB); empty for
+// another kernel.
+std::string nvjet_variant_label(const std::string& kernel_name);
+
+struct VariantFitOptions {
+  int rounds = 300;
+  int depth = 5;
+  double eta = 0.08;
+};
+
+// Trains on every (shape, configuration) that was timed with two options or more; the label is
+// log(latency / the fastest option's at that shape and configuration). `slots` as the table's.
+// Fewer than 20 such points: an empty model.
+VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu, const SlotsByCluster& slots,
+                               const VariantFitOptions& opt = {});
+
+struct VariantChoice {
+  int custom = -1;          // -1: the model names none for this configuration
+  double predicted_gain = 1;  // predicted latency of the slowest accepted option / the chosen one's
+};
+// The accepted option predicted fastest for `config` at `shape`.
+VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
+                             const WaveFeatures& features);
+
+}  // namespace perfloom::tuner
