@@ -2,8 +2,10 @@
 // configurations with predicted latency, waves, last-wave fill and the reason, from the wave
 // tuner (model/tuner/). `perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]` writes the
 // sparse sampling plan along wave boundaries for the collector.
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -165,6 +167,10 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                             {"k_iters", c.grid.k_iters},
                             {"reason", c.reason}};
         if (c.class_samples >= 0) o["class_samples"] = c.class_samples;
+        if (c.custom_option >= 0) {
+          o["cublaslt_custom_option"] = c.custom_option;
+          o["variant"] = c.variant;
+        }
         j["configs"].push_back(o);
       }
       std::cout << j.dump(2) << "\n";
@@ -172,9 +178,11 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     }
     std::cout << "GEMM " << shape.M << "x" << shape.N << "x" << shape.K << " " << dtype_name(shape.dtype) << " on " << gpu->id
               << " (" << gpu->name << "), method: " << r.method << "\n  " << r.note << "\n";
+    // The custom option column where the table's variant model names one (variant_model.h).
+    const bool options = std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return c.custom_option >= 0; });
     std::cout << std::left << std::setw(6) << "rank" << std::setw(15) << "tile MxNxK" << std::setw(7) << "split"
               << std::setw(9) << "cluster" << std::right << std::setw(11) << "pred_us" << std::setw(7) << "waves"
-              << std::setw(7) << "fill" << "  reason\n";
+              << std::setw(7) << "fill" << (options ? "  option" : "") << "  reason\n";
     int rank = 1;
     for (const auto& c : r.ranked) {
       const TileConfig& t = c.config;
@@ -183,7 +191,18 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                 << std::setw(7) << std::max(1, t.split_k)
                 << std::setw(9) << (std::to_string(std::max(1, t.cluster_m)) + "x" + std::to_string(std::max(1, t.cluster_n)))
                 << std::right << std::setw(11) << fixed(c.pred_us, 2) << std::setw(7) << c.grid.waves << std::setw(6)
-                << static_cast<int>(std::lround(c.grid.last_wave_fill * 100)) << "%  " << c.reason << "\n";
+                << static_cast<int>(std::lround(c.grid.last_wave_fill * 100)) << "%  ";
+      if (options) std::cout << std::left << std::setw(8) << (c.custom_option >= 0 ? "c" + std::to_string(c.custom_option) : "-");
+      std::cout << c.reason << "\n";
+    }
+    if (options) {
+      std::map<int, std::string> shown;
+      for (const auto& c : r.ranked)
+        if (c.custom_option >= 0) shown[c.custom_option] = c.variant;
+      std::string legend;
+      for (const auto& [o, v] : shown) legend += (legend.empty() ? "" : "; ") + ("c" + std::to_string(o)) + (v.empty() ? "" : " " + v);
+      std::cout << "(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, the kernel variant the\n"
+                   " table's variant model predicts fastest; its kernels showed: " << legend << ")\n";
     }
     std::cout << "(tile and cluster in perfloom's orientation, M first; cuBLASLt names them N first: --json gives both)\n";
     if (r.ranked_by == "chooser")

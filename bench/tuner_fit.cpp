@@ -21,6 +21,12 @@
 //               read_picks). --no-picks leaves them out. --pick-align scales each re-measurement's
 //               latencies of a shape to the sweep's by the configurations both timed there (session
 //               30: no gain measured, so not the shipped fit).
+//               Also, where it exists, DIR/<gpu-id>/variants.csv(.gz) (`run_plan_on_gpu.sh --variants`:
+//               configurations timed with every cuBLASLt custom option they accept) fits the table's
+//               variant model (model/tuner/variant_model.h; session 31). --no-variants leaves it out.
+//   --variants-only  refit only the variant model of the table already in --out (the rest of the
+//               table is kept as it is: the variant model depends on nothing else of it but the
+//               measured slots per cluster size).
 //   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
 //               --with-tiles-more, the old flag for today's default, is still accepted.
 //   --out DIR   where the tables go (default: resources/tuner)
@@ -39,6 +45,7 @@
 #include "model/compressed_text.h"
 #include "model/gpu_database.h"
 #include "model/tuner/tuner_fit.h"
+#include "model/tuner/variant_model.h"
 
 using namespace perfloom;
 namespace fs = std::filesystem;
@@ -48,7 +55,7 @@ int main(int argc, char** argv) {
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true, with_picks = true, align_picks = false;
+  bool csv_given = false, with_more = true, with_picks = true, align_picks = false, with_variants = true, variants_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
@@ -57,16 +64,21 @@ int main(int argc, char** argv) {
     else if (a == "--tiles-only") with_more = false;
     else if (a == "--no-picks") with_picks = false;
     else if (a == "--pick-align") align_picks = true;
+    else if (a == "--no-variants") with_variants = false;
+    else if (a == "--variants-only") variants_only = true;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--pick-align] [GPU-ID...]\n"
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--pick-align]\n"
+                   "                   [--no-variants | --variants-only] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
-                   "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n";
+                   "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n"
+                   "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
+                   "  --variants-only: refit only the variant model of the table in --out\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -85,8 +97,39 @@ int main(int argc, char** argv) {
   try {
     const GpuDatabase gpus = GpuDatabase::builtin();
     fs::create_directories(out);
+    // The variant model from DIR/<id>/variants.csv(.gz), where it exists: set on `table`, named in its source.
+    auto fit_variants = [&](const std::string& id, const GpuSpec& gpu, tuner::TunerTable& table) {
+      table.variants = {};
+      const fs::path file = bench::data_file(data / id, "variants.csv");
+      if (!with_variants || !fs::exists(file)) return;
+      const bench::VariantData v = bench::read_variants(file.string());
+      table.variants = tuner::fit_variant_model(v.samples, gpu, table.slots_by_cluster);
+      const std::string what = "; bench/data/" + id + "/" + file.filename().string() + ": variant model on " +
+                               std::to_string(table.variants.points) + " (shape, configuration) points of " +
+                               std::to_string(v.shapes.size()) + " shapes";
+      if (const auto at = table.source.find("; bench/data/" + id + "/variants.csv"); at != std::string::npos)
+        table.source.erase(at);
+      if (table.variants.booster) table.source += what;
+    };
+    auto write_table = [&](const std::string& id, const tuner::TunerTable& table) {
+      const fs::path file = out / (id + ".json.gz");
+      std::ofstream os(file, std::ios::binary);
+      if (!os) throw std::runtime_error(file.string() + ": cannot be written");
+      os << gzip_text(tuner::tuner_table_to_json(table));
+      if (!os.flush()) throw std::runtime_error(file.string() + ": cannot be written");
+      return file;
+    };
     for (const auto& id : ids) {
       const GpuSpec& gpu = gpus.get(id);
+      if (variants_only) {
+        const fs::path file = out / (id + ".json.gz");
+        tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file.string()), file.string());
+        tuner::check_table_matches(table, gpu);
+        fit_variants(id, gpu, table);
+        write_table(id, table);
+        std::cout << id << ": variant model on " << table.variants.points << " points -> " << file.string() << "\n";
+        continue;
+      }
       std::vector<tuner::TunerSample> samples;
       std::set<std::tuple<int, int64_t, int64_t, int64_t>> all_shapes;
       std::string source;
@@ -130,12 +173,9 @@ int main(int argc, char** argv) {
         }
       }
       const std::size_t shapes = all_shapes.size();
-      const tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);
-      const fs::path file = out / (id + ".json.gz");
-      std::ofstream os(file, std::ios::binary);
-      if (!os) throw std::runtime_error(file.string() + ": cannot be written");
-      os << gzip_text(tuner::tuner_table_to_json(table));
-      if (!os.flush()) throw std::runtime_error(file.string() + ": cannot be written");
+      tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);
+      fit_variants(id, gpu, table);
+      const fs::path file = write_table(id, table);
       fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)
       std::cout << id << ": " << samples.size() << " points, " << shapes << " shapes ->" << file.string() << " (";
       bool first = true;

@@ -3,7 +3,7 @@
 # idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
 # plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
 #
-#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [--repeat R]] [OUTDIR]
+#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME] [--repeat R]] [OUTDIR]
 #
 # --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
 # held-out shapes' candidate configurations of bench/data/<gpu-id>/confirm_plan.csv(.gz), each
@@ -11,7 +11,8 @@
 # --variants: the kernel-variant experiment instead: bench/data/<gpu-id>/variants_plan.csv(.gz)
 # (bench/collector/variants_plan.py wrote it), each configuration also with every other custom
 # option and CTA swizzle cuBLASLt accepts (perfloom-collect --variants), R times each, into
-# variants.csv.
+# variants.csv; --variants NAME: bench/data/<gpu-id>/NAME_plan.csv(.gz) into NAME.csv instead
+# (variants_test: the held-out shapes of session 31's test of the shipped variant model).
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --budget-s) BUDGET="$2"; shift ;;
     --dry-run) DRY=1 ;;
     --confirm) CONFIRM=1 ;;
-    --variants) VARIANTS=1 ;;
+    --variants) VARIANTS=variants; case "${2:-}" in ""|-*|/*) ;; *) VARIANTS="$2"; shift ;; esac ;;
     --repeat) REPEAT="$2"; shift ;;
     *) OUTDIR="$1" ;;
   esac
@@ -72,9 +73,9 @@ if [ -n "$VARIANTS" ]; then
   PLAN_DTYPES=""
   CONFIRM=1  # measured like a re-measurement: R rounds, cuBLASLt's default per shape
   MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT" --variants)
-  OUTNAME=variants.csv
-  p="$ROOT/bench/data/$GPU_ID/variants_plan.csv"
-  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/variants_plan.csv"; p="$D/variants_plan.csv"; fi
+  OUTNAME="$VARIANTS.csv"
+  p="$ROOT/bench/data/$GPU_ID/${VARIANTS}_plan.csv"
+  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/${VARIANTS}_plan.csv"; p="$D/${VARIANTS}_plan.csv"; fi
   if [ -s "$p" ]; then PLANS+=("$p"); else log "no variant plan: $p(.gz) is missing (bench/collector/variants_plan.py writes it)"; fi
 fi
 for dt in $PLAN_DTYPES; do

@@ -8,7 +8,9 @@ search's answer (`measured 1`: the sweep's fastest configuration) and the lease'
 configuration, each once. `perfloom-collect --sweep plan --variants` then times each of them with
 every custom option and CTA swizzle cuBLASLt accepts.
 
-    variants_plan.py GPU_DIR SHAPES SEED OUT.csv
+    variants_plan.py GPU_DIR SHAPES SEED OUT.csv [EXCLUDE_PLAN.csv.gz]
+
+EXCLUDE_PLAN: the shapes of an earlier plan are left out (a test set for a model fitted on them).
 """
 import csv, gzip, random, statistics, sys
 from collections import defaultdict
@@ -23,6 +25,9 @@ def lines(path):
 
 def main():
     gpu_dir, n_shapes, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    exclude = set()
+    if len(sys.argv) > 5:
+        exclude = {(r["dtype"], r["M"], r["N"], r["K"]) for r in csv.DictReader(lines(sys.argv[5]))}
     plan = list(csv.DictReader(lines(f"{gpu_dir}/confirm_plan.csv.gz")))
     fields = list(plan[0].keys())
     by_shape = defaultdict(list)
@@ -42,7 +47,8 @@ def main():
         key = (dt, m, n, k)
         if key not in fastest or med < fastest[key][0]:
             fastest[key] = (med, cfg)
-    shapes = sorted(k for k, rows in by_shape.items() if any(r["why"].startswith("table 1") for r in rows))
+    shapes = sorted(k for k, rows in by_shape.items()
+                    if k not in exclude and any(t.strip() == "table 1" for r in rows for t in r["why"].split(";")))
     random.Random(seed).shuffle(shapes)
     picked = 0
     with open(out, "w", newline="") as f:

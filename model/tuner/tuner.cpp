@@ -1,4 +1,5 @@
 #include "model/tuner/tuner.h"
+#include "model/tuner/variant_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -247,6 +248,18 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
   return out;
 }
 
+void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked) {
+  if (!table.variants.booster) return;
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  for (auto& c : ranked) {
+    const WaveFeatures f = wave_features(shape, c.config, hw, concurrent_ctas(c.config, shape.dtype, hw, table.slots_by_cluster));
+    c.custom_option = choose_variant(table.variants, shape, c.config, f).custom;
+    c.variant.clear();
+    if (c.custom_option < 0) continue;
+    if (auto it = table.variants.labels.find(c.custom_option); it != table.variants.labels.end()) c.variant = it->second;
+  }
+}
+
 TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
                      const KernelPredictor* predictor) {
   if (top_k == 0) throw std::invalid_argument("top must be at least 1");
@@ -266,6 +279,7 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
     for (auto& c : r.ranked) c.reason = describe_grid(c.grid);
+    name_variants(*table, gpu, shape, r.ranked);
   } else {
     const std::string why = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +
                                         (group ? " candidates" : " fit")

@@ -25,6 +25,11 @@ struct RankedConfig {
   double rank_score = 0;   // the table's chooser (TunerTable::ranker), higher first; 0 without one
   std::size_t index = 0;   // position in the configurations given to the ranking
   std::string reason;      // "1 wave, 97% full, 112 K-iterations"
+  // The kernel variant the table's variant model names (TunerTable::variants, variant_model.h):
+  // cuBLASLt's custom option to set (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION; -1: none named, as for
+  // GPUs without a table) and what its kernels showed where it was measured ("raster v, TNN").
+  int custom_option = -1;
+  std::string variant;
 };
 
 struct TuneResult {
@@ -84,6 +89,9 @@ bool tile_swept(const std::string& architecture, Dtype dtype);
 // null) has no fit for the dtype's group and the architecture was tile-swept in it. A caller loads
 // the learned models only then.
 bool ranks_with_learned_predictor(const TunerTable* table, const GpuSpec& gpu, Dtype dtype);
+// Sets each configuration's custom_option and variant from the table's variant model (nothing where
+// the table has none).
+void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked);
 // The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
 // where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
 // roofline predictor ("analytical"). Throws std::invalid_argument for a non-positive dimension or

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/compressed_text.h"
+#include "model/tuner/variant_model.h"
 
 namespace perfloom::embedded {
 std::vector<std::pair<std::string_view, std::string_view>> tuner_files();  // generated
@@ -321,6 +322,29 @@ std::string tuner_table_to_json(const TunerTable& table) {
        << ", \"shapes\": " << table.ranker.shapes << ",\n  \"features\": " << names.dump()
        << ",\n  \"model\": " << table.ranker.booster->save_json() << "}";
   }
+  if (table.variants.booster) {
+    const VariantModel& v = table.variants;
+    json names = json::array(), labels = json::object(), accepted = json::object();
+    for (const auto& n : variant_feature_names()) names.push_back(n);
+    for (const auto& [c, l] : v.labels) labels[std::to_string(c)] = l;
+    for (const auto& [group, configs] : v.accepted) {
+      json g = json::object();
+      for (const auto& [k, customs] : configs) {
+        TileConfig t;
+        t.tile_m = k.tile_m;
+        t.tile_n = k.tile_n;
+        t.tile_k = k.tile_k;
+        t.split_k = k.split_k;
+        t.cluster_m = k.cluster_m;
+        t.cluster_n = k.cluster_n;
+        g[config_key_string(t)] = customs;
+      }
+      accepted[group] = std::move(g);
+    }
+    os << ",\n \"variants\": {\"points\": " << v.points << ",\n  \"features\": " << names.dump()
+       << ",\n  \"labels\": " << labels.dump() << ",\n  \"accepted\": " << accepted.dump()
+       << ",\n  \"model\": " << v.booster->save_json() << "}";
+  }
   os << "\n}\n";
   return os.str();
 }
@@ -507,6 +531,64 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
     if (auto o = it->find("objective"); o != it->end() && o->is_string()) t.ranker.objective = o->get<std::string>();
     if (auto o = it->find("grading"); o != it->end() && o->is_string()) t.ranker.grading = o->get<std::string>();
     if (auto o = it->find("shapes"); o != it->end() && o->is_number_integer()) t.ranker.shapes = o->get<int>();
+  }
+  if (auto it = j.find("variants"); it != j.end()) {
+    if (!it->is_object()) fail(label, "variants", "is not an object");
+    json names = json::array();
+    for (const auto& n : variant_feature_names()) names.push_back(n);
+    const json& vn = need(*it, "features", label, "variants");
+    if (vn != names)
+      fail(label, "variants.features", "are " + vn.dump() + ", this build's variant model uses " + names.dump() +
+                                           " (refit the table with perfloom-tuner-fit)");
+    auto option = [&](const json& c, const std::string& where) {
+      if (!c.is_number_integer() || c.get<long long>() < 0 || c.get<long long>() > 63)
+        fail(label, where, "is " + c.dump() + ", not a cuBLASLt custom option (an integer 0..63)");
+      return c.get<int>();
+    };
+    const json& acc = need(*it, "accepted", label, "variants");
+    if (!acc.is_object()) fail(label, "variants.accepted", "is not an object of dtype groups");
+    for (const auto& [group, configs] : acc.items()) {
+      const std::string where = "variants.accepted." + group;
+      if (!configs.is_object()) fail(label, where, "is not an object of configurations");
+      auto& out = t.variants.accepted[group];
+      for (const auto& [cfg, customs] : configs.items()) {
+        TileConfig tc;
+        try {
+          tc = config_from_string(cfg);
+        } catch (const TunerTableError& e) {
+          fail(label, where, e.what());
+        }
+        if (!customs.is_array() || customs.empty()) fail(label, where + "." + cfg, "is not a list of custom options");
+        std::vector<int> v;
+        for (std::size_t i = 0; i < customs.size(); ++i) v.push_back(option(customs[i], where + "." + cfg + "[" + std::to_string(i) + "]"));
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+        out[config_key(tc)] = std::move(v);
+      }
+    }
+    if (auto l = it->find("labels"); l != it->end()) {
+      if (!l->is_object()) fail(label, "variants.labels", "is not an object");
+      for (const auto& [c, text] : l->items()) {
+        int custom = -1;
+        const auto r = std::from_chars(c.data(), c.data() + c.size(), custom);
+        if (r.ec != std::errc() || r.ptr != c.data() + c.size() || custom < 0 || custom > 63 || !text.is_string())
+          fail(label, "variants.labels." + c, "is not a custom option (0..63) with its label");
+        t.variants.labels[custom] = text.get<std::string>();
+      }
+    }
+    if (auto o = it->find("points"); o != it->end() && o->is_number_integer()) t.variants.points = o->get<int>();
+    const json& m = need(*it, "model", label, "variants");
+    if (!m.is_object()) fail(label, "variants.model", "is not an XGBoost model (a JSON object)");
+    try {
+      auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.dump(), label + ": variants.model"));
+      if (b->num_features() != kVariantFeatureCount)
+        fail(label, "variants.model", "takes " + std::to_string(b->num_features()) + " features, expected " +
+                                          std::to_string(kVariantFeatureCount));
+      b->set_param("nthread", "1");
+      t.variants.booster = std::move(b);
+    } catch (const XgbError& e) {
+      fail(label, "variants.model", e.what());
+    }
   }
   return t;
 }
