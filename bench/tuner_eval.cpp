@@ -2339,8 +2339,10 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
 // `perfloom tune` answered in session 22's folds) with the option it was forced with, with the option
 // the model names, and with its fastest option; each within 3% of the fastest of everything timed at
 // the shape. Also the same over every configuration timed (mean slowdown against its fastest option).
-int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds) {
-  const bench::VariantData data = bench::read_variants(bench::data_file(dir, "variants.csv").string());
+// `test` (--variant-test GPU): instead, the shapes of DIR/variants_test.csv(.gz), none of them in
+// variants.csv, answered by the variant model of the bundled table (fitted on variants.csv).
+int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test = false) {
+  const bench::VariantData data = bench::read_variants(bench::data_file(dir, test ? "variants_test.csv" : "variants.csv").string());
   std::set<std::pair<ShapeKey, tuner::ConfigKey>> first_choice;
   {
     const fs::path pf = bench::data_file(dir, "confirm_plan.csv");
@@ -2369,13 +2371,14 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds) {
   struct Score { int n = 0, base = 0, named = 0, model = 0, oracle = 0, measured = 0; double log_model = 0, log_base = 0; };
   Score first, all;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int fold = 0; fold < folds; ++fold) {
+  if (test && (!table || !table->variants.booster)) throw std::runtime_error(gpu.id + ": the bundled tuner table has no variant model");
+  for (int fold = 0; fold < (test ? 1 : folds); ++fold) {
     std::vector<tuner::VariantSample> train;
     for (const auto& v : data.samples)
-      if (tuner::shape_fold(v.shape, folds) != fold && in_train_share(v.shape)) train.push_back(v);
-    const tuner::VariantModel model = tuner::fit_variant_model(train, gpu, slots);
+      if (!test && tuner::shape_fold(v.shape, folds) != fold && in_train_share(v.shape)) train.push_back(v);
+    const tuner::VariantModel model = test ? table->variants : tuner::fit_variant_model(train, gpu, slots);
     for (const auto& s : data.shapes) {
-      if (tuner::shape_fold(s.shape, folds) != fold) continue;
+      if (!test && tuner::shape_fold(s.shape, folds) != fold) continue;
       const double best = s.best_us();
       const ShapeKey sk{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K};
       for (const auto& [ck, p] : s.points) {
@@ -2405,8 +2408,12 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto pct = [](int a, int n) { return n ? 100.0 * a / n : 0.0; };
-  std::printf("variant model held out by shape (%d folds), %s: %zu shapes, %zu (shape, configuration, option) points; %.0f s\n",
-              folds, gpu.id.c_str(), data.shapes.size(), data.samples.size(), secs);
+  if (test)
+    std::printf("the bundled table's variant model on the held-out shapes of variants_test.csv, %s: %zu shapes, %zu (shape, "
+                "configuration, option) points; %.0f s\n", gpu.id.c_str(), data.shapes.size(), data.samples.size(), secs);
+  else
+    std::printf("variant model held out by shape (%d folds), %s: %zu shapes, %zu (shape, configuration, option) points; %.0f s\n",
+                folds, gpu.id.c_str(), data.shapes.size(), data.samples.size(), secs);
   std::printf("| configurations | n | within 3%% of the shape's best: forced option | model's option | fastest option | option named / timed | slowdown against the fastest option (geomean): forced | model's |\n|---|---|---|---|---|---|---|---|\n");
   for (const auto& [name, sc] : {std::pair<const char*, Score>{"the table path's first choice", first}, {"every configuration timed", all}})
     std::printf("| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f / %.1f%% | %.4f | %.4f |\n", name, sc.n, pct(sc.base, sc.n),
@@ -2576,6 +2583,9 @@ int main(int argc, char** argv) {
     else if (a == "--variant-eval" && i + 1 < argc) {
       const std::string id = argv[++i];
       return variant_eval(GpuDatabase::builtin().get(id), data / id, folds);
+    } else if (a == "--variant-test" && i + 1 < argc) {
+      const std::string id = argv[++i];
+      return variant_eval(GpuDatabase::builtin().get(id), data / id, folds, true);
     }
     else if (a == "--nearest-shapes" && i + 1 < argc) g_nearest_shapes = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
