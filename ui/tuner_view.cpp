@@ -205,10 +205,17 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
       case PredUs: return c.pred_us;
       case Waves: return static_cast<qlonglong>(c.grid.waves);
       case Fill: return c.grid.last_wave_fill;
+      case Option: return c.custom_option;
       case Reason: return QString::fromStdString(c.reason);
       default: return {};
     }
   }
+  if (role == Qt::ToolTipRole && col == Option)
+    return c.custom_option < 0 ? tr("no kernel variant named (no variant model for this GPU or configuration)")
+                               : tr("cuBLASLt custom option %1 (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION): the kernel variant the "
+                                    "table's variant model predicts fastest; its kernels showed: %2")
+                                     .arg(c.custom_option)
+                                     .arg(QString::fromStdString(c.variant));
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (col) {
     case Rank: return index.row() + 1;
@@ -218,6 +225,7 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
     case PredUs: return QString::number(c.pred_us, 'f', 2);
     case Waves: return static_cast<qlonglong>(c.grid.waves);
     case Fill: return QString("%1%").arg(std::lround(c.grid.last_wave_fill * 100.0));
+    case Option: return c.custom_option < 0 ? QString("–") : QString("c%1").arg(c.custom_option);
     case Reason: return QString::fromStdString(c.reason);
     default: return {};
   }

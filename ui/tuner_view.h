@@ -62,10 +62,12 @@ QChart* build_tuner_sweep_chart(const TunerViewResult& r);
 class TunerRankModel : public ResultTableModel<TunerRankModel, TunerViewResult, &TunerViewResult::ranked> {
   Q_OBJECT
  public:
-  enum Column { Rank, Tile, SplitK, Cluster, PredUs, Waves, Fill, Reason, ColumnCount };
+  // Option: cuBLASLt's custom option the table's variant model names (its tooltip: what its kernels showed).
+  enum Column { Rank, Tile, SplitK, Cluster, PredUs, Waves, Fill, Option, Reason, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
   static constexpr const char* kHeaders[ColumnCount] = {"rank",      "tile M×N×K", "split-K",   "cluster M×N",
-                                                        "pred (µs)", "waves",      "last wave", "reason"};
+                                                        "pred (µs)", "waves",      "last wave", "option",
+                                                        "reason"};
   using ResultTableModel::ResultTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
 };

@@ -34,6 +34,10 @@ TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
   EXPECT_EQ(lines_starting_with_digit(r.out), 3u) << r.out;
   EXPECT_NE(r.out.find("ranked by the table's learned chooser, not by pred_us"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Running a tuner configuration with cuBLASLt"), std::string::npos) << r.out;
+  // The kernel variant: the custom option to set, and what its kernels showed.
+  EXPECT_NE(r.out.find("  option  reason"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("raster "), std::string::npos) << r.out;
 }
 
 TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
@@ -62,7 +66,13 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
     // cuBLASLt's orientation is the transpose of perfloom's.
     EXPECT_EQ(c.at("cublaslt_tile").get<std::string>(),
               std::to_string(c.at("tile_n").get<int>()) + "x" + std::to_string(c.at("tile_m").get<int>()));
+    // The shipped table names each configuration's kernel variant (model/tuner/variant_model.h).
+    if (c.contains("cublaslt_custom_option")) {
+      EXPECT_GE(c.at("cublaslt_custom_option").get<int>(), 0);
+      EXPECT_TRUE(c.at("variant").is_string());
+    }
   }
+  EXPECT_TRUE(doc["configs"][0].contains("cublaslt_custom_option")) << doc.dump(1);
 }
 
 TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
@@ -75,6 +85,10 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   EXPECT_NE(note.find("no tuner table for l40s"), std::string::npos) << note;
   EXPECT_NE(note.find("no ada GPU was tile-swept in 16bit"), std::string::npos) << note;
   EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
+  for (const auto& c : doc["configs"]) EXPECT_FALSE(c.contains("cublaslt_custom_option")) << "no variant model without a table";
+  auto text = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s " + kDb);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.find("option"), std::string::npos) << text.out;
 }
 
 TEST(CliTune, ATablelessHopperGpuRanksWithTheLearnedPredictorAndWithoutItFallsBack) {

@@ -21,6 +21,7 @@
 #include "model/training.h"
 #include "model/tuner/tuner.h"
 #include "model/tuner/tuner_fit.h"
+#include "model/tuner/variant_model.h"
 
 using namespace perfloom;
 using namespace perfloom::tuner;
@@ -970,6 +971,172 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
     ADD_FAILURE() << "a cut file was read";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("tuner_picks.csv.gz"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// ---- the kernel variant (cuBLASLt's custom option) of a configuration ----
+
+namespace {
+
+// Synthetic measurements of two configurations over many shapes, each timed with options 0, 1, 2
+// and 3 (the first accepts only 0 and 2): option 2 (bit 1) is 8% faster where the grid has more
+// tiles along M than along N and 8% slower where it has fewer; bit 0 costs 3% everywhere.
+std::vector<VariantSample> synthetic_variants(const std::vector<std::pair<int64_t, int64_t>>& shapes) {
+  std::vector<VariantSample> out;
+  const std::vector<std::pair<TileConfig, std::vector<int>>> configs = {{tile(128, 128, 64, 1, 1, 2), {0, 2}},
+                                                                        {tile(64, 256, 64, 1, 2, 1), {0, 1, 2, 3}}};
+  for (const auto& [m, n] : shapes)
+    for (const auto& [cfg, customs] : configs)
+      for (int c : customs) {
+        const double grid_m = std::ceil(double(m) / cfg.tile_m), grid_n = std::ceil(double(n) / cfg.tile_n);
+        double t = 100.0 * (c & 2 ? (grid_m > grid_n ? 0.92 : 1.08) : 1.0) * (c & 1 ? 1.03 : 1.0);
+        VariantSample s;
+        s.shape = {m, n, 4096, Dtype::bf16};
+        s.config = cfg;
+        s.custom = c;
+        s.latency_us = t;
+        s.kernel = std::string("nvjet_sm90_tst_128x128_64x4_2x1_") + (c & 2 ? "h" : "v") + "_bz_" + (c & 1 ? "TNT" : "TNN");
+        out.push_back(s);
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST(TunerVariant, TheModelNamesTheFastestAcceptedOptionOfShapesItDidNotSee) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  std::vector<std::pair<int64_t, int64_t>> train, test;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> side(256, 16384);
+  for (int i = 0; i < 160; ++i) train.emplace_back(side(rng), side(rng));
+  for (int i = 0; i < 40; ++i) test.emplace_back(side(rng), side(rng));
+  const VariantModel m = fit_variant_model(synthetic_variants(train), h100, {});
+  ASSERT_NE(m.booster, nullptr);
+  EXPECT_EQ(m.points, 320);
+  EXPECT_EQ(m.accepted.at("16bit").at(config_key(tile(128, 128, 64, 1, 1, 2))), (std::vector<int>{0, 2}));
+  EXPECT_EQ(m.labels.at(3), "raster h, TNT");
+  EXPECT_EQ(m.labels.at(0), "raster v, TNN");
+  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
+  int right = 0, n = 0;
+  for (const auto& [M, N] : test)
+    for (const TileConfig& cfg : {tile(128, 128, 64, 1, 1, 2), tile(64, 256, 64, 1, 2, 1)}) {
+      const GemmShape s{M, N, 4096, Dtype::bf16};
+      const double gm = std::ceil(double(M) / cfg.tile_m), gn = std::ceil(double(N) / cfg.tile_n);
+      if (gm == gn) continue;
+      const VariantChoice c = choose_variant(m, s, cfg, wave_features(s, cfg, hw, concurrent_ctas(cfg, s.dtype, hw)));
+      ++n;
+      right += c.custom == (gm > gn ? 2 : 0);
+      EXPECT_TRUE(c.custom == 0 || c.custom == 2 || cfg.tile_m == 64) << "an option cuBLASLt did not accept: " << c.custom;
+      EXPECT_NE(c.custom & 1, 1) << "bit 0 costs 3% everywhere";
+    }
+  EXPECT_GE(right, n * 9 / 10) << right << " of " << n;
+  // A configuration never measured: its tile's options where the tile was measured with another
+  // cluster (those all accepted), none where the tile never was.
+  const GemmShape s{4096, 1024, 4096, Dtype::bf16};
+  const TileConfig other_cluster = tile(128, 128, 64, 1, 2, 1), unseen = tile(192, 128, 64);
+  const VariantChoice a = choose_variant(m, s, other_cluster, wave_features(s, other_cluster, hw, concurrent_ctas(other_cluster, s.dtype, hw)));
+  EXPECT_TRUE(a.custom == 0 || a.custom == 2) << a.custom;
+  EXPECT_EQ(choose_variant(m, s, unseen, wave_features(s, unseen, hw, concurrent_ctas(unseen, s.dtype, hw))).custom, -1);
+  EXPECT_EQ(choose_variant(m, {4096, 1024, 4096, Dtype::fp8e4m3}, other_cluster,
+                           wave_features(s, other_cluster, hw, concurrent_ctas(other_cluster, s.dtype, hw)))
+                .custom,
+            -1)
+      << "no option for a dtype group the model was not measured in";
+  // Too few points: no model, and nothing named.
+  const VariantModel none = fit_variant_model(synthetic_variants({{1024, 1024}, {2048, 512}}), h100, {});
+  EXPECT_EQ(none.booster, nullptr);
+  EXPECT_EQ(nvjet_variant_label("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"), "raster h, cooperative, TNT");
+  EXPECT_EQ(nvjet_variant_label("sm90_xmma_gemm_bf16bf16"), "");
+}
+
+TEST(TunerVariant, TablesCarryTheModelThroughJsonAndTuneNamesTheOption) {
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TunerTable* bundled = bundled_tuner_table(h100);
+  ASSERT_NE(bundled, nullptr);
+  ASSERT_NE(bundled->variants.booster, nullptr) << "the shipped H100 table has a variant model (perfloom-tuner-fit)";
+  const TunerTable back = parse_tuner_table(tuner_table_to_json(*bundled), "round-trip");
+  ASSERT_NE(back.variants.booster, nullptr);
+  EXPECT_EQ(back.variants.accepted, bundled->variants.accepted);
+  EXPECT_EQ(back.variants.labels, bundled->variants.labels);
+  const GemmShape s{4096, 4096, 4096, Dtype::bf16};
+  const auto a = tune_gemm(s, h100, 5, bundled), b = tune_gemm(s, h100, 5, &back);
+  ASSERT_EQ(a.ranked.size(), 5u);
+  int named = 0;
+  for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+    EXPECT_EQ(a.ranked[i].custom_option, b.ranked[i].custom_option);
+    if (a.ranked[i].custom_option < 0) continue;
+    ++named;
+    const auto& acc = bundled->variants.accepted.at("16bit");
+    if (auto it = acc.find(config_key(a.ranked[i].config)); it != acc.end())
+      EXPECT_NE(std::find(it->second.begin(), it->second.end(), a.ranked[i].custom_option), it->second.end());
+    EXPECT_FALSE(a.ranked[i].variant.empty());
+  }
+  EXPECT_GT(named, 0);
+  // A table without the model names none.
+  TunerTable plain = *bundled;
+  plain.variants = {};
+  for (const auto& c : tune_gemm(s, h100, 5, &plain).ranked) EXPECT_EQ(c.custom_option, -1);
+  // Bad variant sections are refused, naming the field.
+  const std::string good = tuner_table_to_json(*bundled);
+  auto error_of = [&](const std::string& from, const std::string& to) -> std::string {
+    std::string text = good;
+    const auto at = text.find(from, text.find("\"variants\""));
+    if (at == std::string::npos) return "not found: " + from;
+    text.replace(at, from.size(), to);
+    try {
+      parse_tuner_table(text, "t.json");
+    } catch (const TunerTableError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("\"variant:custom_bit2\"", "\"variant:custom_bit9\"").find("variants.features"), std::string::npos);
+  EXPECT_NE(error_of("\"accepted\": {", "\"accepted\": {\"bad\": {\"128x128x64/s1/c1x1\": [99]}, ").find("not a cuBLASLt custom option"),
+            std::string::npos);
+  EXPECT_NE(error_of("\"accepted\": {", "\"accepted\": {\"bad\": {\"128xq/s1\": [1]}, ").find("variants.accepted.bad"),
+            std::string::npos);
+  EXPECT_NE(error_of("\"labels\": {", "\"labels\": {\"seven\": \"x\", ").find("variants.labels.seven"), std::string::npos);
+  EXPECT_NE(error_of("\"model\": {", "\"model\": [1], \"m2\": {").find("variants.model"), std::string::npos);
+}
+
+TEST(TunerSweep, AVariantMeasurementIsReadAsOneMedianPerOptionWithTheForcedOneMarked) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_variants_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string header =
+      "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  auto row = [](const std::string& raster, double lat, int rank, const std::string& source) {
+    return "gemm,bf16,512,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_128x64_64x6_1x2_" + raster +
+           "_bz_TNT,66,128x64,64xAUTO,1,1x2x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
+  };
+  std::ofstream(dir / "variants.csv") << header << row("v", 30, 1, "plan:heuristic rep=1") << row("v", 32, 1, "plan:heuristic rep=2")
+                                      << row("v", 20, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c1/s0 base rep=1")
+                                      << row("h", 18, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c3/s0 rep=1")
+                                      << row("v", 22, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c1/s0 base rep=2")
+                                      << row("h", 19, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c3/s0 rep=2")
+                                      << row("v", 21, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c1/s0 base rep=3");
+  const bench::VariantData v = bench::read_variants((dir / "variants.csv").string());
+  ASSERT_EQ(v.shapes.size(), 1u);
+  const bench::VariantShape& s = v.shapes.front();
+  EXPECT_DOUBLE_EQ(s.default_us, 31);
+  ASSERT_EQ(s.points.size(), 1u);
+  const bench::VariantPoint& p = s.points.begin()->second;
+  EXPECT_EQ(p.config, "64x128x64/s1/c2x1");
+  EXPECT_EQ(p.base_custom, 1);
+  EXPECT_DOUBLE_EQ(p.latency_us.at(1), 21);
+  EXPECT_DOUBLE_EQ(p.latency_us.at(3), 18.5);
+  EXPECT_DOUBLE_EQ(s.best_us(), 18.5);
+  ASSERT_EQ(v.samples.size(), 2u);
+  EXPECT_EQ(v.samples[0].config, config_from_string("64x128x64/s1/c2x1"));
+  // A plan row without its option is not a variant measurement: refused, naming the file.
+  std::ofstream(dir / "plain.csv") << header << row("v", 20, -2, "plan:64x128x64/s1/c2x1 table 1 rep=1");
+  try {
+    bench::read_variants((dir / "plain.csv").string());
+    ADD_FAILURE() << "a plan run without variants was read as one";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("plain.csv"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a --variants run"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
 }

@@ -42,6 +42,10 @@ class TestTunerView : public QObject {
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::PredUs), ui::TunerRankModel::SortRole).toDouble(),
              r.ranked.front().pred_us);
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Reason)).toString().toStdString(), r.ranked.front().reason);
+    // The shipped H200 table names each configuration's kernel variant.
+    QVERIFY(r.ranked.front().custom_option >= 0);
+    QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Option)).toString(), QString("c%1").arg(r.ranked.front().custom_option));
+    QVERIFY(model.data(model.index(0, ui::TunerRankModel::Option), Qt::ToolTipRole).toString().contains("CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"));
     model.setResult({});
     QCOMPARE(model.rowCount(), 0);
   }
