@@ -772,11 +772,21 @@ int run_plan(Ctx& c, CsvOut& out) {
                 skip("cuBLASLt refuses it: " + why);
                 continue;
             }
+            if (e->custom >= 0) {  // the option `perfloom tune` names (cublaslt_custom)
+                GemmConfig v;
+                std::string cwhy;
+                if (!p.with_custom(g, (uint32_t)e->custom, v, cwhy)) {
+                    skip("cuBLASLt refuses it: " + cwhy);
+                    continue;
+                }
+                g = v;
+            }
             std::string kind = how.empty() ? "first base" : "";  // "r3/plain" counts as "r/plain"
             for (char ch : how)
                 if (!std::isdigit((unsigned char)ch)) kind += ch;
             ++forced_via[kind];
-            jobs.push_back({g, plan_source(*e) + (how.empty() ? "" : " via=" + how), e});
+            jobs.push_back({g, plan_source(*e) + (how.empty() ? "" : " via=" + how) +
+                                   (e->custom >= 0 ? " custom=" + std::to_string(e->custom) : ""), e});
         }
         if (c.args.variants) {
             const size_t planned = jobs.size();

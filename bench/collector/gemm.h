@@ -351,6 +351,27 @@ public:
         return false;
     }
 
+    // `g` with cuBLASLt's custom option set (a plan's cublaslt_custom); false, with the reason in
+    // `why`, when cuBLASLt refuses it or it changes the configuration.
+    bool with_custom(const GemmConfig& g, uint32_t custom, GemmConfig& out, std::string& why) const {
+        cublasLtMatmulAlgo_t algo = g.algo;
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof(custom));
+        cublasLtMatmulHeuristicResult_t r{};
+        const cublasStatus_t s = cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r);
+        if (s != CUBLAS_STATUS_SUCCESS) { why = "custom option " + std::to_string(custom) + ": cublasLtMatmulAlgoCheck status " + std::to_string((int)s); return false; }
+        if (r.workspaceSize > ws_bytes_) { why = "custom option " + std::to_string(custom) + " needs " + std::to_string(r.workspaceSize) + " bytes of workspace"; return false; }
+        out = g;
+        out.algo = algo;
+        out.workspace = r.workspaceSize;
+        out.waves = r.wavesCount;
+        out.info = algo_info(algo);
+        if (out.info.tile != g.info.tile || out.info.cluster != g.info.cluster || out.info.splitk != g.info.splitk) {
+            why = "custom option " + std::to_string(custom) + " changed the configuration";
+            return false;
+        }
+        return true;
+    }
+
     // The kernel variants of a configuration (`--variants`): the same algorithm, tile, stages,
     // cluster shape and split-K with each other custom option (0..CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX)
     // and CTA swizzle (0 and 1 where CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) cuBLASLt accepts

@@ -7,7 +7,9 @@
 // slice), cublaslt_stages (the exact stages, e.g. "64x6"; "<tile_k>xAUTO" where absent or
 // empty), heuristic_rank (R > 0: measure cuBLASLt's R-th heuristic result for the shape as it is,
 // which must have this tile; 0 or empty: force the configuration), why, waves, last_wave_fill,
-// k_iters are optional. Tile and cluster are cuBLASLt's
+// k_iters are optional; cublaslt_custom (optional, an integer 0..63 or empty: the custom option,
+// CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, to set on the forced configuration, as `perfloom tune` names
+// it; empty: the base's) too. Tile and cluster are cuBLASLt's
 // names and orientation (first number along N), as the collector sets them.
 #pragma once
 
@@ -39,6 +41,7 @@ struct PlanEntry {
     std::string stages_name;  // the cublaslt_stages column, else "<tile_k>xAUTO" when cuBLASLt has that id, else empty (keep the base's)
     int stages_id = -1;
     int heuristic_rank = 0;   // > 0: cuBLASLt's heuristic result of that rank, unchanged (a re-measurement)
+    int custom = -1;          // >= 0: the custom option to set on the forced configuration (-1: the base's)
     std::string config;       // perfloom's config string, as written by the plan
     std::string why;
     std::string waves, last_wave_fill, k_iters;  // the plan's own numbers, as text (informational)
@@ -134,7 +137,8 @@ std::vector<PlanEntry> parse_plan(std::istream& in, const std::string& file, Kno
     const size_t c_op = need("op"), c_dt = need("dtype"), c_m = need("M"), c_n = need("N"), c_k = need("K"),
                  c_tile = need("cublaslt_tile"), c_cl = need("cublaslt_cluster"), c_sk = need("splitk");
     const long c_cfg = opt("config"), c_why = opt("why"), c_w = opt("waves"), c_fill = opt("last_wave_fill"),
-               c_ki = opt("k_iters"), c_st = opt("cublaslt_stages"), c_hr = opt("heuristic_rank");
+               c_ki = opt("k_iters"), c_st = opt("cublaslt_stages"), c_hr = opt("heuristic_rank"),
+               c_cu = opt("cublaslt_custom");
     const size_t n_tiles = sizeof(kTileNames) / sizeof(kTileNames[0]);
     const size_t n_stages = sizeof(kStagesNames) / sizeof(kStagesNames[0]);
     const size_t n_clusters = sizeof(kClusterNames) / sizeof(kClusterNames[0]);
@@ -211,6 +215,15 @@ std::vector<PlanEntry> parse_plan(std::istream& in, const std::string& file, Kno
             if (errno || !end || *end != '\0' || v < 0 || v > 64)
                 throw fail(start, "heuristic_rank is not an integer from 0 to 64: '" + s + "'");
             e.heuristic_rank = (int)v;
+        }
+        if (c_cu >= 0 && !field((size_t)c_cu).empty()) {
+            const std::string s = field((size_t)c_cu);
+            char* end = nullptr;
+            errno = 0;
+            const long v = std::strtol(s.c_str(), &end, 10);
+            if (errno || !end || *end != '\0' || v < 0 || v > 63)
+                throw fail(start, "cublaslt_custom is not a custom option from 0 to 63: '" + s + "'");
+            e.custom = (int)v;
         }
         if (c_why >= 0) e.why = field((size_t)c_why);
         if (c_w >= 0) e.waves = field((size_t)c_w);

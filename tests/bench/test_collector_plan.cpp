@@ -85,6 +85,22 @@ TEST(CollectorPlan, ReadsExactStagesAndHeuristicRank) {
             "p.csv:2: heuristic_rank is not an integer from 0 to 64: 'first'");
 }
 
+// The custom option `perfloom tune` names for a configuration (its kernel variant), set on the
+// forced configuration; empty or absent: the base's.
+TEST(CollectorPlan, ReadsTheCustomOptionToSet) {
+  const std::string head = "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,cublaslt_custom\n";
+  const auto plan = parse(head + "gemm,bf16,384,5120,2560,128x256x64/s1/c1x2,256x128,2x1x1,1,5\n"
+                                 "gemm,bf16,384,5120,2560,64x128x64/s1/c1x1,128x64,1x1x1,1,\n");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].custom, 5);
+  EXPECT_EQ(plan[1].custom, -1);
+  EXPECT_EQ(parse(std::string(kHeader) + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,1,1,8,x\n")[0].custom, -1);
+  EXPECT_EQ(error_of(head + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,64\n"),
+            "p.csv:2: cublaslt_custom is not a custom option from 0 to 63: '64'");
+  EXPECT_EQ(error_of(head + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,c3\n"),
+            "p.csv:2: cublaslt_custom is not a custom option from 0 to 63: 'c3'");
+}
+
 TEST(CollectorPlan, BadInputNamesFileLineAndReason) {
   EXPECT_EQ(error_of(""), "p.csv:1: empty plan: no header row");
   EXPECT_NE(error_of("op,dtype,M,N,K,cublaslt_tile,splitk\ngemm,bf16,1,2,3,64x8,1\n").find("p.csv:1: missing column 'cublaslt_cluster'"),
