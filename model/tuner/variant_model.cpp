@@ -103,48 +103,69 @@ VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const 
   return m;
 }
 
-VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
-                             const WaveFeatures& features) {
-  VariantChoice c;
-  if (!model.booster) return c;
+namespace {
+
+// The options the model may name for `config`: those cuBLASLt accepted for it where it was measured,
+// else those every measured configuration of the same tile (and split-K or not) was accepted with,
+// whatever its cluster; empty: none.
+std::vector<int> accepted_options(const VariantModel& model, const GemmShape& shape, const TileConfig& config) {
   const auto g = model.accepted.find(dtype_group(shape.dtype));
-  if (g == model.accepted.end()) return c;
+  if (g == model.accepted.end()) return {};
+  const ConfigKey want = config_key(config);
+  if (const auto a = g->second.find(want); a != g->second.end()) return a->second;
   std::vector<int> customs;
-  if (const auto a = g->second.find(config_key(config)); a != g->second.end()) {
-    customs = a->second;
-  } else {
-    // Not measured: the options every measured configuration of the same tile (and split-K or
-    // not) was accepted with, whatever its cluster.
-    const ConfigKey want = config_key(config);
-    bool any = false;
-    for (const auto& [k, v] : g->second) {
-      if (k.tile_m != want.tile_m || k.tile_n != want.tile_n || k.tile_k != want.tile_k || (k.split_k > 1) != (want.split_k > 1))
-        continue;
-      if (!any) customs = v;
-      else {
-        std::vector<int> both;
-        std::set_intersection(customs.begin(), customs.end(), v.begin(), v.end(), std::back_inserter(both));
-        customs = std::move(both);
-      }
-      any = true;
+  bool any = false;
+  for (const auto& [k, v] : g->second) {
+    if (k.tile_m != want.tile_m || k.tile_n != want.tile_n || k.tile_k != want.tile_k || (k.split_k > 1) != (want.split_k > 1))
+      continue;
+    if (!any) {
+      customs = v;
+    } else {
+      std::vector<int> both;
+      std::set_intersection(customs.begin(), customs.end(), v.begin(), v.end(), std::back_inserter(both));
+      customs = std::move(both);
+    }
+    any = true;
+  }
+  return customs;
+}
+
+}  // namespace
+
+std::vector<VariantChoice> choose_variants(const VariantModel& model, const GemmShape& shape,
+                                           const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features) {
+  std::vector<VariantChoice> out(configs.size());
+  if (!model.booster) return out;
+  std::vector<std::vector<int>> options(configs.size());
+  std::vector<float> rows;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    options[i] = accepted_options(model, shape, configs[i]);
+    if (options[i].size() == 1) out[i].custom = options[i].front();
+    if (options[i].size() < 2) continue;
+    for (int custom : options[i]) {
+      const auto r = variant_features(shape, configs[i], features[i], custom);
+      rows.insert(rows.end(), r.begin(), r.end());
+      ++n;
     }
   }
-  if (customs.empty()) return c;
-  if (customs.size() == 1) {
-    c.custom = customs.front();
-    return c;
+  if (n == 0) return out;
+  const std::vector<float> p = model.booster->predict(rows.data(), n, kVariantFeatureCount);  // one batched call
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (options[i].size() < 2) continue;
+    const auto first = p.begin() + static_cast<std::ptrdiff_t>(at), last = first + static_cast<std::ptrdiff_t>(options[i].size());
+    const auto best = std::min_element(first, last);
+    out[i].custom = options[i][static_cast<std::size_t>(best - first)];
+    out[i].predicted_gain = std::exp(static_cast<double>(*std::max_element(first, last) - *best));
+    at += options[i].size();
   }
-  std::vector<float> rows;
-  rows.reserve(customs.size() * kVariantFeatureCount);
-  for (int custom : customs) {
-    const auto r = variant_features(shape, config, features, custom);
-    rows.insert(rows.end(), r.begin(), r.end());
-  }
-  const std::vector<float> p = model.booster->predict(rows.data(), customs.size(), kVariantFeatureCount);
-  const std::size_t best = static_cast<std::size_t>(std::min_element(p.begin(), p.end()) - p.begin());
-  c.custom = customs[best];
-  c.predicted_gain = std::exp(static_cast<double>(*std::max_element(p.begin(), p.end()) - p[best]));
-  return c;
+  return out;
+}
+
+VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
+                             const WaveFeatures& features) {
+  return choose_variants(model, shape, {config}, {features}).front();
 }
 
 }  // namespace perfloom::tuner

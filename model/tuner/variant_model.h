@@ -58,7 +58,12 @@ struct VariantChoice {
   int custom = -1;          // -1: the model names none for this configuration
   double predicted_gain = 1;  // predicted latency of the slowest accepted option / the chosen one's
 };
-// The accepted option predicted fastest for `config` at `shape`.
+// The accepted option predicted fastest for each of `configs` at `shape` (one batched prediction):
+// among the options cuBLASLt accepted for the configuration where it was measured, else among those
+// every measured configuration of its tile (split-K or not) was accepted with; none where neither.
+std::vector<VariantChoice> choose_variants(const VariantModel& model, const GemmShape& shape,
+                                           const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features);
+// The same for one configuration.
 VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
                              const WaveFeatures& features);
 
