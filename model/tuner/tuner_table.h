@@ -108,8 +108,8 @@ struct TunerRanker {
 // slower each cuBLASLt custom option (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION: on Hopper's nvjet kernels
 // the raster order, the cooperative schedule and the operand order) makes a configuration than its
 // fastest option at a shape, and per dtype group and exact configuration (tile, split-K, cluster)
-// the options cuBLASLt accepted for it where it was measured; a configuration not measured gets
-// no option named.
+// the options cuBLASLt accepted for it where it was measured (a configuration not measured: the
+// options every measured cluster of its tile was accepted with; none where the tile never was).
 struct VariantModel {
   std::shared_ptr<const XgbBooster> booster;  // null: none
   std::map<std::string, std::map<ConfigKey, std::vector<int>>> accepted;  // by dtype_group()
