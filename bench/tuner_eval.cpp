@@ -474,21 +474,34 @@ Remeasured read_remeasured(const bench::Sweep& sweep) {
 }
 // Per shape, the forced configurations (identity as forced_identity) a re-measurement plan asked for.
 using Planned = std::map<ShapeKey, std::set<std::string>>;
-Planned read_planned(const fs::path& plan_file) {
-  Planned out;
+// The rows of a re-measurement plan (confirm_plan.csv): shape, configuration string, why, heuristic rank.
+struct PlanRow {
+  ShapeKey shape;
+  std::string config, why;
+  long long heuristic_rank = 0;
+};
+std::vector<PlanRow> read_plan_rows(const fs::path& plan_file) {
+  std::vector<PlanRow> out;
   auto reader = storage::CsvReader::from_string(bench::read_text(plan_file.string()), plan_file.string());
   if (!reader.read_header()) throw std::runtime_error(plan_file.string() + ": no header row");
   const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
-             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_rank = reader.require_column("heuristic_rank");
+             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_rank = reader.require_column("heuristic_rank"),
+             c_why = reader.require_column("why");
   std::vector<std::string> f;
   while (reader.next(f)) {
     if (f.size() < reader.header().size()) continue;
     const auto dt = parse_dtype(f[c_dt]);
     const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
     if (!dt || !M || !N || !K) continue;
-    if (storage::parse_int(f[c_rank]).value_or(0) > 0) continue;  // a heuristic result, measured as cuBLASLt returns it
-    out[{static_cast<int>(*dt), *M, *N, *K}].insert(f[c_cfg] + "/st0");
+    out.push_back({{static_cast<int>(*dt), *M, *N, *K}, f[c_cfg], f[c_why], storage::parse_int(f[c_rank]).value_or(0)});
   }
+  return out;
+}
+Planned read_planned(const fs::path& plan_file) {
+  Planned out;
+  for (const PlanRow& r : read_plan_rows(plan_file))
+    if (r.heuristic_rank <= 0)  // a heuristic result is measured as cuBLASLt returns it
+      out[r.shape].insert(r.config + "/st0");
   return out;
 }
 // What to re-measure for one held-out shape: the model's three best-ranked configurations, the
@@ -2344,27 +2357,15 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
 int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test = false) {
   const bench::VariantData data = bench::read_variants(bench::data_file(dir, test ? "variants_test.csv" : "variants.csv").string());
   std::set<std::pair<ShapeKey, tuner::ConfigKey>> first_choice;
-  {
-    const fs::path pf = bench::data_file(dir, "confirm_plan.csv");
-    auto reader = storage::CsvReader::from_string(bench::read_text(pf.string()), pf.string());
-    if (!reader.read_header()) throw std::runtime_error(pf.string() + ": no header row");
-    const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
-               c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_why = reader.require_column("why");
-    std::vector<std::string> f;
-    while (reader.next(f)) {
-      if (f.size() < reader.header().size()) continue;
-      const auto dt = parse_dtype(f[c_dt]);
-      const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
-      if (!dt || !M || !N || !K) continue;
-      std::stringstream why(f[c_why]);
-      std::string tag;
-      bool first = false;
-      while (std::getline(why, tag, ';')) {
-        while (!tag.empty() && tag.front() == ' ') tag.erase(0, 1);
-        first = first || tag == "table 1";
-      }
-      if (first) first_choice.insert({{static_cast<int>(*dt), *M, *N, *K}, tuner::config_key(tuner::config_from_string(f[c_cfg]))});
+  for (const PlanRow& r : read_plan_rows(bench::data_file(dir, "confirm_plan.csv"))) {
+    std::stringstream why(r.why);
+    std::string tag;
+    bool first = false;
+    while (std::getline(why, tag, ';')) {
+      while (!tag.empty() && tag.front() == ' ') tag.erase(0, 1);
+      first = first || tag == "table 1";
     }
+    if (first) first_choice.insert({r.shape, tuner::config_key(tuner::config_from_string(r.config))});
   }
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   const tuner::SlotsByCluster slots = table ? table->slots_by_cluster : tuner::SlotsByCluster{};

@@ -207,24 +207,18 @@ std::vector<PlanEntry> parse_plan(std::istream& in, const std::string& file, Kno
             e.stages_id = find_id(kStagesNames, n_stages, st);
             if (e.stages_id >= 0) e.stages_name = st;
         }
-        if (c_hr >= 0 && !field((size_t)c_hr).empty()) {
-            const std::string s = field((size_t)c_hr);
+        // An optional integer column within [lo, hi]; `none` where the column is absent or empty.
+        auto optional_int = [&](long c, long lo, long hi, int none, const std::string& what) -> int {
+            if (c < 0 || field((size_t)c).empty()) return none;
+            const std::string s = field((size_t)c);
             char* end = nullptr;
             errno = 0;
             const long v = std::strtol(s.c_str(), &end, 10);
-            if (errno || !end || *end != '\0' || v < 0 || v > 64)
-                throw fail(start, "heuristic_rank is not an integer from 0 to 64: '" + s + "'");
-            e.heuristic_rank = (int)v;
-        }
-        if (c_cu >= 0 && !field((size_t)c_cu).empty()) {
-            const std::string s = field((size_t)c_cu);
-            char* end = nullptr;
-            errno = 0;
-            const long v = std::strtol(s.c_str(), &end, 10);
-            if (errno || !end || *end != '\0' || v < 0 || v > 63)
-                throw fail(start, "cublaslt_custom is not a custom option from 0 to 63: '" + s + "'");
-            e.custom = (int)v;
-        }
+            if (errno || !end || *end != '\0' || v < lo || v > hi) throw fail(start, what + ": '" + s + "'");
+            return (int)v;
+        };
+        e.heuristic_rank = optional_int(c_hr, 0, 64, 0, "heuristic_rank is not an integer from 0 to 64");
+        e.custom = optional_int(c_cu, 0, 63, -1, "cublaslt_custom is not a custom option from 0 to 63");
         if (c_why >= 0) e.why = field((size_t)c_why);
         if (c_w >= 0) e.waves = field((size_t)c_w);
         if (c_fill >= 0) e.last_wave_fill = field((size_t)c_fill);

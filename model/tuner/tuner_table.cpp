@@ -93,6 +93,35 @@ int need_int(const json& obj, const char* key, const std::string& label, const s
   if (x < min) fail(label, f, "is " + std::to_string(x) + ", below " + std::to_string(min));
   return static_cast<int>(x);
 }
+
+// An XGBoost model of a table (the learned residual, the chooser, the variant model): a JSON object
+// that XGBoost loads and that takes `features` inputs; predicted on one thread (a query predicts a few
+// dozen rows: one thread is faster than a team).
+std::shared_ptr<const XgbBooster> load_booster(const json& m, const std::string& label, const std::string& field,
+                                               std::size_t features) {
+  if (!m.is_object()) fail(label, field, "is not an XGBoost model (a JSON object)");
+  try {
+    auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.dump(), label + ": " + field));
+    if (b->num_features() != features)
+      fail(label, field, "takes " + std::to_string(b->num_features()) + " features, expected " + std::to_string(features));
+    b->set_param("nthread", "1");
+    return b;
+  } catch (const XgbError& e) {
+    fail(label, field, e.what());
+  }
+}
+
+// config_key_string of an exact configuration (tile, split-K, cluster).
+std::string config_key_text(const ConfigKey& k) {
+  TileConfig t;
+  t.tile_m = k.tile_m;
+  t.tile_n = k.tile_n;
+  t.tile_k = k.tile_k;
+  t.split_k = k.split_k;
+  t.cluster_m = k.cluster_m;
+  t.cluster_n = k.cluster_n;
+  return config_key_string(t);
+}
 }  // namespace
 
 ConfigKey config_key(const TileConfig& t) {
@@ -295,14 +324,7 @@ std::string tuner_table_to_json(const TunerTable& table) {
       for (const auto& [k, v] : g.config_factor) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.5g", v);
-        TileConfig t;
-        t.tile_m = k.tile_m;
-        t.tile_n = k.tile_n;
-        t.tile_k = k.tile_k;
-        t.split_k = k.split_k;
-        t.cluster_m = k.cluster_m;
-        t.cluster_n = k.cluster_n;
-        os << (f3 ? "\n    " : ",\n    ") << q(config_key_string(t)) << ": " << buf;
+        os << (f3 ? "\n    " : ",\n    ") << q(config_key_text(k)) << ": " << buf;
         f3 = false;
       }
       os << "\n   }";
@@ -329,16 +351,7 @@ std::string tuner_table_to_json(const TunerTable& table) {
     for (const auto& [c, l] : v.labels) labels[std::to_string(c)] = l;
     for (const auto& [group, configs] : v.accepted) {
       json g = json::object();
-      for (const auto& [k, customs] : configs) {
-        TileConfig t;
-        t.tile_m = k.tile_m;
-        t.tile_n = k.tile_n;
-        t.tile_k = k.tile_k;
-        t.split_k = k.split_k;
-        t.cluster_m = k.cluster_m;
-        t.cluster_n = k.cluster_n;
-        g[config_key_string(t)] = customs;
-      }
+      for (const auto& [k, customs] : configs) g[config_key_text(k)] = customs;
       accepted[group] = std::move(g);
     }
     os << ",\n \"variants\": {\"points\": " << v.points << ",\n  \"features\": " << names.dump()
@@ -479,17 +492,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       if (ln != names)
         fail(label, where + ".learned_features", "are " + ln.dump() + ", this build's model uses " + names.dump() +
                                                      ": refit the table with perfloom-tuner-fit");
-      if (!it->is_object()) fail(label, where + ".learned", "is not an XGBoost model (a JSON object)");
-      try {
-        auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(it->dump(), label + ": " + where + ".learned"));
-        b->set_param("nthread", "1");  // a query predicts ~15 rows: one thread is faster than a team
-        if (b->num_features() != kLearnedCount)
-          fail(label, where + ".learned", "takes " + std::to_string(b->num_features()) + " features, expected " +
-                                              std::to_string(kLearnedCount));
-        gt.learned = std::move(b);
-      } catch (const XgbError& e) {
-        fail(label, where + ".learned", e.what());
-      }
+      gt.learned = load_booster(*it, label, where + ".learned", kLearnedCount);
     }
     if (auto it = gj.find("config_factor"); it != gj.end()) {
       if (!it->is_object()) fail(label, where + ".config_factor", "is not an object");
@@ -517,17 +520,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       fail(label, "ranker.features", "are " + rn.dump() + ", this build's chooser uses " + names.dump() +
                                          "; refit the table with perfloom-tuner-fit");
     const json& m = need(*it, "model", label, "ranker");
-    if (!m.is_object()) fail(label, "ranker.model", "is not an XGBoost model (a JSON object)");
-    try {
-      auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.dump(), label + ": ranker.model"));
-      if (b->num_features() != kRankerCount)
-        fail(label, "ranker.model", "takes " + std::to_string(b->num_features()) + " features, expected " +
-                                        std::to_string(kRankerCount));
-      b->set_param("nthread", "1");
-      t.ranker.booster = std::move(b);
-    } catch (const XgbError& e) {
-      fail(label, "ranker.model", e.what());
-    }
+    t.ranker.booster = load_booster(m, label, "ranker.model", kRankerCount);
     if (auto o = it->find("objective"); o != it->end() && o->is_string()) t.ranker.objective = o->get<std::string>();
     if (auto o = it->find("grading"); o != it->end() && o->is_string()) t.ranker.grading = o->get<std::string>();
     if (auto o = it->find("shapes"); o != it->end() && o->is_number_integer()) t.ranker.shapes = o->get<int>();
@@ -578,17 +571,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
     }
     if (auto o = it->find("points"); o != it->end() && o->is_number_integer()) t.variants.points = o->get<int>();
     const json& m = need(*it, "model", label, "variants");
-    if (!m.is_object()) fail(label, "variants.model", "is not an XGBoost model (a JSON object)");
-    try {
-      auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.dump(), label + ": variants.model"));
-      if (b->num_features() != kVariantFeatureCount)
-        fail(label, "variants.model", "takes " + std::to_string(b->num_features()) + " features, expected " +
-                                          std::to_string(kVariantFeatureCount));
-      b->set_param("nthread", "1");
-      t.variants.booster = std::move(b);
-    } catch (const XgbError& e) {
-      fail(label, "variants.model", e.what());
-    }
+    t.variants.booster = load_booster(m, label, "variants.model", kVariantFeatureCount);
   }
   return t;
 }
