@@ -121,6 +121,35 @@ TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
   fs::remove_all(data);
 }
 
+// A `--variants` run's rows with another custom option than the configuration's own train the
+// tuner's variant model, not the predictor: `perfloom eval` trains on its base rows only.
+TEST(Cli, TrainingLeavesOutTheOtherKernelVariantsOfAConfiguration) {
+  const fs::path data = fs::temp_directory_path() / ("perfloom-cli-variants-" + std::to_string(::getpid()));
+  for (const char* gpu : {"h100-sxm", "h200"}) {
+    fs::create_directories(data / gpu);
+    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "bench/data" / gpu / "elementwise.csv", data / gpu / "elementwise.csv",
+                  fs::copy_options::overwrite_existing);
+  }
+  const std::string head =
+      "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H100 80GB HBM3\n"
+      "op,dtype,M,N,K,latency_us,kernel_name,tile,stages,splitk,cluster,heuristic_rank,sweep,source\n";
+  auto row = [](int custom, double us, bool base) {
+    return "gemm,bf16,768,4096,512," + std::to_string(us) + ",nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN,96x128,64xAUTO,1,2x1x1,-2,plan,"
+           "plan:128x96x64/s1/c1x2 table 1 variant=c" + std::to_string(custom) + "/s0" + (base ? " base" : "") + " rep=1\n";
+  };
+  auto trained_on = [&](const std::string& rows) {
+    std::ofstream(data / "h100-sxm" / "variants.csv") << head << rows;
+    auto r = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " " + kDb);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto at = r.out.find("trained on ");
+    return at == std::string::npos ? std::string("?") : r.out.substr(at, r.out.find(')', at) - at);
+  };
+  const std::string base_only = trained_on(row(0, 7.6, true));
+  EXPECT_EQ(trained_on(row(0, 7.6, true) + row(1, 7.9, false) + row(2, 8.3, false)), base_only);
+  EXPECT_NE(trained_on(row(0, 7.6, true) + row(1, 7.9, true) + row(2, 8.3, true)), base_only);
+  fs::remove_all(data);
+}
+
 TEST(Cli, BadUserGpuFileIsRefusedWithFileFieldAndReason) {
   fs::path dir = fs::temp_directory_path() / ("perfloom-cli-gpus-" + std::to_string(::getpid()));
   fs::create_directories(dir);
