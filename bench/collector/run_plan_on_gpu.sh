@@ -3,7 +3,7 @@
 # idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
 # plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
 #
-#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME] [--repeat R]] [OUTDIR]
+#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME]|--plan NAME [--repeat R]] [OUTDIR]
 #
 # --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
 # held-out shapes' candidate configurations of bench/data/<gpu-id>/confirm_plan.csv(.gz), each
@@ -13,6 +13,9 @@
 # option and CTA swizzle cuBLASLt accepts (perfloom-collect --variants), R times each, into
 # variants.csv; --variants NAME: bench/data/<gpu-id>/NAME_plan.csv(.gz) into NAME.csv instead
 # (variants_test: the held-out shapes of session 31's test of the shipped variant model).
+# --plan NAME: bench/data/<gpu-id>/NAME_plan.csv(.gz) measured like a re-measurement (R rounds,
+# cuBLASLt's default per shape) into NAME.csv (custom_check: the plan's cublaslt_custom options set
+# on their configurations, session 31).
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
@@ -29,6 +32,7 @@ BUDGET=150
 DRY=""
 CONFIRM=""
 VARIANTS=""
+NAMED=""
 REPEAT=3
 OUTDIR="${OUT:-$PWD/collector-out}"
 while [ $# -gt 0 ]; do
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
     --budget-s) BUDGET="$2"; shift ;;
     --dry-run) DRY=1 ;;
     --confirm) CONFIRM=1 ;;
+    --plan) NAMED="$2"; shift ;;
     --variants) VARIANTS=variants; case "${2:-}" in ""|-*|/*) ;; *) VARIANTS="$2"; shift ;; esac ;;
     --repeat) REPEAT="$2"; shift ;;
     *) OUTDIR="$1" ;;
@@ -69,14 +74,16 @@ if [ -n "$CONFIRM" ]; then
   if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/confirm_plan.csv"; p="$D/confirm_plan.csv"; fi
   if [ -s "$p" ]; then PLANS+=("$p"); else log "no re-measurement plan: $p(.gz) is missing (perfloom-tuner-eval --confirm-plan writes it)"; fi
 fi
-if [ -n "$VARIANTS" ]; then
+if [ -n "$VARIANTS" ] || [ -n "$NAMED" ]; then
   PLAN_DTYPES=""
   CONFIRM=1  # measured like a re-measurement: R rounds, cuBLASLt's default per shape
-  MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT" --variants)
-  OUTNAME="$VARIANTS.csv"
-  p="$ROOT/bench/data/$GPU_ID/${VARIANTS}_plan.csv"
-  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/${VARIANTS}_plan.csv"; p="$D/${VARIANTS}_plan.csv"; fi
-  if [ -s "$p" ]; then PLANS+=("$p"); else log "no variant plan: $p(.gz) is missing (bench/collector/variants_plan.py writes it)"; fi
+  MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT")
+  [ -n "$VARIANTS" ] && MODE_ARGS+=(--variants)
+  NAME="${VARIANTS:-$NAMED}"
+  OUTNAME="$NAME.csv"
+  p="$ROOT/bench/data/$GPU_ID/${NAME}_plan.csv"
+  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/${NAME}_plan.csv"; p="$D/${NAME}_plan.csv"; fi
+  if [ -s "$p" ]; then PLANS+=("$p"); else log "no plan: $p(.gz) is missing"; fi
 fi
 for dt in $PLAN_DTYPES; do
   p="$ROOT/bench/data/$GPU_ID/plan_$dt.csv"
