@@ -8,9 +8,10 @@ search's answer (`measured 1`: the sweep's fastest configuration) and the lease'
 configuration, each once. `perfloom-collect --sweep plan --variants` then times each of them with
 every custom option and CTA swizzle cuBLASLt accepts.
 
-    variants_plan.py GPU_DIR SHAPES SEED OUT.csv [EXCLUDE_PLAN.csv.gz]
+    variants_plan.py GPU_DIR SHAPES SEED OUT.csv [EXCLUDE_PLAN.csv.gz] [--top3]
 
 EXCLUDE_PLAN: the shapes of an earlier plan are left out (a test set for a model fitted on them).
+--top3: the table path's second and third choices too (`table 2`, `table 3`: `perfloom tune --top 3`).
 """
 import csv, gzip, random, statistics, sys
 from collections import defaultdict
@@ -24,10 +25,12 @@ def lines(path):
 
 
 def main():
-    gpu_dir, n_shapes, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    args = [a for a in sys.argv[1:] if a != "--top3"]
+    wanted = ["table 1", "table 2", "table 3"] if "--top3" in sys.argv else ["table 1"]
+    gpu_dir, n_shapes, seed, out = args[0], int(args[1]), int(args[2]), args[3]
     exclude = set()
-    if len(sys.argv) > 5:
-        exclude = {(r["dtype"], r["M"], r["N"], r["K"]) for r in csv.DictReader(lines(sys.argv[5]))}
+    if len(args) > 4:
+        exclude = {(r["dtype"], r["M"], r["N"], r["K"]) for r in csv.DictReader(lines(args[4]))}
     plan = list(csv.DictReader(lines(f"{gpu_dir}/confirm_plan.csv.gz")))
     fields = list(plan[0].keys())
     by_shape = defaultdict(list)
@@ -61,7 +64,7 @@ def main():
             want = []
             for r in rows:
                 tags = [t.strip() for t in r["why"].split(";")]
-                if "table 1" in tags or "measured 1" in tags or (key in fastest and r["config"] == fastest[key][1]):
+                if any(t in tags for t in wanted) or "measured 1" in tags or (key in fastest and r["config"] == fastest[key][1]):
                     want.append(r)
             seen = set()
             for r in want:
