@@ -51,6 +51,7 @@
 //   error analysis of the choice, to stdout; --explore-xgb ROUNDS DEPTH adds a second learned
 //   residual on top of the table's in it.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -2354,23 +2355,28 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
 // the shape. Also the same over every configuration timed (mean slowdown against its fastest option).
 // `test` (--variant-test GPU): instead, the shapes of DIR/variants_test.csv(.gz), none of them in
 // variants.csv, answered by the variant model of the bundled table (fitted on variants.csv).
-int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test = false) {
-  const bench::VariantData data = bench::read_variants(bench::data_file(dir, test ? "variants_test.csv" : "variants.csv").string());
-  std::set<std::pair<ShapeKey, tuner::ConfigKey>> first_choice;
+// `test_file` (--variant-test GPU FILE): that measurement instead of variants_test.csv; where it also
+// timed the table path's second and third choices (variants_plan.py --top3), `perfloom tune --top 3`
+// is scored too: the fastest of its three first configurations, each timed with its option.
+int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test = false, const fs::path& test_file = {}) {
+  const fs::path file = !test_file.empty() ? test_file : bench::data_file(dir, test ? "variants_test.csv" : "variants.csv");
+  const bench::VariantData data = bench::read_variants(file.string());
+  // The table path's rank (1-3) of each (shape, configuration) lease I's plan tagged "table K".
+  std::map<std::pair<ShapeKey, tuner::ConfigKey>, int> table_rank;
   for (const PlanRow& r : read_plan_rows(bench::data_file(dir, "confirm_plan.csv"))) {
     std::stringstream why(r.why);
     std::string tag;
-    bool first = false;
     while (std::getline(why, tag, ';')) {
       while (!tag.empty() && tag.front() == ' ') tag.erase(0, 1);
-      first = first || tag == "table 1";
+      for (int k = 1; k <= 3; ++k)
+        if (tag == "table " + std::to_string(k)) table_rank[{r.shape, tuner::config_key(tuner::config_from_string(r.config))}] = k;
     }
-    if (first) first_choice.insert({r.shape, tuner::config_key(tuner::config_from_string(r.config))});
   }
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   const tuner::SlotsByCluster slots = table ? table->slots_by_cluster : tuner::SlotsByCluster{};
   struct Score { int n = 0, base = 0, named = 0, model = 0, oracle = 0, measured = 0; double log_model = 0, log_base = 0; };
   Score first, all;
+  struct Top3 { int n = 0, base = 0, model = 0, oracle = 0; } top3;
   const auto t0 = std::chrono::steady_clock::now();
   if (test && (!table || !table->variants.booster)) throw std::runtime_error(gpu.id + ": the bundled tuner table has no variant model");
   for (int fold = 0; fold < (test ? 1 : folds); ++fold) {
@@ -2382,6 +2388,8 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
       if (!test && tuner::shape_fold(s.shape, folds) != fold) continue;
       const double best = s.best_us();
       const ShapeKey sk{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K};
+      std::array<std::array<double, 3>, 3> ranked{};  // per table rank: forced, model's, fastest option
+      for (auto& r : ranked) r.fill(-1);
       for (const auto& [ck, p] : s.points) {
         if (p.base_custom < 0 || !p.latency_us.count(p.base_custom)) continue;
         const TileConfig cfg = tuner::config_from_string(p.config);
@@ -2393,7 +2401,9 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
         for (const auto& [k, t] : p.latency_us) oracle = std::min(oracle, t);
         const auto it = c.custom >= 0 ? p.latency_us.find(c.custom) : p.latency_us.end();
         const double chosen = it != p.latency_us.end() ? it->second : base;
-        for (Score* sc : {&all, first_choice.count({sk, ck}) ? &first : nullptr}) {
+        const auto tr = table_rank.find({sk, ck});
+        if (tr != table_rank.end()) ranked[static_cast<std::size_t>(tr->second - 1)] = {base, chosen, oracle};
+        for (Score* sc : {&all, tr != table_rank.end() && tr->second == 1 ? &first : nullptr}) {
           if (!sc) continue;
           ++sc->n;
           sc->base += base <= 1.03 * best;
@@ -2405,13 +2415,21 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
           sc->log_base += std::log(base / oracle);
         }
       }
+      if (std::all_of(ranked.begin(), ranked.end(), [](const auto& r) { return r[0] > 0; })) {
+        auto fastest = [&](std::size_t i) { return std::min({ranked[0][i], ranked[1][i], ranked[2][i]}); };
+        ++top3.n;
+        top3.base += fastest(0) <= 1.03 * best;
+        top3.model += fastest(1) <= 1.03 * best;
+        top3.oracle += fastest(2) <= 1.03 * best;
+      }
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto pct = [](int a, int n) { return n ? 100.0 * a / n : 0.0; };
   if (test)
-    std::printf("the bundled table's variant model on the held-out shapes of variants_test.csv, %s: %zu shapes, %zu (shape, "
-                "configuration, option) points; %.0f s\n", gpu.id.c_str(), data.shapes.size(), data.samples.size(), secs);
+    std::printf("the bundled table's variant model on the held-out shapes of %s, %s: %zu shapes, %zu (shape, "
+                "configuration, option) points; %.0f s\n", file.string().c_str(), gpu.id.c_str(), data.shapes.size(),
+                data.samples.size(), secs);
   else
     std::printf("variant model held out by shape (%d folds), %s: %zu shapes, %zu (shape, configuration, option) points; %.0f s\n",
                 folds, gpu.id.c_str(), data.shapes.size(), data.samples.size(), secs);
@@ -2420,6 +2438,9 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
     std::printf("| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f / %.1f%% | %.4f | %.4f |\n", name, sc.n, pct(sc.base, sc.n),
                 pct(sc.model, sc.n), pct(sc.oracle, sc.n), pct(sc.named, sc.n), pct(sc.measured, sc.n),
                 std::exp(sc.n ? sc.log_base / sc.n : 0), std::exp(sc.n ? sc.log_model / sc.n : 0));
+  if (top3.n > 0 && top3.n * 2 >= first.n)  // a measurement of the top 3 (not the few shapes where they are other rows' configurations)
+    std::printf("| the fastest of the table path's first 3 (perfloom tune --top 3, each timed) | %d | %.1f%% | %.1f%% | %.1f%% | - | - | - |\n",
+                top3.n, pct(top3.base, top3.n), pct(top3.model, top3.n), pct(top3.oracle, top3.n));
   return 0;
 }
 
@@ -2586,7 +2607,8 @@ int main(int argc, char** argv) {
       return variant_eval(GpuDatabase::builtin().get(id), data / id, folds);
     } else if (a == "--variant-test" && i + 1 < argc) {
       const std::string id = argv[++i];
-      return variant_eval(GpuDatabase::builtin().get(id), data / id, folds, true);
+      const fs::path file = i + 1 < argc && argv[i + 1][0] != '-' ? fs::path(argv[++i]) : fs::path();
+      return variant_eval(GpuDatabase::builtin().get(id), data / id, folds, true, file);
     }
     else if (a == "--nearest-shapes" && i + 1 < argc) g_nearest_shapes = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
