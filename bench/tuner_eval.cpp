@@ -238,14 +238,18 @@ struct Pick {
 // The table's order of a shape's measured (modelled) rows, best first: its chooser's where it has
 // one, else by score (tuner.h rank_with_table), with each row's prediction.
 using RankedRows = std::vector<std::pair<const bench::SweepRow*, tuner::RankedConfig>>;
-RankedRows rank_rows(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows) {
-  std::vector<const bench::SweepRow*> m;
-  std::vector<TileConfig> configs;
+// The modelled (nvjet) rows of `rows` and their configurations, in order.
+std::pair<std::vector<const bench::SweepRow*>, std::vector<TileConfig>> modelled_rows(const std::vector<const bench::SweepRow*>& rows) {
+  std::pair<std::vector<const bench::SweepRow*>, std::vector<TileConfig>> out;
   for (const auto* r : rows)
     if (r->modelled) {
-      m.push_back(r);
-      configs.push_back(r->sample.config);
+      out.first.push_back(r);
+      out.second.push_back(r->sample.config);
     }
+  return out;
+}
+RankedRows rank_rows(const tuner::TunerTable& table, const GpuSpec& gpu, const std::vector<const bench::SweepRow*>& rows) {
+  const auto [m, configs] = modelled_rows(rows);
   RankedRows out;
   if (m.empty()) return out;
   for (auto& rc : tuner::rank_with_table(table, gpu, m.front()->sample.shape, configs, false)) out.emplace_back(m[rc.index], rc);
@@ -292,13 +296,7 @@ std::map<std::string, std::shared_ptr<const LearnedPredictor>> g_learned_models;
 // The measured latency of the configuration the learned predictor ranks fastest among `rows`.
 double choose_learned(const LearnedPredictor& predictor, const GpuSpec& gpu, const tuner::GemmShape& shape,
                       const std::vector<const bench::SweepRow*>& rows) {
-  std::vector<const bench::SweepRow*> modelled;
-  std::vector<TileConfig> configs;
-  for (const auto* r : rows)
-    if (r->modelled) {
-      modelled.push_back(r);
-      configs.push_back(r->sample.config);
-    }
+  const auto [modelled, configs] = modelled_rows(rows);
   if (modelled.empty()) return NAN;
   const auto ranked = tuner::rank_learned(predictor, gpu, shape, configs);
   return ranked.empty() ? NAN : modelled[ranked.front().index]->sample.latency_us;
@@ -2392,14 +2390,11 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
       for (auto& r : ranked) r.fill(-1);
       for (const auto& [ck, p] : s.points) {
         if (p.base_custom < 0 || !p.latency_us.count(p.base_custom)) continue;
-        const TileConfig cfg = tuner::config_from_string(p.config);
-        const HardwareRates hw = hardware_rates(gpu, s.shape.dtype);
-        const auto wf = tuner::wave_features(s.shape, cfg, hw, tuner::concurrent_ctas(cfg, s.shape.dtype, hw, slots));
-        const tuner::VariantChoice c = tuner::choose_variant(model, s.shape, cfg, wf);
+        const int custom = tuner::choose_variant(model, gpu, slots, s.shape, tuner::config_from_string(p.config));
         const double base = p.latency_us.at(p.base_custom);
         double oracle = INFINITY;
         for (const auto& [k, t] : p.latency_us) oracle = std::min(oracle, t);
-        const auto it = c.custom >= 0 ? p.latency_us.find(c.custom) : p.latency_us.end();
+        const auto it = custom >= 0 ? p.latency_us.find(custom) : p.latency_us.end();
         const double chosen = it != p.latency_us.end() ? it->second : base;
         const auto tr = table_rank.find({sk, ck});
         if (tr != table_rank.end()) ranked[static_cast<std::size_t>(tr->second - 1)] = {base, chosen, oracle};
@@ -2409,7 +2404,7 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
           sc->base += base <= 1.03 * best;
           sc->model += chosen <= 1.03 * best;
           sc->oracle += oracle <= 1.03 * best;
-          sc->named += c.custom >= 0;
+          sc->named += custom >= 0;
           sc->measured += it != p.latency_us.end();
           sc->log_model += std::log(chosen / oracle);
           sc->log_base += std::log(base / oracle);

@@ -250,17 +250,12 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
 
 void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked) {
   if (!table.variants.booster) return;
-  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<TileConfig> configs;
-  std::vector<WaveFeatures> features;
-  for (const auto& c : ranked) {
-    configs.push_back(c.config);
-    features.push_back(wave_features(shape, c.config, hw, concurrent_ctas(c.config, shape.dtype, hw, table.slots_by_cluster)));
-  }
-  const std::vector<VariantChoice> chosen = choose_variants(table.variants, shape, configs, features);
+  for (const auto& c : ranked) configs.push_back(c.config);
+  const std::vector<int> chosen = choose_variants(table.variants, gpu, table.slots_by_cluster, shape, configs);
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     RankedConfig& c = ranked[i];
-    c.custom_option = chosen[i].custom;
+    c.custom_option = chosen[i];
     c.variant.clear();
     if (c.custom_option < 0) continue;
     if (auto it = table.variants.labels.find(c.custom_option); it != table.variants.labels.end()) c.variant = it->second;

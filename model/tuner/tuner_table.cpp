@@ -94,6 +94,22 @@ int need_int(const json& obj, const char* key, const std::string& label, const s
   return static_cast<int>(x);
 }
 
+// The names of a model's inputs, as a table stores them.
+template <class Names>
+json names_json(const Names& names) {
+  json a = json::array();
+  for (const auto& n : names) a.push_back(std::string(n));
+  return a;
+}
+
+// Refuses a model whose stored input names (`field`) are not this build's: it was trained on other features.
+void expect_names(const json& found, const json& expected, const std::string& label, const std::string& field,
+                  const std::string& model) {
+  if (found != expected)
+    fail(label, field, "are " + found.dump() + ", this build's " + model + " uses " + expected.dump() +
+                           "; refit the table with perfloom-tuner-fit");
+}
+
 // An XGBoost model of a table (the learned residual, the chooser, the variant model): a JSON object
 // that XGBoost loads and that takes `features` inputs; predicted on one thread (a query predicts a few
 // dozen rows: one thread is faster than a team).
@@ -329,32 +345,26 @@ std::string tuner_table_to_json(const TunerTable& table) {
       }
       os << "\n   }";
     }
-    if (g.learned) {
-      json names = json::array();
-      for (const auto& n : learned_names()) names.push_back(n);
-      os << ",\n   \"learned_features\": " << names.dump() << ",\n   \"learned\": " << g.learned->save_json();
-    }
+    if (g.learned)
+      os << ",\n   \"learned_features\": " << names_json(learned_names()).dump() << ",\n   \"learned\": " << g.learned->save_json();
     os << "\n  }";
   }
   os << "\n }";
   if (table.ranker.booster) {
-    json names = json::array();
-    for (const auto& n : ranker_names()) names.push_back(n);
     os << ",\n \"ranker\": {\"objective\": " << q(table.ranker.objective) << ", \"grading\": " << q(table.ranker.grading)
-       << ", \"shapes\": " << table.ranker.shapes << ",\n  \"features\": " << names.dump()
+       << ", \"shapes\": " << table.ranker.shapes << ",\n  \"features\": " << names_json(ranker_names()).dump()
        << ",\n  \"model\": " << table.ranker.booster->save_json() << "}";
   }
   if (table.variants.booster) {
     const VariantModel& v = table.variants;
-    json names = json::array(), labels = json::object(), accepted = json::object();
-    for (const auto& n : variant_feature_names()) names.push_back(n);
+    json labels = json::object(), accepted = json::object();
     for (const auto& [c, l] : v.labels) labels[std::to_string(c)] = l;
     for (const auto& [group, configs] : v.accepted) {
       json g = json::object();
       for (const auto& [k, customs] : configs) g[config_key_text(k)] = customs;
       accepted[group] = std::move(g);
     }
-    os << ",\n \"variants\": {\"points\": " << v.points << ",\n  \"features\": " << names.dump()
+    os << ",\n \"variants\": {\"points\": " << v.points << ",\n  \"features\": " << names_json(variant_feature_names()).dump()
        << ",\n  \"labels\": " << labels.dump() << ",\n  \"accepted\": " << accepted.dump()
        << ",\n  \"model\": " << v.booster->save_json() << "}";
   }
@@ -380,12 +390,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
   t.gpu_id = gpu.get<std::string>();
   t.sm_count = need_int(j, "sm_count", label, "", 1);
   if (auto it = j.find("source"); it != j.end() && it->is_string()) t.source = it->get<std::string>();
-  const json& feats = need(j, "features", label, "");
-  std::vector<std::string> expected;
-  for (auto f : feature_names()) expected.emplace_back(f);
-  if (!feats.is_array() || feats != json(expected))
-    fail(label, "features", "are " + feats.dump() + ", this build's model uses " + json(expected).dump() +
-                                "; refit the table with perfloom-tuner-fit");
+  expect_names(need(j, "features", label, ""), names_json(feature_names()), label, "features", "model");
   const json& pen = need(j, "support_penalty", label, "");
   if (!pen.is_number() || !std::isfinite(pen.get<double>()) || pen.get<double>() < 0)
     fail(label, "support_penalty", "must be a non-negative number");
@@ -471,12 +476,8 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       }
     }
     if (auto it = gj.find("residual"); it != gj.end()) {
-      std::vector<std::string> names;
-      for (auto n : residual_names()) names.emplace_back(n);
-      const json& rn = need(gj, "residual_features", label, where);
-      if (rn != json(names))
-        fail(label, where + ".residual_features", "are " + rn.dump() + ", this build's model uses " + json(names).dump() +
-                                                      "; refit the table with perfloom-tuner-fit");
+      expect_names(need(gj, "residual_features", label, where), names_json(residual_names()), label,
+                   where + ".residual_features", "model");
       if (!it->is_array() || it->size() != kResidualCount)
         fail(label, where + ".residual", "is not an array of " + std::to_string(kResidualCount) + " numbers");
       for (std::size_t i = 0; i < kResidualCount; ++i) {
@@ -486,12 +487,8 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
       }
     }
     if (auto it = gj.find("learned"); it != gj.end()) {
-      json names = json::array();
-      for (const auto& n : learned_names()) names.push_back(n);
-      const json& ln = need(gj, "learned_features", label, where);
-      if (ln != names)
-        fail(label, where + ".learned_features", "are " + ln.dump() + ", this build's model uses " + names.dump() +
-                                                     ": refit the table with perfloom-tuner-fit");
+      expect_names(need(gj, "learned_features", label, where), names_json(learned_names()), label,
+                   where + ".learned_features", "model");
       gt.learned = load_booster(*it, label, where + ".learned", kLearnedCount);
     }
     if (auto it = gj.find("config_factor"); it != gj.end()) {
@@ -513,12 +510,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
   }
   if (auto it = j.find("ranker"); it != j.end()) {
     if (!it->is_object()) fail(label, "ranker", "is not an object");
-    json names = json::array();
-    for (const auto& n : ranker_names()) names.push_back(n);
-    const json& rn = need(*it, "features", label, "ranker");
-    if (rn != names)
-      fail(label, "ranker.features", "are " + rn.dump() + ", this build's chooser uses " + names.dump() +
-                                         "; refit the table with perfloom-tuner-fit");
+    expect_names(need(*it, "features", label, "ranker"), names_json(ranker_names()), label, "ranker.features", "chooser");
     const json& m = need(*it, "model", label, "ranker");
     t.ranker.booster = load_booster(m, label, "ranker.model", kRankerCount);
     if (auto o = it->find("objective"); o != it->end() && o->is_string()) t.ranker.objective = o->get<std::string>();
@@ -527,12 +519,8 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
   }
   if (auto it = j.find("variants"); it != j.end()) {
     if (!it->is_object()) fail(label, "variants", "is not an object");
-    json names = json::array();
-    for (const auto& n : variant_feature_names()) names.push_back(n);
-    const json& vn = need(*it, "features", label, "variants");
-    if (vn != names)
-      fail(label, "variants.features", "are " + vn.dump() + ", this build's variant model uses " + names.dump() +
-                                           " (refit the table with perfloom-tuner-fit)");
+    expect_names(need(*it, "features", label, "variants"), names_json(variant_feature_names()), label, "variants.features",
+                 "variant model");
     auto option = [&](const json& c, const std::string& where) {
       if (!c.is_number_integer() || c.get<long long>() < 0 || c.get<long long>() > 63)
         fail(label, where, "is " + c.dump() + ", not a cuBLASLt custom option (an integer 0..63)");

@@ -132,19 +132,20 @@ std::vector<int> accepted_options(const VariantModel& model, const GemmShape& sh
 
 }  // namespace
 
-std::vector<VariantChoice> choose_variants(const VariantModel& model, const GemmShape& shape,
-                                           const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features) {
-  std::vector<VariantChoice> out(configs.size());
+std::vector<int> choose_variants(const VariantModel& model, const GpuSpec& gpu, const SlotsByCluster& slots,
+                                 const GemmShape& shape, const std::vector<TileConfig>& configs) {
+  std::vector<int> out(configs.size(), -1);
   if (!model.booster) return out;
   std::vector<std::vector<int>> options(configs.size());
   std::vector<float> rows;
   std::size_t n = 0;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     options[i] = accepted_options(model, shape, configs[i]);
-    if (options[i].size() == 1) out[i].custom = options[i].front();
+    if (options[i].size() == 1) out[i] = options[i].front();
     if (options[i].size() < 2) continue;
+    const WaveFeatures f = features_for(shape, configs[i], gpu, slots);
     for (int custom : options[i]) {
-      const auto r = variant_features(shape, configs[i], features[i], custom);
+      const auto r = variant_features(shape, configs[i], f, custom);
       rows.insert(rows.end(), r.begin(), r.end());
       ++n;
     }
@@ -155,17 +156,15 @@ std::vector<VariantChoice> choose_variants(const VariantModel& model, const Gemm
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (options[i].size() < 2) continue;
     const auto first = p.begin() + static_cast<std::ptrdiff_t>(at), last = first + static_cast<std::ptrdiff_t>(options[i].size());
-    const auto best = std::min_element(first, last);
-    out[i].custom = options[i][static_cast<std::size_t>(best - first)];
-    out[i].predicted_gain = std::exp(static_cast<double>(*std::max_element(first, last) - *best));
+    out[i] = options[i][static_cast<std::size_t>(std::min_element(first, last) - first)];
     at += options[i].size();
   }
   return out;
 }
 
-VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
-                             const WaveFeatures& features) {
-  return choose_variants(model, shape, {config}, {features}).front();
+int choose_variant(const VariantModel& model, const GpuSpec& gpu, const SlotsByCluster& slots, const GemmShape& shape,
+                   const TileConfig& config) {
+  return choose_variants(model, gpu, slots, shape, {config}).front();
 }
 
 }  // namespace perfloom::tuner

@@ -54,17 +54,14 @@ struct VariantFitOptions {
 VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu, const SlotsByCluster& slots,
                                const VariantFitOptions& opt = {});
 
-struct VariantChoice {
-  int custom = -1;          // -1: the model names none for this configuration
-  double predicted_gain = 1;  // predicted latency of the slowest accepted option / the chosen one's
-};
-// The accepted option predicted fastest for each of `configs` at `shape` (one batched prediction):
-// among the options cuBLASLt accepted for the configuration where it was measured, else among those
-// every measured configuration of its tile (split-K or not) was accepted with; none where neither.
-std::vector<VariantChoice> choose_variants(const VariantModel& model, const GemmShape& shape,
-                                           const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features);
+// The accepted option predicted fastest (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION; -1: none named) for
+// each of `configs` at `shape` on `gpu` (one batched prediction; `slots` as the table's): among the
+// options cuBLASLt accepted for the configuration where it was measured, else among those every
+// measured configuration of its tile (split-K or not) was accepted with; none where neither.
+std::vector<int> choose_variants(const VariantModel& model, const GpuSpec& gpu, const SlotsByCluster& slots,
+                                 const GemmShape& shape, const std::vector<TileConfig>& configs);
 // The same for one configuration.
-VariantChoice choose_variant(const VariantModel& model, const GemmShape& shape, const TileConfig& config,
-                             const WaveFeatures& features);
+int choose_variant(const VariantModel& model, const GpuSpec& gpu, const SlotsByCluster& slots, const GemmShape& shape,
+                   const TileConfig& config);
 
 }  // namespace perfloom::tuner

@@ -97,14 +97,22 @@ TEST(Cli, BadTrainingOptionsFailBeforeAnyTraining) {
   }
 }
 
-TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
-  // Two GPUs' elementwise kernels: held out the H200, trained on the H100 only.
-  const fs::path data = fs::temp_directory_path() / ("perfloom-cli-eval-" + std::to_string(::getpid()));
+namespace {
+// A data folder with the H100's and the H200's measured elementwise kernels (a small training set).
+fs::path two_gpu_elementwise_data(const std::string& prefix) {
+  const fs::path data = fs::temp_directory_path() / (prefix + std::to_string(::getpid()));
   for (const char* gpu : {"h100-sxm", "h200"}) {
     fs::create_directories(data / gpu);
     fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "bench/data" / gpu / "elementwise.csv", data / gpu / "elementwise.csv",
                   fs::copy_options::overwrite_existing);
   }
+  return data;
+}
+}  // namespace
+
+TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
+  // Two GPUs' elementwise kernels: held out the H200, trained on the H100 only.
+  const fs::path data = two_gpu_elementwise_data("perfloom-cli-eval-");
   const fs::path out = data / "models";
   auto r = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " --save-models " + out.string() + " " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -124,12 +132,7 @@ TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
 // A `--variants` run's rows with another custom option than the configuration's own train the
 // tuner's variant model, not the predictor: `perfloom eval` trains on its base rows only.
 TEST(Cli, TrainingLeavesOutTheOtherKernelVariantsOfAConfiguration) {
-  const fs::path data = fs::temp_directory_path() / ("perfloom-cli-variants-" + std::to_string(::getpid()));
-  for (const char* gpu : {"h100-sxm", "h200"}) {
-    fs::create_directories(data / gpu);
-    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "bench/data" / gpu / "elementwise.csv", data / gpu / "elementwise.csv",
-                  fs::copy_options::overwrite_existing);
-  }
+  const fs::path data = two_gpu_elementwise_data("perfloom-cli-variants-");
   const std::string head =
       "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H100 80GB HBM3\n"
       "op,dtype,M,N,K,latency_us,kernel_name,tile,stages,splitk,cluster,heuristic_rank,sweep,source\n";

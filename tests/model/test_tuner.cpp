@@ -81,6 +81,10 @@ void expect_refused_with_renamed_feature(const TunerTable& t, const std::string&
   }
 }
 
+// The head of a collector plan-mode CSV with the columns bench/tuner_sweep.h reads.
+const std::string kPlanSweepHeader =
+    "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+
 }  // namespace
 
 // ---- waves and partial waves, by hand ----
@@ -881,8 +885,7 @@ TEST(TunerSweep, AReMeasurementsChoicesAreScaledToTheSweepByTheConfigurationsBot
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_align_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  const std::string header =
-      "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  const std::string& header = kPlanSweepHeader;
   auto row = [](int m, const std::string& tile, double lat, int rank, const std::string& source) {
     return "gemm,bf16," + std::to_string(m) + ",4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile +
            "_64x6_1x1_v_bz_TNT,66," + tile + ",64xAUTO,1,1x1x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
@@ -920,8 +923,7 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_picks_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  const std::string header =
-      "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  const std::string& header = kPlanSweepHeader;
   auto row = [](const std::string& tile, const std::string& cluster, double lat, int rank, const std::string& source) {
     return "gemm,bf16,128,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile + "_64x6_1x1_v_bz_TNT,66," + tile +
            ",64xAUTO,1," + cluster + "," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
@@ -1017,31 +1019,27 @@ TEST(TunerVariant, TheModelNamesTheFastestAcceptedOptionOfShapesItDidNotSee) {
   EXPECT_EQ(m.accepted.at("16bit").at(config_key(tile(128, 128, 64, 1, 1, 2))), (std::vector<int>{0, 2}));
   EXPECT_EQ(m.labels.at(3), "raster h, TNT");
   EXPECT_EQ(m.labels.at(0), "raster v, TNN");
-  const HardwareRates hw = hardware_rates(h100, Dtype::bf16);
   int right = 0, n = 0;
   for (const auto& [M, N] : test)
     for (const TileConfig& cfg : {tile(128, 128, 64, 1, 1, 2), tile(64, 256, 64, 1, 2, 1)}) {
       const GemmShape s{M, N, 4096, Dtype::bf16};
       const double gm = std::ceil(double(M) / cfg.tile_m), gn = std::ceil(double(N) / cfg.tile_n);
       if (gm == gn) continue;
-      const VariantChoice c = choose_variant(m, s, cfg, wave_features(s, cfg, hw, concurrent_ctas(cfg, s.dtype, hw)));
+      const int c = choose_variant(m, h100, {}, s, cfg);
       ++n;
-      right += c.custom == (gm > gn ? 2 : 0);
-      EXPECT_TRUE(c.custom == 0 || c.custom == 2 || cfg.tile_m == 64) << "an option cuBLASLt did not accept: " << c.custom;
-      EXPECT_NE(c.custom & 1, 1) << "bit 0 costs 3% everywhere";
+      right += c == (gm > gn ? 2 : 0);
+      EXPECT_TRUE(c == 0 || c == 2 || cfg.tile_m == 64) << "an option cuBLASLt did not accept: " << c;
+      EXPECT_NE(c & 1, 1) << "bit 0 costs 3% everywhere";
     }
   EXPECT_GE(right, n * 9 / 10) << right << " of " << n;
   // A configuration never measured: its tile's options where the tile was measured with another
   // cluster (those all accepted), none where the tile never was.
   const GemmShape s{4096, 1024, 4096, Dtype::bf16};
   const TileConfig other_cluster = tile(128, 128, 64, 1, 2, 1), unseen = tile(192, 128, 64);
-  const VariantChoice a = choose_variant(m, s, other_cluster, wave_features(s, other_cluster, hw, concurrent_ctas(other_cluster, s.dtype, hw)));
-  EXPECT_TRUE(a.custom == 0 || a.custom == 2) << a.custom;
-  EXPECT_EQ(choose_variant(m, s, unseen, wave_features(s, unseen, hw, concurrent_ctas(unseen, s.dtype, hw))).custom, -1);
-  EXPECT_EQ(choose_variant(m, {4096, 1024, 4096, Dtype::fp8e4m3}, other_cluster,
-                           wave_features(s, other_cluster, hw, concurrent_ctas(other_cluster, s.dtype, hw)))
-                .custom,
-            -1)
+  const int a = choose_variant(m, h100, {}, s, other_cluster);
+  EXPECT_TRUE(a == 0 || a == 2) << a;
+  EXPECT_EQ(choose_variant(m, h100, {}, s, unseen), -1);
+  EXPECT_EQ(choose_variant(m, h100, {}, {4096, 1024, 4096, Dtype::fp8e4m3}, other_cluster), -1)
       << "no option for a dtype group the model was not measured in";
   // Too few points: no model, and nothing named.
   const VariantModel none = fit_variant_model(synthetic_variants({{1024, 1024}, {2048, 512}}), h100, {});
@@ -1104,8 +1102,7 @@ TEST(TunerSweep, AVariantMeasurementIsReadAsOneMedianPerOptionWithTheForcedOneMa
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_variants_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  const std::string header =
-      "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+  const std::string& header = kPlanSweepHeader;
   auto row = [](const std::string& raster, double lat, int rank, const std::string& source) {
     return "gemm,bf16,512,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_128x64_64x6_1x2_" + raster +
            "_bz_TNT,66,128x64,64xAUTO,1,1x2x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";

@@ -15,18 +15,18 @@ def label(k):
     r = 'h' if '_h_' in k else 'v' if '_v_' in k else '?'
     c = 'coop' if ('coopA' in k or 'coopB' in k) else '-'
     return r + c + k[-3:]
-ref = defaultdict(list); refname = {}
-for r in csv.DictReader(lines(sys.argv[1])):
-    m = re.match(r'plan:(\S+) .* variant=c(\d+)/s\d+', r['source'])
-    if not m: continue
-    k = (r['dtype'], r['M'], r['N'], r['K'], m.group(1), int(m.group(2)))
-    ref[k].append(float(r['latency_us'])); refname[k] = label(r['kernel_name'])
-got = defaultdict(list); gotname = {}
-for r in csv.DictReader(lines(sys.argv[2])):
-    m = re.match(r'plan:(\S+) .* custom=(\d+)', r['source'])
-    if not m: continue
-    k = (r['dtype'], r['M'], r['N'], r['K'], m.group(1), int(m.group(2)))
-    got[k].append(float(r['latency_us'])); gotname[k] = label(r['kernel_name'])
+def timed(path, option):
+    """Per (shape, configuration, option) its latencies and its kernel's variant; `option`: the
+    source's pattern that names the option."""
+    times, names = defaultdict(list), {}
+    for r in csv.DictReader(lines(path)):
+        m = re.match(r'plan:(\S+) .* ' + option, r['source'])
+        if not m: continue
+        k = (r['dtype'], r['M'], r['N'], r['K'], m.group(1), int(m.group(2)))
+        times[k].append(float(r['latency_us'])); names[k] = label(r['kernel_name'])
+    return times, names
+ref, refname = timed(sys.argv[1], r'variant=c(\d+)/s\d+')
+got, gotname = timed(sys.argv[2], r'custom=(\d+)')
 same = sum(gotname[k] == refname.get(k) for k in got)
 ratios = sorted(statistics.median(got[k]) / statistics.median(ref[k]) for k in got if k in ref)
 print('points', len(got), 'kernel variant as in the --variants run:', same, 'of', len(got))
