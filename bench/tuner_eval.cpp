@@ -149,6 +149,16 @@ bool g_main_only = false;
 std::size_t g_nearest_shapes = tuner::kNearestShapes;  // --nearest-shapes N: the table path's nearest measured shapes (tuner.h)
 bool in_train_share(const tuner::GemmShape& s) { return g_train_share >= 1.0 || tuner::shape_fold(s, 97) < g_train_share * 97; }
 fs::path g_confirm_plan;  // --confirm-plan DIR: write DIR/<gpu>/confirm_plan.csv, the test shapes' candidates to re-measure
+// --fastest-option-labels: every fold's training rows relabeled to their configuration's predicted
+// fastest cuBLASLt custom option (variant_model.h to_fastest_option) by the bundled table's variant
+// model, before the fit (its shapes are variants.csv's: none of variants_test.csv's).
+bool g_fastest_option_labels = false;
+std::size_t relabel_to_fastest_option(std::vector<tuner::TunerSample>& samples, const GpuSpec& gpu) {
+  if (!g_fastest_option_labels) return 0;
+  const tuner::TunerTable* bundled = tuner::bundled_tuner_table(gpu);
+  if (!bundled || !bundled->variants.booster) throw std::runtime_error(gpu.id + ": the bundled tuner table has no variant model");
+  return tuner::to_fastest_option(samples, bundled->variants, gpu, tuner::measured_slots(samples, gpu));
+}
 bool g_light = false;  // variants table: only the choice on held-out shapes, no timing or baselines  // --insample: fit on every shape (an upper bound, not an evaluation)
 
 struct ErrorStats {
@@ -702,6 +712,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
       for (const auto& r : sw->rows)
         if (r.modelled) all.push_back(r.sample);
     for (const auto& r : picks) all.push_back(r.sample);
+    relabel_to_fastest_option(all, gpu);
     const tuner::TunerTable t = fit_table(all, gpu, g_fit);
     rep.table_json_bytes = tuner::tuner_table_to_json(t).size();
     rep.ranker_all = t.ranker.booster ? t.ranker.objective + ", grading " + t.ranker.grading : "none";
@@ -725,6 +736,8 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
         train_all.push_back(r.sample);
     for (const auto& r : picks)
       if (g_insample || (tuner::shape_fold(r.sample.shape, folds) != fold && in_train_share(r.sample.shape))) train_all.push_back(r.sample);
+    if (const std::size_t n = relabel_to_fastest_option(train_all, gpu))
+      std::cerr << gpu.id << " fold " << fold << ": " << n << " of " << train_all.size() << " training rows relabeled to their fastest option\n";
     const tuner::TunerTable table = fit_table(train_all, gpu, g_fit);
     rep.ranker_choice.push_back(table.ranker.booster ? table.ranker.objective + " " + table.ranker.grading : "none");
 
@@ -2356,19 +2369,33 @@ void session5_section(std::ostream& md, const std::vector<GpuReport>& shipped, c
 // `test_file` (--variant-test GPU FILE): that measurement instead of variants_test.csv; where it also
 // timed the table path's second and third choices (variants_plan.py --top3), `perfloom tune --top 3`
 // is scored too: the fastest of its three first configurations, each timed with its option.
-int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test = false, const fs::path& test_file = {}) {
+// `rank_tag` (--variant-test GPU FILE --rank-tag TAG): the first choice and the first three are the
+// configurations FILE's plan tagged "TAG 1" to "TAG 3" (variants_plan.py --also: another fit's choices
+// timed on the same lease), not lease I's "table 1-3"; each scored against the fastest of everything
+// timed at the shape, as above.
+int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test = false, const fs::path& test_file = {},
+                 const std::string& rank_tag = {}) {
   const fs::path file = !test_file.empty() ? test_file : bench::data_file(dir, test ? "variants_test.csv" : "variants.csv");
   const bench::VariantData data = bench::read_variants(file.string());
   // The table path's rank (1-3) of each (shape, configuration) lease I's plan tagged "table K".
+  // With `rank_tag` (--rank-tag TAG), the ranks are the measured plan's own tags "TAG 1" to "TAG 3" instead
+  // (variants_plan.py --also: another fit's choices timed beside lease I's).
   std::map<std::pair<ShapeKey, tuner::ConfigKey>, int> table_rank;
-  for (const PlanRow& r : read_plan_rows(bench::data_file(dir, "confirm_plan.csv"))) {
-    std::stringstream why(r.why);
+  auto read_ranks = [&](const ShapeKey& shape, const tuner::ConfigKey& config, const std::string& tags, const std::string& want) {
+    std::stringstream why(tags);
     std::string tag;
     while (std::getline(why, tag, ';')) {
       while (!tag.empty() && tag.front() == ' ') tag.erase(0, 1);
       for (int k = 1; k <= 3; ++k)
-        if (tag == "table " + std::to_string(k)) table_rank[{r.shape, tuner::config_key(tuner::config_from_string(r.config))}] = k;
+        if (tag == want + " " + std::to_string(k)) table_rank[{shape, config}] = k;
     }
+  };
+  if (rank_tag.empty()) {
+    for (const PlanRow& r : read_plan_rows(bench::data_file(dir, "confirm_plan.csv")))
+      read_ranks(r.shape, tuner::config_key(tuner::config_from_string(r.config)), r.why, "table");
+  } else {
+    for (const auto& s : data.shapes)
+      for (const auto& [ck, p] : s.points) read_ranks(key_of(s.shape), ck, p.why, rank_tag);
   }
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   const tuner::SlotsByCluster slots = table ? table->slots_by_cluster : tuner::SlotsByCluster{};
@@ -2597,13 +2624,19 @@ int main(int argc, char** argv) {
       g_learned_models[id] = LearnedPredictor::load(argv[++i]);
     }
     else if (a == "--main-only") g_main_only = true;
+    else if (a == "--fastest-option-labels") g_fastest_option_labels = true;
     else if (a == "--variant-eval" && i + 1 < argc) {
       const std::string id = argv[++i];
       return variant_eval(GpuDatabase::builtin().get(id), data / id, folds);
     } else if (a == "--variant-test" && i + 1 < argc) {
       const std::string id = argv[++i];
       const fs::path file = i + 1 < argc && argv[i + 1][0] != '-' ? fs::path(argv[++i]) : fs::path();
-      return variant_eval(GpuDatabase::builtin().get(id), data / id, folds, true, file);
+      std::string tag;
+      if (i + 2 < argc && std::string(argv[i + 1]) == "--rank-tag") {
+        tag = argv[i + 2];
+        i += 2;
+      }
+      return variant_eval(GpuDatabase::builtin().get(id), data / id, folds, true, file, tag);
     }
     else if (a == "--nearest-shapes" && i + 1 < argc) g_nearest_shapes = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
     else if (a == "--train-share" && i + 1 < argc) g_train_share = std::atof(argv[++i]);
@@ -2658,7 +2691,7 @@ int main(int argc, char** argv) {
                    "         fit on DIR/<gpu>/tiles_plan.csv (or the given files), evaluate on DIR/<gpu>/tiles.csv shapes\n"
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
-                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
+                   "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--fastest-option-labels] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
       return 2;
     }

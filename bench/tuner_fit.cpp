@@ -24,6 +24,11 @@
 //               Also, where it exists, DIR/<gpu-id>/variants.csv(.gz) (`run_plan_on_gpu.sh --variants`:
 //               configurations timed with every cuBLASLt custom option they accept) fits the table's
 //               variant model (model/tuner/variant_model.h; session 31). --no-variants leaves it out.
+//   --no-option-labels  fit the table on the latencies as measured. By default, with a variant model,
+//               every row whose nvjet kernel name shows the custom option it ran with is relabeled to
+//               the latency its configuration is predicted to take with its fastest option
+//               (model/tuner/variant_model.h to_fastest_option; session 32), so that the table ranks
+//               configurations as `perfloom tune` runs them: with the option it names.
 //   --variants-only  refit only the variant model of the table already in --out (the rest of the
 //               table is kept as it is: the variant model depends on nothing else of it but the
 //               measured slots per cluster size).
@@ -55,7 +60,8 @@ int main(int argc, char** argv) {
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true, with_picks = true, align_picks = false, with_variants = true, variants_only = false;
+  bool csv_given = false, with_more = true, with_picks = true, align_picks = false, with_variants = true, variants_only = false,
+       option_labels = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
@@ -66,19 +72,21 @@ int main(int argc, char** argv) {
     else if (a == "--pick-align") align_picks = true;
     else if (a == "--no-variants") with_variants = false;
     else if (a == "--variants-only") variants_only = true;
+    else if (a == "--no-option-labels") option_labels = false;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
       std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--pick-align]\n"
-                   "                   [--no-variants | --variants-only] [GPU-ID...]\n"
+                   "                   [--no-variants | --variants-only] [--no-option-labels] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
                    "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n"
                    "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
-                   "  --variants-only: refit only the variant model of the table in --out\n";
+                   "  --variants-only: refit only the variant model of the table in --out\n"
+                   "  --no-option-labels: fit on the latencies as measured, not relabeled to each configuration's fastest option\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -97,19 +105,19 @@ int main(int argc, char** argv) {
   try {
     const GpuDatabase gpus = GpuDatabase::builtin();
     fs::create_directories(out);
-    // The variant model from DIR/<id>/variants.csv(.gz), where it exists: set on `table`, named in its source.
-    auto fit_variants = [&](const std::string& id, const GpuSpec& gpu, tuner::TunerTable& table) {
-      table.variants = {};
+    // The variant model from DIR/<id>/variants.csv(.gz), where it exists (`slots` as the table's), and
+    // what to add to the table's source about it.
+    auto fit_variants = [&](const std::string& id, const GpuSpec& gpu, const tuner::SlotsByCluster& slots,
+                            std::string& what) {
+      tuner::VariantModel model;
       const fs::path file = bench::data_file(data / id, "variants.csv");
-      if (!with_variants || !fs::exists(file)) return;
+      if (!with_variants || !fs::exists(file)) return model;
       const bench::VariantData v = bench::read_variants(file.string());
-      table.variants = tuner::fit_variant_model(v.samples, gpu, table.slots_by_cluster);
-      const std::string what = "; bench/data/" + id + "/" + file.filename().string() + ": variant model on " +
-                               std::to_string(table.variants.points) + " (shape, configuration) points of " +
-                               std::to_string(v.shapes.size()) + " shapes";
-      if (const auto at = table.source.find("; bench/data/" + id + "/variants.csv"); at != std::string::npos)
-        table.source.erase(at);
-      if (table.variants.booster) table.source += what;
+      model = tuner::fit_variant_model(v.samples, gpu, slots);
+      if (model.booster)
+        what = "; bench/data/" + id + "/" + file.filename().string() + ": variant model on " + std::to_string(model.points) +
+               " (shape, configuration) points of " + std::to_string(v.shapes.size()) + " shapes";
+      return model;
     };
     auto write_table = [&](const std::string& id, const tuner::TunerTable& table) {
       const fs::path file = out / (id + ".json.gz");
@@ -125,7 +133,11 @@ int main(int argc, char** argv) {
         const fs::path file = out / (id + ".json.gz");
         tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file.string()), file.string());
         tuner::check_table_matches(table, gpu);
-        fit_variants(id, gpu, table);
+        std::string what;
+        table.variants = fit_variants(id, gpu, table.slots_by_cluster, what);
+        if (const auto at = table.source.find("; bench/data/" + id + "/variants.csv"); at != std::string::npos)
+          table.source.erase(at);
+        table.source += what;
         write_table(id, table);
         std::cout << id << ": variant model on " << table.variants.points << " points -> " << file.string() << "\n";
         continue;
@@ -173,8 +185,18 @@ int main(int argc, char** argv) {
         }
       }
       const std::size_t shapes = all_shapes.size();
-      tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source);
-      fit_variants(id, gpu, table);
+      // The variant model first: unless --no-option-labels, every row whose kernel shows its custom
+      // option is relabeled to what its configuration is predicted to take with its fastest option
+      // (variant_model.h to_fastest_option), so that the table ranks configurations as `perfloom
+      // tune` runs them, with the option it names (session 32).
+      std::string what;
+      tuner::VariantModel variants = fit_variants(id, gpu, tuner::measured_slots(samples, gpu), what);
+      if (option_labels && variants.booster) {
+        const std::size_t n = tuner::to_fastest_option(samples, variants, gpu, tuner::measured_slots(samples, gpu));
+        what += " (" + std::to_string(n) + " rows relabeled to their configuration's fastest option)";
+      }
+      tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source + what);
+      table.variants = std::move(variants);
       const fs::path file = write_table(id, table);
       fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)
       std::cout << id << ": " << samples.size() << " points, " << shapes << " shapes ->" << file.string() << " (";

@@ -126,6 +126,7 @@ inline Sweep read_sweep(const std::string& path) {
       break;
     }
     r.kernel = main_kernel.substr(0, 80);
+    r.sample.custom_option = tuner::nvjet_custom_option(main_kernel);
     const auto t = detail::dims(f[c_tile]);
     if (t.size() >= 2) {
       TileConfig& tc = r.sample.config;

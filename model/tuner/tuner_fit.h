@@ -16,6 +16,9 @@ struct TunerSample {
   int launched_ctas = 0;    // CTAs of the launch grid (0: unknown); persistent kernels cap it at the slots
   int heuristic_rank = 0;   // the collector's: 1 = cuBLASLt's default choice (informational)
   double weight = 1.0;      // the row's weight in the fits (e.g. plan rows against sweep rows)
+  // cuBLASLt's custom option the kernel ran with (variant_model.h nvjet_custom_option: read from its
+  // nvjet kernel's name), -1: unknown. to_fastest_option() uses it.
+  int custom_option = -1;
 };
 
 struct FitOptions {

@@ -50,6 +50,16 @@ std::string nvjet_variant_label(const std::string& kernel_name) {
   return label;
 }
 
+int nvjet_custom_option(const std::string& kernel_name) {
+  const std::string k = kernel_name.substr(0, kernel_name.find(' '));
+  if (k.rfind("nvjet", 0) != 0 || k.size() < 4) return -1;
+  const bool h = k.find("_h_") != std::string::npos, v = k.find("_v_") != std::string::npos;
+  const std::string order = k.substr(k.size() - 4);
+  if (h == v || (order != "_TNT" && order != "_TNN")) return -1;
+  const bool coop = k.find("coopA") != std::string::npos || k.find("coopB") != std::string::npos;
+  return (order == "_TNT" ? 1 : 0) | (h ? 2 : 0) | (coop ? 4 : 0);
+}
+
 namespace {
 
 WaveFeatures features_for(const GemmShape& shape, const TileConfig& config, const GpuSpec& gpu, const SlotsByCluster& slots) {
@@ -160,6 +170,43 @@ std::vector<int> choose_variants(const VariantModel& model, const GpuSpec& gpu, 
     at += options[i].size();
   }
   return out;
+}
+
+std::size_t to_fastest_option(std::vector<TunerSample>& samples, const VariantModel& model, const GpuSpec& gpu,
+                              const SlotsByCluster& slots) {
+  if (!model.booster) return 0;
+  // Per sample its options (its own first), their feature rows in one batch.
+  std::vector<std::pair<std::size_t, std::size_t>> spans(samples.size(), {0, 0});  // first row, options
+  std::vector<float> rows;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const TunerSample& s = samples[i];
+    if (s.custom_option < 0) continue;
+    std::vector<int> options = accepted_options(model, s.shape, s.config);
+    options.erase(std::remove(options.begin(), options.end(), s.custom_option), options.end());
+    if (options.empty()) continue;
+    options.insert(options.begin(), s.custom_option);
+    const WaveFeatures f = features_for(s.shape, s.config, gpu, slots);
+    spans[i] = {n, options.size()};
+    for (int custom : options) {
+      const auto r = variant_features(s.shape, s.config, f, custom);
+      rows.insert(rows.end(), r.begin(), r.end());
+      ++n;
+    }
+  }
+  if (n == 0) return 0;
+  const std::vector<float> p = model.booster->predict(rows.data(), n, kVariantFeatureCount);
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto [at, count] = spans[i];
+    if (count == 0) continue;
+    const auto first = p.begin() + static_cast<std::ptrdiff_t>(at);
+    const double excess = static_cast<double>(first[0]) - *std::min_element(first, first + static_cast<std::ptrdiff_t>(count));
+    if (excess <= 0) continue;
+    samples[i].latency_us /= std::exp(excess);
+    ++changed;
+  }
+  return changed;
 }
 
 int choose_variant(const VariantModel& model, const GpuSpec& gpu, const SlotsByCluster& slots, const GemmShape& shape,

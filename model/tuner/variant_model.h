@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/gpu_spec.h"
+#include "model/tuner/tuner_fit.h"
 #include "model/tuner/tuner_table.h"
 
 namespace perfloom::tuner {
@@ -42,6 +43,12 @@ std::array<float, kVariantFeatureCount> variant_features(const GemmShape& s, con
 // another kernel.
 std::string nvjet_variant_label(const std::string& kernel_name);
 
+// The custom option an nvjet kernel's name shows (bit 0: operand order TNT, bit 1: raster h, bit 2:
+// a cooperative schedule), as every option timed on the H100 and H200 ran (bench/data/<gpu>/
+// variants.csv: 27,708 rows with a TNT / TNN name, none otherwise); -1 for another kernel or a name
+// without a raster and an operand order.
+int nvjet_custom_option(const std::string& kernel_name);
+
 struct VariantFitOptions {
   int rounds = 300;
   int depth = 5;
@@ -53,6 +60,16 @@ struct VariantFitOptions {
 // Fewer than 20 such points: an empty model.
 VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu, const SlotsByCluster& slots,
                                const VariantFitOptions& opt = {});
+
+// Relabels every sample whose option is known (TunerSample::custom_option) with the latency its
+// configuration is predicted to take with its fastest option: the measured latency divided by the
+// model's predicted ratio of the sample's option to the fastest of the options accepted for the
+// configuration (as choose_variants() knows them; the sample's own counted in). A sample whose
+// configuration has no other known option is left as measured. The tuner's fit then learns and ranks
+// configurations by what they take with the option `perfloom tune` names, not with the option a
+// sweep happened to force on them. Returns how many samples changed. `slots` as the table's.
+std::size_t to_fastest_option(std::vector<TunerSample>& samples, const VariantModel& model, const GpuSpec& gpu,
+                              const SlotsByCluster& slots);
 
 // The accepted option predicted fastest (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION; -1: none named) for
 // each of `configs` at `shape` on `gpu` (one batched prediction; `slots` as the table's): among the

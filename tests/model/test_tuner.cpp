@@ -1048,6 +1048,47 @@ TEST(TunerVariant, TheModelNamesTheFastestAcceptedOptionOfShapesItDidNotSee) {
   EXPECT_EQ(nvjet_variant_label("sm90_xmma_gemm_bf16bf16"), "");
 }
 
+TEST(TunerVariant, ASweepRowIsRelabeledToItsConfigurationsFastestOption) {
+  // The option a kernel ran with, from its name: bit 0 TNT, bit 1 raster h, bit 2 cooperative.
+  EXPECT_EQ(nvjet_custom_option("nvjet_sm90_tst_128x128_64x4_2x1_v_bz_TNN"), 0);
+  EXPECT_EQ(nvjet_custom_option("nvjet_sm90_tst_128x128_64x4_2x1_h_bz_TNT"), 3);
+  EXPECT_EQ(nvjet_custom_option("nvjet_sm90_tst_256x128_64x4_1x2_v_bz_coopB_TNT"), 5);
+  EXPECT_EQ(nvjet_custom_option("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNN"), 6);
+  EXPECT_EQ(nvjet_custom_option("nvjet_sm90_tst_128x128_64x4_2x1_bz_TNN"), -1) << "no raster order";
+  EXPECT_EQ(nvjet_custom_option("nvjet_sm90_tst_128x128_64x4_2x1_v_bz_TNN(Params)"), -1) << "no operand order";
+  EXPECT_EQ(nvjet_custom_option("sm90_xmma_gemm_bf16bf16_h_TNT"), -1) << "not an nvjet kernel";
+
+  const GpuSpec& h100 = db().get("h100-sxm");
+  std::vector<std::pair<int64_t, int64_t>> train;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> side(256, 16384);
+  for (int i = 0; i < 160; ++i) train.emplace_back(side(rng), side(rng));
+  const VariantModel m = fit_variant_model(synthetic_variants(train), h100, {});
+  ASSERT_NE(m.booster, nullptr);
+  // A shape with many more tiles along M: option 2 (raster h) is the fastest, option 1 (TNT, raster
+  // v) 1.08 x 1.03 = 1.11 x slower than it.
+  const GemmShape s{16384, 512, 4096, Dtype::bf16};
+  std::vector<TunerSample> rows(4);
+  for (auto& r : rows) {
+    r.shape = s;
+    r.config = tile(64, 256, 64, 1, 2, 1);
+    r.latency_us = 100;
+  }
+  rows[0].custom_option = 1;
+  rows[1].custom_option = 2;
+  rows[2].custom_option = -1;                               // unknown: as measured
+  rows[3].config = tile(192, 128, 64), rows[3].custom_option = 1;  // a tile never timed with another option
+  EXPECT_GE(to_fastest_option(rows, m, h100, {}), 1u);
+  // (the trees see 160 shapes: the ratio within 10%)
+  EXPECT_LT(rows[0].latency_us, 100 / 1.09) << "option 1's time, as option 2 would take it";
+  EXPECT_GT(rows[0].latency_us, 100 / 1.33) << "option 1's time, as option 2 would take it";
+  EXPECT_NEAR(rows[1].latency_us, 100, 2.0) << "already the fastest option";
+  EXPECT_EQ(rows[2].latency_us, 100);
+  EXPECT_EQ(rows[3].latency_us, 100);
+  for (const auto& r : rows) EXPECT_LE(r.latency_us, 100) << "never made slower";
+  EXPECT_EQ(to_fastest_option(rows, VariantModel{}, h100, {}), 0u) << "no model: nothing changes";
+}
+
 TEST(TunerVariant, TablesCarryTheModelThroughJsonAndTuneNamesTheOption) {
   const GpuSpec& h100 = db().get("h100-sxm");
   const TunerTable* bundled = bundled_tuner_table(h100);
