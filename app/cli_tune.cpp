@@ -1,7 +1,9 @@
 // `perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json]` (CONTRACT.md): ranked tile
 // configurations with predicted latency, waves, last-wave fill and the reason, from the wave
 // tuner (model/tuner/). `perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]` writes the
-// sparse sampling plan along wave boundaries for the collector.
+// sparse sampling plan along wave boundaries for the collector; with `--gemm M,N,K` (repeatable) and
+// `--top K` (default 3 there) `--plan` writes those GEMMs' first K configurations as a collector plan
+// instead, to time them on the GPU and keep the fastest.
 #include <algorithm>
 #include <fstream>
 #include <iomanip>
@@ -52,6 +54,7 @@ std::string cublasCluster(const TileConfig& t) {
 int usage(const std::string& why) {
   std::cerr << "perfloom tune: " << why
             << "\n  perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json]"
+               "\n  perfloom tune --gemm M,N,K [--gemm M,N,K ...] --dtype DT --gpu ID [--top K] --plan [--out PLAN.csv]"
                "\n  perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]\n";
   return 2;
 }
@@ -104,6 +107,55 @@ int runPlan(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu,
   return 0;
 }
 
+// `--plan` with `--gemm` (one or more): each GEMM's first `top` configurations, with the custom option
+// the table names, as a collector plan. Timed on the GPU (`perfloom-collect --sweep plan`), the fastest
+// of the first 3 was within 3% of the best on 89.9 / 89.6% of 900 held-out shapes on the H100 / H200
+// (bench/results/tuner_eval.md, Session 31): three runs per GEMM instead of an exhaustive search.
+int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, std::size_t top) {
+  std::vector<tuner::GemmShape> shapes;
+  for (const QString& g : args.values("gemm")) {
+    const auto mnk = parseGemm(g);
+    if (!mnk) return usage("--gemm wants three positive integers M,N,K, got '" + g.toStdString() + "'");
+    shapes.push_back({(*mnk)[0], (*mnk)[1], (*mnk)[2], dtype});
+  }
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  std::shared_ptr<const KernelPredictor> predictor;
+  std::string warning;
+  if (tuner::ranks_with_learned_predictor(table, gpu, dtype)) predictor = make_default_predictor(&warning);
+  if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
+  std::vector<tuner::PlanPoint> points;
+  std::string method;
+  for (const auto& shape : shapes) {
+    const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, top, table, predictor.get());
+    method = r.method;
+    for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+      tuner::PlanPoint p;
+      p.shape = shape;
+      p.config = r.ranked[i].config;
+      p.grid = r.ranked[i].grid;
+      p.why = "tune " + std::to_string(i + 1);
+      p.custom_option = r.ranked[i].custom_option;
+      points.push_back(std::move(p));
+    }
+  }
+  const std::string csv = tuner::plan_to_csv(points);
+  const std::string out = args.isSet("out") ? args.value("out").toStdString() : std::string();
+  if (!out.empty()) {
+    std::ofstream os(out);
+    if (!(os << csv)) throw std::runtime_error(out + ": cannot be written");
+  } else {
+    std::cout << csv;
+  }
+  const std::string file = out.empty() ? "PLAN.csv" : out;
+  std::cerr << "perfloom tune: " << points.size() << " configurations of " << shapes.size() << " GEMM" << (shapes.size() == 1 ? "" : "s")
+            << " on " << gpu.id << " (the first " << top << " of each, method " << method
+            << ", with the custom options named), a collector plan; time them on the GPU with\n"
+               "  perfloom-collect --sweep plan --plan "
+            << file << " --heuristic-n 1 --repeat 3 --out timed.csv\n"
+               "and keep each GEMM's fastest (its rows' source names the configuration and its rank, \"tune K\")\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
@@ -121,6 +173,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     return 2;
   }
   try {
+    if (plan && args.isSet("gemm")) return runTopPlan(args, *gpu, *dtype, static_cast<std::size_t>(cliInteger(args, "top", 3, 1)));
     if (plan) return runPlan(ctx, args, *gpu, *dtype);
     const auto mnk = parseGemm(args.value("gemm"));
     if (!mnk) return usage("--gemm wants three positive integers M,N,K, got '" + args.value("gemm").toStdString() + "'");

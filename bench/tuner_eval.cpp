@@ -2390,13 +2390,20 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
         if (tag == want + " " + std::to_string(k)) table_rank[{shape, config}] = k;
     }
   };
-  if (rank_tag.empty()) {
-    for (const PlanRow& r : read_plan_rows(bench::data_file(dir, "confirm_plan.csv")))
-      read_ranks(r.shape, tuner::config_key(tuner::config_from_string(r.config)), r.why, "table");
-  } else {
+  for (const PlanRow& r : read_plan_rows(bench::data_file(dir, "confirm_plan.csv")))
+    read_ranks(r.shape, tuner::config_key(tuner::config_from_string(r.config)), r.why, "table");
+  // With a tag, lease I's first choice is kept for a paired comparison (`lease_i_first`).
+  std::set<std::pair<ShapeKey, tuner::ConfigKey>> lease_i_first;
+  if (!rank_tag.empty()) {
+    for (const auto& [k, rank] : table_rank)
+      if (rank == 1) lease_i_first.insert(k);
+    table_rank.clear();
     for (const auto& s : data.shapes)
       for (const auto& [ck, p] : s.points) read_ranks(key_of(s.shape), ck, p.why, rank_tag);
   }
+  // Paired, with the option the model names: shapes where both first choices were timed, where only
+  // the tagged one / only lease I's is within 3% of the best.
+  int paired = 0, only_tagged = 0, only_lease_i = 0;
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   const tuner::SlotsByCluster slots = table ? table->slots_by_cluster : tuner::SlotsByCluster{};
   struct Score { int n = 0, base = 0, named = 0, model = 0, oracle = 0, measured = 0; double log_model = 0, log_base = 0; };
@@ -2415,6 +2422,7 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
       const ShapeKey sk{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K};
       std::array<std::array<double, 3>, 3> ranked{};  // per table rank: forced, model's, fastest option
       for (auto& r : ranked) r.fill(-1);
+      double lease_i_chosen = -1;  // --rank-tag: lease I's first choice with the model's option
       for (const auto& [ck, p] : s.points) {
         if (p.base_custom < 0 || !p.latency_us.count(p.base_custom)) continue;
         const int custom = tuner::choose_variant(model, gpu, slots, s.shape, tuner::config_from_string(p.config));
@@ -2425,6 +2433,7 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
         const double chosen = it != p.latency_us.end() ? it->second : base;
         const auto tr = table_rank.find({sk, ck});
         if (tr != table_rank.end()) ranked[static_cast<std::size_t>(tr->second - 1)] = {base, chosen, oracle};
+        if (lease_i_first.count({sk, ck})) lease_i_chosen = chosen;
         for (Score* sc : {&all, tr != table_rank.end() && tr->second == 1 ? &first : nullptr}) {
           if (!sc) continue;
           ++sc->n;
@@ -2436,6 +2445,12 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
           sc->log_model += std::log(chosen / oracle);
           sc->log_base += std::log(base / oracle);
         }
+      }
+      if (lease_i_chosen > 0 && ranked[0][1] > 0) {
+        ++paired;
+        const bool a = ranked[0][1] <= 1.03 * best, b = lease_i_chosen <= 1.03 * best;
+        only_tagged += a && !b;
+        only_lease_i += b && !a;
       }
       if (std::all_of(ranked.begin(), ranked.end(), [](const auto& r) { return r[0] > 0; })) {
         auto fastest = [&](std::size_t i) { return std::min({ranked[0][i], ranked[1][i], ranked[2][i]}); };
@@ -2460,6 +2475,9 @@ int variant_eval(const GpuSpec& gpu, const fs::path& dir, int folds, bool test =
     std::printf("| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f / %.1f%% | %.4f | %.4f |\n", name, sc.n, pct(sc.base, sc.n),
                 pct(sc.model, sc.n), pct(sc.oracle, sc.n), pct(sc.named, sc.n), pct(sc.measured, sc.n),
                 std::exp(sc.n ? sc.log_base / sc.n : 0), std::exp(sc.n ? sc.log_model / sc.n : 0));
+  if (paired)
+    std::printf("paired with lease I's first choice (each with the model's option), %d shapes: within 3%% only \"%s 1\" %d, only "
+                "lease I's \"table 1\" %d\n", paired, rank_tag.c_str(), only_tagged, only_lease_i);
   if (top3.n > 0 && top3.n * 2 >= first.n)  // a measurement of the top 3 (not the few shapes where they are other rows' configurations)
     std::printf("| the fastest of the table path's first 3 (perfloom tune --top 3, each timed) | %d | %.1f%% | %.1f%% | %.1f%% | - | - | - |\n",
                 top3.n, pct(top3.base, top3.n), pct(top3.model, top3.n), pct(top3.oracle, top3.n));

@@ -371,7 +371,7 @@ inline VariantData read_variants(const std::string& path) {
     const std::size_t sp = head.find(' ');
     VariantPoint& p = shapes[sk].points[tuner::config_key(r.sample.config)];
     p.config = head.substr(0, sp);
-    if (p.why.empty() && sp != std::string::npos) p.why = head.substr(sp + 1);
+    if (p.why.empty() && sp != std::string::npos) p.why = head.substr(sp + 1, head.find(" via=") - sp - 1);  // without the collector's " via=rN"
     if (r.source.find(" base", v) != std::string::npos) p.base_custom = custom;
     auto& [lat, kernel] = timed[{sk, tuner::config_key(r.sample.config), custom}];
     lat.push_back(r.sample.latency_us);

@@ -3,7 +3,8 @@
 # idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
 # plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
 #
-#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME]|--plan NAME [--repeat R]] [OUTDIR]
+#   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME]|--plan NAME [--repeat R]
+#                                      [--heuristic-n H]] [OUTDIR]
 #
 # --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
 # held-out shapes' candidate configurations of bench/data/<gpu-id>/confirm_plan.csv(.gz), each
@@ -15,7 +16,9 @@
 # (variants_test: the held-out shapes of session 31's test of the shipped variant model).
 # --plan NAME: bench/data/<gpu-id>/NAME_plan.csv(.gz) measured like a re-measurement (R rounds,
 # cuBLASLt's default per shape) into NAME.csv (custom_check: the plan's cublaslt_custom options set
-# on their configurations, session 31).
+# on their configurations, session 31; top3_check: `perfloom tune --gemm ... --plan`'s first three of 96
+# LLM GEMMs, session 32). --heuristic-n H: cuBLASLt's first H heuristic results per shape are timed too
+# (default 1 there: its default).
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
@@ -34,6 +37,7 @@ CONFIRM=""
 VARIANTS=""
 NAMED=""
 REPEAT=3
+HEUR_N=1
 OUTDIR="${OUT:-$PWD/collector-out}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
     --plan) NAMED="$2"; shift ;;
     --variants) VARIANTS=variants; case "${2:-}" in ""|-*|/*) ;; *) VARIANTS="$2"; shift ;; esac ;;
     --repeat) REPEAT="$2"; shift ;;
+    --heuristic-n) HEUR_N="$2"; shift ;;
     *) OUTDIR="$1" ;;
   esac
   shift
@@ -68,7 +73,7 @@ OUTNAME=tiles_plan.csv
 PLAN_DTYPES="bf16 fp8e4m3"  # the sampling plans; --confirm measures its one re-measurement plan instead
 if [ -n "$CONFIRM" ]; then
   PLAN_DTYPES=""
-  MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT")
+  MODE_ARGS=(--heuristic-n "$HEUR_N" --repeat "$REPEAT")
   OUTNAME=confirm.csv
   p="$ROOT/bench/data/$GPU_ID/confirm_plan.csv"
   if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/confirm_plan.csv"; p="$D/confirm_plan.csv"; fi
@@ -77,7 +82,7 @@ fi
 if [ -n "$VARIANTS" ] || [ -n "$NAMED" ]; then
   PLAN_DTYPES=""
   CONFIRM=1  # measured like a re-measurement: R rounds, cuBLASLt's default per shape
-  MODE_ARGS=(--heuristic-n 1 --repeat "$REPEAT")
+  MODE_ARGS=(--heuristic-n "$HEUR_N" --repeat "$REPEAT")
   [ -n "$VARIANTS" ] && MODE_ARGS+=(--variants)
   NAME="${VARIANTS:-$NAMED}"
   OUTNAME="$NAME.csv"

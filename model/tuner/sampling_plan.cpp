@@ -1,5 +1,6 @@
 #include "model/tuner/sampling_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -87,14 +88,18 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
 
 std::string plan_to_csv(const std::vector<PlanPoint>& plan) {
   std::ostringstream os;
-  os << "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,heuristic_rank\n";
+  const bool custom = std::any_of(plan.begin(), plan.end(), [](const PlanPoint& p) { return p.custom_option >= 0; });
+  os << "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,heuristic_rank"
+     << (custom ? ",cublaslt_custom\n" : "\n");
   for (const auto& p : plan) {
     const TileConfig& t = p.config;
     os << "gemm," << dtype_name(p.shape.dtype) << "," << p.shape.M << "," << p.shape.N << "," << p.shape.K << ","
        << config_to_string(t) << "," << t.tile_n << "x" << t.tile_m << "," << std::max(1, t.cluster_n) << "x"
        << std::max(1, t.cluster_m) << "x1," << std::max(1, t.split_k) << "," << p.grid.waves << ","
        << std::round(p.grid.last_wave_fill * 1000.0) / 1000.0 << "," << p.grid.k_iters << ",\"" << p.why << "\","
-       << t.tile_k << "x" << (t.stages > 0 ? std::to_string(t.stages) : std::string("AUTO")) << "," << p.heuristic_rank << "\n";
+       << t.tile_k << "x" << (t.stages > 0 ? std::to_string(t.stages) : std::string("AUTO")) << "," << p.heuristic_rank;
+    if (custom) os << "," << (p.custom_option >= 0 ? std::to_string(p.custom_option) : std::string());
+    os << "\n";
   }
   return os.str();
 }

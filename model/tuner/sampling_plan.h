@@ -28,6 +28,7 @@ struct PlanPoint {
   WaveGrid grid;
   std::string why;  // "boundary 2: full", "boundary 2: +1 cluster", "half wave"
   int heuristic_rank = 0;  // > 0: cuBLASLt's heuristic result of that rank for the shape, measured as it is
+  int custom_option = -1;  // >= 0: cuBLASLt's custom option to set on the configuration (column cublaslt_custom)
 };
 
 // Points for every configuration; shapes are whole multiples of the tile (no ragged edge tiles),
@@ -38,7 +39,8 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
 
 // op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,
 // cublaslt_stages,heuristic_rank (stages "<tile_k>x<stages>", "<tile_k>xAUTO" where the configuration
-// leaves them to cuBLASLt; bench/collector/plan.h reads it)
+// leaves them to cuBLASLt; bench/collector/plan.h reads it), and cublaslt_custom where a point names a
+// custom option (empty for the points that do not)
 std::string plan_to_csv(const std::vector<PlanPoint>& plan);
 
 }  // namespace perfloom::tuner

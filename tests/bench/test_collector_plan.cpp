@@ -99,6 +99,18 @@ TEST(CollectorPlan, ReadsTheCustomOptionToSet) {
             "p.csv:2: cublaslt_custom is not a custom option from 0 to 63: '64'");
   EXPECT_EQ(error_of(head + "gemm,bf16,64,64,512,64x64x64/s1/c1x1,64x64,1x1x1,1,c3\n"),
             "p.csv:2: cublaslt_custom is not a custom option from 0 to 63: 'c3'");
+  // As `perfloom tune --gemm ... --plan` writes it (tests/cli/test_cli_tune.cpp checks the writer).
+  const auto top = parse(
+      "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,"
+      "heuristic_rank,cublaslt_custom\n"
+      "gemm,fp8e4m3,4096,4096,4096,176x128x128/s1/c1x2,128x176,2x1x1,1,6,0.818,32,\"tune 1\",128xAUTO,0,5\n"
+      "gemm,fp8e4m3,8,8192,8192,8x64x128/s1/c1x2,64x8,2x1x1,1,1,0.97,64,\"tune 1\",128xAUTO,0,\n");
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].custom, 5);
+  EXPECT_EQ(top[0].heuristic_rank, 0);
+  EXPECT_EQ(top[0].why, "tune 1");
+  EXPECT_EQ(top[0].tile_name, "128x176");
+  EXPECT_EQ(top[1].custom, -1);
 }
 
 TEST(CollectorPlan, BadInputNamesFileLineAndReason) {

@@ -154,3 +154,39 @@ TEST(CliTune, PlanWritesACollectorShapeList) {
   EXPECT_EQ(rows, 3u * 9u * 2u);  // per configuration: half wave + 4 boundaries x 2 sides, at 2 K lengths
   std::filesystem::remove(out);
 }
+
+TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCollector) {
+  const std::string out = "/tmp/perfloom-cli-tune-top-" + std::to_string(::getpid()) + ".csv";
+  auto r = runPerfloom("tune --gemm 4096,4096,4096 --gemm 512x7168x2048 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("6 configurations of 2 GEMMs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("perfloom-collect --sweep plan --plan " + out), std::string::npos) << r.err;
+  // The same ranking as the table the command prints, rank by rank, with the option it names.
+  auto j = json::parse(runPerfloom("tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm --top 3 --json " + kDb).out);
+  std::ifstream in(out);
+  std::string header, line;
+  ASSERT_TRUE(std::getline(in, header));
+  EXPECT_EQ(header.rfind("op,dtype,M,N,K,config,", 0), 0u) << header;
+  EXPECT_NE(header.find(",heuristic_rank,cublaslt_custom"), std::string::npos) << header;
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 6u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& c = j["configs"][i];
+    EXPECT_EQ(rows[i].rfind("gemm,bf16,4096,4096,4096," + c["config"].get<std::string>() + "," + c["cublaslt_tile"].get<std::string>() +
+                                "," + c["cublaslt_cluster"].get<std::string>() + ",",
+                            0),
+              0u)
+        << rows[i];
+    EXPECT_NE(rows[i].find("\"tune " + std::to_string(i + 1) + "\""), std::string::npos) << rows[i];
+    ASSERT_TRUE(c.contains("cublaslt_custom_option")) << c.dump();
+    EXPECT_EQ(rows[i].substr(rows[i].rfind(',') + 1), std::to_string(c["cublaslt_custom_option"].get<int>())) << rows[i];
+  }
+  EXPECT_EQ(rows[3].rfind("gemm,bf16,512,7168,2048,", 0), 0u) << rows[3];
+  std::filesystem::remove(out);
+  // A bad shape among them: nothing written, the shape named.
+  r = runPerfloom("tune --gemm 4096,4096,4096 --gemm 64,0,64 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " + kDb);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'64,0,64'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}

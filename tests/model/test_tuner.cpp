@@ -1149,7 +1149,7 @@ TEST(TunerSweep, AVariantMeasurementIsReadAsOneMedianPerOptionWithTheForcedOneMa
            "_bz_TNT,66,128x64,64xAUTO,1,1x2x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
   };
   std::ofstream(dir / "variants.csv") << header << row("v", 30, 1, "plan:heuristic rep=1") << row("v", 32, 1, "plan:heuristic rep=2")
-                                      << row("v", 20, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c1/s0 base rep=1")
+                                      << row("v", 20, -2, "plan:64x128x64/s1/c2x1 table 1; joint 2 via=r5 variant=c1/s0 base rep=1")
                                       << row("h", 18, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c3/s0 rep=1")
                                       << row("v", 22, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c1/s0 base rep=2")
                                       << row("h", 19, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c3/s0 rep=2")
@@ -1161,6 +1161,7 @@ TEST(TunerSweep, AVariantMeasurementIsReadAsOneMedianPerOptionWithTheForcedOneMa
   ASSERT_EQ(s.points.size(), 1u);
   const bench::VariantPoint& p = s.points.begin()->second;
   EXPECT_EQ(p.config, "64x128x64/s1/c2x1");
+  EXPECT_EQ(p.why, "table 1; joint 2") << "the plan's tags, without the collector's base result";
   EXPECT_EQ(p.base_custom, 1);
   EXPECT_DOUBLE_EQ(p.latency_us.at(1), 21);
   EXPECT_DOUBLE_EQ(p.latency_us.at(3), 18.5);
