@@ -108,9 +108,8 @@ int runPlan(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu,
 }
 
 // `--plan` with `--gemm` (one or more): each GEMM's first `top` configurations, with the custom option
-// the table names, as a collector plan. Timed on the GPU (`perfloom-collect --sweep plan`), the fastest
-// of the first 3 was within 3% of the best on 89.9 / 89.6% of 900 held-out shapes on the H100 / H200
-// (bench/results/tuner_eval.md, Session 31): three runs per GEMM instead of an exhaustive search.
+// the table names, as a collector plan (sampling_plan.h timing_plan): three runs per GEMM on the GPU
+// (`perfloom-collect --sweep plan`) instead of an exhaustive search.
 int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, std::size_t top) {
   std::vector<tuner::GemmShape> shapes;
   for (const QString& g : args.values("gemm")) {
@@ -128,15 +127,7 @@ int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, 
   for (const auto& shape : shapes) {
     const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, top, table, predictor.get());
     method = r.method;
-    for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-      tuner::PlanPoint p;
-      p.shape = shape;
-      p.config = r.ranked[i].config;
-      p.grid = r.ranked[i].grid;
-      p.why = "tune " + std::to_string(i + 1);
-      p.custom_option = r.ranked[i].custom_option;
-      points.push_back(std::move(p));
-    }
+    for (auto& p : tuner::timing_plan(shape, r.ranked, top)) points.push_back(std::move(p));
   }
   const std::string csv = tuner::plan_to_csv(points);
   const std::string out = args.isSet("out") ? args.value("out").toStdString() : std::string();

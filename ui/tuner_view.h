@@ -17,6 +17,7 @@ class QChart;
 class QChartView;
 class QComboBox;
 class QLabel;
+class QPushButton;
 class QSpinBox;
 class QTableView;
 
@@ -90,6 +91,11 @@ class TunerView : public QWidget {
   bool busy() const { return running_ > 0; }
   // Shows `r` when `generation` is still the newest request; returns false (and drops it) otherwise.
   bool applyResult(quint64 generation, const TunerViewResult& r);
+  // Writes the shown ranking's first `top` configurations as a collector plan (sampling_plan.h
+  // timing_plan: each with its custom option) to `path`, to time on the GPU; false with `error` set
+  // when there is nothing ranked or the file cannot be written. The "Export timing plan…" button.
+  bool saveTimingPlan(const QString& path, int top = 3, QString* error = nullptr) const;
+  QPushButton* timingPlanButton() const { return timing_plan_; }
 
  public slots:
   void recompute();
@@ -108,6 +114,7 @@ class TunerView : public QWidget {
   TunerRankModel* model_;
   QTableView* table_;
   QLabel* status_;
+  QPushButton* timing_plan_;
   TunerViewResult result_;
   quint64 generation_ = 0;
   int running_ = 0;

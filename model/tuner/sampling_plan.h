@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/gpu_spec.h"
+#include "model/tuner/tuner.h"
 #include "model/tuner/wave_model.h"
 
 namespace perfloom::tuner {
@@ -42,5 +43,12 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
 // leaves them to cuBLASLt; bench/collector/plan.h reads it), and cublaslt_custom where a point names a
 // custom option (empty for the points that do not)
 std::string plan_to_csv(const std::vector<PlanPoint>& plan);
+
+// A timing plan: the first `top` of `ranked` (tune_gemm's answer for `shape`) as plan points, each with
+// the custom option the table names and "tune K" as its reason, for the collector to time on the GPU
+// (`perfloom tune --gemm ... --plan`, the tuner view's "Export timing plan"). Timed so, the fastest of
+// the first 3 was within 3% of the best on 89.9 / 89.6% of 900 held-out shapes (H100 / H200;
+// bench/results/tuner_eval.md, Session 31).
+std::vector<PlanPoint> timing_plan(const GemmShape& shape, const std::vector<RankedConfig>& ranked, std::size_t top);
 
 }  // namespace perfloom::tuner

@@ -6,6 +6,7 @@
 #include <QHorizontalBarSeries>
 #include <QLabel>
 #include <QLineSeries>
+#include <QPushButton>
 #include <QtTest>
 
 #include "model/gpu_database.h"
@@ -200,6 +201,36 @@ class TestTunerView : public QObject {
     std::unique_ptr<QChart> simChart(ui::build_simulator_chart(sim));
     QCOMPARE(simChart->series().size(), 1);
     QVERIFY(qobject_cast<QXYSeries*>(simChart->series()[0])->count() <= ui::kMaxSeriesPoints);
+  }
+
+  // "Export timing plan…": the ranking's first three, each with its custom option, as a collector plan.
+  void theTimingPlanIsTheRankingsFirstThreeWithTheirOptions() {
+    ui::TunerView view(gpus_);
+    view.setSelection(2048, 8192, 4096, "bf16", "h100-sxm", 'M');
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QVERIFY(view.timingPlanButton()->isEnabled());
+    const QString path = QDir::temp().filePath(QString("perfloom-timing-plan-%1.csv").arg(QCoreApplication::applicationPid()));
+    QString error;
+    QVERIFY2(view.saveTimingPlan(path, 3, &error), qPrintable(error));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+    f.remove();
+    QCOMPARE(lines.size(), 4);
+    QVERIFY2(lines[0].endsWith(",heuristic_rank,cublaslt_custom"), qPrintable(lines[0]));
+    const auto& ranked = view.result().ranked;
+    QVERIFY(ranked.size() >= 3);
+    for (int i = 0; i < 3; ++i) {
+      const auto& c = ranked[static_cast<std::size_t>(i)];
+      QVERIFY2(lines[i + 1].startsWith(QString("gemm,bf16,2048,8192,4096,%1,").arg(QString::fromStdString(tuner::config_to_string(c.config)))),
+               qPrintable(lines[i + 1]));
+      QVERIFY2(lines[i + 1].contains(QString("\"tune %1\"").arg(i + 1)), qPrintable(lines[i + 1]));
+      QVERIFY(c.custom_option >= 0);
+      QCOMPARE(lines[i + 1].section(',', -1), QString::number(c.custom_option));
+    }
+    // A place that cannot be written: refused with the path in the message.
+    QVERIFY(!view.saveTimingPlan("/nonexistent-perfloom-dir/plan.csv", 3, &error));
+    QVERIFY2(error.contains("/nonexistent-perfloom-dir/plan.csv"), qPrintable(error));
   }
 
   // A log axis never receives zero: the helper drops what it cannot show (no builder uses a log
