@@ -111,14 +111,15 @@ const std::map<QString, Command>& commands() {
                                       "GPU into its power limit (needs a sustained-power calibration)", "STATE")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
-        "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --plan --dtype DT --gpu ID [--out PLAN.csv]",
+        "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out PLAN.csv]",
         "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "
         "--plan with --gemm: each GEMM's first K (3) configurations with their custom options as a collector plan, to "
-        "time on the GPU and keep the fastest; --plan alone: the sparse sampling plan along wave boundaries for the collector",
+        "time on the GPU and keep the fastest; --timed: that measurement, each GEMM's fastest; --plan alone: the sparse sampling plan along wave boundaries for the collector",
         cmdTune,
         {QCommandLineOption("gemm", "GEMM shape (repeatable with --plan)", "M,N,K"), QCommandLineOption("dtype", "element type", "DT"),
          QCommandLineOption("gpu", "GPU id", "ID"), QCommandLineOption("top", "configurations to print (5; with --plan 3)", "K"),
          QCommandLineOption("plan", "write the sampling plan instead; with --gemm: its top K as a collector plan, to time them"), QCommandLineOption("out", "plan CSV", "PLAN.csv"),
+         QCommandLineOption("timed", "perfloom-collect's measurement of a --gemm ... --plan plan: each GEMM's fastest", "TIMED.csv"),
          QCommandLineOption("max-waves", "wave boundaries in the plan (4)", "N"),
          QCommandLineOption("max-configs", "configurations in the plan (64)", "N")}}},
   };

@@ -3,14 +3,17 @@
 // tuner (model/tuner/). `perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]` writes the
 // sparse sampling plan along wave boundaries for the collector; with `--gemm M,N,K` (repeatable) and
 // `--top K` (default 3 there) `--plan` writes those GEMMs' first K configurations as a collector plan
-// instead, to time them on the GPU and keep the fastest.
+// instead, to time them on the GPU and keep the fastest; `perfloom tune --timed FILE` reads that
+// measurement back and names each GEMM's fastest.
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <map>
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +23,7 @@
 #include "model/tuner/sampling_plan.h"
 #include "model/learned_predictor.h"
 #include "model/tuner/tuner.h"
+#include "storage/collector_csv.h"
 
 namespace perfloom::app {
 
@@ -55,6 +59,7 @@ int usage(const std::string& why) {
   std::cerr << "perfloom tune: " << why
             << "\n  perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json]"
                "\n  perfloom tune --gemm M,N,K [--gemm M,N,K ...] --dtype DT --gpu ID [--top K] --plan [--out PLAN.csv]"
+               "\n  perfloom tune --timed TIMED.csv [--json]   (perfloom-collect's measurement of such a plan)"
                "\n  perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]\n";
   return 2;
 }
@@ -143,13 +148,123 @@ int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, 
             << ", with the custom options named), a collector plan; time them on the GPU with\n"
                "  perfloom-collect --sweep plan --plan "
             << file << " --heuristic-n 1 --repeat 3 --out timed.csv\n"
-               "and keep each GEMM's fastest (its rows' source names the configuration and its rank, \"tune K\")\n";
+               "and read each GEMM's fastest back with perfloom tune --timed timed.csv\n";
+  return 0;
+}
+
+// `--timed FILE`: the collector's measurement of a timing plan (perfloom-collect --sweep plan --plan
+// PLAN.csv, PLAN from `--gemm ... --plan`), per GEMM the fastest configuration timed, against the
+// tuner's first choice and cuBLASLt's default (the plan's rows are "plan:CONFIG tune K ... [custom=C]",
+// cuBLASLt's heuristic results "plan:heuristic"; the median of each one's repetitions).
+int runTimed(CliContext& ctx, const QCommandLineParser& args) {
+  const std::string path = args.value("timed").toStdString();
+  struct Timed {
+    std::string gpu;
+    std::map<std::string, std::vector<double>> runs;  // "CONFIG cC" (tune K's) or "heuristic R"
+    std::map<std::string, int> tune_rank;             // "CONFIG cC" -> K
+  };
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Timed> shapes;  // (dtype, M, N, K), file order kept below
+  std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> order;
+  storage::DatasetLoadReport report;
+  storage::visit_collector_csv(path, ctx.gpus, [&](storage::MeasuredKernel&& m) {
+    if (m.kernel.op != Op::gemm) return;
+    auto field = [&](const std::string& key) {
+      const std::size_t at = m.note.find(key + "=");
+      if (at == std::string::npos) return std::string();
+      const std::size_t from = at + key.size() + 1;
+      return m.note.substr(from, m.note.find(';', from) - from);
+    };
+    const std::string source = field("source");
+    if (source.rfind("plan:", 0) != 0) return;
+    const std::tuple<std::string, int64_t, int64_t, int64_t> key{std::string(dtype_name(m.kernel.dtype)), m.kernel.shape.M,
+                                                                  m.kernel.shape.N, m.kernel.shape.K};
+    auto [it, fresh] = shapes.try_emplace(key);
+    if (fresh) order.push_back(key);
+    Timed& t = it->second;
+    t.gpu = m.gpu_id;
+    if (source.rfind("plan:heuristic", 0) == 0) {
+      t.runs["heuristic " + field("heuristic_rank")].push_back(m.latency_us);
+      return;
+    }
+    const std::string config = source.substr(5, source.find(' ', 5) - 5);
+    const std::size_t tune = source.find(" tune ");
+    if (tune == std::string::npos) return;  // another plan's configuration
+    const std::size_t c = source.find(" custom=");
+    const std::string name = config + (c == std::string::npos ? "" : " c" + source.substr(c + 8, source.find(' ', c + 8) - c - 8));
+    t.runs[name].push_back(m.latency_us);
+    t.tune_rank[name] = std::atoi(source.c_str() + tune + 6);
+  }, &report);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  nlohmann::json out = nlohmann::json::array();
+  std::size_t with_tune = 0;
+  for (const auto& key : order) {
+    const Timed& t = shapes.at(key);
+    if (t.tune_rank.empty()) continue;
+    ++with_tune;
+    std::string best, first;
+    double best_us = INFINITY, first_us = NAN, default_us = NAN, heuristics_us = INFINITY;
+    for (const auto& [name, runs] : t.runs) {
+      const double us = median(runs);
+      if (us < best_us) best_us = us, best = name;
+      if (auto r = t.tune_rank.find(name); r != t.tune_rank.end() && r->second == 1) first_us = us, first = name;
+      if (name == "heuristic 1") default_us = us;
+      if (name.rfind("heuristic ", 0) == 0) heuristics_us = std::min(heuristics_us, us);
+    }
+    const auto& [dt, M, N, K] = key;
+    nlohmann::json j = {{"gpu", t.gpu}, {"gemm", {{"M", M}, {"N", N}, {"K", K}, {"dtype", dt}}}, {"fastest", best},
+                        {"fastest_us", best_us}};
+    if (auto r = t.tune_rank.find(best); r != t.tune_rank.end()) j["fastest_tune_rank"] = r->second;
+    if (std::isfinite(first_us)) j["first_choice"] = first, j["first_choice_us"] = first_us;
+    if (std::isfinite(default_us)) j["cublaslt_default_us"] = default_us;
+    if (std::isfinite(heuristics_us)) j["cublaslt_heuristics_fastest_us"] = heuristics_us;
+    out.push_back(j);
+  }
+  if (with_tune == 0)
+    throw std::invalid_argument(path + ": no row of a timing plan (source \"plan:CONFIG tune K ...\"); time the plan of "
+                                "`perfloom tune --gemm ... --plan` with perfloom-collect --sweep plan --plan PLAN.csv");
+  if (ctx.json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  auto us = [](const nlohmann::json& j, const char* k) { return j.contains(k) ? fixed(j[k].get<double>(), 2) : std::string("-"); };
+  std::cout << std::left << std::setw(9) << "gpu" << std::setw(9) << "dtype" << std::setw(22) << "M x N x K" << std::setw(36)
+            << "fastest timed" << std::right << std::setw(10) << "us" << std::setw(12) << "first us" << std::setw(12)
+            << "default us" << std::setw(10) << "vs dflt" << "\n";
+  for (const auto& j : out) {
+    const auto& g = j["gemm"];
+    const std::string shape = std::to_string(g["M"].get<int64_t>()) + "x" + std::to_string(g["N"].get<int64_t>()) + "x" +
+                              std::to_string(g["K"].get<int64_t>());
+    std::string fastest = j["fastest"].get<std::string>();
+    if (fastest.rfind("heuristic ", 0) == 0) fastest = "cuBLASLt " + fastest;
+    else if (j.contains("fastest_tune_rank")) fastest += " (tune " + std::to_string(j["fastest_tune_rank"].get<int>()) + ")";
+    std::cout << std::left << std::setw(9) << j["gpu"].get<std::string>() << std::setw(9) << g["dtype"].get<std::string>()
+              << std::setw(22) << shape << std::setw(36) << fastest << std::right << std::setw(10) << us(j, "fastest_us")
+              << std::setw(12) << us(j, "first_choice_us") << std::setw(12) << us(j, "cublaslt_default_us") << std::setw(10)
+              << (j.contains("cublaslt_default_us")
+                      ? fixed(j["cublaslt_default_us"].get<double>() / j["fastest_us"].get<double>(), 3) + "x"
+                      : std::string("-"))
+              << "\n";
+  }
+  std::cout << "(configurations in perfloom's orientation, M first, \" cC\" the custom option they were timed with; the median of\n"
+               " each one's runs; \"default\": cuBLASLt's first heuristic result, where the run timed it)\n";
+  if (report.skipped) std::cerr << "perfloom tune: " << path << ": " << report.skipped << " rows skipped\n";
   return 0;
 }
 
 }  // namespace
 
 int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
+  if (args.isSet("timed")) {
+    try {
+      return runTimed(ctx, args);
+    } catch (const std::exception& e) {
+      std::cerr << "perfloom tune: " << e.what() << "\n";
+      return 2;
+    }
+  }
   const bool plan = args.isSet("plan");
   if (!plan && !args.isSet("gemm")) return usage("needs --gemm M,N,K (or --plan)");
   if (!args.isSet("dtype")) return usage("needs --dtype (fp16, bf16, fp8e4m3, tf32, ...)");

@@ -190,3 +190,47 @@ TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCol
   EXPECT_NE(r.err.find("'64,0,64'"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
+
+// The loop's other end: perfloom-collect's measurement of a timing plan read back, each GEMM's fastest.
+TEST(CliTune, TimedReadsTheCollectorsMeasurementOfATimingPlanBack) {
+  const std::string file = "/tmp/perfloom-cli-tune-timed-" + std::to_string(::getpid()) + ".csv";
+  const std::string head =
+      "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H200\n"
+      "op,dtype,M,N,K,latency_us,kernel_name,tile,stages,splitk,cluster,heuristic_rank,sweep,source\n";
+  auto row = [](const std::string& shape, double us, int rank, const std::string& source) {
+    return "gemm,bf16," + shape + "," + std::to_string(us) + ",nvjet_sm90_tst_128x64_64x6_1x2_v_bz_TNT,64x128,64xAUTO,1,2x1x1," +
+           std::to_string(rank) + ",plan," + source + "\n";
+  };
+  std::ofstream(file) << head << row("512,4096,4096", 20.0, 1, "plan:heuristic rep=1") << row("512,4096,4096", 22.0, 1, "plan:heuristic rep=2")
+                      << row("512,4096,4096", 19.5, 2, "plan:heuristic rep=1")
+                      << row("512,4096,4096", 18.0, -2, "plan:128x64x64/s1/c1x2 tune 1 custom=5 rep=1")
+                      << row("512,4096,4096", 18.4, -2, "plan:128x64x64/s1/c1x2 tune 1 custom=5 rep=2")
+                      << row("512,4096,4096", 17.0, -2, "plan:128x128x64/s1/c2x1 tune 2 via=r3 custom=1 rep=1")
+                      << row("512,4096,4096", 30.0, -2, "plan:64x64x64/s1/c1x1 table 1 rep=1")  // another plan's row: ignored
+                      << row("8,8192,8192", 9.0, 1, "plan:heuristic rep=1")
+                      << row("8,8192,8192", 9.5, -2, "plan:8x64x64/s1/c1x2 tune 1 custom=1 rep=1");
+  auto r = runPerfloom("tune --timed " + file + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("512x4096x4096         128x128x64/s1/c2x1 c1 (tune 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("8x8192x8192           cuBLASLt heuristic 1"), std::string::npos) << r.out;
+  auto j = json::parse(runPerfloom("tune --timed " + file + " --json " + kDb).out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["gpu"], "h200");
+  EXPECT_EQ(j[0]["fastest"], "128x128x64/s1/c2x1 c1");
+  EXPECT_EQ(j[0]["fastest_tune_rank"], 2);
+  EXPECT_DOUBLE_EQ(j[0]["fastest_us"].get<double>(), 17.0);
+  EXPECT_EQ(j[0]["first_choice"], "128x64x64/s1/c1x2 c5");
+  EXPECT_DOUBLE_EQ(j[0]["first_choice_us"].get<double>(), 18.2);  // the median of its two runs
+  EXPECT_DOUBLE_EQ(j[0]["cublaslt_default_us"].get<double>(), 21.0);
+  EXPECT_DOUBLE_EQ(j[0]["cublaslt_heuristics_fastest_us"].get<double>(), 19.5);
+  EXPECT_EQ(j[1]["fastest"], "heuristic 1");
+  // Not a timing plan's measurement, and no file: refused, the file named.
+  std::ofstream(file) << head << row("8,8192,8192", 9.0, 1, "plan:heuristic rep=1");
+  r = runPerfloom("tune --timed " + file + " " + kDb);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file + ": no row of a timing plan"), std::string::npos) << r.err;
+  std::filesystem::remove(file);
+  r = runPerfloom("tune --timed " + file + " " + kDb);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+}
