@@ -32,6 +32,8 @@
 //   exhaustive shapes of tiles.csv alone, without DIR/<gpu>/tiles_more/*.csv: as before the extra sweeps),
 //   --train-share F (each fold trains on the sweep rows of a fixed share F of its training shapes: a
 //   learning curve), --main-only (the main evaluation alone: no sweep-only pass, no variants),
+//   --fastest-option-labels (every fold's training rows relabeled to their configuration's predicted fastest
+//   custom option, variant_model.h to_fastest_option: session 32's experiment),
 //   --nearest-shapes N (the table path's candidates take the winners of the N nearest measured shapes,
 //   tuner.h table_candidates; default kNearestShapes, 0: the shape buckets alone, as before session 10).
 //   --dump-table-path FILE.csv: per re-measured shape (DIR/<gpu>/confirm.csv) every candidate of the table
