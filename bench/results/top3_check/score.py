@@ -11,7 +11,7 @@ for r in rows:
         key = 'tune%s' % m.group(1)
         c = re.search(r' custom=(\d+)', src)
         if c:
-            k = r['kernel_name']
+            k = next((p.strip() for p in r['kernel_name'].split(';') if p.strip().startswith('nvjet')), '')  # not the split-K reduction after it
             b = (1 if k.endswith('TNT') else 0) | (2 if '_h_' in k else 0) | (4 if 'coop' in k else 0)
             custom_ok[0] += b == int(c.group(1)); custom_ok[1] += 1
     else:
