@@ -203,15 +203,8 @@ public:
             cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof(sk));
             cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof(red));
             cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof(swz));
-            cublasLtMatmulHeuristicResult_t r{};
-            if (cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r) != CUBLAS_STATUS_SUCCESS) continue;
-            if (r.workspaceSize > ws_bytes_) continue;
             GemmConfig g;
-            g.algo = algo;
-            g.workspace = r.workspaceSize;
-            g.waves = r.wavesCount;
-            g.heuristic_rank = 0;
-            g.info = algo_info(algo);
+            if (!check(algo, 0, g)) continue;
             if (!seen.insert(g.info.key()).second) continue;
             out.push_back(g);
         }
@@ -266,10 +259,23 @@ public:
         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster));
         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk));
         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof(red));
+        return check(algo, rank, out, why);
+    }
+
+    // `algo` checked with cublasLtMatmulAlgoCheck and within the workspace, into `out` (algorithm,
+    // workspace, waves, `rank`, what cuBLASLt reads back); false, with the reason in `why` and `out`
+    // left alone, when cuBLASLt refuses it. Every configuration the collector sets goes through it.
+    bool check(const cublasLtMatmulAlgo_t& algo, int rank, GemmConfig& out, std::string* why = nullptr) const {
         cublasLtMatmulHeuristicResult_t r{};
         const cublasStatus_t s = cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r);
-        if (s != CUBLAS_STATUS_SUCCESS) return refuse("cublasLtMatmulAlgoCheck status " + std::to_string((int)s));
-        if (r.workspaceSize > ws_bytes_) return refuse("needs " + std::to_string(r.workspaceSize) + " bytes of workspace");
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            if (why) *why = "cublasLtMatmulAlgoCheck status " + std::to_string((int)s);
+            return false;
+        }
+        if (r.workspaceSize > ws_bytes_) {
+            if (why) *why = "needs " + std::to_string(r.workspaceSize) + " bytes of workspace";
+            return false;
+        }
         out.algo = algo;
         out.workspace = r.workspaceSize;
         out.waves = r.wavesCount;
@@ -356,15 +362,11 @@ public:
     bool with_custom(const GemmConfig& g, uint32_t custom, GemmConfig& out, std::string& why) const {
         cublasLtMatmulAlgo_t algo = g.algo;
         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof(custom));
-        cublasLtMatmulHeuristicResult_t r{};
-        const cublasStatus_t s = cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r);
-        if (s != CUBLAS_STATUS_SUCCESS) { why = "custom option " + std::to_string(custom) + ": cublasLtMatmulAlgoCheck status " + std::to_string((int)s); return false; }
-        if (r.workspaceSize > ws_bytes_) { why = "custom option " + std::to_string(custom) + " needs " + std::to_string(r.workspaceSize) + " bytes of workspace"; return false; }
-        out = g;
-        out.algo = algo;
-        out.workspace = r.workspaceSize;
-        out.waves = r.wavesCount;
-        out.info = algo_info(algo);
+        std::string w;
+        if (!check(algo, g.heuristic_rank, out, &w)) {
+            why = "custom option " + std::to_string(custom) + ": " + w;
+            return false;
+        }
         if (out.info.tile != g.info.tile || out.info.cluster != g.info.cluster || out.info.splitk != g.info.splitk) {
             why = "custom option " + std::to_string(custom) + " changed the configuration";
             return false;
@@ -391,14 +393,8 @@ public:
                 cublasLtMatmulAlgo_t algo = g.algo;
                 cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof(custom));
                 cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof(swz));
-                cublasLtMatmulHeuristicResult_t r{};
-                if (cublasLtMatmulAlgoCheck(h_, op_, a_, b_, c_, c_, &algo, &r) != CUBLAS_STATUS_SUCCESS) continue;
-                if (r.workspaceSize > ws_bytes_) continue;
-                GemmConfig v = g;
-                v.algo = algo;
-                v.workspace = r.workspaceSize;
-                v.waves = r.wavesCount;
-                v.info = algo_info(algo);
+                GemmConfig v;
+                if (!check(algo, g.heuristic_rank, v)) continue;
                 if (v.info.tile != g.info.tile || v.info.cluster != g.info.cluster || v.info.splitk != g.info.splitk ||
                     v.info.stages != g.info.stages)
                     continue;
