@@ -140,6 +140,18 @@ std::vector<int> accepted_options(const VariantModel& model, const GemmShape& sh
   return customs;
 }
 
+// The model's input rows of `config` at `shape`, one per option of `options`, appended to `rows`;
+// returns how many.
+std::size_t append_option_rows(std::vector<float>& rows, const GemmShape& shape, const TileConfig& config,
+                               const std::vector<int>& options, const GpuSpec& gpu, const SlotsByCluster& slots) {
+  const WaveFeatures f = features_for(shape, config, gpu, slots);
+  for (int custom : options) {
+    const auto r = variant_features(shape, config, f, custom);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  return options.size();
+}
+
 }  // namespace
 
 std::vector<int> choose_variants(const VariantModel& model, const GpuSpec& gpu, const SlotsByCluster& slots,
@@ -153,12 +165,7 @@ std::vector<int> choose_variants(const VariantModel& model, const GpuSpec& gpu, 
     options[i] = accepted_options(model, shape, configs[i]);
     if (options[i].size() == 1) out[i] = options[i].front();
     if (options[i].size() < 2) continue;
-    const WaveFeatures f = features_for(shape, configs[i], gpu, slots);
-    for (int custom : options[i]) {
-      const auto r = variant_features(shape, configs[i], f, custom);
-      rows.insert(rows.end(), r.begin(), r.end());
-      ++n;
-    }
+    n += append_option_rows(rows, shape, configs[i], options[i], gpu, slots);
   }
   if (n == 0) return out;
   const std::vector<float> p = model.booster->predict(rows.data(), n, kVariantFeatureCount);  // one batched call
@@ -186,13 +193,8 @@ std::size_t to_fastest_option(std::vector<TunerSample>& samples, const VariantMo
     options.erase(std::remove(options.begin(), options.end(), s.custom_option), options.end());
     if (options.empty()) continue;
     options.insert(options.begin(), s.custom_option);
-    const WaveFeatures f = features_for(s.shape, s.config, gpu, slots);
     spans[i] = {n, options.size()};
-    for (int custom : options) {
-      const auto r = variant_features(s.shape, s.config, f, custom);
-      rows.insert(rows.end(), r.begin(), r.end());
-      ++n;
-    }
+    n += append_option_rows(rows, s.shape, s.config, options, gpu, slots);
   }
   if (n == 0) return 0;
   const std::vector<float> p = model.booster->predict(rows.data(), n, kVariantFeatureCount);
