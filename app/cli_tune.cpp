@@ -55,6 +55,16 @@ std::string cublasCluster(const TileConfig& t) {
   return std::to_string(std::max(1, t.cluster_n)) + "x" + std::to_string(std::max(1, t.cluster_m)) + "x1";
 }
 
+// The learned models, loaded only where they rank (a tile-swept architecture without a table fit:
+// tuner::ranks_with_learned_predictor); null elsewhere. A loading problem is warned about.
+std::shared_ptr<const KernelPredictor> rankingPredictor(const tuner::TunerTable* table, const GpuSpec& gpu, Dtype dtype) {
+  if (!tuner::ranks_with_learned_predictor(table, gpu, dtype)) return nullptr;
+  std::string warning;
+  std::shared_ptr<const KernelPredictor> predictor = make_default_predictor(&warning);
+  if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
+  return predictor;
+}
+
 int usage(const std::string& why) {
   std::cerr << "perfloom tune: " << why
             << "\n  perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json]"
@@ -123,10 +133,7 @@ int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, 
     shapes.push_back({(*mnk)[0], (*mnk)[1], (*mnk)[2], dtype});
   }
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
-  std::shared_ptr<const KernelPredictor> predictor;
-  std::string warning;
-  if (tuner::ranks_with_learned_predictor(table, gpu, dtype)) predictor = make_default_predictor(&warning);
-  if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
+  const std::shared_ptr<const KernelPredictor> predictor = rankingPredictor(table, gpu, dtype);
   std::vector<tuner::PlanPoint> points;
   std::string method;
   for (const auto& shape : shapes) {
@@ -285,12 +292,8 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     if (!mnk) return usage("--gemm wants three positive integers M,N,K, got '" + args.value("gemm").toStdString() + "'");
     const int64_t top = cliInteger(args, "top", 5, 1);
     const tuner::GemmShape shape{(*mnk)[0], (*mnk)[1], (*mnk)[2], *dtype};
-    // The learned models are loaded only where they rank (a tile-swept architecture without a table fit).
     const tuner::TunerTable* table = tuner::bundled_tuner_table(*gpu);
-    std::shared_ptr<const KernelPredictor> predictor;
-    std::string warning;
-    if (tuner::ranks_with_learned_predictor(table, *gpu, shape.dtype)) predictor = make_default_predictor(&warning);
-    if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
+    const std::shared_ptr<const KernelPredictor> predictor = rankingPredictor(table, *gpu, shape.dtype);
     const tuner::TuneResult r = tuner::tune_gemm(shape, *gpu, static_cast<std::size_t>(top), table, predictor.get());
     if (ctx.json) {
       nlohmann::json j;

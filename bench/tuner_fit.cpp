@@ -192,9 +192,10 @@ int main(int argc, char** argv) {
       // is relabeled to what its configuration is predicted to take with its fastest option
       // (variant_model.h to_fastest_option; session 32, not the shipped fit).
       std::string what;
-      tuner::VariantModel variants = fit_variants(id, gpu, tuner::measured_slots(samples, gpu), what);
+      const tuner::SlotsByCluster slots = tuner::measured_slots(samples, gpu);  // the table's (fit_tuner_table measures the same)
+      tuner::VariantModel variants = fit_variants(id, gpu, slots, what);
       if (option_labels && variants.booster) {
-        const std::size_t n = tuner::to_fastest_option(samples, variants, gpu, tuner::measured_slots(samples, gpu));
+        const std::size_t n = tuner::to_fastest_option(samples, variants, gpu, slots);
         what += " (" + std::to_string(n) + " rows relabeled to their configuration's fastest option)";
       }
       tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source + what);
