@@ -74,6 +74,17 @@ int usage(const std::string& why) {
   return 2;
 }
 
+// A plan CSV to --out (std::runtime_error naming the file when it cannot be written), else to stdout.
+void writePlan(const QCommandLineParser& args, const std::string& csv) {
+  if (!args.isSet("out")) {
+    std::cout << csv;
+    return;
+  }
+  const std::string out = args.value("out").toStdString();
+  std::ofstream os(out);
+  if (!(os << csv)) throw std::runtime_error(out + ": cannot be written");
+}
+
 int runPlan(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype) {
   // The configurations to sample: those the GPU's table has seen win, or the analytical model's.
   std::vector<TileConfig> configs;
@@ -108,14 +119,7 @@ int runPlan(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu,
   tuner::PlanOptions opt;
   opt.max_waves = static_cast<int>(cliInteger(args, "max-waves", opt.max_waves, 1));
   const auto plan = tuner::plan_wave_samples(gpu, dtype, configs, opt, table ? table->slots_by_cluster : tuner::SlotsByCluster{});
-  const std::string csv = tuner::plan_to_csv(plan);
-  if (args.isSet("out")) {
-    std::ofstream os(args.value("out").toStdString());
-    if (!os) throw std::runtime_error(args.value("out").toStdString() + ": cannot be written");
-    os << csv;
-  } else {
-    std::cout << csv;
-  }
+  writePlan(args, tuner::plan_to_csv(plan));
   std::cerr << "perfloom tune: " << plan.size() << " points for " << configs.size() << " configurations (" << origin
             << "), " << opt.k_iters.size() << " K-loop lengths at " << opt.max_waves << " wave boundaries each\n";
   (void)ctx;
@@ -141,15 +145,8 @@ int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, 
     method = r.method;
     for (auto& p : tuner::timing_plan(shape, r.ranked, top)) points.push_back(std::move(p));
   }
-  const std::string csv = tuner::plan_to_csv(points);
-  const std::string out = args.isSet("out") ? args.value("out").toStdString() : std::string();
-  if (!out.empty()) {
-    std::ofstream os(out);
-    if (!(os << csv)) throw std::runtime_error(out + ": cannot be written");
-  } else {
-    std::cout << csv;
-  }
-  const std::string file = out.empty() ? "PLAN.csv" : out;
+  writePlan(args, tuner::plan_to_csv(points));
+  const std::string file = args.isSet("out") ? args.value("out").toStdString() : "PLAN.csv";
   std::cerr << "perfloom tune: " << points.size() << " configurations of " << shapes.size() << " GEMM" << (shapes.size() == 1 ? "" : "s")
             << " on " << gpu.id << " (the first " << top << " of each, method " << method
             << ", with the custom options named), a collector plan; time them on the GPU with\n"
