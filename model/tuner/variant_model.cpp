@@ -36,28 +36,45 @@ std::array<float, kVariantFeatureCount> variant_features(const GemmShape& s, con
   return row;
 }
 
-std::string nvjet_variant_label(const std::string& kernel_name) {
+namespace {
+
+// What an nvjet kernel's name says of its variant (nvjet_variant_label, nvjet_custom_option).
+struct NvjetName {
+  bool nvjet = false;
+  bool raster_v = false, raster_h = false;  // "_v_" / "_h_"
+  bool coop = false;                        // coopA or coopB
+  std::string order;                        // the operand order: the name's last three letters (TNT / TNN), else empty
+};
+NvjetName parse_nvjet_name(const std::string& kernel_name) {
+  NvjetName n;
   const std::string k = kernel_name.substr(0, kernel_name.find(' '));
-  if (k.rfind("nvjet", 0) != 0) return {};
-  std::string label;
-  if (k.find("_v_") != std::string::npos) label = "raster v";
-  if (k.find("_h_") != std::string::npos) label = "raster h";
-  if (k.find("coopA") != std::string::npos || k.find("coopB") != std::string::npos)
-    label += std::string(label.empty() ? "" : ", ") + "cooperative";
-  // The operand order: the name's last three letters (TNT / TNN).
+  if (k.rfind("nvjet", 0) != 0) return n;
+  n.nvjet = true;
+  n.raster_v = k.find("_v_") != std::string::npos;
+  n.raster_h = k.find("_h_") != std::string::npos;
+  n.coop = k.find("coopA") != std::string::npos || k.find("coopB") != std::string::npos;
   const std::size_t u = k.find_last_of('_');
-  if (u != std::string::npos && k.size() - u - 1 == 3) label += std::string(label.empty() ? "" : ", ") + k.substr(u + 1);
+  if (u != std::string::npos && k.size() - u - 1 == 3) n.order = k.substr(u + 1);
+  return n;
+}
+
+}  // namespace
+
+std::string nvjet_variant_label(const std::string& kernel_name) {
+  const NvjetName n = parse_nvjet_name(kernel_name);
+  if (!n.nvjet) return {};
+  std::string label;
+  if (n.raster_v) label = "raster v";
+  if (n.raster_h) label = "raster h";
+  if (n.coop) label += std::string(label.empty() ? "" : ", ") + "cooperative";
+  if (!n.order.empty()) label += std::string(label.empty() ? "" : ", ") + n.order;
   return label;
 }
 
 int nvjet_custom_option(const std::string& kernel_name) {
-  const std::string k = kernel_name.substr(0, kernel_name.find(' '));
-  if (k.rfind("nvjet", 0) != 0 || k.size() < 4) return -1;
-  const bool h = k.find("_h_") != std::string::npos, v = k.find("_v_") != std::string::npos;
-  const std::string order = k.substr(k.size() - 4);
-  if (h == v || (order != "_TNT" && order != "_TNN")) return -1;
-  const bool coop = k.find("coopA") != std::string::npos || k.find("coopB") != std::string::npos;
-  return (order == "_TNT" ? 1 : 0) | (h ? 2 : 0) | (coop ? 4 : 0);
+  const NvjetName n = parse_nvjet_name(kernel_name);
+  if (!n.nvjet || n.raster_h == n.raster_v || (n.order != "TNT" && n.order != "TNN")) return -1;
+  return (n.order == "TNT" ? 1 : 0) | (n.raster_h ? 2 : 0) | (n.coop ? 4 : 0);
 }
 
 namespace {
