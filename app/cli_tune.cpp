@@ -55,10 +55,11 @@ std::string cublasCluster(const TileConfig& t) {
   return std::to_string(std::max(1, t.cluster_n)) + "x" + std::to_string(std::max(1, t.cluster_m)) + "x1";
 }
 
-// The learned models, loaded only where they rank (a tile-swept architecture without a table fit:
-// tuner::ranks_with_learned_predictor); null elsewhere. A loading problem is warned about.
-std::shared_ptr<const KernelPredictor> rankingPredictor(const tuner::TunerTable* table, const GpuSpec& gpu, Dtype dtype) {
-  if (!tuner::ranks_with_learned_predictor(table, gpu, dtype)) return nullptr;
+// The learned models, loaded only where the query uses them (no table fit for the dtype: they rank a
+// tile-swept architecture's candidates or scale the analytical ranking; tuner::uses_learned_predictor);
+// null elsewhere. A loading problem is warned about.
+std::shared_ptr<const KernelPredictor> rankingPredictor(const tuner::TunerTable* table, Dtype dtype) {
+  if (!tuner::uses_learned_predictor(table, dtype)) return nullptr;
   std::string warning;
   std::shared_ptr<const KernelPredictor> predictor = make_default_predictor(&warning);
   if (!warning.empty()) std::cerr << "perfloom tune: " << warning << "\n";
@@ -137,7 +138,7 @@ int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, 
     shapes.push_back({(*mnk)[0], (*mnk)[1], (*mnk)[2], dtype});
   }
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
-  const std::shared_ptr<const KernelPredictor> predictor = rankingPredictor(table, gpu, dtype);
+  const std::shared_ptr<const KernelPredictor> predictor = rankingPredictor(table, dtype);
   std::vector<tuner::PlanPoint> points;
   std::string method;
   for (const auto& shape : shapes) {
@@ -290,7 +291,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     const int64_t top = cliInteger(args, "top", 5, 1);
     const tuner::GemmShape shape{(*mnk)[0], (*mnk)[1], (*mnk)[2], *dtype};
     const tuner::TunerTable* table = tuner::bundled_tuner_table(*gpu);
-    const std::shared_ptr<const KernelPredictor> predictor = rankingPredictor(table, *gpu, shape.dtype);
+    const std::shared_ptr<const KernelPredictor> predictor = rankingPredictor(table, shape.dtype);
     const tuner::TuneResult r = tuner::tune_gemm(shape, *gpu, static_cast<std::size_t>(top), table, predictor.get());
     if (ctx.json) {
       nlohmann::json j;
@@ -300,6 +301,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
       j["method"] = r.method;
       j["note"] = r.note;
       j["ranked_by"] = r.ranked_by;
+      if (std::isfinite(r.anchor_us)) j["anchor_us"] = r.anchor_us;
       j["configs"] = nlohmann::json::array();
       int rank = 1;
       for (const auto& c : r.ranked) {

@@ -2588,6 +2588,83 @@ void dump_features(const GpuSpec& gpu, const fs::path& dir, int folds, const fs:
   }
 }
 
+// `--anchor-check ROWS.csv MODELS_DIR`: what `perfloom tune` says a GEMM takes on a GPU without a tuner table,
+// against what it measured there. ROWS is `perfloom eval --holdout-gpu ID --rows ROWS.csv` (its GEMM rows:
+// the library's own choice, measured, and the held-out models' prediction); MODELS_DIR is the same run's
+// --save-models. Per dataset and dtype: the first choice's latency as the analytical ranking gives it (before
+// session 33) and scaled to the learned predictor's latency of the GEMM (tuner.h analytical_scale), each
+// against the measured latency, which a tuned configuration should not exceed by much; and whether the
+// scaling kept every first choice.
+int anchor_check(const fs::path& rows_csv, const fs::path& models_dir) {
+  const auto predictor = LearnedPredictor::load(models_dir);
+  const GpuDatabase db = GpuDatabase::builtin();
+  std::ifstream in(rows_csv);
+  if (!in) throw std::runtime_error(rows_csv.string() + ": cannot be read");
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  for (std::stringstream ss(line); std::getline(ss, line, ',');) header.push_back(line);
+  auto col = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) throw std::runtime_error(rows_csv.string() + ": no column " + name);
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  const std::size_t c_gpu = col("gpu"), c_set = col("dataset"), c_family = col("family"), c_key = col("key"),
+                    c_meas = col("measured_us"), c_pred = col("predicted_us");
+  struct Group {
+    std::vector<double> before, after, vs_eval, log_before, log_after;
+    std::size_t same_first = 0, methods_other = 0;
+  };
+  std::map<std::string, Group> groups;
+  std::map<std::string, std::pair<double, double>> cache;  // key -> (analytical first, tune's first)
+  std::map<std::string, bool> same_cache;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    for (std::stringstream ss(line); std::getline(ss, line, ',');) f.push_back(line);
+    if (f.size() < header.size() || f[c_family] != "gemm") continue;
+    std::vector<std::string> k;
+    for (std::stringstream ss(f[c_key]); std::getline(ss, line, '|');) k.push_back(line);
+    if (k.size() != 5 || k[0] != "gemm") continue;
+    const auto dtype = parse_dtype(k[1]);
+    if (!dtype) continue;
+    const GpuSpec& gpu = db.get(f[c_gpu]);
+    const tuner::GemmShape shape{std::stoll(k[2]), std::stoll(k[3]), std::stoll(k[4]), *dtype};
+    const std::string ck = f[c_gpu] + "|" + f[c_key];
+    auto it = cache.find(ck);
+    if (it == cache.end()) {
+      const auto analytical = tuner::rank_analytical(gpu, shape);
+      const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, 1, nullptr, predictor.get());
+      if (analytical.empty() || r.ranked.empty() || r.method != "analytical") {
+        ++groups[f[c_set] + " " + k[1]].methods_other;
+        continue;
+      }
+      it = cache.emplace(ck, std::make_pair(analytical.front().pred_us, r.ranked.front().pred_us)).first;
+      same_cache[ck] = same_config(analytical.front().config, r.ranked.front().config);
+    }
+    const double meas = std::stod(f[c_meas]), eval_pred = std::stod(f[c_pred]);
+    Group& g = groups[f[c_set] + " " + k[1]];
+    g.before.push_back(std::abs(it->second.first - meas) / meas);
+    g.after.push_back(std::abs(it->second.second - meas) / meas);
+    g.vs_eval.push_back(std::abs(it->second.second - eval_pred) / eval_pred);
+    g.log_before.push_back(std::log(it->second.first / meas));
+    g.log_after.push_back(std::log(it->second.second / meas));
+    g.same_first += same_cache[ck];
+  }
+  std::cout << "| dataset, dtype | GEMMs | tune's first choice, analytical (before): MAPE / median / p90 (geomean predicted / measured) | "
+               "scaled to the learned predictor: MAPE / median / p90 (geomean) | first choice kept | largest difference from the eval's "
+               "prediction |\n|---|---|---|---|---|---|\n";
+  for (const auto& [name, g] : groups) {
+    if (g.before.empty()) continue;
+    std::cout << "| " << name << " | " << g.before.size() << " | " << pct(mean(g.before)) << " / " << pct(quantile(g.before, 0.5))
+              << " / " << pct(quantile(g.before, 0.9)) << " (" << num(std::exp(mean(g.log_before)), 2) << "x) | " << pct(mean(g.after))
+              << " / " << pct(quantile(g.after, 0.5)) << " / " << pct(quantile(g.after, 0.9)) << " ("
+              << num(std::exp(mean(g.log_after)), 2) << "x) | " << g.same_first << " of " << g.before.size() << " | "
+              << pct(*std::max_element(g.vs_eval.begin(), g.vs_eval.end())) << " |"
+              << (g.methods_other ? " (" + std::to_string(g.methods_other) + " rows not ranked analytically)" : "") << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
@@ -2645,7 +2722,10 @@ int main(int argc, char** argv) {
     }
     else if (a == "--main-only") g_main_only = true;
     else if (a == "--fastest-option-labels") g_fastest_option_labels = true;
-    else if (a == "--variant-eval" && i + 1 < argc) {
+    else if (a == "--anchor-check" && i + 2 < argc) {
+      const fs::path rows = argv[++i], models = argv[++i];
+      return anchor_check(rows, models);
+    } else if (a == "--variant-eval" && i + 1 < argc) {
       const std::string id = argv[++i];
       return variant_eval(GpuDatabase::builtin().get(id), data / id, folds);
     } else if (a == "--variant-test" && i + 1 < argc) {

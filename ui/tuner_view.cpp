@@ -73,11 +73,22 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
       const auto d = lo + static_cast<int64_t>(std::llround(static_cast<double>(hi - lo) * i / (points - 1)));
       if (dims.empty() || d != dims.back()) dims.push_back(d);
     }
+    // The analytical ranking's latencies scaled at each point of the sweep as at the query (tuner.h
+    // analytical_scale; 1 without the learned predictor).
+    std::vector<double> scale(dims.size(), 1.0);
+    if (!with_table && !learned && std::isfinite(t.anchor_us))
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        tuner::GemmShape sh = req.shape;
+        (r.sweep_dim == 'N' ? sh.N : sh.M) = dims[i];
+        const auto ranked = tuner::rank_analytical(req.gpu, sh);
+        if (!ranked.empty()) scale[i] = tuner::analytical_scale(req.predictor.get(), req.gpu, sh, ranked.front().pred_us);
+      }
     for (std::size_t c = 0; c < r.ranked.size() && static_cast<int>(c) < req.sweep_configs; ++c) {
       TunerSweepSeries s;
       s.config = r.ranked[c].config;
       s.label = config_label(s.config);
-      for (int64_t d : dims) {
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        const int64_t d = dims[i];
         tuner::GemmShape sh = req.shape;
         (r.sweep_dim == 'N' ? sh.N : sh.M) = d;
         double p = NAN;
@@ -88,7 +99,7 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
           if (one.empty()) continue;  // the predictor refuses this shape
           p = one.front().pred_us;
         } else {
-          p = tuner::evaluate_analytical(req.gpu, sh, s.config).pred_us;
+          p = tuner::evaluate_analytical(req.gpu, sh, s.config).pred_us * scale[i];
         }
         s.dims.push_back(static_cast<double>(d));
         s.pred_us.push_back(p);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <stdexcept>
 
@@ -189,8 +190,37 @@ bool tile_swept(const std::string& architecture, Dtype dtype) {
   return swept.count({architecture, dtype_group(dtype)}) > 0;
 }
 
-bool ranks_with_learned_predictor(const TunerTable* table, const GpuSpec& gpu, Dtype dtype) {
-  return !(table && table->groups.count(dtype_group(dtype))) && tile_swept(gpu.architecture, dtype);
+bool uses_learned_predictor(const TunerTable* table, Dtype dtype) {
+  return !(table && table->groups.count(dtype_group(dtype)));
+}
+
+double analytical_scale(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape,
+                        double fastest_analytical_us, double* library_us) {
+  if (library_us) *library_us = NAN;
+  const auto* learned = dynamic_cast<const LearnedPredictor*>(predictor);
+  if (!learned || !(fastest_analytical_us > 0)) return 1.0;
+  double lib = NAN;
+  try {
+    lib = learned->predict(gemm_kernel(shape, TileConfig{}), gpu).pred_us;
+  } catch (const UnsupportedKernel&) {
+    return 1.0;
+  }
+  if (!(lib > 0) || !std::isfinite(lib)) return 1.0;
+  if (library_us) *library_us = lib;
+  return lib / fastest_analytical_us;
+}
+
+std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
+                                          double* library_us) {
+  std::vector<RankedConfig> out = rank_analytical(gpu, shape);
+  if (library_us) *library_us = NAN;
+  if (out.empty()) return out;
+  const double scale = analytical_scale(predictor, gpu, shape, out.front().pred_us, library_us);
+  for (RankedConfig& c : out) {
+    c.pred_us *= scale;
+    c.score *= scale;
+  }
+  return out;
 }
 
 std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShape& shape) {
@@ -299,7 +329,14 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
                (!swept ? "; no " + gpu.architecture + " GPU was tile-swept in " + dtype_group(shape.dtype) +
                              ", so not by the learned predictor"
                        : "");
-      r.ranked = rank_analytical(gpu, shape);
+      r.ranked = rank_analytical(gpu, shape, predictor, &r.anchor_us);
+      if (std::isfinite(r.anchor_us)) {
+        char us[32];
+        std::snprintf(us, sizeof us, "%.2f", r.anchor_us);
+        r.note += "; latencies scaled so that the first takes the learned predictor's " + std::string(us) +
+                  " us for this GEMM with the library's own choice (perfloom predict), the others keeping their "
+                  "analytical ratio to it";
+      }
     }
   }
   if (r.ranked.size() > top_k) r.ranked.resize(top_k);

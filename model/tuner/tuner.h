@@ -5,6 +5,7 @@
 // latency from the wave model's class coefficients ("wave-table"). Without one, the analytical
 // GEMM model's candidate tiles are ranked by the roofline predictor with the tile given
 // ("analytical").
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -39,6 +40,9 @@ struct TuneResult {
   // whose pred_us are within a few percent may come in either order) or "pred_us".
   std::string ranked_by = "pred_us";
   std::vector<RankedConfig> ranked;
+  // "analytical" only: the learned predictor's latency of the GEMM with no tile given (what `perfloom
+  // predict` answers for it) that the ranking's latencies were scaled to (analytical_scale); NaN: not scaled.
+  double anchor_us = NAN;
 };
 
 // The table's prediction for one configuration. Throws TunerTableError when the table has no fit
@@ -78,6 +82,18 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
 KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config);
 // One configuration through the analytical model.
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
+// The analytical ranking's latencies are the roofline's over a median efficiency, far off the learned
+// predictor's on a GPU it was trained on (A100 4096^3 bf16: 784 against 564 us, measured 549): the factor
+// that brings the fastest configuration (`fastest_analytical_us`) to the learned predictor's latency of
+// the same GEMM with no tile given (the library's own choice, `perfloom predict`'s answer), so that
+// `perfloom tune` and `perfloom predict` agree on a GPU without a table; the other configurations keep
+// their analytical ratio to it. 1, and `library_us` NaN, where `predictor` is not the learned one or
+// refuses the GEMM (bench/results/tuner_eval.md, *Session 33*).
+double analytical_scale(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape,
+                        double fastest_analytical_us, double* library_us = nullptr);
+// rank_analytical's configurations at `shape`, each scaled by analytical_scale.
+std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
+                                          double* library_us = nullptr);
 
 // Whether a GPU of this architecture has a bundled tuner table with a fit for the dtype's group: its
 // tile sweeps are in the learned predictor's training, which then ranks a table-less GPU's tiles well
@@ -85,16 +101,17 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
 // with no GPU of the architecture swept it ranks them worse than the roofline (both Hopper GPUs held
 // out: 39.8% / 35.1%; bench/results/tuner_eval.md, *Session 30*).
 bool tile_swept(const std::string& architecture, Dtype dtype);
-// Whether tune_gemm ranks a query on `gpu` with the learned predictor when given one: `table` (may be
-// null) has no fit for the dtype's group and the architecture was tile-swept in it. A caller loads
-// the learned models only then.
-bool ranks_with_learned_predictor(const TunerTable* table, const GpuSpec& gpu, Dtype dtype);
+// Whether tune_gemm uses the learned predictor for a query on `gpu` when given one: `table` (may be
+// null) has no fit for the dtype's group, so that the predictor ranks the candidates (the architecture
+// was tile-swept) or scales the analytical ranking (analytical_scale). A caller loads the learned
+// models only then.
+bool uses_learned_predictor(const TunerTable* table, Dtype dtype);
 // Sets each configuration's custom_option and variant from the table's variant model (nothing where
 // the table has none).
 void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked);
 // The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
 // where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
-// roofline predictor ("analytical"). Throws std::invalid_argument for a non-positive dimension or
+// roofline predictor ("analytical"), their latencies scaled by analytical_scale. Throws std::invalid_argument for a non-positive dimension or
 // top_k, UnsupportedKernel when the GPU has no path for the dtype.
 TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
                      const KernelPredictor* predictor = nullptr);

@@ -10,6 +10,7 @@
 #include "run_process.h"
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 const std::string kDb = "--db /tmp/perfloom-cli-tune-test.db";
@@ -89,6 +90,29 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   auto text = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s " + kDb);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.out.find("option"), std::string::npos) << text.out;
+  // Its latencies are scaled so that the first takes what `perfloom predict` answers for the GEMM.
+  EXPECT_NE(note.find("latencies scaled so that the first takes the learned predictor's"), std::string::npos) << note;
+  const fs::path kernels = fs::temp_directory_path() / (std::to_string(::getpid()) + "-tune-anchor.csv");
+  std::ofstream(kernels) << "op,dtype,M,N,K\ngemm,fp16,2048,2048,2048\n";
+  auto p = runPerfloom("predict --kernels " + kernels.string() + " --gpu l40s " + kDb);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  std::istringstream rows(p.out);
+  std::string header, row;
+  std::getline(rows, header);
+  std::getline(rows, row);
+  const std::size_t at = row.find(",l40s,");
+  ASSERT_NE(at, std::string::npos) << p.out;
+  const double predicted = std::stod(row.substr(at + 6));  // pred_us follows the gpu column
+  EXPECT_NEAR(doc.at("anchor_us").get<double>(), predicted, 1e-3 * predicted);
+  EXPECT_NEAR(doc["configs"][0].at("pred_us").get<double>(), predicted, 1e-3 * predicted);
+  // Without loadable models the roofline's latencies stand, with a warning, and no anchor.
+  auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const json plain = json::parse(f.out);
+  EXPECT_FALSE(plain.contains("anchor_us"));
+  EXPECT_EQ(plain.at("note").get<std::string>().find("scaled"), std::string::npos);
+  EXPECT_NE(f.err.find("perfloom tune: learned models not used"), std::string::npos) << f.err;
+  EXPECT_EQ(plain["configs"][0].at("config"), doc["configs"][0].at("config"));  // the same ranking
 }
 
 TEST(CliTune, ATablelessHopperGpuRanksWithTheLearnedPredictorAndWithoutItFallsBack) {

@@ -662,6 +662,44 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
   EXPECT_EQ(tune_gemm(shape, db().get("h100-sxm"), 3, predictor.get()).method, "wave-table");
 }
 
+TEST(TunerLookup, TheAnalyticalRankingTakesTheLearnedPredictorsLatencyOfTheGemm) {
+  std::string warning;
+  const auto predictor = make_default_predictor(&warning);
+  ASSERT_EQ(predictor->name(), "xgboost") << warning;
+  for (const char* id : {"a100-sxm-80gb", "l40s", "b200"}) {
+    const GpuSpec& gpu = db().get(id);
+    for (const GemmShape& shape : {GemmShape{4096, 4096, 4096, Dtype::bf16}, GemmShape{16, 8192, 4096, Dtype::bf16}}) {
+      const TuneResult plain = tune_gemm(shape, gpu, 6);  // no predictor: the roofline's latencies
+      const TuneResult anchored = tune_gemm(shape, gpu, 6, predictor.get());
+      ASSERT_EQ(anchored.method, "analytical") << id;
+      EXPECT_TRUE(std::isnan(plain.anchor_us));
+      EXPECT_EQ(plain.note.find("scaled"), std::string::npos) << plain.note;
+      // The first takes what `perfloom predict` answers for the GEMM with no tile given...
+      const double library_us = predictor->predict(gemm_kernel(shape, TileConfig{}), gpu).pred_us;
+      EXPECT_NEAR(anchored.anchor_us, library_us, 1e-9 * library_us) << id;
+      ASSERT_EQ(anchored.ranked.size(), plain.ranked.size());
+      EXPECT_NEAR(anchored.ranked[0].pred_us, library_us, 1e-9 * library_us) << id;
+      EXPECT_NE(anchored.note.find("latencies scaled so that the first takes the learned predictor's"), std::string::npos)
+          << anchored.note;
+      // ... the order and every ratio stay the analytical model's.
+      const double scale = anchored.ranked[0].pred_us / plain.ranked[0].pred_us;
+      EXPECT_NE(scale, 1.0);
+      for (std::size_t i = 0; i < plain.ranked.size(); ++i) {
+        EXPECT_EQ(config_to_string(anchored.ranked[i].config), config_to_string(plain.ranked[i].config)) << id << " rank " << i;
+        EXPECT_NEAR(anchored.ranked[i].pred_us, plain.ranked[i].pred_us * scale, 1e-9 * anchored.ranked[i].pred_us);
+        EXPECT_EQ(anchored.ranked[i].grid.waves, plain.ranked[i].grid.waves);
+      }
+    }
+  }
+  // A GPU without the dtype's path is refused as before, and another predictor scales nothing.
+  EXPECT_THROW(tune_gemm({4096, 4096, 4096, Dtype::fp8e4m3}, db().get("a100-sxm-80gb"), 3, predictor.get()), UnsupportedKernel);
+  const RooflinePredictor roofline;
+  EXPECT_TRUE(std::isnan(tune_gemm({4096, 4096, 4096, Dtype::bf16}, db().get("l40s"), 3, &roofline).anchor_us));
+  EXPECT_TRUE(uses_learned_predictor(nullptr, Dtype::bf16));
+  EXPECT_FALSE(uses_learned_predictor(bundled_tuner_table(db().get("h100-sxm")), Dtype::bf16));
+  EXPECT_TRUE(uses_learned_predictor(bundled_tuner_table(db().get("h100-sxm")), Dtype::tf32));
+}
+
 TEST(TunerLookup, BundledTablesServeH100AndH200InMicroseconds) {
   for (const char* id : {"h100-sxm", "h200"}) {
     const GpuSpec& gpu = db().get(id);

@@ -75,6 +75,33 @@ class TestTunerView : public QObject {
       if (first.dims[i] == static_cast<double>(req.shape.M)) QCOMPARE(first.pred_us[i], r.ranked.front().pred_us);
   }
 
+  void aGpuOfAnUnsweptArchitectureIsSweptAtTheLearnedPredictorsLevel() {
+    ui::TunerRequest req;
+    req.shape = {2048, 8192, 4096, Dtype::bf16};
+    req.gpu = gpus_.get("a100-sxm-80gb");
+    req.sweep_points = 15;  // 512, 768, ... 4096: the query's own M among them
+    std::string warning;
+    req.predictor = make_default_predictor(&warning);
+    QCOMPARE(QString::fromStdString(req.predictor->name()), QString("xgboost"));
+    const ui::TunerViewResult r = ui::compute_tuner(req);
+    QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+    QCOMPARE(r.method, QString("analytical"));
+    QVERIFY(r.note.contains("latencies scaled"));
+    QVERIFY(!r.ranked.empty() && !r.sweep.empty());
+    // The swept curves pass through the ranked (scaled) predictions at the query's own size, and the
+    // first configuration there is what the learned predictor answers for the GEMM.
+    const double library_us = req.predictor->predict(tuner::gemm_kernel(req.shape, TileConfig{}), req.gpu).pred_us;
+    QVERIFY(std::abs(r.ranked.front().pred_us - library_us) <= 1e-9 * library_us);
+    bool hit = false;
+    for (std::size_t c = 0; c < r.sweep.size(); ++c)
+      for (std::size_t i = 0; i < r.sweep[c].dims.size(); ++i)
+        if (r.sweep[c].dims[i] == static_cast<double>(req.shape.M)) {
+          QVERIFY(std::abs(r.sweep[c].pred_us[i] - r.ranked[c].pred_us) <= 1e-9 * r.ranked[c].pred_us);
+          hit = true;
+        }
+    QVERIFY(hit);
+  }
+
   void barsAreTheTunersPredictionsAndTheSweepShowsWaveSteps() {
     ui::TunerView view(gpus_);
     view.setSelection(4096, 4096, 4096, "bf16", "h100-sxm", 'M');
