@@ -328,6 +328,10 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                             {"k_iters", c.grid.k_iters},
                             {"reason", c.reason}};
         if (c.class_samples >= 0) o["class_samples"] = c.class_samples;
+        if (std::isfinite(c.lo_us) && std::isfinite(c.hi_us)) {
+          o["lo_us"] = c.lo_us;
+          o["hi_us"] = c.hi_us;
+        }
         if (c.custom_option >= 0) {
           o["cublaslt_custom_option"] = c.custom_option;
           o["variant"] = c.variant;
@@ -342,7 +346,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     // The custom option column where the table's variant model names one (variant_model.h).
     const bool options = std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return c.custom_option >= 0; });
     std::cout << std::left << std::setw(6) << "rank" << std::setw(15) << "tile MxNxK" << std::setw(7) << "split"
-              << std::setw(9) << "cluster" << std::right << std::setw(11) << "pred_us" << std::setw(7) << "waves"
+              << std::setw(9) << "cluster" << std::right << std::setw(11) << "pred_us" << std::setw(18) << "80% range" << std::setw(7) << "waves"
               << std::setw(7) << "fill" << (options ? "  option" : "") << "  reason\n";
     int rank = 1;
     for (const auto& c : r.ranked) {
@@ -351,7 +355,9 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                 << std::setw(15) << (std::to_string(t.tile_m) + "x" + std::to_string(t.tile_n) + "x" + std::to_string(t.tile_k))
                 << std::setw(7) << std::max(1, t.split_k)
                 << std::setw(9) << (std::to_string(std::max(1, t.cluster_m)) + "x" + std::to_string(std::max(1, t.cluster_n)))
-                << std::right << std::setw(11) << fixed(c.pred_us, 2) << std::setw(7) << c.grid.waves << std::setw(6)
+                << std::right << std::setw(11) << fixed(c.pred_us, 2) << std::setw(18)
+                << (std::isfinite(c.lo_us) && std::isfinite(c.hi_us) ? fixed(c.lo_us, 1) + "-" + fixed(c.hi_us, 1) : std::string("-"))
+                << std::setw(7) << c.grid.waves << std::setw(6)
                 << static_cast<int>(std::lround(c.grid.last_wave_fill * 100)) << "%  ";
       if (options) std::cout << std::left << std::setw(8) << (c.custom_option >= 0 ? "c" + std::to_string(c.custom_option) : "-");
       std::cout << c.reason << "\n";
@@ -366,6 +372,11 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                    " table's variant model predicts fastest; its kernels showed: " << legend << ")\n";
     }
     std::cout << "(tile and cluster in perfloom's orientation, M first; cuBLASLt names them N first: --json gives both)\n";
+    if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return std::isfinite(c.lo_us); }))
+      std::cout << (r.method == "wave-table"
+                        ? "(80% range: where 80% of measured latencies fell around the table's predictions of near-best\n"
+                          " configurations at shapes it had not seen)\n"
+                        : "(80% range: the predictor's interval, p10..p90 of measured over predicted)\n");
     if (r.ranked_by == "chooser")
       std::cout << "(ranked by the table's learned chooser, not by pred_us: configurations predicted within a few percent\n"
                    " of each other are a tie to time, not an order)\n";

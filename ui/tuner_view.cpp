@@ -219,6 +219,7 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
       case SplitK: return std::max(1, t.split_k);
       case Cluster: return std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
       case PredUs: return c.pred_us;
+      case Range: return std::isfinite(c.hi_us) ? c.hi_us - c.lo_us : QVariant();
       case Waves: return static_cast<qlonglong>(c.grid.waves);
       case Fill: return c.grid.last_wave_fill;
       case Option: return c.custom_option;
@@ -226,6 +227,11 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
       default: return {};
     }
   }
+  if (role == Qt::ToolTipRole && col == Range && std::isfinite(c.hi_us))
+    return r_.method == "wave-table"
+               ? tr("where 80% of measured latencies fell around the table's predictions of near-best configurations at "
+                    "shapes it had not seen")
+               : tr("the predictor's interval: 80% of measured kernels fell in it (p10..p90 of measured over predicted)");
   if (role == Qt::ToolTipRole && col == Option)
     return c.custom_option < 0 ? tr("no kernel variant named (no variant model for this GPU or configuration)")
                                : tr("cuBLASLt custom option %1 (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION): the kernel variant the "
@@ -239,6 +245,8 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
     case SplitK: return std::max(1, t.split_k);
     case Cluster: return QString("%1×%2").arg(std::max(1, t.cluster_m)).arg(std::max(1, t.cluster_n));
     case PredUs: return QString::number(c.pred_us, 'f', 2);
+    case Range:
+      return std::isfinite(c.hi_us) ? QString("%1–%2").arg(c.lo_us, 0, 'f', 1).arg(c.hi_us, 0, 'f', 1) : QString("–");
     case Waves: return static_cast<qlonglong>(c.grid.waves);
     case Fill: return QString("%1%").arg(std::lround(c.grid.last_wave_fill * 100.0));
     case Option: return c.custom_option < 0 ? QString("–") : QString("c%1").arg(c.custom_option);

@@ -64,11 +64,12 @@ class TunerRankModel : public ResultTableModel<TunerRankModel, TunerViewResult, 
   Q_OBJECT
  public:
   // Option: cuBLASLt's custom option the table's variant model names (its tooltip: what its kernels showed).
-  enum Column { Rank, Tile, SplitK, Cluster, PredUs, Waves, Fill, Option, Reason, ColumnCount };
+  // Range: the 80% interval of the latency (tuner.h RankedConfig::lo_us..hi_us), "–" where there is none.
+  enum Column { Rank, Tile, SplitK, Cluster, PredUs, Range, Waves, Fill, Option, Reason, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
-  static constexpr const char* kHeaders[ColumnCount] = {"rank",      "tile M×N×K", "split-K",   "cluster M×N",
-                                                        "pred (µs)", "waves",      "last wave", "option",
-                                                        "reason"};
+  static constexpr const char* kHeaders[ColumnCount] = {"rank",      "tile M×N×K",     "split-K", "cluster M×N",
+                                                        "pred (µs)", "80% range (µs)", "waves",   "last wave",
+                                                        "option",    "reason"};
   using ResultTableModel::ResultTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
 };

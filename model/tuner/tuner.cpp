@@ -57,6 +57,10 @@ std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& gr
     r.index = i;
     r.pred_us = std::max(1.0, r.pred_us * learned[i]);
     r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
+    if (group.interval.rows > 0) {
+      r.lo_us = r.pred_us * std::exp(group.interval.lo_log);
+      r.hi_us = r.pred_us * std::exp(group.interval.hi_log);
+    }
   }
   if (table.ranker.booster && out.size() > 1) {  // one batched call of the chooser's trees
     std::vector<double> pred(out.size()), score(out.size());
@@ -166,6 +170,10 @@ RankedConfig ranked_from_prediction(const GpuSpec& gpu, const GemmShape& shape, 
   r.config = config;
   if (p.analysis.tile) r.config.stages = p.analysis.tile->stages;
   r.pred_us = r.score = p.pred_us;
+  if (p.hi_us > 0) {
+    r.lo_us = p.lo_us;
+    r.hi_us = p.hi_us;
+  }
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   r.grid = wave_grid(shape, config, std::max(1, static_cast<int>(hw.sms * p.analysis.plan.ctas_per_sm)));
   r.reason = describe_grid(r.grid) + "; " + std::string(pipe_name(p.bound)) + "-bound";
@@ -194,20 +202,25 @@ bool uses_learned_predictor(const TunerTable* table, Dtype dtype) {
   return !(table && table->groups.count(dtype_group(dtype)));
 }
 
+std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape) {
+  const auto* learned = dynamic_cast<const LearnedPredictor*>(predictor);
+  if (!learned) return std::nullopt;
+  try {
+    Prediction p = learned->predict(gemm_kernel(shape, TileConfig{}), gpu);
+    if (p.pred_us > 0 && std::isfinite(p.pred_us)) return p;
+  } catch (const UnsupportedKernel&) {
+  }
+  return std::nullopt;
+}
+
 double analytical_scale(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape,
                         double fastest_analytical_us, double* library_us) {
   if (library_us) *library_us = NAN;
-  const auto* learned = dynamic_cast<const LearnedPredictor*>(predictor);
-  if (!learned || !(fastest_analytical_us > 0)) return 1.0;
-  double lib = NAN;
-  try {
-    lib = learned->predict(gemm_kernel(shape, TileConfig{}), gpu).pred_us;
-  } catch (const UnsupportedKernel&) {
-    return 1.0;
-  }
-  if (!(lib > 0) || !std::isfinite(lib)) return 1.0;
-  if (library_us) *library_us = lib;
-  return lib / fastest_analytical_us;
+  if (!(fastest_analytical_us > 0)) return 1.0;
+  const auto lib = library_prediction(predictor, gpu, shape);
+  if (!lib) return 1.0;
+  if (library_us) *library_us = lib->pred_us;
+  return lib->pred_us / fastest_analytical_us;
 }
 
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
@@ -215,10 +228,15 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
   std::vector<RankedConfig> out = rank_analytical(gpu, shape);
   if (library_us) *library_us = NAN;
   if (out.empty()) return out;
-  const double scale = analytical_scale(predictor, gpu, shape, out.front().pred_us, library_us);
+  const auto lib = library_prediction(predictor, gpu, shape);
+  if (!lib) return out;
+  if (library_us) *library_us = lib->pred_us;
+  const double scale = lib->pred_us / out.front().pred_us;
   for (RankedConfig& c : out) {
     c.pred_us *= scale;
     c.score *= scale;
+    c.lo_us = c.pred_us * lib->lo_us / lib->pred_us;
+    c.hi_us = c.pred_us * lib->hi_us / lib->pred_us;
   }
   return out;
 }

@@ -7,6 +7,7 @@
 // ("analytical").
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,10 @@ struct RankedConfig {
   // GPUs without a table) and what its kernels showed where it was measured ("raster v, TNN").
   int custom_option = -1;
   std::string variant;
+  // An 80% interval of the latency (NaN: none): the table's out-of-sample spread of measured over
+  // predicted latency among near-best configurations (GroupTable::interval), or the predictor's
+  // p10..p90 (KernelPredictor), scaled with pred_us where the analytical ranking is (analytical_scale).
+  double lo_us = NAN, hi_us = NAN;
 };
 
 struct TuneResult {
@@ -91,7 +96,11 @@ RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, con
 // refuses the GEMM (bench/results/tuner_eval.md, *Session 33*).
 double analytical_scale(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape,
                         double fastest_analytical_us, double* library_us = nullptr);
-// rank_analytical's configurations at `shape`, each scaled by analytical_scale.
+// The learned predictor's prediction of the GEMM with no tile given (what analytical_scale scales to);
+// nullopt where `predictor` is not the learned one or refuses it.
+std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape);
+// rank_analytical's configurations at `shape`, each scaled by analytical_scale; where scaled, each
+// interval is the learned prediction's, relative to its latency.
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
                                           double* library_us = nullptr);
 

@@ -100,7 +100,10 @@ int ranker_hits(const XgbBooster& b, const std::vector<const RankShape*>& shapes
   return hits;
 }
 
-TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& opt, const TunerTable& table) {
+// Also collects into `residuals`, per dtype group, log(measured / predicted) of every configuration
+// predicted within candidate_within of its shape's fastest prediction, by the fold tables (out-of-sample).
+TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& opt, const TunerTable& table,
+                       std::map<std::string, std::vector<double>>& residuals) {
   TunerRanker out;
   std::map<ShapeKey, std::vector<const TunerSample*>> by_shape;
   for (const auto& s : samples)
@@ -140,6 +143,13 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
         p.push_back(pred[i].pred_us);
         sc.push_back(pred[i].score);
       }
+      // The configurations a query would rank near the top: predicted (not measured, which would
+      // leave out those predicted fast that ran slow) within candidate_within of the shape's fastest.
+      double fastest = INFINITY;
+      for (const auto& r : pred) fastest = std::min(fastest, r.pred_us);
+      std::vector<double>& res = residuals[dtype_group(shape.dtype)];
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        if (pred[i].pred_us <= opt.candidate_within * fastest) res.push_back(std::log(rows[i]->latency_us / pred[i].pred_us));
       RankShape& rs = data[k];
       rs.fold = fold;
       rs.x = ranker_rows(shape, configs, feats, p, sc);
@@ -349,7 +359,20 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
     fit_candidates(g, rows, opt);
     table.groups.emplace(name, std::move(g));
   }
-  if (opt.ranker_rounds > 0) table.ranker = fit_ranker(samples, gpu, opt, table);
+  if (opt.ranker_rounds > 0) {
+    std::map<std::string, std::vector<double>> residuals;
+    table.ranker = fit_ranker(samples, gpu, opt, table, residuals);
+    for (auto& [name, res] : residuals) {
+      auto g = table.groups.find(name);
+      if (g == table.groups.end() || res.size() < 20) continue;
+      auto at = [&](double q) {  // the q-quantile, nearest rank
+        const std::size_t i = std::min(res.size() - 1, static_cast<std::size_t>(q * static_cast<double>(res.size())));
+        std::nth_element(res.begin(), res.begin() + static_cast<std::ptrdiff_t>(i), res.end());
+        return res[i];
+      };
+      g->second.interval = {at(0.10), at(0.90), static_cast<int>(res.size())};
+    }
+  }
   return table;
 }
 

@@ -345,6 +345,12 @@ std::string tuner_table_to_json(const TunerTable& table) {
       }
       os << "\n   }";
     }
+    if (g.interval.rows > 0) {
+      char lo[32], hi[32];
+      std::snprintf(lo, sizeof lo, "%.5g", g.interval.lo_log);
+      std::snprintf(hi, sizeof hi, "%.5g", g.interval.hi_log);
+      os << ",\n   \"interval\": {\"p10_log_ratio\": " << lo << ", \"p90_log_ratio\": " << hi << ", \"rows\": " << g.interval.rows << "}";
+    }
     if (g.learned)
       os << ",\n   \"learned_features\": " << names_json(learned_names()).dump() << ",\n   \"learned\": " << g.learned->save_json();
     os << "\n  }";
@@ -485,6 +491,20 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
           fail(label, where + ".residual", "value " + std::to_string(i) + " is not a finite number");
         gt.residual[i] = (*it)[i].get<double>();
       }
+    }
+    if (auto it = gj.find("interval"); it != gj.end()) {
+      const std::string iw = where + ".interval";
+      if (!it->is_object()) fail(label, iw, "is not an object");
+      auto log_ratio = [&](const char* key) {
+        const json& v = need(*it, key, label, iw);
+        if (!v.is_number() || !std::isfinite(v.get<double>()) || std::abs(v.get<double>()) > 5)
+          fail(label, iw + "." + key, "is not a finite log ratio (|x| <= 5)");
+        return v.get<double>();
+      };
+      gt.interval.lo_log = log_ratio("p10_log_ratio");
+      gt.interval.hi_log = log_ratio("p90_log_ratio");
+      gt.interval.rows = need_int(*it, "rows", label, iw, 1);
+      if (gt.interval.lo_log > gt.interval.hi_log) fail(label, iw, "p10_log_ratio is above p90_log_ratio");
     }
     if (auto it = gj.find("learned"); it != gj.end()) {
       expect_names(need(gj, "learned_features", label, where), names_json(learned_names()), label,

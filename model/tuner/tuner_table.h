@@ -83,6 +83,14 @@ struct GroupTable {
   // log(measured / the prediction above) relative to the shape's other configurations; null: none.
   std::shared_ptr<const XgbBooster> learned;
   int shapes = 0, samples = 0;           // what the fit saw
+  // How far a measured latency falls from the prediction (the 10th and 90th percentiles of
+  // log(measured / predicted)) over the configurations predicted within 10% of their shape's
+  // fastest, out-of-sample by the chooser's fold tables (tuner_fit.h): the near-best configurations
+  // a query ranks first. Its 80% interval is the prediction times exp of these. rows 0: none (JSON "interval"; tables before session 33 have none).
+  struct Interval {
+    double lo_log = 0, hi_log = 0;
+    int rows = 0;
+  } interval;
 };
 
 // The chooser (tuner_fit.h FitOptions::ranker_rounds): gradient-boosted trees trained with one of

@@ -39,6 +39,10 @@ TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
   EXPECT_NE(r.out.find("  option  reason"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("raster "), std::string::npos) << r.out;
+  // Each prediction with its 80% range, and what the range means.
+  EXPECT_NE(r.out.find("pred_us         80% range"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(80% range: where 80% of measured latencies fell around the table's predictions"), std::string::npos)
+      << r.out;
 }
 
 TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
@@ -58,6 +62,9 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
     previous_rank_score = c.at("rank_score").get<double>();
     EXPECT_EQ(c.at("rank"), rank++);
     EXPECT_GT(c.at("pred_us").get<double>(), 0.0);
+    // The shipped table's 80% interval brackets its prediction.
+    EXPECT_LT(c.at("lo_us").get<double>(), c.at("pred_us").get<double>());
+    EXPECT_GT(c.at("hi_us").get<double>(), c.at("pred_us").get<double>());
     EXPECT_GE(c.at("waves").get<int>(), 1);
     const double fill = c.at("last_wave_fill").get<double>();
     EXPECT_GT(fill, 0.0);
@@ -105,6 +112,10 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   const double predicted = std::stod(row.substr(at + 6));  // pred_us follows the gpu column
   EXPECT_NEAR(doc.at("anchor_us").get<double>(), predicted, 1e-3 * predicted);
   EXPECT_NEAR(doc["configs"][0].at("pred_us").get<double>(), predicted, 1e-3 * predicted);
+  const std::size_t lo_at = row.find(',', at + 6) + 1;  // lo_us and hi_us follow pred_us
+  const double lo = std::stod(row.substr(lo_at)), hi = std::stod(row.substr(row.find(',', lo_at) + 1));
+  EXPECT_NEAR(doc["configs"][0].at("lo_us").get<double>(), lo, 1e-3 * lo);
+  EXPECT_NEAR(doc["configs"][0].at("hi_us").get<double>(), hi, 1e-3 * hi);
   // Without loadable models the roofline's latencies stand, with a warning, and no anchor.
   auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
   ASSERT_EQ(f.exit_code, 0) << f.err;

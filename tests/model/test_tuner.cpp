@@ -440,6 +440,22 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
     const auto b = rank_with_table(back, h100, samples[i].shape, configs, false);
     EXPECT_EQ(a.front().config, b.front().config) << i;
   }
+  // The chooser's fold tables also give each group its latency interval: the 10th and 90th percentiles
+  // of measured over predicted among the configurations predicted near-best (3% noise, and the 1.15x
+  // the linear form misses).
+  const GroupTable& g16 = t.groups.at("16bit");
+  EXPECT_GE(g16.interval.rows, 40);  // at least the one predicted fastest at each exhaustive shape
+  EXPECT_LT(g16.interval.lo_log, 0.0);
+  EXPECT_GT(g16.interval.hi_log, 0.0);
+  EXPECT_LT(g16.interval.hi_log - g16.interval.lo_log, 0.5);
+  for (const auto& c : ranked) {
+    EXPECT_NEAR(c.lo_us, c.pred_us * std::exp(g16.interval.lo_log), 1e-9 * c.pred_us);
+    EXPECT_NEAR(c.hi_us, c.pred_us * std::exp(g16.interval.hi_log), 1e-9 * c.pred_us);
+  }
+  // It survives the JSON form (to 5 digits).
+  EXPECT_EQ(back.groups.at("16bit").interval.rows, g16.interval.rows);
+  EXPECT_NEAR(back.groups.at("16bit").interval.lo_log, g16.interval.lo_log, 1e-4 * std::abs(g16.interval.lo_log));
+  EXPECT_NEAR(back.groups.at("16bit").interval.hi_log, g16.interval.hi_log, 1e-4 * std::abs(g16.interval.hi_log));
   // Too few exhaustive shapes: no chooser, and the order is the score's.
   FitOptions few = opt;
   few.ranker_min_shapes = 41;
@@ -448,6 +464,9 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   EXPECT_EQ(tuner_table_to_json(none).find("\"ranker\""), std::string::npos);
   const auto by_score = rank_with_table(none, h100, q, configs, false);
   for (std::size_t i = 1; i < by_score.size(); ++i) EXPECT_LE(by_score[i - 1].score, by_score[i].score);
+  EXPECT_EQ(none.groups.at("16bit").interval.rows, 0);  // nor an interval: no out-of-sample predictions
+  EXPECT_TRUE(std::isnan(by_score.front().lo_us));
+  EXPECT_EQ(tuner_table_to_json(none).find("\"interval\""), std::string::npos);
   // A chooser over other features is refused by name.
   expect_refused_with_renamed_feature(t, "\"model:score_rank\"", "\"model:score_rink\"", "ranker.features");
 }
@@ -646,7 +665,11 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
     EXPECT_EQ(c.config.tile_n, candidates[c.index].tile_n);
     EXPECT_EQ(c.config.split_k, candidates[c.index].split_k);
     // The batched ranking answers what the predictor answers for the kernel with that tile.
-    EXPECT_NEAR(c.pred_us, predictor->predict(gemm_kernel(shape, candidates[c.index]), pcie).pred_us, 1e-6 * c.pred_us);
+    const Prediction p = predictor->predict(gemm_kernel(shape, candidates[c.index]), pcie);
+    EXPECT_NEAR(c.pred_us, p.pred_us, 1e-6 * c.pred_us);
+    EXPECT_NEAR(c.lo_us, p.lo_us, 1e-6 * c.pred_us);  // and its interval
+    EXPECT_NEAR(c.hi_us, p.hi_us, 1e-6 * c.pred_us);
+    EXPECT_LT(c.lo_us, c.hi_us);
     EXPECT_GE(c.grid.waves, 1);
     EXPECT_FALSE(c.reason.empty());
   }
@@ -675,7 +698,8 @@ TEST(TunerLookup, TheAnalyticalRankingTakesTheLearnedPredictorsLatencyOfTheGemm)
       EXPECT_TRUE(std::isnan(plain.anchor_us));
       EXPECT_EQ(plain.note.find("scaled"), std::string::npos) << plain.note;
       // The first takes what `perfloom predict` answers for the GEMM with no tile given...
-      const double library_us = predictor->predict(gemm_kernel(shape, TileConfig{}), gpu).pred_us;
+      const Prediction library = predictor->predict(gemm_kernel(shape, TileConfig{}), gpu);
+      const double library_us = library.pred_us;
       EXPECT_NEAR(anchored.anchor_us, library_us, 1e-9 * library_us) << id;
       ASSERT_EQ(anchored.ranked.size(), plain.ranked.size());
       EXPECT_NEAR(anchored.ranked[0].pred_us, library_us, 1e-9 * library_us) << id;
@@ -688,6 +712,9 @@ TEST(TunerLookup, TheAnalyticalRankingTakesTheLearnedPredictorsLatencyOfTheGemm)
         EXPECT_EQ(config_to_string(anchored.ranked[i].config), config_to_string(plain.ranked[i].config)) << id << " rank " << i;
         EXPECT_NEAR(anchored.ranked[i].pred_us, plain.ranked[i].pred_us * scale, 1e-9 * anchored.ranked[i].pred_us);
         EXPECT_EQ(anchored.ranked[i].grid.waves, plain.ranked[i].grid.waves);
+        // Its interval is the learned prediction's, relative to its latency.
+        EXPECT_NEAR(anchored.ranked[i].lo_us / anchored.ranked[i].pred_us, library.lo_us / library_us, 1e-9);
+        EXPECT_NEAR(anchored.ranked[i].hi_us / anchored.ranked[i].pred_us, library.hi_us / library_us, 1e-9);
       }
     }
   }
@@ -774,6 +801,12 @@ TEST(TunerTableJson, RejectsCorruptAndMismatchedTablesWithAClearError) {
   EXPECT_NE(error_of(replace("\"sm_count\": 132", "\"sm_count\": -4")).find("field 'sm_count'"), std::string::npos);
   EXPECT_NE(error_of(replace("\"support_penalty\"", "\"no_penalty\"")).find("field 'support_penalty': is missing"),
             std::string::npos);
+  // The latency interval: finite log ratios, the 10th percentile not above the 90th.
+  EXPECT_NE(error_of(replace("\"p10_log_ratio\": ", "\"p10_log_ratio\": \"x\", \"z\": ")).find("field 'groups.16bit.interval.p10_log_ratio'"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace("\"p10_log_ratio\": ", "\"p10_log_ratio\": 3, \"z\": ")).find("p10_log_ratio is above p90_log_ratio"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace("\"rows\": ", "\"rows\": 0, \"z\": ")).find("interval.rows"), std::string::npos);
   EXPECT_EQ(error_of(good), "");
   // Mismatched: an H100 table used for the H200, or for an H100 with another SM count.
   TunerTable t = parse_tuner_table(good, "h100-sxm.json");

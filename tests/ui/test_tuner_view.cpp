@@ -43,6 +43,11 @@ class TestTunerView : public QObject {
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::PredUs), ui::TunerRankModel::SortRole).toDouble(),
              r.ranked.front().pred_us);
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Reason)).toString().toStdString(), r.ranked.front().reason);
+    // The 80% range of the shipped table's prediction, and what it means.
+    QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Range)).toString(),
+             QString("%1–%2").arg(r.ranked.front().lo_us, 0, 'f', 1).arg(r.ranked.front().hi_us, 0, 'f', 1));
+    QVERIFY(r.ranked.front().lo_us < r.ranked.front().pred_us && r.ranked.front().pred_us < r.ranked.front().hi_us);
+    QVERIFY(model.data(model.index(0, ui::TunerRankModel::Range), Qt::ToolTipRole).toString().contains("80% of measured"));
     // The shipped H200 table names each configuration's kernel variant.
     QVERIFY(r.ranked.front().custom_option >= 0);
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Option)).toString(), QString("c%1").arg(r.ranked.front().custom_option));
