@@ -2665,6 +2665,60 @@ int anchor_check(const fs::path& rows_csv, const fs::path& models_dir) {
   return 0;
 }
 
+// `--score-tables GPU SWEEP.csv[.gz] TABLE.json[.gz]...`: each table (e.g. fitted with and without some
+// sweep files by `perfloom-tuner-fit --out`) scored on one exhaustive sweep's shapes, which should be
+// shapes none of them was fitted on: per table, the model ranking the sweep's measured set, within 3% of
+// the sweep's best; `perfloom tune`'s first choice (its own candidates), where the sweep measured it;
+// the median and 90th percentile of measured / predicted of every measured configuration and of those
+// within 10% of the best; cuBLASLt's default within 3%.
+int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vector<std::string>& tables) {
+  const bench::Sweep sweep = bench::read_sweep(sweep_file.string());
+  std::map<ShapeKey, std::vector<const bench::SweepRow*>> by_shape;
+  for (const auto& r : sweep.rows) by_shape[key_of(r.sample.shape)].push_back(&r);
+  std::cout << sweep_file.string() << ": " << by_shape.size() << " shapes, " << sweep.rows.size() << " rows\n"
+            << "| table | model ranking the sweep's set, within 3% | `perfloom tune`'s first choice measured in the sweep / within 3% "
+               "| measured / predicted, all: median (p10-p90) | within 10% of the best: median (p10-p90) | cuBLASLt default within 3% |\n"
+               "|---|---|---|---|---|---|\n";
+  for (const auto& file : tables) {
+    const tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file), file);
+    std::size_t shapes = 0, model_hits = 0, tune_measured = 0, tune_hits = 0, dflt_shapes = 0, dflt_hits = 0;
+    std::vector<double> all, near;
+    for (const auto& [k, rows] : by_shape) {
+      double best = INFINITY;
+      for (const auto* r : rows) best = std::min(best, r->sample.latency_us);
+      const RankedRows ranked = rank_rows(table, gpu, rows);
+      if (ranked.empty()) continue;
+      ++shapes;
+      model_hits += ranked.front().first->sample.latency_us <= 1.03 * best;
+      for (const auto& [r, rc] : ranked) {
+        all.push_back(r->sample.latency_us / rc.pred_us);
+        if (r->sample.latency_us <= 1.10 * best) near.push_back(r->sample.latency_us / rc.pred_us);
+      }
+      for (const auto* r : rows)
+        if (r->sample.heuristic_rank == 1) {
+          ++dflt_shapes;
+          dflt_hits += r->sample.latency_us <= 1.03 * best;
+          break;
+        }
+      const auto tuned = tuner::tune_gemm(rows.front()->sample.shape, gpu, 1, &table);
+      if (tuned.ranked.empty()) continue;
+      for (const auto& [r, rc] : ranked)
+        if (same_config(r->sample.config, tuned.ranked.front().config)) {
+          ++tune_measured;
+          tune_hits += r->sample.latency_us <= 1.03 * best;
+          break;
+        }
+    }
+    auto q = [](const std::vector<double>& v) {
+      return num(quantile(v, 0.5), 3) + " (" + num(quantile(v, 0.1), 3) + "-" + num(quantile(v, 0.9), 3) + ")";
+    };
+    std::cout << "| " << file << " | " << pct(static_cast<double>(model_hits) / shapes) << " of " << shapes << " | " << tune_measured
+              << " / " << pct(tune_measured ? static_cast<double>(tune_hits) / tune_measured : NAN) << " | " << q(all) << " | " << q(near)
+              << " | " << pct(dflt_shapes ? static_cast<double>(dflt_hits) / dflt_shapes : NAN) << " |\n";
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
@@ -2722,7 +2776,13 @@ int main(int argc, char** argv) {
     }
     else if (a == "--main-only") g_main_only = true;
     else if (a == "--fastest-option-labels") g_fastest_option_labels = true;
-    else if (a == "--anchor-check" && i + 2 < argc) {
+    else if (a == "--score-tables" && i + 3 < argc) {
+      const std::string id = argv[++i];
+      const fs::path sweep = argv[++i];
+      std::vector<std::string> files;
+      while (i + 1 < argc) files.push_back(argv[++i]);
+      return score_tables(GpuDatabase::builtin().get(id), sweep, files);
+    } else if (a == "--anchor-check" && i + 2 < argc) {
       const fs::path rows = argv[++i], models = argv[++i];
       return anchor_check(rows, models);
     } else if (a == "--variant-eval" && i + 1 < argc) {

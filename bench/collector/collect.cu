@@ -48,6 +48,7 @@ struct Args {
     size_t first_shape = 0;          // --sweep plan: skip the first shapes (resuming a broken run)
     int repeat = 1;                  // --sweep plan: measurements of each configuration, in rounds over the shape's list
     bool variants = false;           // --sweep plan: every plan configuration also with each other custom option and CTA swizzle
+    bool small_m = false;            // --sweep tiles: decode shapes, M = 1..7 (the default draw starts at 8)
 };
 
 Args parse(int argc, char** argv) {
@@ -71,9 +72,10 @@ Args parse(int argc, char** argv) {
         else if (k == "--first-shape") a.first_shape = (size_t)std::stoull(val());
         else if (k == "--repeat") a.repeat = std::max(1, std::stoi(val()));
         else if (k == "--variants") a.variants = true;
+        else if (k == "--small-m") a.small_m = true;
         else if (k == "-h" || k == "--help") {
             std::printf("perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] "
-                        "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--dry-run]\n"
+                        "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--small-m] [--dry-run]\n"
                         "perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv "
                         "[--heuristic-n N] [--repeat R] [--variants] [--first-shape I] [--budget-s S] [--dry-run]\n");
             std::exit(0);
@@ -310,10 +312,16 @@ std::vector<GemmPoint> gemm_points(const std::string& dt, bool quick, std::mt199
     return pts;
 }
 
-std::vector<GemmPoint> tile_points(bool quick, std::mt19937_64& rng) {
+// With small_m: decode shapes, M = 1..7 tokens (a batch of a few sequences), which the default draw
+// (M from 8) leaves out, down to 2e7 flops (a 4096 x 4096 weight read once at M = 1).
+std::vector<GemmPoint> tile_points(bool quick, std::mt19937_64& rng, bool small_m = false) {
     std::vector<GemmPoint> pts;
     auto layers = model_layers(false);
-    const int64_t Ms[] = {8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
+    const std::vector<int64_t> Ms = small_m ? std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}
+                                            : std::vector<int64_t>{8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536,
+                                                                   2048, 3072, 4096, 6144, 8192};
+    const double min_flops = small_m ? 2e7 : 2e8;
+    const double max_m = small_m ? 7 : 8192, min_m = small_m ? 1 : 8;
     struct Want { const char* dt; int n; };
     const Want wants[] = {{"bf16", 115}, {"fp8e4m3", 100}, {"fp16", 35}};
     for (auto& w : wants) {
@@ -322,18 +330,18 @@ std::vector<GemmPoint> tile_points(bool quick, std::mt19937_64& rng) {
         std::vector<GemmPoint> cand;
         for (auto& l : layers)
             for (int64_t M : Ms)
-                if (2.0 * M * l.N * l.K <= cap && 2.0 * M * l.N * l.K >= 2e8) cand.push_back({t, M, l.N, l.K, l.src});
+                if (2.0 * M * l.N * l.K <= cap && 2.0 * M * l.N * l.K >= min_flops) cand.push_back({t, M, l.N, l.K, l.src});
         std::shuffle(cand.begin(), cand.end(), rng);
         int n_model = quick ? 2 : (int)(w.n * 0.7);
         for (int i = 0; i < n_model && i < (int)cand.size(); ++i) pts.push_back(cand[i]);
         int n_rand = quick ? 1 : w.n - n_model;
         for (int i = 0; i < n_rand; ++i) {
             for (int tries = 0; tries < 100; ++tries) {
-                int64_t M = log_uniform(rng, 8, 8192, 1);
+                int64_t M = log_uniform(rng, min_m, max_m, 1);
                 int64_t N = log_uniform(rng, 256, 32768, 64);
                 int64_t K = log_uniform(rng, 256, 16384, 64);
                 double f = 2.0 * M * N * K;
-                if (f > cap || f < 2e8) continue;
+                if (f > cap || f < min_flops) continue;
                 pts.push_back({t, M, N, K, "random"});
                 break;
             }
@@ -392,7 +400,7 @@ std::vector<std::string> env_lines(Ctx& c) {
     std::vector<std::string> e;
     e.push_back("format=perfloom-collector/1");
     e.push_back("collector_version=" + std::string(kCollectorVersion));
-    e.push_back("sweep=" + c.args.sweep + (c.args.quick ? " (quick)" : ""));
+    e.push_back("sweep=" + c.args.sweep + (c.args.quick ? " (quick)" : "") + (c.args.small_m ? " (small-m)" : ""));
     if (c.args.sweep == "plan") {
         std::string files;
         for (auto& f : c.args.plans) files += (files.empty() ? "" : " ") + f;
@@ -510,7 +518,7 @@ int run_gemm(Ctx& c, CsvOut& out) {
 
 int run_tiles(Ctx& c, CsvOut& out) {
     std::mt19937_64 rng(c.args.seed + 7);
-    auto pts = tile_points(c.args.quick, rng);
+    auto pts = tile_points(c.args.quick, rng, c.args.small_m);
     if (c.args.dry_run) {
         std::printf("dry-run tiles points=%zu\n", pts.size());
         return 0;
