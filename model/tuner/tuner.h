@@ -110,7 +110,7 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
 // with no GPU of the architecture swept it ranks them worse than the roofline (both Hopper GPUs held
 // out: 39.8% / 35.1%; bench/results/tuner_eval.md, *Session 30*).
 bool tile_swept(const std::string& architecture, Dtype dtype);
-// Whether tune_gemm uses the learned predictor for a query on `gpu` when given one: `table` (may be
+// Whether tune_gemm uses the learned predictor for a query when given one: `table` (may be
 // null) has no fit for the dtype's group, so that the predictor ranks the candidates (the architecture
 // was tile-swept) or scales the analytical ranking (analytical_scale). A caller loads the learned
 // models only then.
