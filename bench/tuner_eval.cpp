@@ -2592,7 +2592,7 @@ void dump_features(const GpuSpec& gpu, const fs::path& dir, int folds, const fs:
 // against what it measured there. ROWS is `perfloom eval --holdout-gpu ID --rows ROWS.csv` (its GEMM rows:
 // the library's own choice, measured, and the held-out models' prediction); MODELS_DIR is the same run's
 // --save-models. Per dataset and dtype: the first choice's latency as the analytical ranking gives it (before
-// session 33) and scaled to the learned predictor's latency of the GEMM (tuner.h analytical_scale), each
+// session 33) and scaled to the learned predictor's latency of the GEMM (tuner.h rank_analytical with the learned predictor), each
 // against the measured latency, which a tuned configuration should not exceed by much; and whether the
 // scaling kept every first choice.
 int anchor_check(const fs::path& rows_csv, const fs::path& models_dir) {
@@ -2616,8 +2616,11 @@ int anchor_check(const fs::path& rows_csv, const fs::path& models_dir) {
     std::size_t same_first = 0, methods_other = 0;
   };
   std::map<std::string, Group> groups;
-  std::map<std::string, std::pair<double, double>> cache;  // key -> (analytical first, tune's first)
-  std::map<std::string, bool> same_cache;
+  struct FirstChoice {
+    double analytical_us = 0, tuned_us = 0;  // the first choice's latency: the roofline's, and scaled
+    bool same = false;                       // the same configuration first in both
+  };
+  std::map<std::string, FirstChoice> cache;  // by GPU and kernel key
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     for (std::stringstream ss(line); std::getline(ss, line, ',');) f.push_back(line);
@@ -2638,17 +2641,19 @@ int anchor_check(const fs::path& rows_csv, const fs::path& models_dir) {
         ++groups[f[c_set] + " " + k[1]].methods_other;
         continue;
       }
-      it = cache.emplace(ck, std::make_pair(analytical.front().pred_us, r.ranked.front().pred_us)).first;
-      same_cache[ck] = same_config(analytical.front().config, r.ranked.front().config);
+      it = cache.emplace(ck, FirstChoice{analytical.front().pred_us, r.ranked.front().pred_us,
+                                         same_config(analytical.front().config, r.ranked.front().config)})
+               .first;
     }
+    const FirstChoice& first = it->second;
     const double meas = std::stod(f[c_meas]), eval_pred = std::stod(f[c_pred]);
     Group& g = groups[f[c_set] + " " + k[1]];
-    g.before.push_back(std::abs(it->second.first - meas) / meas);
-    g.after.push_back(std::abs(it->second.second - meas) / meas);
-    g.vs_eval.push_back(std::abs(it->second.second - eval_pred) / eval_pred);
-    g.log_before.push_back(std::log(it->second.first / meas));
-    g.log_after.push_back(std::log(it->second.second / meas));
-    g.same_first += same_cache[ck];
+    g.before.push_back(std::abs(first.analytical_us - meas) / meas);
+    g.after.push_back(std::abs(first.tuned_us - meas) / meas);
+    g.vs_eval.push_back(std::abs(first.tuned_us - eval_pred) / eval_pred);
+    g.log_before.push_back(std::log(first.analytical_us / meas));
+    g.log_after.push_back(std::log(first.tuned_us / meas));
+    g.same_first += first.same;
   }
   std::cout << "| dataset, dtype | GEMMs | tune's first choice, analytical (before): MAPE / median / p90 (geomean predicted / measured) | "
                "scaled to the learned predictor: MAPE / median / p90 (geomean) | first choice kept | largest difference from the eval's "

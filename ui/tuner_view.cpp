@@ -74,14 +74,15 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
       if (dims.empty() || d != dims.back()) dims.push_back(d);
     }
     // The analytical ranking's latencies scaled at each point of the sweep as at the query (tuner.h
-    // analytical_scale; 1 without the learned predictor).
+    // rank_analytical: its fastest at the learned predictor's latency; 1 without the learned predictor).
     std::vector<double> scale(dims.size(), 1.0);
     if (!with_table && !learned && std::isfinite(t.anchor_us))
       for (std::size_t i = 0; i < dims.size(); ++i) {
         tuner::GemmShape sh = req.shape;
         (r.sweep_dim == 'N' ? sh.N : sh.M) = dims[i];
         const auto ranked = tuner::rank_analytical(req.gpu, sh);
-        if (!ranked.empty()) scale[i] = tuner::analytical_scale(req.predictor.get(), req.gpu, sh, ranked.front().pred_us);
+        const auto library = tuner::library_prediction(req.predictor.get(), req.gpu, sh);
+        if (!ranked.empty() && library) scale[i] = library->pred_us / ranked.front().pred_us;
       }
     for (std::size_t c = 0; c < r.ranked.size() && static_cast<int>(c) < req.sweep_configs; ++c) {
       TunerSweepSeries s;

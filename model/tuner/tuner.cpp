@@ -213,16 +213,6 @@ std::optional<Prediction> library_prediction(const KernelPredictor* predictor, c
   return std::nullopt;
 }
 
-double analytical_scale(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape,
-                        double fastest_analytical_us, double* library_us) {
-  if (library_us) *library_us = NAN;
-  if (!(fastest_analytical_us > 0)) return 1.0;
-  const auto lib = library_prediction(predictor, gpu, shape);
-  if (!lib) return 1.0;
-  if (library_us) *library_us = lib->pred_us;
-  return lib->pred_us / fastest_analytical_us;
-}
-
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
                                           double* library_us) {
   std::vector<RankedConfig> out = rank_analytical(gpu, shape);

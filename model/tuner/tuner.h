@@ -34,7 +34,7 @@ struct RankedConfig {
   std::string variant;
   // An 80% interval of the latency (NaN: none): the table's out-of-sample spread of measured over
   // predicted latency among near-best configurations (GroupTable::interval), or the predictor's
-  // p10..p90 (KernelPredictor), scaled with pred_us where the analytical ranking is (analytical_scale).
+  // p10..p90 (KernelPredictor), scaled with pred_us where the analytical ranking is (rank_analytical).
   double lo_us = NAN, hi_us = NAN;
 };
 
@@ -46,7 +46,7 @@ struct TuneResult {
   std::string ranked_by = "pred_us";
   std::vector<RankedConfig> ranked;
   // "analytical" only: the learned predictor's latency of the GEMM with no tile given (what `perfloom
-  // predict` answers for it) that the ranking's latencies were scaled to (analytical_scale); NaN: not scaled.
+  // predict` answers for it) that the ranking's latencies were scaled to (rank_analytical); NaN: not scaled.
   double anchor_us = NAN;
 };
 
@@ -87,20 +87,16 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
 KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config);
 // One configuration through the analytical model.
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
-// The analytical ranking's latencies are the roofline's over a median efficiency, far off the learned
-// predictor's on a GPU it was trained on (A100 4096^3 bf16: 784 against 564 us, measured 549): the factor
-// that brings the fastest configuration (`fastest_analytical_us`) to the learned predictor's latency of
-// the same GEMM with no tile given (the library's own choice, `perfloom predict`'s answer), so that
-// `perfloom tune` and `perfloom predict` agree on a GPU without a table; the other configurations keep
-// their analytical ratio to it. 1, and `library_us` NaN, where `predictor` is not the learned one or
-// refuses the GEMM (bench/results/tuner_eval.md, *Session 33*).
-double analytical_scale(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape,
-                        double fastest_analytical_us, double* library_us = nullptr);
-// The learned predictor's prediction of the GEMM with no tile given (what analytical_scale scales to);
-// nullopt where `predictor` is not the learned one or refuses it.
+// The learned predictor's prediction of the GEMM with no tile given (the library's own choice,
+// `perfloom predict`'s answer); nullopt where `predictor` is not the learned one or refuses it.
 std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape);
-// rank_analytical's configurations at `shape`, each scaled by analytical_scale; where scaled, each
-// interval is the learned prediction's, relative to its latency.
+// The analytical ranking's latencies are the roofline's over a median efficiency, far off the learned
+// predictor's on a GPU it was trained on (A100 4096^3 bf16: 784 against 564 us, measured 549): rank_analytical's
+// configurations at `shape`, scaled so that the fastest takes library_prediction's latency (`library_us`
+// gets it), so that `perfloom tune` and `perfloom predict` agree on a GPU without a table; the others keep
+// their analytical ratio to it, and each interval is the learned prediction's, relative to its latency.
+// Unscaled, and `library_us` NaN, where there is no library_prediction (bench/results/tuner_eval.md,
+// *Session 33*).
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
                                           double* library_us = nullptr);
 
@@ -112,7 +108,7 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
 bool tile_swept(const std::string& architecture, Dtype dtype);
 // Whether tune_gemm uses the learned predictor for a query when given one: `table` (may be
 // null) has no fit for the dtype's group, so that the predictor ranks the candidates (the architecture
-// was tile-swept) or scales the analytical ranking (analytical_scale). A caller loads the learned
+// was tile-swept) or scales the analytical ranking (rank_analytical). A caller loads the learned
 // models only then.
 bool uses_learned_predictor(const TunerTable* table, Dtype dtype);
 // Sets each configuration's custom_option and variant from the table's variant model (nothing where
@@ -120,7 +116,7 @@ bool uses_learned_predictor(const TunerTable* table, Dtype dtype);
 void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked);
 // The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
 // where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
-// roofline predictor ("analytical"), their latencies scaled by analytical_scale. Throws std::invalid_argument for a non-positive dimension or
+// roofline predictor ("analytical"), their latencies scaled to the learned predictor's (rank_analytical). Throws std::invalid_argument for a non-positive dimension or
 // top_k, UnsupportedKernel when the GPU has no path for the dtype.
 TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
                      const KernelPredictor* predictor = nullptr);

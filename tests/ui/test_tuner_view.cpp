@@ -24,6 +24,17 @@ class TestTunerView : public QObject {
   Q_OBJECT
   GpuDatabase gpus_ = GpuDatabase::builtin();
 
+  // A request ranked with the learned models (GPUs without a tuner table use them).
+  ui::TunerRequest learnedRequest(const char* gpu, int sweep_points) const {
+    ui::TunerRequest req;
+    req.shape = {2048, 8192, 4096, Dtype::bf16};
+    req.gpu = gpus_.get(gpu);
+    req.sweep_points = sweep_points;
+    std::string warning;
+    req.predictor = make_default_predictor(&warning);
+    return req;
+  }
+
   static QHorizontalBarSeries* bars(ui::TunerView& v) {
     return qobject_cast<QHorizontalBarSeries*>(v.barChartView()->chart()->series().value(0));
   }
@@ -57,12 +68,7 @@ class TestTunerView : public QObject {
   }
 
   void aTablelessHopperGpuIsRankedAndSweptByTheLearnedPredictor() {
-    ui::TunerRequest req;
-    req.shape = {2048, 8192, 4096, Dtype::bf16};
-    req.gpu = gpus_.get("h100-pcie");
-    req.sweep_points = 9;
-    std::string warning;
-    req.predictor = make_default_predictor(&warning);
+    const ui::TunerRequest req = learnedRequest("h100-pcie", 9);
     QCOMPARE(QString::fromStdString(req.predictor->name()), QString("xgboost"));
     const ui::TunerViewResult r = ui::compute_tuner(req);
     QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
@@ -81,12 +87,7 @@ class TestTunerView : public QObject {
   }
 
   void aGpuOfAnUnsweptArchitectureIsSweptAtTheLearnedPredictorsLevel() {
-    ui::TunerRequest req;
-    req.shape = {2048, 8192, 4096, Dtype::bf16};
-    req.gpu = gpus_.get("a100-sxm-80gb");
-    req.sweep_points = 15;  // 512, 768, ... 4096: the query's own M among them
-    std::string warning;
-    req.predictor = make_default_predictor(&warning);
+    const ui::TunerRequest req = learnedRequest("a100-sxm-80gb", 15);  // M: 512, 768, ... 4096, the query's 2048 among them
     QCOMPARE(QString::fromStdString(req.predictor->name()), QString("xgboost"));
     const ui::TunerViewResult r = ui::compute_tuner(req);
     QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
