@@ -30,7 +30,7 @@ for s in sorted({k[0] for k in med}):
     by['all'].append(x)
 names = ['first choice, tables before', 'fastest of its 3, before', 'first choice, with the small-M sweeps',
          'fastest of its 3, with', "cuBLASLt's default", "fastest of cuBLASLt's 8"]
-print('| within 3%% of the fastest timed | ' + ' | '.join('%s (%d)' % (k, len(v)) for k, v in by.items()) + ' |')
+print('| within 3% of the fastest timed | ' + ' | '.join('%s (%d)' % (k, len(v)) for k, v in by.items()) + ' |')
 print('|---' * (len(by) + 1) + '|')
 for i, n in enumerate(names):
     print('| %s | ' % n + ' | '.join('%d (%.1f%%)' % (sum(x[i] <= 1.03 * x[6] for x in v), 100 * sum(x[i] <= 1.03 * x[6] for x in v) / len(v))

@@ -1,8 +1,8 @@
 """How often the measured latency of `perfloom tune`'s first three falls inside the 80% range it states.
 
-    python3 bench/results/top3_check/interval.py GPU   (from the source tree, after building perfloom)
+    python3 bench/results/top3_check/interval.py GPU [TIMED.csv.gz]   (from the source tree, after building perfloom)
 
-For every GEMM of bench/results/top3_check/GPU.csv.gz: `perfloom tune --gemm M,N,K --top 3 --json` with the
+For every GEMM of TIMED.csv.gz (default bench/results/top3_check/GPU.csv.gz; its `tune K` rows): `perfloom tune --gemm M,N,K --top 3 --json` with the
 bundled table, each of its three configurations matched by rank to the timed `tune K` rows (median of the
 repetitions), counted inside [lo_us, hi_us], below or above; apart for the shapes in the table's training
 data (its measured shapes: the table's "winners") and the others.
@@ -10,8 +10,9 @@ data (its measured shapes: the table's "winners") and the others.
 import collections, csv, gzip, json, re, statistics, subprocess, sys
 
 gpu = sys.argv[1]
+timed = sys.argv[2] if len(sys.argv) > 2 else 'bench/results/top3_check/%s.csv.gz' % gpu
 lat = collections.defaultdict(list)
-for r in csv.DictReader(l for l in gzip.open('bench/results/top3_check/%s.csv.gz' % gpu, 'rt') if not l.startswith('#')):
+for r in csv.DictReader(l for l in gzip.open(timed, 'rt') if not l.startswith('#')):
     m = re.search(r'plan:(\S+) tune (\d)', r['source'])
     if m:
         lat[(r['dtype'], int(r['M']), int(r['N']), int(r['K']), int(m.group(2)))].append((m.group(1), float(r['latency_us'])))
