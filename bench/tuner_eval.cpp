@@ -2724,6 +2724,77 @@ int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vect
   return 0;
 }
 
+// `--candidate-plan GPU DTYPE OUT.csv M,N,K...`: an experiment on the table path's candidate set (session 34). For
+// each GEMM, the first 3 of three candidate sets, each ordered by the bundled table's chooser, as one timing plan
+// whose reasons name the set: "tune K" (what `perfloom tune` answers: table_candidates with kNearestShapes),
+// "near12 K" (the winners of the 12 nearest measured shapes instead of 4) and "wide K" (tune's candidates plus
+// the 10 best by the latency model's score among every configuration the group's table holds: all buckets,
+// winners and common ones). Timed with `run_plan_on_gpu.sh --plan NAME --heuristic-n 8`, scored by
+// bench/results/candidate_check/score.py.
+int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const std::vector<std::string>& gemms) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  const auto group_it = table ? table->groups.find(tuner::dtype_group(dtype)) : decltype(table->groups.end()){};
+  if (!table || group_it == table->groups.end()) {
+    std::cerr << "perfloom-tuner-eval: no bundled " << tuner::dtype_group(dtype) << " table for " << gpu.id << "\n";
+    return 1;
+  }
+  const tuner::GroupTable& group = group_it->second;
+  std::vector<TileConfig> every;
+  auto add = [&](const TileConfig& c) {
+    for (const auto& o : every)
+      if (same_config(o, c)) return;
+    every.push_back(c);
+  };
+  for (const auto& [key, configs] : group.buckets)
+    for (const auto& c : configs) add(c);
+  for (const auto& w : group.winners)
+    for (const auto& c : w.configs) add(c);
+  for (const auto& c : group.common) add(c);
+  std::vector<tuner::PlanPoint> points;
+  auto take = [&](const tuner::GemmShape& shape, std::vector<TileConfig> candidates, const std::string& label) {
+    auto ranked = tuner::rank_with_table(*table, gpu, shape, candidates, false);
+    if (ranked.size() > 3) ranked.resize(3);
+    tuner::name_variants(*table, gpu, shape, ranked);
+    for (auto& p : tuner::timing_plan(shape, ranked, 3)) {
+      p.why = label + p.why.substr(p.why.find(' '));
+      points.push_back(std::move(p));
+    }
+  };
+  for (const auto& text : gemms) {
+    tuner::GemmShape shape;
+    shape.dtype = dtype;
+    long long m = 0, n = 0, k = 0;
+    if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
+      std::cerr << "perfloom-tuner-eval: --candidate-plan: '" << text << "' is not M,N,K\n";
+      return 1;
+    }
+    shape.M = m;
+    shape.N = n;
+    shape.K = k;
+    const auto base = tuner::table_candidates(group, shape);
+    take(shape, base, "tune");
+    take(shape, tuner::table_candidates(group, shape, 8, 12), "near12");
+    auto scored = tuner::predict_with_table(*table, gpu, shape, every);
+    std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
+    auto wide = base;
+    for (std::size_t i = 0; i < scored.size() && i < 10; ++i) {
+      bool seen = false;
+      for (const auto& c : wide) seen = seen || same_config(c, scored[i].config);
+      if (!seen) wide.push_back(scored[i].config);
+    }
+    take(shape, wide, "wide");
+  }
+  std::ofstream os(out);
+  os << tuner::plan_to_csv(points);
+  if (!os) {
+    std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
+    return 1;
+  }
+  std::cerr << out.string() << ": " << points.size() << " configurations of " << gemms.size() << " GEMMs, " << every.size()
+            << " configurations in the " << tuner::dtype_group(dtype) << " table\n";
+  return 0;
+}
+
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
@@ -2787,6 +2858,14 @@ int main(int argc, char** argv) {
       std::vector<std::string> files;
       while (i + 1 < argc) files.push_back(argv[++i]);
       return score_tables(GpuDatabase::builtin().get(id), sweep, files);
+    } else if (a == "--candidate-plan" && i + 3 < argc) {
+      const std::string id = argv[++i];
+      const auto dtype = parse_dtype(argv[++i]);
+      const fs::path out = argv[++i];
+      std::vector<std::string> gemms;
+      while (i + 1 < argc) gemms.push_back(argv[++i]);
+      if (!dtype) { std::cerr << "perfloom-tuner-eval: --candidate-plan: unknown dtype\n"; return 1; }
+      return candidate_plan(GpuDatabase::builtin().get(id), *dtype, out, gemms);
     } else if (a == "--anchor-check" && i + 2 < argc) {
       const fs::path rows = argv[++i], models = argv[++i];
       return anchor_check(rows, models);

@@ -1,0 +1,54 @@
+"""Score the candidate-set check: `perfloom tune`'s first three from three candidate sets, timed side by side.
+
+    python3 bench/results/candidate_check/score.py bench/results/candidate_check/GPU.csv.gz
+
+The timed plan (perfloom-tuner-eval --candidate-plan) holds, per GEMM, the first three of each candidate set,
+labelled "tune K" (what `perfloom tune` answers), "near12 K" and "wide K", each with its named custom option,
+and cuBLASLt's first 8 heuristic results, each timed 3 times (median). A configuration cuBLASLt refused is
+missing; a shape counts where every set's first choice ran. Within 3% of the fastest of everything timed at
+the shape.
+"""
+import collections, csv, gzip, math, re, statistics, sys
+
+rows = csv.DictReader(l for l in gzip.open(sys.argv[1], 'rt') if not l.startswith('#'))
+lat = collections.defaultdict(list)
+for r in rows:
+    shape = (r['dtype'], int(r['M']), int(r['N']), int(r['K']))
+    m = re.search(r'^plan:\S+ (\w+) (\d)', r['source'])
+    key = (m.group(1), int(m.group(2))) if m else ('heuristic', int(r['heuristic_rank']))
+    lat[(shape, key)].append(float(r['latency_us']))
+med = collections.defaultdict(dict)
+for (shape, key), v in lat.items():
+    med[shape][key] = statistics.median(v)
+sets = ['tune', 'near12', 'wide']
+by = collections.defaultdict(list)
+refused = collections.Counter()
+for shape, m in sorted(med.items()):
+    for s in sets:
+        refused[s] += (s, 1) not in m
+    if any((s, 1) not in m for s in sets) or ('heuristic', 1) not in m:
+        continue
+    best = min(m.values())
+    x = {s: m[(s, 1)] for s in sets}
+    x.update({s + '3': min(v for (k, i), v in m.items() if k == s) for s in sets})
+    x['default'] = m[('heuristic', 1)]
+    x['heur8'] = min(v for (k, i), v in m.items() if k == 'heuristic')
+    x['best'] = best
+    by[shape[0]].append(x)
+    by['all'].append(x)
+    by['M<=96' if shape[1] <= 96 else 'M>96'].append(x)
+names = [('tune', "first choice: `perfloom tune` (4 nearest shapes)"), ('near12', 'first choice: 12 nearest shapes'),
+         ('wide', "first choice: + the model's 10 best of the whole table"), ('tune3', 'fastest of the first 3: tune'),
+         ('near123', 'fastest of the first 3: near12'), ('wide3', 'fastest of the first 3: wide'),
+         ('default', "cuBLASLt's default"), ('heur8', "fastest of cuBLASLt's 8")]
+cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'all') if k in by]
+print('| within 3% of the fastest timed | ' + ' | '.join('%s (%d)' % (k, len(by[k])) for k in cols) + ' |')
+print('|---' * (len(cols) + 1) + '|')
+for key, name in names:
+    print('| %s | ' % name + ' | '.join('%d (%.1f%%)' % (sum(x[key] <= 1.03 * x['best'] for x in by[k]),
+                                                         100 * sum(x[key] <= 1.03 * x['best'] for x in by[k]) / len(by[k]))
+                                      for k in cols) + ' |')
+v = by['all']
+gm = lambda key: math.exp(sum(math.log(x['default'] / x[key]) for x in v) / len(v))
+print('speedup over the default (geomean): ' + ', '.join('%s %.3f' % (k, gm(k)) for k in ('tune', 'near12', 'wide', 'tune3', 'near123', 'wide3')))
+print('first choices refused by cuBLASLt (shapes left out): ' + ', '.join('%s %d' % (s, refused[s]) for s in sets))
