@@ -2724,13 +2724,13 @@ int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vect
   return 0;
 }
 
-// `--candidate-plan GPU DTYPE OUT.csv M,N,K...`: an experiment on the table path's candidate set (session 34). For
+// `--candidate-plan GPU DTYPE OUT.csv M,N,K...`: the experiment on the table path's candidate set of session 34. For
 // each GEMM, the first 3 of three candidate sets, each ordered by the bundled table's chooser, as one timing plan
-// whose reasons name the set: "tune K" (what `perfloom tune` answers: table_candidates with kNearestShapes),
-// "near12 K" (the winners of the 12 nearest measured shapes instead of 4) and "wide K" (tune's candidates plus
-// the 10 best by the latency model's score among every configuration the group's table holds: all buckets,
-// winners and common ones). Timed with `run_plan_on_gpu.sh --plan NAME --heuristic-n 8`, scored by
-// bench/results/candidate_check/score.py.
+// whose reasons name the set: "tune K" (what `perfloom tune` answered before session 34: table_candidates with
+// kNearestShapes), "near12 K" (the winners of the 12 nearest measured shapes instead of 4) and "wide K"
+// (query_candidates: tune's candidates plus the kModelBest the latency model scores best among every configuration
+// of the group's table; what `perfloom tune` answers since). Timed with `run_plan_on_gpu.sh --plan NAME
+// --heuristic-n 8`, scored by bench/results/candidate_check/score.py.
 int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const std::vector<std::string>& gemms) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   const auto group_it = table ? table->groups.find(tuner::dtype_group(dtype)) : decltype(table->groups.end()){};
@@ -2739,19 +2739,8 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     return 1;
   }
   const tuner::GroupTable& group = group_it->second;
-  std::vector<TileConfig> every;
-  auto add = [&](const TileConfig& c) {
-    for (const auto& o : every)
-      if (same_config(o, c)) return;
-    every.push_back(c);
-  };
-  for (const auto& [key, configs] : group.buckets)
-    for (const auto& c : configs) add(c);
-  for (const auto& w : group.winners)
-    for (const auto& c : w.configs) add(c);
-  for (const auto& c : group.common) add(c);
   std::vector<tuner::PlanPoint> points;
-  auto take = [&](const tuner::GemmShape& shape, std::vector<TileConfig> candidates, const std::string& label) {
+  auto take = [&](const tuner::GemmShape& shape, const std::vector<TileConfig>& candidates, const std::string& label) {
     auto ranked = tuner::rank_with_table(*table, gpu, shape, candidates, false);
     if (ranked.size() > 3) ranked.resize(3);
     tuner::name_variants(*table, gpu, shape, ranked);
@@ -2771,18 +2760,9 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     shape.M = m;
     shape.N = n;
     shape.K = k;
-    const auto base = tuner::table_candidates(group, shape);
-    take(shape, base, "tune");
+    take(shape, tuner::table_candidates(group, shape), "tune");
     take(shape, tuner::table_candidates(group, shape, 8, 12), "near12");
-    auto scored = tuner::predict_with_table(*table, gpu, shape, every);
-    std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
-    auto wide = base;
-    for (std::size_t i = 0; i < scored.size() && i < 10; ++i) {
-      bool seen = false;
-      for (const auto& c : wide) seen = seen || same_config(c, scored[i].config);
-      if (!seen) wide.push_back(scored[i].config);
-    }
-    take(shape, wide, "wide");
+    take(shape, tuner::query_candidates(*table, gpu, shape), "wide");
   }
   std::ofstream os(out);
   os << tuner::plan_to_csv(points);
@@ -2790,8 +2770,57 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
     return 1;
   }
-  std::cerr << out.string() << ": " << points.size() << " configurations of " << gemms.size() << " GEMMs, " << every.size()
+  std::cerr << out.string() << ": " << points.size() << " configurations of " << gemms.size() << " GEMMs, " << group.catalogue.size()
             << " configurations in the " << tuner::dtype_group(dtype) << " table\n";
+  return 0;
+}
+
+// `--prefilter-check GPU DTYPE P M,N,K...`: query_candidates' kModelBest from the whole catalogue through the learned
+// residual (prefilter 0) against the same with only the wave model's best P going through it: how often the chooser's
+// first choice and first 3 agree, and the time per query of each and of table_candidates alone (median over the
+// GEMMs of 20 repetitions).
+int prefilter_check(const GpuSpec& gpu, Dtype dtype, std::size_t prefilter, const std::vector<std::string>& gemms) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  if (!table || !table->groups.count(tuner::dtype_group(dtype))) return 1;
+  const tuner::GroupTable& group = table->groups.at(tuner::dtype_group(dtype));
+  std::size_t first = 0, three = 0, shapes = 0, sink = 0;
+  std::vector<double> us_before, us_full, us_pre;
+  for (const auto& text : gemms) {
+    long long m = 0, n = 0, k = 0;
+    if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3) return 1;
+    tuner::GemmShape shape;
+    shape.dtype = dtype;
+    shape.M = m;
+    shape.N = n;
+    shape.K = k;
+    auto answer = [&](std::size_t p) {  // p = SIZE_MAX: table_candidates alone (before session 34)
+      auto c = tuner::table_candidates(group, shape);
+      if (p != SIZE_MAX)
+        for (const TileConfig& b : tuner::model_best(*table, gpu, shape, tuner::kModelBest, p))
+        if (std::none_of(c.begin(), c.end(), [&](const TileConfig& o) { return same_config(o, b); })) c.push_back(b);
+      auto r = tuner::rank_with_table(*table, gpu, shape, c, false);
+      if (r.size() > 3) r.resize(3);
+      return r;
+    };
+    auto timed = [&](std::size_t p) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 20; ++i) sink += answer(p).size();
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 20;
+    };
+    const auto full = answer(0), pre = answer(prefilter);
+    ++shapes;
+    first += same_config(full.front().config, pre.front().config);
+    bool all = full.size() == pre.size();
+    for (std::size_t i = 0; all && i < full.size(); ++i) all = same_config(full[i].config, pre[i].config);
+    three += all;
+    us_before.push_back(timed(SIZE_MAX));
+    us_full.push_back(timed(0));
+    us_pre.push_back(timed(prefilter));
+  }
+  std::cout << gpu.id << " " << dtype_name(dtype) << " prefilter " << prefilter << ": first choice the same on " << first << " of " << shapes
+            << ", first 3 the same on " << three << "; per query " << num(quantile(us_before, 0.5), 0)
+            << " us before session 34, " << num(quantile(us_full, 0.5), 0) << " us (whole catalogue, "
+            << group.catalogue.size() << " configurations) -> " << num(quantile(us_pre, 0.5), 0) << " us" << (sink ? "" : " ") << "\n";
   return 0;
 }
 
@@ -2866,6 +2895,14 @@ int main(int argc, char** argv) {
       while (i + 1 < argc) gemms.push_back(argv[++i]);
       if (!dtype) { std::cerr << "perfloom-tuner-eval: --candidate-plan: unknown dtype\n"; return 1; }
       return candidate_plan(GpuDatabase::builtin().get(id), *dtype, out, gemms);
+    } else if (a == "--prefilter-check" && i + 3 < argc) {
+      const std::string id = argv[++i];
+      const auto dtype = parse_dtype(argv[++i]);
+      const std::size_t p = static_cast<std::size_t>(std::atoi(argv[++i]));
+      std::vector<std::string> gemms;
+      while (i + 1 < argc) gemms.push_back(argv[++i]);
+      if (!dtype) return 1;
+      return prefilter_check(GpuDatabase::builtin().get(id), *dtype, p, gemms);
     } else if (a == "--anchor-check" && i + 2 < argc) {
       const fs::path rows = argv[++i], models = argv[++i];
       return anchor_check(rows, models);

@@ -39,8 +39,9 @@ void sort_by_score(std::vector<RankedConfig>& v) {
 }
 
 // Every configuration predicted (the learned residual batched over them), in the order given.
+// Each configuration's latency and score; also the chooser's score where `choose` and the table has one.
 std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
-                                   const GemmShape& shape, const std::vector<TileConfig>& configs) {
+                                   const GemmShape& shape, const std::vector<TileConfig>& configs, bool choose = true) {
   std::vector<RankedConfig> out(configs.size());
   std::vector<WaveFeatures> feats;
   feats.reserve(configs.size());
@@ -62,7 +63,7 @@ std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& gr
       r.hi_us = r.pred_us * std::exp(group.interval.hi_log);
     }
   }
-  if (table.ranker.booster && out.size() > 1) {  // one batched call of the chooser's trees
+  if (choose && table.ranker.booster && out.size() > 1) {  // one batched call of the chooser's trees
     std::vector<double> pred(out.size()), score(out.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
       pred[i] = out[i].pred_us;
@@ -149,6 +150,47 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
   for (const auto& [d, w] : nearest_winners(group, shape, nearest))
     for (const auto& c : w->configs) add(c);
   for (const auto& c : group.common) add(c);
+  return out;
+}
+
+std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::size_t n,
+                                   std::size_t prefilter) {
+  const GroupTable& group = group_for(table, shape);
+  const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+  const std::vector<TileConfig>* configs = &group.catalogue;
+  std::vector<TileConfig> shortlist;
+  if (prefilter > 0 && prefilter < group.catalogue.size()) {
+    // The wave model's score without the learned residual (dot products), then the residual's trees on the best.
+    std::vector<std::pair<double, std::size_t>> linear(group.catalogue.size());
+    for (std::size_t i = 0; i < group.catalogue.size(); ++i) {
+      const TileConfig& c = group.catalogue[i];
+      int samples = 0;
+      const double us = group_latency(group, shape, c, wave_features(shape, c, hw, concurrent_ctas(c, shape.dtype, hw, table.slots_by_cluster)),
+                                      &samples);
+      linear[i] = {us * (1.0 + table.support_penalty / std::sqrt(1.0 + samples)), i};
+    }
+    std::partial_sort(linear.begin(), linear.begin() + static_cast<std::ptrdiff_t>(prefilter), linear.end());
+    shortlist.reserve(prefilter);
+    for (std::size_t i = 0; i < prefilter; ++i) shortlist.push_back(group.catalogue[linear[i].second]);
+    configs = &shortlist;
+  }
+  std::vector<RankedConfig> scored = evaluate(table, group, hw, shape, *configs, false);
+  n = std::min(n, scored.size());
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(n), scored.end(),
+                    [](const RankedConfig& a, const RankedConfig& b) { return a.score < b.score || (a.score == b.score && a.index < b.index); });
+  std::vector<TileConfig> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(scored[i].config);
+  return out;
+}
+
+std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape) {
+  const auto it = table.groups.find(dtype_group(shape.dtype));
+  if (it == table.groups.end()) return {};
+  std::vector<TileConfig> out = table_candidates(it->second, shape);
+  if (out.empty()) return out;
+  for (const TileConfig& c : model_best(table, gpu, shape, kModelBest, kModelPrefilter))
+    if (std::none_of(out.begin(), out.end(), [&](const TileConfig& o) { return same_config(o, c); })) out.push_back(c);
   return out;
 }
 
@@ -310,7 +352,7 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     if (auto it = table->groups.find(dtype_group(shape.dtype)); it != table->groups.end()) group = &it->second;
   }
   std::vector<TileConfig> candidates;
-  if (group) candidates = table_candidates(*group, shape);
+  if (group) candidates = query_candidates(*table, gpu, shape);
   if (!candidates.empty()) {
     r.method = "wave-table";
     r.note = "wave model fitted on " + std::to_string(group->shapes) + " measured " + dtype_group(shape.dtype) +

@@ -72,6 +72,22 @@ std::vector<std::pair<double, const ShapeWinners*>> nearest_winners(const GroupT
                                                                     std::size_t n);
 std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShape& shape, std::size_t want = 8,
                                          std::size_t nearest = kNearestShapes);
+// The `n` configurations of the group's whole catalogue (GroupTable::catalogue) that the latency model
+// (wave model, learned residual and support penalty: RankedConfig::score, not the chooser) scores best
+// at `shape`, best first.
+// `prefilter` > 0: only the `prefilter` best by the wave model without its learned residual (dot products)
+// go through the residual's trees, which keeps a query under a millisecond (kModelPrefilter).
+std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::size_t n,
+                                   std::size_t prefilter);
+// What a query ranks: table_candidates plus the kModelBest of model_best, for shapes far from every
+// measured one, whose nearest shapes' winners miss the good tiles. Timed on new H100 / H200 leases at 128
+// GEMMs none of whose (N, K) pairs was measured, against table_candidates alone: the first choice within
+// 3% of the fastest timed on 55.2 -> 72.0% / 66.1 -> 70.1% of them, the fastest of the first 3 on 75.2 ->
+// 86.4% / 74.0 -> 90.6% (bench/results/candidate_check, tuner_eval.md *Session 34*). Empty where the
+// group has no table candidates.
+inline constexpr std::size_t kModelBest = 10;
+inline constexpr std::size_t kModelPrefilter = 60;
+std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape);
 
 // The analytical model's candidate tiles (with split-K where the output leaves SMs idle), each
 // predicted by the roofline predictor with the tile set, best first.

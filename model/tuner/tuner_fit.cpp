@@ -221,6 +221,7 @@ void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const F
   for (auto& [ck, sc] : wins) w.push_back(sc);
   std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (std::size_t i = 0; i < w.size() && static_cast<int>(i) < opt.common_count; ++i) g.common.push_back(w[i].second);
+  index_catalogue(g);
 }
 
 }  // namespace

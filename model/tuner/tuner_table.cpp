@@ -7,6 +7,7 @@
 #include <cmath>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <variant>
 
@@ -20,6 +21,22 @@ std::vector<std::pair<std::string_view, std::string_view>> tuner_files();  // ge
 }
 
 namespace perfloom::tuner {
+
+void index_catalogue(GroupTable& group) {
+  group.catalogue.clear();
+  std::set<ConfigKey> seen;
+  auto add = [&](const TileConfig& c) {
+    if (!seen.insert(config_key(c)).second) return;
+    TileConfig t = c;
+    t.stages = 0;
+    group.catalogue.push_back(t);
+  };
+  for (const auto& [key, configs] : group.buckets)
+    for (const auto& c : configs) add(c);
+  for (const auto& w : group.winners)
+    for (const auto& c : w.configs) add(c);
+  for (const auto& c : group.common) add(c);
+}
 
 using nlohmann::json;
 
@@ -526,6 +543,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
         gt.config_factor[config_key(t)] = c.value().get<double>();
       }
     }
+    index_catalogue(gt);
     t.groups.emplace(g.key(), std::move(gt));
   }
   if (auto it = j.find("ranker"); it != j.end()) {

@@ -75,6 +75,10 @@ struct GroupTable {
   std::map<BucketKey, std::vector<TileConfig>> buckets;  // best first
   std::vector<TileConfig> common;        // configurations that won most often in the group
   std::vector<ShapeWinners> winners;     // per measured shape (JSON "winners"; tables before session 10 have none)
+  // Every distinct configuration (tile, split-K, cluster) of buckets, winners and common, in that order:
+  // what a query's latency model may pick from beyond the nearest shapes' candidates (tuner.h
+  // query_candidates). Derived, not in the JSON: index_catalogue builds it after a parse or a fit.
+  std::vector<TileConfig> catalogue;
   // Residual correction in log space (wave_model.h residual_features); all zero: none.
   std::array<double, kResidualCount> residual{};
   // Per exact configuration a shrunk multiplicative factor (JSON keys: config_key_string).
@@ -92,6 +96,9 @@ struct GroupTable {
     int rows = 0;
   } interval;
 };
+
+// Fills group.catalogue from its buckets, winners and common configurations (stages cleared).
+void index_catalogue(GroupTable& group);
 
 // The chooser (tuner_fit.h FitOptions::ranker_rounds): gradient-boosted trees trained with one of
 // XGBoost's learning-to-rank objectives, one query group per exhaustively measured training shape,

@@ -603,6 +603,57 @@ TEST(TunerLookup, TheNearestMeasuredShapesLendTheirWinners) {
   EXPECT_EQ(fitted.groups.at("16bit").winners[0].configs.size(), 2u);
 }
 
+TEST(TunerLookup, TheLatencyModelsBestOfTheWholeTableJoinTheCandidates) {
+  // The bucket and the 4 nearest measured shapes offer only a (cost 20); a far shape won with c (9)
+  // and d (1): table_candidates misses both, the whole catalogue has them, and query_candidates adds
+  // the model's best of it, so that the query answers d.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TileConfig a = tile(128, 128, 64), c = tile(64, 64, 64), d = tile(256, 128, 64);
+  TileConfig d_staged = d;
+  d_staged.stages = 4;
+  TunerTable t = constant_table({{a, 20}, {c, 9}, {d, 1}}, {a}, bucket_of(1024, 1024, 1024));
+  GroupTable& g = t.groups["16bit"];
+  g.winners = {{1000, 1000, 1000, {a}}, {1100, 1000, 1000, {a}}, {1000, 1100, 1000, {a}}, {1000, 1000, 1100, {a}},
+               {1100, 1100, 1100, {a}}, {8192, 8192, 8192, {c, d_staged}}};
+  const GemmShape shape{1024, 1024, 1024, Dtype::bf16};
+  EXPECT_EQ(table_candidates(g, shape), (std::vector<TileConfig>{a}));
+  // A table built by hand has no catalogue until index_catalogue: the candidates stay the table's.
+  EXPECT_TRUE(g.catalogue.empty());
+  EXPECT_EQ(tune_gemm(shape, h100, 1, &t).ranked[0].config, a);
+  index_catalogue(g);
+  const TileConfig d_unstaged = d;
+  // Buckets, then winners, then common; each configuration once, its stages cleared.
+  EXPECT_EQ(g.catalogue, (std::vector<TileConfig>{a, c, d_unstaged}));
+  EXPECT_EQ(model_best(t, h100, shape, 2, 0), (std::vector<TileConfig>{d_unstaged, c}));
+  EXPECT_EQ(model_best(t, h100, shape, 5, 0).size(), 3u);  // at most the catalogue
+  EXPECT_EQ(model_best(t, h100, shape, 1, 2), (std::vector<TileConfig>{d_unstaged}));  // the wave model's best 2, then 1
+  const auto cands = query_candidates(t, h100, shape);
+  ASSERT_EQ(cands.size(), 3u);
+  EXPECT_EQ(cands[0], a);  // the table's own first
+  const TuneResult r = tune_gemm(shape, h100, 3, &t);
+  EXPECT_EQ(r.ranked[0].config, d_unstaged);
+  EXPECT_EQ(r.ranked[1].config, c);
+  // A parsed table builds its catalogue; a fit does too.
+  const TunerTable back = parse_tuner_table(tuner_table_to_json(t), "c.json");
+  EXPECT_EQ(back.groups.at("16bit").catalogue, g.catalogue);
+  EXPECT_EQ(tune_gemm(shape, h100, 1, &back).ranked[0].config, d_unstaged);
+  std::vector<TunerSample> samples;
+  for (const auto& [cfg, us] : std::vector<std::pair<TileConfig, double>>{{a, 12}, {c, 10}, {d_staged, 30}}) {
+    TunerSample s;
+    s.shape = {512, 2048, 1024, Dtype::bf16};
+    s.config = cfg;
+    s.latency_us = us;
+    samples.push_back(s);
+  }
+  FitOptions opt;
+  opt.learned_rounds = 0;
+  opt.ranker_rounds = 0;
+  const TunerTable fitted = fit_tuner_table(samples, h100, opt);
+  EXPECT_FALSE(fitted.groups.at("16bit").catalogue.empty());
+  // A group without a fit for the dtype: no candidates.
+  EXPECT_TRUE(query_candidates(t, h100, {1024, 1024, 1024, Dtype::fp8e4m3}).empty());
+}
+
 TEST(TunerLookup, SupportPenaltyBreaksNearTiesTowardWellMeasuredClasses) {
   const GpuSpec& h100 = db().get("h100-sxm");
   const TileConfig a = tile(128, 128, 64), b = tile(64, 64, 64);
