@@ -79,12 +79,12 @@ std::vector<TileConfig> table_candidates(const GroupTable& group, const GemmShap
 // go through the residual's trees, which keeps a query under a millisecond (kModelPrefilter).
 std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::size_t n,
                                    std::size_t prefilter);
-// What a query ranks: table_candidates plus the kModelBest of model_best, for shapes far from every
-// measured one, whose nearest shapes' winners miss the good tiles. Timed on new H100 / H200 leases at 128
-// GEMMs none of whose (N, K) pairs was measured, against table_candidates alone: the first choice within
-// 3% of the fastest timed on 55.2 -> 72.0% / 66.1 -> 70.1% of them, the fastest of the first 3 on 75.2 ->
-// 86.4% / 74.0 -> 90.6% (bench/results/candidate_check, tuner_eval.md *Session 34*). Empty where the
-// group has no table candidates.
+// What a query ranks: table_candidates plus the kModelBest of model_best: the nearest shapes' winners
+// often miss a GEMM's best tile, which the latency model finds in the whole table. Timed against
+// table_candidates alone on three rounds of new H100 / H200 leases (496 / 503 GEMMs, mostly unmeasured
+// shapes): the first choice within 3% of the fastest timed on 60.7 -> 68.3% / 61.2 -> 71.2% of them, the
+// fastest of the first 3 on 74.6 -> 89.1% / 71.4 -> 92.2%; ~0.6-0.9 ms per query instead of ~0.15-0.18
+// (bench/results/candidate_check, tuner_eval.md *Session 34*). Empty where the group has no table candidates.
 inline constexpr std::size_t kModelBest = 10;
 inline constexpr std::size_t kModelPrefilter = 60;
 std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape);
