@@ -10,7 +10,8 @@
 //     exhaustive set) and the first one's measured latency is compared with the exhaustive best
 //     (all rows, every algorithm) and with cuBLASLt's default (heuristic_rank 1);
 //   - table path: what `perfloom tune` does, candidates from the shape buckets and the nearest
-//     measured shapes' winners (tuner.h table_candidates); it can only be
+//     measured shapes' winners and, since session 34, the latency model's best of the whole table
+//     (tuner.h query_candidates); it can only be
 //     scored where the sweep measured the candidate at that shape (coverage is reported);
 //   - baselines: cuBLASLt's default, the analytical GEMM model ranking the same measured set.
 // Also: latency error per configuration (MAPE), decision time per query against the time the
@@ -836,7 +837,10 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
 
       // The table path, as `perfloom tune` runs it.
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
-      const auto cands = tuner::table_candidates(group, shape, 8, g_nearest_shapes);
+      auto cands = tuner::table_candidates(group, shape, 8, g_nearest_shapes);
+      if (!cands.empty())  // query_candidates: the latency model's best of the whole table too (session 34)
+        for (const TileConfig& c : tuner::model_best(table, gpu, shape, tuner::kModelBest, tuner::kModelPrefilter))
+          if (std::none_of(cands.begin(), cands.end(), [&](const TileConfig& o) { return same_config(o, c); })) cands.push_back(c);
       rep.candidates_per_query.push_back(static_cast<double>(cands.size()));
       const auto table_ranked = tuner::rank_with_table(table, gpu, shape, cands, false);
       double pick = NAN;

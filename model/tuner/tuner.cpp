@@ -38,8 +38,13 @@ void sort_by_score(std::vector<RankedConfig>& v) {
   std::stable_sort(v.begin(), v.end(), [](const RankedConfig& a, const RankedConfig& b) { return a.score < b.score; });
 }
 
-// Every configuration predicted (the learned residual batched over them), in the order given.
-// Each configuration's latency and score; also the chooser's score where `choose` and the table has one.
+// The ranking score: a latency raised for configuration classes the fit saw little of.
+double support_score(const TunerTable& table, double us, int class_samples) {
+  return us * (1.0 + table.support_penalty / std::sqrt(1.0 + class_samples));
+}
+
+// Every configuration predicted (the learned residual batched over them), in the order given: its latency
+// and score, and the chooser's score where `choose` and the table has a chooser.
 std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
                                    const GemmShape& shape, const std::vector<TileConfig>& configs, bool choose = true) {
   std::vector<RankedConfig> out(configs.size());
@@ -57,7 +62,7 @@ std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& gr
     RankedConfig& r = out[i];
     r.index = i;
     r.pred_us = std::max(1.0, r.pred_us * learned[i]);
-    r.score = r.pred_us * (1.0 + table.support_penalty / std::sqrt(1.0 + r.class_samples));
+    r.score = support_score(table, r.pred_us, r.class_samples);
     if (group.interval.rows > 0) {
       r.lo_us = r.pred_us * std::exp(group.interval.lo_log);
       r.hi_us = r.pred_us * std::exp(group.interval.hi_log);
@@ -167,7 +172,7 @@ std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, 
       int samples = 0;
       const double us = group_latency(group, shape, c, wave_features(shape, c, hw, concurrent_ctas(c, shape.dtype, hw, table.slots_by_cluster)),
                                       &samples);
-      linear[i] = {us * (1.0 + table.support_penalty / std::sqrt(1.0 + samples)), i};
+      linear[i] = {support_score(table, us, samples), i};
     }
     std::partial_sort(linear.begin(), linear.begin() + static_cast<std::ptrdiff_t>(prefilter), linear.end());
     shortlist.reserve(prefilter);

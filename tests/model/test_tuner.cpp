@@ -65,6 +65,27 @@ TunerTable constant_table(const std::vector<std::pair<TileConfig, double>>& clas
   return t;
 }
 
+// Measurements of one shape (512 x 2048 x 1024 bf16), one per configuration.
+std::vector<TunerSample> one_shape_samples(const std::vector<std::pair<TileConfig, double>>& latencies) {
+  std::vector<TunerSample> out;
+  for (const auto& [cfg, us] : latencies) {
+    TunerSample s;
+    s.shape = {512, 2048, 1024, Dtype::bf16};
+    s.config = cfg;
+    s.latency_us = us;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// A fit without the learned residual and the chooser (the linear parts and table 1 only).
+FitOptions without_trees() {
+  FitOptions opt;
+  opt.learned_rounds = 0;
+  opt.ranker_rounds = 0;
+  return opt;
+}
+
 // A table's JSON with one feature name (quoted, as the file has it) renamed must be refused, and
 // the error must name `field`: a model trained on other features is not used.
 void expect_refused_with_renamed_feature(const TunerTable& t, const std::string& from, const std::string& to,
@@ -583,17 +604,8 @@ TEST(TunerLookup, TheNearestMeasuredShapesLendTheirWinners) {
     }
   }
   // A fit records every measured shape with its fastest configurations, best first.
-  std::vector<TunerSample> samples;
-  for (const auto& [cfg, us] : std::vector<std::pair<TileConfig, double>>{{a, 12}, {b, 10}, {c, 10.5}, {d, 30}}) {
-    TunerSample s;
-    s.shape = {512, 2048, 1024, Dtype::bf16};
-    s.config = cfg;
-    s.latency_us = us;
-    samples.push_back(s);
-  }
-  FitOptions opt;
-  opt.learned_rounds = 0;
-  opt.ranker_rounds = 0;
+  const std::vector<TunerSample> samples = one_shape_samples({{a, 12}, {b, 10}, {c, 10.5}, {d, 30}});
+  const FitOptions opt = without_trees();
   TunerTable fitted = fit_tuner_table(samples, h100, opt);
   ASSERT_EQ(fitted.groups.at("16bit").winners.size(), 1u);
   EXPECT_EQ(fitted.groups.at("16bit").winners[0].configs, (std::vector<TileConfig>{b, c}));  // a is 20% slower, d 3x
@@ -637,18 +649,7 @@ TEST(TunerLookup, TheLatencyModelsBestOfTheWholeTableJoinTheCandidates) {
   const TunerTable back = parse_tuner_table(tuner_table_to_json(t), "c.json");
   EXPECT_EQ(back.groups.at("16bit").catalogue, g.catalogue);
   EXPECT_EQ(tune_gemm(shape, h100, 1, &back).ranked[0].config, d_unstaged);
-  std::vector<TunerSample> samples;
-  for (const auto& [cfg, us] : std::vector<std::pair<TileConfig, double>>{{a, 12}, {c, 10}, {d_staged, 30}}) {
-    TunerSample s;
-    s.shape = {512, 2048, 1024, Dtype::bf16};
-    s.config = cfg;
-    s.latency_us = us;
-    samples.push_back(s);
-  }
-  FitOptions opt;
-  opt.learned_rounds = 0;
-  opt.ranker_rounds = 0;
-  const TunerTable fitted = fit_tuner_table(samples, h100, opt);
+  const TunerTable fitted = fit_tuner_table(one_shape_samples({{a, 12}, {c, 10}, {d_staged, 30}}), h100, without_trees());
   EXPECT_FALSE(fitted.groups.at("16bit").catalogue.empty());
   // A group without a fit for the dtype: no candidates.
   EXPECT_TRUE(query_candidates(t, h100, {1024, 1024, 1024, Dtype::fp8e4m3}).empty());
