@@ -361,7 +361,9 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
   if (!candidates.empty()) {
     r.method = "wave-table";
     r.note = "wave model fitted on " + std::to_string(group->shapes) + " measured " + dtype_group(shape.dtype) +
-             " shapes (" + (table->label.empty() ? table->gpu_id : table->label) + ")";
+             " shapes (" + (table->label.empty() ? table->gpu_id : table->label) + "); candidates: the nearest measured shapes' " +
+             "winners and the model's " + std::to_string(kModelBest) + " best of the table's " + std::to_string(group->catalogue.size()) +
+             " configurations";
     r.ranked = rank_with_table(*table, gpu, shape, candidates, false);
     if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);

@@ -29,6 +29,9 @@ TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
   auto r = runPerfloom("tune --gemm 4096,4096,4096 --dtype bf16 --gpu h100-sxm --top 8 " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("method: wave-table"), std::string::npos) << r.out;
+  // Where the candidates came from: the nearest measured shapes and the latency model's best of the whole table.
+  EXPECT_NE(r.out.find("candidates: the nearest measured shapes' winners and the model's 10 best of the table's"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("pred_us"), std::string::npos);
   EXPECT_NE(r.out.find("waves"), std::string::npos);
   EXPECT_NE(r.out.find("% full"), std::string::npos) << r.out;
