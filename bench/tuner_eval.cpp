@@ -2828,6 +2828,45 @@ int prefilter_check(const GpuSpec& gpu, Dtype dtype, std::size_t prefilter, cons
   return 0;
 }
 
+// `--wide-picks-plan GPU OUT.csv [EVERY]`: a measured-choice round for session 34's candidates: at every EVERY-th
+// exhaustive shape (tiles.csv and tiles_more/, default every one) the 3 configurations the bundled table's latency model
+// scores best among its whole catalogue (model_best) that the sweep did not measure there, each with the option the
+// variant model names, as a timing plan tagged "table K" (bench/tuner_sweep.h read_picks learns such rows as the
+// table path's measured choices: perfloom-tuner-fit's picks).
+int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out, int every) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  if (!table) return 1;
+  const bench::Sweep sweep = bench::read_exhaustive(dir, true);
+  std::map<ShapeKey, std::vector<const bench::SweepRow*>> shapes;
+  for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)].push_back(&r);
+  std::vector<tuner::PlanPoint> points;
+  int index = 0;
+  for (const auto& [k, rows] : shapes) {
+    if (index++ % std::max(1, every) != 0) continue;
+    const tuner::GemmShape& shape = rows.front()->sample.shape;
+    if (!table->groups.count(tuner::dtype_group(shape.dtype))) continue;
+    std::vector<tuner::RankedConfig> fresh;
+    for (const TileConfig& c : tuner::model_best(*table, gpu, shape, 12, tuner::kModelPrefilter)) {
+      bool swept = false;
+      for (const auto* r : rows) swept = swept || (r->modelled && same_config(r->sample.config, c));
+      if (swept) continue;
+      tuner::RankedConfig rc = tuner::evaluate_with_table(*table, gpu, shape, c);
+      fresh.push_back(rc);
+      if (fresh.size() == 3) break;
+    }
+    tuner::name_variants(*table, gpu, shape, fresh);
+    for (auto& p : tuner::timing_plan(shape, fresh, 3)) {
+      p.why = "table" + p.why.substr(p.why.find(' '));
+      points.push_back(std::move(p));
+    }
+  }
+  std::ofstream os(out);
+  os << tuner::plan_to_csv(points);
+  std::cerr << out.string() << ": " << points.size() << " configurations at " << (index + std::max(1, every) - 1) / std::max(1, every)
+            << " exhaustive shapes\n";
+  return os ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
@@ -2907,6 +2946,11 @@ int main(int argc, char** argv) {
       while (i + 1 < argc) gemms.push_back(argv[++i]);
       if (!dtype) return 1;
       return prefilter_check(GpuDatabase::builtin().get(id), *dtype, p, gemms);
+    } else if (a == "--wide-picks-plan" && i + 2 < argc) {
+      const std::string id = argv[++i];
+      const fs::path out = argv[++i];
+      const int every = i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])) ? std::atoi(argv[++i]) : 1;
+      return wide_picks_plan(GpuDatabase::builtin().get(id), data / id, out, every);
     } else if (a == "--anchor-check" && i + 2 < argc) {
       const fs::path rows = argv[++i], models = argv[++i];
       return anchor_check(rows, models);

@@ -3,7 +3,8 @@
     python3 bench/results/candidate_check/score.py bench/results/candidate_check/GPU.csv.gz
 
 The timed plan (perfloom-tuner-eval --candidate-plan) holds, per GEMM, the first three of each candidate set,
-labelled "tune K" (what `perfloom tune` answers), "near12 K" and "wide K", each with its named custom option,
+labelled "tune K" (what `perfloom tune` answered before session 34), "near12 K" and "wide K" (or, for the refit
+check, "old K" and "refit K": `perfloom tune --plan` with two tables), each with its named custom option,
 and cuBLASLt's first 8 heuristic results, each timed 3 times (median). A configuration cuBLASLt refused is
 missing; a shape counts where every set's first choice ran. Within 3% of the fastest of everything timed at
 the shape.
@@ -20,7 +21,8 @@ for r in rows:
 med = collections.defaultdict(dict)
 for (shape, key), v in lat.items():
     med[shape][key] = statistics.median(v)
-sets = ['tune', 'near12', 'wide']
+sets = sorted({k[0] for m in med.values() for k in m if k[0] != 'heuristic'},
+              key=lambda x: ['tune', 'near12', 'wide', 'old', 'refit'].index(x) if x in ('tune', 'near12', 'wide', 'old', 'refit') else 9)
 by = collections.defaultdict(list)
 refused = collections.Counter()
 for shape, m in sorted(med.items()):
@@ -37,10 +39,11 @@ for shape, m in sorted(med.items()):
     by[shape[0]].append(x)
     by['all'].append(x)
     by['M<=96' if shape[1] <= 96 else 'M>96'].append(x)
-names = [('tune', "first choice: `perfloom tune` (4 nearest shapes)"), ('near12', 'first choice: 12 nearest shapes'),
-         ('wide', "first choice: + the model's 10 best of the whole table"), ('tune3', 'fastest of the first 3: tune'),
-         ('near123', 'fastest of the first 3: near12'), ('wide3', 'fastest of the first 3: wide'),
-         ('default', "cuBLASLt's default"), ('heur8', "fastest of cuBLASLt's 8")]
+what = {'tune': "`perfloom tune` before session 34 (4 nearest shapes)", 'near12': '12 nearest shapes',
+        'wide': "+ the model's 10 best of the whole table", 'old': 'the tables before the refit (shipped before)',
+        'refit': 'the tables refitted with the wide picks'}
+names = [(s, 'first choice: ' + what.get(s, s)) for s in sets] + [(s + '3', 'fastest of the first 3: ' + s) for s in sets] + \
+        [('default', "cuBLASLt's default"), ('heur8', "fastest of cuBLASLt's 8")]
 cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'all') if k in by]
 print('| within 3% of the fastest timed | ' + ' | '.join('%s (%d)' % (k, len(by[k])) for k in cols) + ' |')
 print('|---' * (len(cols) + 1) + '|')
@@ -50,5 +53,5 @@ for key, name in names:
                                       for k in cols) + ' |')
 v = by['all']
 gm = lambda key: math.exp(sum(math.log(x['default'] / x[key]) for x in v) / len(v))
-print('speedup over the default (geomean): ' + ', '.join('%s %.3f' % (k, gm(k)) for k in ('tune', 'near12', 'wide', 'tune3', 'near123', 'wide3')))
+print('speedup over the default (geomean): ' + ', '.join('%s %.3f' % (k, gm(k)) for k in sets + [s + '3' for s in sets]))
 print('first choices refused by cuBLASLt (shapes left out): ' + ', '.join('%s %d' % (s, refused[s]) for s in sets))
