@@ -2728,6 +2728,18 @@ int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vect
   return 0;
 }
 
+// "M,N,K" as a GEMM of `dtype`; nullopt unless three positive integers.
+std::optional<tuner::GemmShape> parse_mnk(const std::string& text, Dtype dtype) {
+  long long m = 0, n = 0, k = 0;
+  if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  tuner::GemmShape shape;
+  shape.dtype = dtype;
+  shape.M = m;
+  shape.N = n;
+  shape.K = k;
+  return shape;
+}
+
 // `--candidate-plan GPU DTYPE OUT.csv M,N,K...`: the experiment on the table path's candidate set of session 34. For
 // each GEMM, the first 3 of three candidate sets, each ordered by the bundled table's chooser, as one timing plan
 // whose reasons name the set: "tune K" (what `perfloom tune` answered before session 34: table_candidates with
@@ -2754,16 +2766,12 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     }
   };
   for (const auto& text : gemms) {
-    tuner::GemmShape shape;
-    shape.dtype = dtype;
-    long long m = 0, n = 0, k = 0;
-    if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
+    const auto parsed = parse_mnk(text, dtype);
+    if (!parsed) {
       std::cerr << "perfloom-tuner-eval: --candidate-plan: '" << text << "' is not M,N,K\n";
       return 1;
     }
-    shape.M = m;
-    shape.N = n;
-    shape.K = k;
+    const tuner::GemmShape& shape = *parsed;
     take(shape, tuner::table_candidates(group, shape), "tune");
     take(shape, tuner::table_candidates(group, shape, 8, 12), "near12");
     take(shape, tuner::query_candidates(*table, gpu, shape), "wide");
@@ -2790,13 +2798,12 @@ int prefilter_check(const GpuSpec& gpu, Dtype dtype, std::size_t prefilter, cons
   std::size_t first = 0, three = 0, shapes = 0, sink = 0;
   std::vector<double> us_before, us_full, us_pre;
   for (const auto& text : gemms) {
-    long long m = 0, n = 0, k = 0;
-    if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3) return 1;
-    tuner::GemmShape shape;
-    shape.dtype = dtype;
-    shape.M = m;
-    shape.N = n;
-    shape.K = k;
+    const auto parsed = parse_mnk(text, dtype);
+    if (!parsed) {
+      std::cerr << "perfloom-tuner-eval: --prefilter-check: '" << text << "' is not M,N,K\n";
+      return 1;
+    }
+    const tuner::GemmShape& shape = *parsed;
     auto answer = [&](std::size_t p) {  // p = SIZE_MAX: table_candidates alone (before session 34)
       auto c = tuner::table_candidates(group, shape);
       if (p != SIZE_MAX)
@@ -3021,7 +3028,9 @@ int main(int argc, char** argv) {
                    "       perfloom-tuner-eval --synthesize-plan GPU PLAN.csv OUT.csv   (fake plan data for trying --plan-fit)\n"
                    "  experiments: [--ridge R] [--penalty P] [--min-class N] [--far RATIO WEIGHT] [--shape-effects ROUNDS]\n"
                    "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--fastest-option-labels] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
-                   "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n";
+                   "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n"
+                   "  candidate sets (session 34): --candidate-plan GPU DTYPE OUT.csv M,N,K...   --prefilter-check GPU DTYPE P M,N,K...\n"
+                   "               --wide-picks-plan GPU OUT.csv [EVERY]\n";
       return 2;
     }
   }
