@@ -2839,13 +2839,17 @@ int prefilter_check(const GpuSpec& gpu, Dtype dtype, std::size_t prefilter, cons
 // exhaustive shape (tiles.csv and tiles_more/, default every one) the 3 configurations the bundled table's latency model
 // scores best among its whole catalogue (model_best) that the sweep did not measure there, each with the option the
 // variant model names, as a timing plan tagged "table K" (bench/tuner_sweep.h read_picks learns such rows as the
-// table path's measured choices: perfloom-tuner-fit's picks).
+// table path's measured choices: perfloom-tuner-fit's picks). Configurations an earlier picks file timed at the shape
+// are skipped too, so that a further round measures what the refitted tables newly propose.
 int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out, int every) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) return 1;
   const bench::Sweep sweep = bench::read_exhaustive(dir, true);
+  const std::vector<bench::SweepRow> picked = bench::read_picks(dir, sweep);
   std::map<ShapeKey, std::vector<const bench::SweepRow*>> shapes;
   for (const auto& r : sweep.rows) shapes[key_of(r.sample.shape)].push_back(&r);
+  for (const auto& r : picked)
+    if (auto it = shapes.find(key_of(r.sample.shape)); it != shapes.end()) it->second.push_back(&r);
   std::vector<tuner::PlanPoint> points;
   int index = 0;
   for (const auto& [k, rows] : shapes) {
