@@ -196,12 +196,12 @@ TEST(CliTune, PlanWritesACollectorShapeList) {
 
 TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCollector) {
   const std::string out = "/tmp/perfloom-cli-tune-top-" + std::to_string(::getpid()) + ".csv";
-  auto r = runPerfloom("tune --gemm 2048,8192,4096 --gemm 512x7168x2048 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " + kDb);
+  auto r = runPerfloom("tune --gemm 1024,4096,4096 --gemm 512x7168x2048 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("6 configurations of 2 GEMMs"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("perfloom-collect --sweep plan --plan " + out), std::string::npos) << r.err;
   // The same ranking as the table the command prints, rank by rank, with the option it names.
-  auto j = json::parse(runPerfloom("tune --gemm 2048,8192,4096 --dtype bf16 --gpu h100-sxm --top 3 --json " + kDb).out);
+  auto j = json::parse(runPerfloom("tune --gemm 1024,4096,4096 --dtype bf16 --gpu h100-sxm --top 3 --json " + kDb).out);
   std::ifstream in(out);
   std::string header, line;
   ASSERT_TRUE(std::getline(in, header));
@@ -213,7 +213,7 @@ TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCol
   int named = 0;
   for (std::size_t i = 0; i < 3; ++i) {
     const auto& c = j["configs"][i];
-    EXPECT_EQ(rows[i].rfind("gemm,bf16,2048,8192,4096," + c["config"].get<std::string>() + "," + c["cublaslt_tile"].get<std::string>() +
+    EXPECT_EQ(rows[i].rfind("gemm,bf16,1024,4096,4096," + c["config"].get<std::string>() + "," + c["cublaslt_tile"].get<std::string>() +
                                 "," + c["cublaslt_cluster"].get<std::string>() + ",",
                             0),
               0u)

@@ -239,7 +239,7 @@ class TestTunerView : public QObject {
   // "Export timing plan…": the ranking's first three, each with its custom option, as a collector plan.
   void theTimingPlanIsTheRankingsFirstThreeWithTheirOptions() {
     ui::TunerView view(gpus_);
-    view.setSelection(2048, 8192, 4096, "bf16", "h100-sxm", 'M');
+    view.setSelection(1024, 4096, 4096, "bf16", "h100-sxm", 'M');
     QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
     QVERIFY(view.timingPlanButton()->isEnabled());
     const QString path = QDir::temp().filePath(QString("perfloom-timing-plan-%1.csv").arg(QCoreApplication::applicationPid()));
@@ -256,7 +256,7 @@ class TestTunerView : public QObject {
     int named = 0;
     for (int i = 0; i < 3; ++i) {
       const auto& c = ranked[static_cast<std::size_t>(i)];
-      QVERIFY2(lines[i + 1].startsWith(QString("gemm,bf16,2048,8192,4096,%1,").arg(QString::fromStdString(tuner::config_to_string(c.config)))),
+      QVERIFY2(lines[i + 1].startsWith(QString("gemm,bf16,1024,4096,4096,%1,").arg(QString::fromStdString(tuner::config_to_string(c.config)))),
                qPrintable(lines[i + 1]));
       QVERIFY2(lines[i + 1].contains(QString("\"tune %1\"").arg(i + 1)), qPrintable(lines[i + 1]));
       // The option the variant model names; none (an empty field) for a configuration whose tile was never timed
