@@ -837,10 +837,7 @@ GpuReport evaluate_gpu(const GpuSpec& gpu, const fs::path& dir, int folds, bool 
 
       // The table path, as `perfloom tune` runs it.
       const auto& group = table.groups.at(tuner::dtype_group(shape.dtype));
-      auto cands = tuner::table_candidates(group, shape, 8, g_nearest_shapes);
-      if (!cands.empty())  // query_candidates: the latency model's best of the whole table too (session 34)
-        for (const TileConfig& c : tuner::model_best(table, gpu, shape, tuner::kModelBest, tuner::kModelPrefilter))
-          if (std::none_of(cands.begin(), cands.end(), [&](const TileConfig& o) { return same_config(o, c); })) cands.push_back(c);
+      const auto cands = tuner::query_candidates(table, gpu, shape, g_nearest_shapes);
       rep.candidates_per_query.push_back(static_cast<double>(cands.size()));
       const auto table_ranked = tuner::rank_with_table(table, gpu, shape, cands, false);
       double pick = NAN;
@@ -2728,10 +2725,13 @@ int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vect
   return 0;
 }
 
-// "M,N,K" as a GEMM of `dtype`; nullopt unless three positive integers.
-std::optional<tuner::GemmShape> parse_mnk(const std::string& text, Dtype dtype) {
+// "M,N,K" as a GEMM of `dtype`; nullopt, with the option named on stderr, unless three positive integers.
+std::optional<tuner::GemmShape> parse_mnk(const std::string& text, Dtype dtype, const char* option) {
   long long m = 0, n = 0, k = 0;
-  if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  if (std::sscanf(text.c_str(), "%lld,%lld,%lld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
+    std::cerr << "perfloom-tuner-eval: " << option << ": '" << text << "' is not M,N,K\n";
+    return std::nullopt;
+  }
   tuner::GemmShape shape;
   shape.dtype = dtype;
   shape.M = m;
@@ -2766,11 +2766,8 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     }
   };
   for (const auto& text : gemms) {
-    const auto parsed = parse_mnk(text, dtype);
-    if (!parsed) {
-      std::cerr << "perfloom-tuner-eval: --candidate-plan: '" << text << "' is not M,N,K\n";
-      return 1;
-    }
+    const auto parsed = parse_mnk(text, dtype, "--candidate-plan");
+    if (!parsed) return 1;
     const tuner::GemmShape& shape = *parsed;
     take(shape, tuner::table_candidates(group, shape), "tune");
     take(shape, tuner::table_candidates(group, shape, 8, 12), "near12");
@@ -2798,17 +2795,12 @@ int prefilter_check(const GpuSpec& gpu, Dtype dtype, std::size_t prefilter, cons
   std::size_t first = 0, three = 0, shapes = 0, sink = 0;
   std::vector<double> us_before, us_full, us_pre;
   for (const auto& text : gemms) {
-    const auto parsed = parse_mnk(text, dtype);
-    if (!parsed) {
-      std::cerr << "perfloom-tuner-eval: --prefilter-check: '" << text << "' is not M,N,K\n";
-      return 1;
-    }
+    const auto parsed = parse_mnk(text, dtype, "--prefilter-check");
+    if (!parsed) return 1;
     const tuner::GemmShape& shape = *parsed;
     auto answer = [&](std::size_t p) {  // p = SIZE_MAX: table_candidates alone (before session 34)
-      auto c = tuner::table_candidates(group, shape);
-      if (p != SIZE_MAX)
-        for (const TileConfig& b : tuner::model_best(*table, gpu, shape, tuner::kModelBest, p))
-        if (std::none_of(c.begin(), c.end(), [&](const TileConfig& o) { return same_config(o, b); })) c.push_back(b);
+      const auto c =
+          p == SIZE_MAX ? tuner::table_candidates(group, shape) : tuner::query_candidates(*table, gpu, shape, tuner::kNearestShapes, p);
       auto r = tuner::rank_with_table(*table, gpu, shape, c, false);
       if (r.size() > 3) r.resize(3);
       return r;

@@ -189,12 +189,13 @@ std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, 
   return out;
 }
 
-std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape) {
+std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                         std::size_t nearest, std::size_t prefilter) {
   const auto it = table.groups.find(dtype_group(shape.dtype));
   if (it == table.groups.end()) return {};
-  std::vector<TileConfig> out = table_candidates(it->second, shape);
+  std::vector<TileConfig> out = table_candidates(it->second, shape, 8, nearest);
   if (out.empty()) return out;
-  for (const TileConfig& c : model_best(table, gpu, shape, kModelBest, kModelPrefilter))
+  for (const TileConfig& c : model_best(table, gpu, shape, kModelBest, prefilter))
     if (std::none_of(out.begin(), out.end(), [&](const TileConfig& o) { return same_config(o, c); })) out.push_back(c);
   return out;
 }

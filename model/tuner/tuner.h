@@ -85,9 +85,11 @@ std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, 
 // shapes): the first choice within 3% of the fastest timed on 60.7 -> 68.3% / 61.2 -> 71.2% of them, the
 // fastest of the first 3 on 74.6 -> 89.1% / 71.4 -> 92.2%; ~0.6-0.9 ms per query instead of ~0.15-0.18
 // (bench/results/candidate_check, tuner_eval.md *Session 34*). Empty where the group has no table candidates.
+// `nearest` and `prefilter` as table_candidates' and model_best's (experiments; the defaults are what tune_gemm uses).
 inline constexpr std::size_t kModelBest = 10;
 inline constexpr std::size_t kModelPrefilter = 60;
-std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape);
+std::vector<TileConfig> query_candidates(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                                         std::size_t nearest = kNearestShapes, std::size_t prefilter = kModelPrefilter);
 
 // The analytical model's candidate tiles (with split-K where the output leaves SMs idle), each
 // predicted by the roofline predictor with the tile set, best first.
