@@ -2870,6 +2870,94 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
   return os ? 0 : 1;
 }
 
+// New GEMMs for a timed check, drawn the same way for every plan mode below: per dtype, `count` GEMMs with M
+// log-uniform in 1..10,000 and N, K multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond),
+// from std::mt19937(seed), so that a seed names its shapes. Shapes a sweep or earlier check measured may recur
+// only by chance (seeds 4444 and 5555 drew rounds 4 and 5 of bench/results/candidate_check).
+std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
+  std::vector<tuner::GemmShape> out;
+  for (int i = 0; i < count; ++i)  // the dtypes interleaved: a run cut short by its budget keeps both
+    for (Dtype dt : dtypes) {
+      tuner::GemmShape s;
+      s.dtype = dt;
+      s.M = std::max<int64_t>(1, std::llround(log_uniform(1, 10000)));
+      s.N = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
+      s.K = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
+      out.push_back(s);
+    }
+  return out;
+}
+
+// The dtypes a table fits, one per group (bf16 for the 16-bit group, fp8e4m3 for fp8).
+std::vector<Dtype> table_dtypes(const tuner::TunerTable& table) {
+  std::vector<Dtype> out;
+  for (Dtype dt : {Dtype::bf16, Dtype::fp8e4m3})
+    if (table.groups.count(tuner::dtype_group(dt))) out.push_back(dt);
+  return out;
+}
+
+int write_plan(const fs::path& out, const std::vector<tuner::PlanPoint>& points, const std::string& what) {
+  std::ofstream os(out);
+  os << tuner::plan_to_csv(points);
+  if (!os) {
+    std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
+    return 1;
+  }
+  std::cerr << out.string() << ": " << points.size() << " configurations " << what << "\n";
+  return 0;
+}
+
+// `--lists-plan GPU OUT.csv COUNT SEED`: a measured-choice round at new shapes (session 35). For COUNT random GEMMs
+// per dtype (random_gemms), every configuration `perfloom tune` ranks (query_candidates, ordered by the bundled
+// table's chooser, each with the option the variant model names) as a timing plan tagged "table K". Timed with
+// cuBLASLt's first 8 (`run_plan_on_gpu.sh --plan NAME --heuristic-n 8`) each GEMM holds ~30 configurations, the
+// ranking problem of a query exactly, and perfloom-tuner-fit learns the files of bench/data/<gpu>/lists/ as
+// further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists).
+int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  if (!table) {
+    std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
+    return 1;
+  }
+  std::vector<tuner::PlanPoint> points;
+  const auto gemms = random_gemms(table_dtypes(*table), count, seed);
+  for (const auto& shape : gemms) {
+    auto ranked = tuner::rank_with_table(*table, gpu, shape, tuner::query_candidates(*table, gpu, shape), false);
+    tuner::name_variants(*table, gpu, shape, ranked);
+    for (auto& p : tuner::timing_plan(shape, ranked, ranked.size())) {
+      p.why = "table" + p.why.substr(p.why.find(' '));
+      points.push_back(std::move(p));
+    }
+  }
+  return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
+}
+
+// `--tables-check-plan GPU OUT.csv COUNT SEED OLD.json.gz NEW.json.gz`: two tables side by side (session 35): for
+// COUNT random GEMMs per dtype (random_gemms), the first 3 `perfloom tune` answers with each table (tune_gemm, with
+// the options it names), tagged "old K" and "refit K", as one timing plan; time it with `run_plan_on_gpu.sh --plan
+// NAME --repeat 3 --heuristic-n 8` and score it with bench/results/candidate_check/score.py.
+int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed, const std::string& old_file,
+                      const std::string& new_file) {
+  const tuner::TunerTable old_table = tuner::parse_tuner_table(bench::read_text(old_file), old_file);
+  const tuner::TunerTable new_table = tuner::parse_tuner_table(bench::read_text(new_file), new_file);
+  tuner::check_table_matches(old_table, gpu);
+  tuner::check_table_matches(new_table, gpu);
+  std::vector<tuner::PlanPoint> points;
+  const auto gemms = random_gemms(table_dtypes(old_table), count, seed);
+  for (const auto& shape : gemms)
+    for (const auto& [label, table] : {std::pair<std::string, const tuner::TunerTable*>{"old", &old_table}, {"refit", &new_table}}) {
+      const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, 3, table);
+      for (auto& p : tuner::timing_plan(shape, r.ranked, 3)) {
+        p.why = label + p.why.substr(p.why.find(' '));
+        points.push_back(std::move(p));
+      }
+    }
+  return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
+}
+
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
@@ -2949,6 +3037,24 @@ int main(int argc, char** argv) {
       while (i + 1 < argc) gemms.push_back(argv[++i]);
       if (!dtype) return 1;
       return prefilter_check(GpuDatabase::builtin().get(id), *dtype, p, gemms);
+    } else if (a == "--lists-plan" && i + 4 < argc) {
+      const std::string id = argv[++i];
+      const fs::path out = argv[++i];
+      const int count = std::atoi(argv[++i]);
+      const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+      return lists_plan(GpuDatabase::builtin().get(id), out, count, seed);
+    } else if (a == "--tables-check-plan" && i + 6 < argc) {
+      const std::string id = argv[++i];
+      const fs::path out = argv[++i];
+      const int count = std::atoi(argv[++i]);
+      const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+      const std::string old_file = argv[++i], new_file = argv[++i];
+      try {
+        return tables_check_plan(GpuDatabase::builtin().get(id), out, count, seed, old_file, new_file);
+      } catch (const std::exception& e) {
+        std::cerr << "perfloom-tuner-eval: " << e.what() << "\n";
+        return 1;
+      }
     } else if (a == "--wide-picks-plan" && i + 2 < argc) {
       const std::string id = argv[++i];
       const fs::path out = argv[++i];
@@ -3026,7 +3132,8 @@ int main(int argc, char** argv) {
                    "               [--insample] [--dump POINTS.csv] [--sweep-only] [--tiles-only] [--train-share F] [--main-only] [--fastest-option-labels] [--confirm-plan DIR] [--fold-cache DIR] [--no-picks] [--pick-align] [--learned-models GPU DIR] [--plan-weight W] [--learned ROUNDS DEPTH]\n"
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n"
                    "  candidate sets (session 34): --candidate-plan GPU DTYPE OUT.csv M,N,K...   --prefilter-check GPU DTYPE P M,N,K...\n"
-                   "               --wide-picks-plan GPU OUT.csv [EVERY]\n";
+                   "               --wide-picks-plan GPU OUT.csv [EVERY]\n"
+                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n";
       return 2;
     }
   }

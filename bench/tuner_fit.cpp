@@ -2,7 +2,7 @@
 // sweeps and writes resources/tuner/<gpu-id>.json.gz, which the build embeds (model/CMakeLists.txt).
 // Rebuild after running it so that `perfloom tune` picks the new tables up.
 //
-// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [GPU-ID...]
+// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists] [GPU-ID...]
 //   --data DIR  the measured data (default: bench/data)
 //   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
 //               several together. Default: tiles.csv (the exhaustive tile sweep) and, where it
@@ -24,6 +24,9 @@
 //               Also, where it exists, DIR/<gpu-id>/variants.csv(.gz) (`run_plan_on_gpu.sh --variants`:
 //               configurations timed with every cuBLASLt custom option they accept) fits the table's
 //               variant model (model/tuner/variant_model.h; session 31). --no-variants leaves it out.
+//               Also by default: DIR/<gpu-id>/lists/*.csv(.gz), timed query lists at random new shapes
+//               (every configuration `perfloom tune` ranked there and cuBLASLt's first 8: the chooser's
+//               ranking problem exactly; session 35, bench/tuner_sweep.h read_lists). --no-lists leaves them out.
 //   --option-labels  with a variant model, every row whose nvjet kernel name shows the custom option it
 //               ran with is relabeled to the latency its configuration is predicted to take with its
 //               fastest option (model/tuner/variant_model.h to_fastest_option), so that the table ranks
@@ -62,7 +65,7 @@ int main(int argc, char** argv) {
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true, with_picks = true, align_picks = false, with_variants = true, variants_only = false,
+  bool csv_given = false, with_more = true, with_picks = true, with_lists = true, align_picks = false, with_variants = true, variants_only = false,
        option_labels = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
     else if (a == "--with-tiles-more") with_more = true;
     else if (a == "--tiles-only") with_more = false;
     else if (a == "--no-picks") with_picks = false;
+    else if (a == "--no-lists") with_lists = false;
     else if (a == "--pick-align") align_picks = true;
     else if (a == "--no-variants") with_variants = false;
     else if (a == "--variants-only") variants_only = true;
@@ -80,11 +84,12 @@ int main(int argc, char** argv) {
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--pick-align]\n"
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists] [--pick-align]\n"
                    "                   [--no-variants | --variants-only] [--option-labels] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
+                   "  --no-lists: without DIR/<gpu>/lists/, the timed query lists at new shapes (default: with them)\n"
                    "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n"
                    "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
                    "  --variants-only: refit only the variant model of the table in --out\n"
@@ -185,6 +190,22 @@ int main(int argc, char** argv) {
           if (!picks.empty())
             source += "; bench/data/" + id + "/{" + bench::picks_files_present(data / id) + "}: " +
                       std::to_string(picks.size()) + " measured choices of the table path outside the sweep's configurations";
+        }
+        // With the default files, unless --no-lists: the timed query lists at new shapes (read_lists).
+        if (!csv_given && f == 0 && with_lists) {
+          const auto lists = bench::read_lists(data / id, sweep);
+          std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
+          for (const auto& r : lists) {
+            samples.push_back(r.sample);
+            seen.emplace(static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K);
+          }
+          all_shapes.insert(seen.begin(), seen.end());
+          if (!lists.empty()) {
+            std::string names;
+            for (const auto& n : bench::lists_files(data / id)) names += (names.empty() ? "" : ", ") + n;
+            source += "; bench/data/" + id + "/{" + names + "}: " + std::to_string(lists.size()) + " timed query-list points of " +
+                      std::to_string(seen.size()) + " new shapes";
+          }
         }
       }
       const std::size_t shapes = all_shapes.size();

@@ -320,6 +320,40 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
   return out;
 }
 
+// Timed query lists at new shapes (session 35): the files of DIR/lists/ (`perfloom-tuner-eval --lists-plan GPU OUT.csv
+// COUNT SEED`, then `run_plan_on_gpu.sh --plan NAME --repeat R --heuristic-n 8`): at random GEMMs every configuration
+// `perfloom tune` ranked there, with cuBLASLt's first 8, each R times. One row per (shape, configuration), its
+// latency the median of its repetitions (a configuration timed both as a candidate and as a heuristic result: of
+// both); modelled (nvjet) rows only; shapes `sweep` measured are left out (the sweep's rows stay the ones learned).
+// With ~35 configurations a shape, perfloom-tuner-fit's chooser ranks each as a query would (FitOptions::
+// ranker_min_configs). No folder: none. Throws like read_sweep.
+inline std::vector<std::string> lists_files(const std::filesystem::path& dir) { return csv_files_under(dir, "lists"); }
+inline std::vector<SweepRow> read_lists(const std::filesystem::path& dir, const Sweep& sweep) {
+  using ShapeKey = std::tuple<int, long long, long long, long long>;
+  using Key = std::tuple<ShapeKey, int, int, int, int, int, int>;
+  auto shape_key = [](const tuner::GemmShape& s) { return ShapeKey{static_cast<int>(s.dtype), s.M, s.N, s.K}; };
+  std::set<ShapeKey> swept;
+  for (const auto& r : sweep.rows) swept.insert(shape_key(r.sample.shape));
+  std::map<Key, std::pair<SweepRow, std::vector<double>>> rows;
+  for (const auto& name : lists_files(dir))
+    for (auto& r : read_sweep((dir / name).string()).rows) {
+      if (!r.modelled || swept.count(shape_key(r.sample.shape))) continue;
+      const TileConfig& c = r.sample.config;
+      auto& [row, lat] = rows[Key{shape_key(r.sample.shape), c.tile_m, c.tile_n, c.tile_k, std::max(1, c.split_k),
+                                  std::max(1, c.cluster_m), std::max(1, c.cluster_n)}];
+      if (lat.empty()) row = r;
+      lat.push_back(r.sample.latency_us);
+    }
+  std::vector<SweepRow> out;
+  for (auto& [k, v] : rows) {
+    auto& [row, lat] = v;
+    row.sample.latency_us = median(lat);
+    row.reps = static_cast<int>(lat.size());
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 // A kernel-variant measurement (`run_plan_on_gpu.sh --variants`: bench/data/<gpu>/variants.csv.gz):
 // each plan configuration timed with every custom option cuBLASLt accepts for it, R times each, its
 // source "plan:CONFIG WHY variant=cC/sS[ base] rep=K" (" base": the option the configuration was
