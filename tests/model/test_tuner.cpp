@@ -1100,6 +1100,47 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
   fs::remove_all(dir);
 }
 
+TEST(TunerSweep, TimedQueryListsAreReadAsOneMedianRowPerConfigurationAtShapesTheSweepLacks) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_lists_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string& header = kPlanSweepHeader;
+  auto row = [](int64_t m, const std::string& tile, double lat, int rank, const std::string& source) {
+    return "gemm,bf16," + std::to_string(m) + ",4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile +
+           "_64x6_1x1_v_bz_TNT,66," + tile + ",64xAUTO,1,1x1x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
+  };
+  std::ofstream(dir / "tiles.csv") << header << row(128, "128x128", 10, 1, "x");
+  const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
+  EXPECT_TRUE(bench::read_lists(dir, sweep).empty());  // no lists/ folder: none
+  fs::create_directories(dir / "lists");
+  std::ofstream(dir / "lists" / "lists_s1.csv") << header << row(300, "128x64", 12, -2, "plan:64x128x64/s1/c1x1 table 1 rep=1")
+                                                << row(300, "128x64", 11, -2, "plan:64x128x64/s1/c1x1 table 1 rep=2")
+                                                << row(300, "128x64", 16, 2, "plan:heuristic rep=1")  // the same configuration
+                                                << row(300, "256x128", 20, -2, "plan:128x256x64/s1/c1x1 table 2 rep=1")
+                                                << "gemm,bf16,300,4096,4096,30,magma_sgemm,1,,,1,,-2,4x30x1,20,plan:x table 3 rep=1\n"
+                                                << row(128, "128x64", 9, -2, "plan:64x128x64/s1/c1x1 table 1 rep=1");  // a swept shape
+  const auto got = bench::read_lists(dir, sweep);
+  ASSERT_EQ(got.size(), 2u);  // 300x4096x4096's two nvjet configurations; the swept shape's row is not learned
+  for (const auto& r : got) {
+    EXPECT_EQ(r.sample.shape.M, 300);
+    if (r.sample.config.tile_n == 128) {
+      EXPECT_DOUBLE_EQ(r.sample.latency_us, 12);  // the median of 12, 11 and 16
+      EXPECT_EQ(r.reps, 3);
+    } else {
+      EXPECT_DOUBLE_EQ(r.sample.latency_us, 20);
+      EXPECT_EQ(r.sample.config.tile_m, 128);
+    }
+  }
+  std::ofstream(dir / "lists" / "lists_s2.csv.gz", std::ios::binary) << gzip_text(header + row(77, "128x64", 5, 1, "x")).substr(0, 30);
+  try {  // a cut file is refused by name
+    bench::read_lists(dir, sweep);
+    ADD_FAILURE() << "a cut file was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("lists_s2.csv.gz"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 // ---- the kernel variant (cuBLASLt's custom option) of a configuration ----
 
 namespace {
