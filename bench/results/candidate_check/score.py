@@ -41,7 +41,7 @@ for shape, m in sorted(med.items()):
     by['M<=96' if shape[1] <= 96 else 'M>96'].append(x)
 what = {'tune': "`perfloom tune` before session 34 (4 nearest shapes)", 'near12': '12 nearest shapes',
         'wide': "+ the model's 10 best of the whole table", 'old': 'the tables before the refit (shipped before)',
-        'refit': 'the tables refitted with the wide picks'}
+        'refit': 'the refitted tables'}
 names = [(s, 'first choice: ' + what.get(s, s)) for s in sets] + [(s + '3', 'fastest of the first 3: ' + s) for s in sets] + \
         [('default', "cuBLASLt's default"), ('heur8', "fastest of cuBLASLt's 8")]
 cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'all') if k in by]
