@@ -256,6 +256,20 @@ inline std::string picks_files_present(const std::filesystem::path& dir) {
   return out;
 }
 
+// Per key, its first row with the median of the latencies gathered for it (reps: how many): one row per
+// configuration out of repeated measurements (read_picks, read_lists).
+template <typename Key>
+std::vector<SweepRow> median_rows(std::map<Key, std::pair<SweepRow, std::vector<double>>>& rows) {
+  std::vector<SweepRow> out;
+  for (auto& [k, v] : rows) {
+    auto& [row, lat] = v;
+    row.sample.latency_us = median(lat);
+    row.reps = static_cast<int>(lat.size());
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 // The tuner's own choices measured at the exhaustive shapes: the files of picks_files(DIR),
 // re-measurements (`perfloom-tuner-eval --confirm-plan`, then `run_plan_on_gpu.sh --confirm --repeat R`)
 // whose rows tagged "table K" are the table path's first three configurations of a held-out shape, most
@@ -310,14 +324,7 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
       lat.push_back(r.sample.latency_us * (s == scale.end() ? 1.0 : s->second));
     }
   }
-  std::vector<SweepRow> out;
-  for (auto& [k, v] : picks) {
-    auto& [row, lat] = v;
-    row.sample.latency_us = median(lat);
-    row.reps = static_cast<int>(lat.size());
-    out.push_back(std::move(row));
-  }
-  return out;
+  return median_rows(picks);
 }
 
 // Timed query lists at new shapes (session 35): the files of DIR/lists/ (`perfloom-tuner-eval --lists-plan GPU OUT.csv
@@ -344,14 +351,7 @@ inline std::vector<SweepRow> read_lists(const std::filesystem::path& dir, const 
       if (lat.empty()) row = r;
       lat.push_back(r.sample.latency_us);
     }
-  std::vector<SweepRow> out;
-  for (auto& [k, v] : rows) {
-    auto& [row, lat] = v;
-    row.sample.latency_us = median(lat);
-    row.reps = static_cast<int>(lat.size());
-    out.push_back(std::move(row));
-  }
-  return out;
+  return median_rows(rows);
 }
 
 // A kernel-variant measurement (`run_plan_on_gpu.sh --variants`: bench/data/<gpu>/variants.csv.gz):
