@@ -2872,8 +2872,9 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
 
 // New GEMMs for a timed check, drawn the same way for every plan mode below: per dtype, `count` GEMMs with M
 // log-uniform in 1..10,000 and N, K multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond),
-// from std::mt19937(seed), so that a seed names its shapes. Shapes a sweep or earlier check measured may recur
-// only by chance (seeds 4444 and 5555 drew rounds 4 and 5 of bench/results/candidate_check).
+// from std::mt19937(seed), so that a seed names its shapes (rounds 6 and 7 of bench/results/candidate_check; rounds
+// 4 and 5 drew from the same ranges with another generator). Shapes a sweep or earlier check measured recur only
+// by chance.
 std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -3042,6 +3043,10 @@ int main(int argc, char** argv) {
       const fs::path out = argv[++i];
       const int count = std::atoi(argv[++i]);
       const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+      if (count <= 0) {
+        std::cerr << "perfloom-tuner-eval: --lists-plan: COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
+        return 1;
+      }
       return lists_plan(GpuDatabase::builtin().get(id), out, count, seed);
     } else if (a == "--tables-check-plan" && i + 6 < argc) {
       const std::string id = argv[++i];
@@ -3049,6 +3054,10 @@ int main(int argc, char** argv) {
       const int count = std::atoi(argv[++i]);
       const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
       const std::string old_file = argv[++i], new_file = argv[++i];
+      if (count <= 0) {
+        std::cerr << "perfloom-tuner-eval: --tables-check-plan: COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 3] << "'\n";
+        return 1;
+      }
       try {
         return tables_check_plan(GpuDatabase::builtin().get(id), out, count, seed, old_file, new_file);
       } catch (const std::exception& e) {
