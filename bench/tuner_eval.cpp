@@ -895,7 +895,7 @@ struct XgbVariantResult {
 };
 std::vector<float> xgb_row(const tuner::TunerTable& table, const GpuSpec& gpu, const tuner::TunerSample& s) {
   const HardwareRates hw = hardware_rates(gpu, s.shape.dtype);
-  const auto f = tuner::wave_features(s.shape, s.config, hw, tuner::concurrent_ctas(s.config, s.shape.dtype, hw, table.slots_by_cluster));
+  const auto f = tuner::wave_features(s.shape, s.config, hw, table.slots_by_cluster);
   const auto z = tuner::residual_features(s.shape, s.config, f);
   std::vector<float> row;
   for (double v : f.x) row.push_back(static_cast<float>(v));
@@ -2578,7 +2578,7 @@ void dump_features(const GpuSpec& gpu, const fs::path& dir, int folds, const fs:
       if (!r.modelled) continue;
       const auto& s = r.sample.shape;
       const HardwareRates hw = hardware_rates(gpu, s.dtype);
-      const auto f = tuner::wave_features(s, r.sample.config, hw, tuner::concurrent_ctas(r.sample.config, s.dtype, hw, slots));
+      const auto f = tuner::wave_features(s, r.sample.config, hw, slots);
       const auto x = tuner::learned_features(s, r.sample.config, f);
       os << (sw == &sweep ? "sweep" : "plan") << "," << (sw == &sweep ? tuner::shape_fold(s, folds) : -1) << "," << dtype_name(s.dtype) << ","
          << s.M << "," << s.N << "," << s.K << "," << tuner::config_key_string(r.sample.config) << "," << r.sample.heuristic_rank

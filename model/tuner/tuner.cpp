@@ -53,7 +53,7 @@ std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& gr
   for (std::size_t i = 0; i < configs.size(); ++i) {
     RankedConfig& r = out[i];
     r.config = configs[i];
-    feats.push_back(wave_features(shape, configs[i], hw, concurrent_ctas(configs[i], shape.dtype, hw, table.slots_by_cluster)));
+    feats.push_back(wave_features(shape, configs[i], hw, table.slots_by_cluster));
     r.grid = feats.back().grid;
     r.pred_us = group_latency(group, shape, configs[i], feats.back(), &r.class_samples);
   }
@@ -170,8 +170,7 @@ std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, 
     for (std::size_t i = 0; i < group.catalogue.size(); ++i) {
       const TileConfig& c = group.catalogue[i];
       int samples = 0;
-      const double us = group_latency(group, shape, c, wave_features(shape, c, hw, concurrent_ctas(c, shape.dtype, hw, table.slots_by_cluster)),
-                                      &samples);
+      const double us = group_latency(group, shape, c, wave_features(shape, c, hw, table.slots_by_cluster), &samples);
       linear[i] = {support_score(table, us, samples), i};
     }
     std::partial_sort(linear.begin(), linear.begin() + static_cast<std::ptrdiff_t>(prefilter), linear.end());

@@ -139,7 +139,7 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
       std::vector<WaveFeatures> feats;
       std::vector<double> p, sc;
       for (std::size_t i = 0; i < configs.size(); ++i) {
-        feats.push_back(wave_features(shape, configs[i], hw, concurrent_ctas(configs[i], shape.dtype, hw, table.slots_by_cluster)));
+        feats.push_back(wave_features(shape, configs[i], hw, table.slots_by_cluster));
         p.push_back(pred[i].pred_us);
         sc.push_back(pred[i].score);
       }
@@ -267,7 +267,7 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
     feats.reserve(rows.size());
     for (const TunerSample* s : rows) {
       const HardwareRates h = s->shape.dtype == rows.front()->shape.dtype ? hw : hardware_rates(gpu, s->shape.dtype);
-      feats.push_back(wave_features(s->shape, s->config, h, concurrent_ctas(s->config, s->shape.dtype, h, table.slots_by_cluster)));
+      feats.push_back(wave_features(s->shape, s->config, h, table.slots_by_cluster));
     }
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> shape_best;
     for (const TunerSample* s : rows) {

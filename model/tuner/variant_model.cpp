@@ -81,7 +81,7 @@ namespace {
 
 WaveFeatures features_for(const GemmShape& shape, const TileConfig& config, const GpuSpec& gpu, const SlotsByCluster& slots) {
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
-  return wave_features(shape, config, hw, concurrent_ctas(config, shape.dtype, hw, slots));
+  return wave_features(shape, config, hw, slots);
 }
 
 }  // namespace

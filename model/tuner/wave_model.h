@@ -71,6 +71,10 @@ struct WaveFeatures {
   std::array<double, kFeatureCount> x{};
 };
 WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw, int slot_count);
+// The same with the slots of concurrent_ctas (the measured slots per cluster size of a table).
+inline WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw, const SlotsByCluster& measured) {
+  return wave_features(s, t, hw, concurrent_ctas(t, s.dtype, hw, measured));
+}
 
 // The residual correction's features (log space, per dtype group): what the linear wave model
 // cannot express as an additive term. latency = wave model x exp(gamma . z).
