@@ -2725,6 +2725,18 @@ int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vect
   return 0;
 }
 
+// A timing plan to `out`, with one line on stderr: "OUT: N configurations <what>"; 1 where it cannot be written.
+int write_plan(const fs::path& out, const std::vector<tuner::PlanPoint>& points, const std::string& what) {
+  std::ofstream os(out);
+  os << tuner::plan_to_csv(points);
+  if (!os) {
+    std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
+    return 1;
+  }
+  std::cerr << out.string() << ": " << points.size() << " configurations " << what << "\n";
+  return 0;
+}
+
 // "M,N,K" as a GEMM of `dtype`; nullopt, with the option named on stderr, unless three positive integers.
 std::optional<tuner::GemmShape> parse_mnk(const std::string& text, Dtype dtype, const char* option) {
   long long m = 0, n = 0, k = 0;
@@ -2760,10 +2772,7 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     auto ranked = tuner::rank_with_table(*table, gpu, shape, candidates, false);
     if (ranked.size() > 3) ranked.resize(3);
     tuner::name_variants(*table, gpu, shape, ranked);
-    for (auto& p : tuner::timing_plan(shape, ranked, 3)) {
-      p.why = label + p.why.substr(p.why.find(' '));
-      points.push_back(std::move(p));
-    }
+    for (auto& p : tuner::timing_plan(shape, ranked, 3, label)) points.push_back(std::move(p));
   };
   for (const auto& text : gemms) {
     const auto parsed = parse_mnk(text, dtype, "--candidate-plan");
@@ -2773,15 +2782,8 @@ int candidate_plan(const GpuSpec& gpu, Dtype dtype, const fs::path& out, const s
     take(shape, tuner::table_candidates(group, shape, 8, 12), "near12");
     take(shape, tuner::query_candidates(*table, gpu, shape), "wide");
   }
-  std::ofstream os(out);
-  os << tuner::plan_to_csv(points);
-  if (!os) {
-    std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
-    return 1;
-  }
-  std::cerr << out.string() << ": " << points.size() << " configurations of " << gemms.size() << " GEMMs, " << group.catalogue.size()
-            << " configurations in the " << tuner::dtype_group(dtype) << " table\n";
-  return 0;
+  return write_plan(out, points, "of " + std::to_string(gemms.size()) + " GEMMs, " + std::to_string(group.catalogue.size()) +
+                                     " configurations in the " + tuner::dtype_group(dtype) + " table");
 }
 
 // `--prefilter-check GPU DTYPE P M,N,K...`: query_candidates' kModelBest from the whole catalogue through the learned
@@ -2858,16 +2860,9 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
       if (fresh.size() == 3) break;
     }
     tuner::name_variants(*table, gpu, shape, fresh);
-    for (auto& p : tuner::timing_plan(shape, fresh, 3)) {
-      p.why = "table" + p.why.substr(p.why.find(' '));
-      points.push_back(std::move(p));
-    }
+    for (auto& p : tuner::timing_plan(shape, fresh, 3, "table")) points.push_back(std::move(p));
   }
-  std::ofstream os(out);
-  os << tuner::plan_to_csv(points);
-  std::cerr << out.string() << ": " << points.size() << " configurations at " << (index + std::max(1, every) - 1) / std::max(1, every)
-            << " exhaustive shapes\n";
-  return os ? 0 : 1;
+  return write_plan(out, points, "at " + std::to_string((index + std::max(1, every) - 1) / std::max(1, every)) + " exhaustive shapes");
 }
 
 // New GEMMs for a timed check, drawn the same way for every plan mode below: per dtype, `count` GEMMs with M
@@ -2900,16 +2895,6 @@ std::vector<Dtype> table_dtypes(const tuner::TunerTable& table) {
   return out;
 }
 
-int write_plan(const fs::path& out, const std::vector<tuner::PlanPoint>& points, const std::string& what) {
-  std::ofstream os(out);
-  os << tuner::plan_to_csv(points);
-  if (!os) {
-    std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
-    return 1;
-  }
-  std::cerr << out.string() << ": " << points.size() << " configurations " << what << "\n";
-  return 0;
-}
 
 // `--lists-plan GPU OUT.csv COUNT SEED`: a measured-choice round at new shapes (session 35). For COUNT random GEMMs
 // per dtype (random_gemms), every configuration `perfloom tune` ranks (query_candidates, ordered by the bundled
@@ -2926,12 +2911,8 @@ int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed
   std::vector<tuner::PlanPoint> points;
   const auto gemms = random_gemms(table_dtypes(*table), count, seed);
   for (const auto& shape : gemms) {
-    auto ranked = tuner::rank_with_table(*table, gpu, shape, tuner::query_candidates(*table, gpu, shape), false);
-    tuner::name_variants(*table, gpu, shape, ranked);
-    for (auto& p : tuner::timing_plan(shape, ranked, ranked.size())) {
-      p.why = "table" + p.why.substr(p.why.find(' '));
-      points.push_back(std::move(p));
-    }
+    const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, SIZE_MAX, table);
+    for (auto& p : tuner::timing_plan(shape, r.ranked, r.ranked.size(), "table")) points.push_back(std::move(p));
   }
   return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
 }
@@ -2951,10 +2932,7 @@ int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsign
   for (const auto& shape : gemms)
     for (const auto& [label, table] : {std::pair<std::string, const tuner::TunerTable*>{"old", &old_table}, {"refit", &new_table}}) {
       const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, 3, table);
-      for (auto& p : tuner::timing_plan(shape, r.ranked, 3)) {
-        p.why = label + p.why.substr(p.why.find(' '));
-        points.push_back(std::move(p));
-      }
+      for (auto& p : tuner::timing_plan(shape, r.ranked, 3, label)) points.push_back(std::move(p));
     }
   return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
 }

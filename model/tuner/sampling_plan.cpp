@@ -104,14 +104,15 @@ std::string plan_to_csv(const std::vector<PlanPoint>& plan) {
   return os.str();
 }
 
-std::vector<PlanPoint> timing_plan(const GemmShape& shape, const std::vector<RankedConfig>& ranked, std::size_t top) {
+std::vector<PlanPoint> timing_plan(const GemmShape& shape, const std::vector<RankedConfig>& ranked, std::size_t top,
+                                   const std::string& label) {
   std::vector<PlanPoint> out;
   for (std::size_t i = 0; i < ranked.size() && i < top; ++i) {
     PlanPoint p;
     p.shape = shape;
     p.config = ranked[i].config;
     p.grid = ranked[i].grid;
-    p.why = "tune " + std::to_string(i + 1);
+    p.why = label + " " + std::to_string(i + 1);
     p.custom_option = ranked[i].custom_option;
     out.push_back(std::move(p));
   }
