@@ -21,8 +21,9 @@ for r in rows:
 med = collections.defaultdict(dict)
 for (shape, key), v in lat.items():
     med[shape][key] = statistics.median(v)
+order = ['tune', 'near12', 'wide', 'old', 'refit']  # other labels after them
 sets = sorted({k[0] for m in med.values() for k in m if k[0] != 'heuristic'},
-              key=lambda x: ['tune', 'near12', 'wide', 'old', 'refit'].index(x) if x in ('tune', 'near12', 'wide', 'old', 'refit') else 9)
+              key=lambda x: order.index(x) if x in order else len(order))
 by = collections.defaultdict(list)
 refused = collections.Counter()
 for shape, m in sorted(med.items()):
