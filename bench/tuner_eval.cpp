@@ -37,6 +37,8 @@
 //   custom option, variant_model.h to_fastest_option: session 32's experiment),
 //   --nearest-shapes N (the table path's candidates take the winners of the N nearest measured shapes,
 //   tuner.h table_candidates; default kNearestShapes, 0: the shape buckets alone, as before session 10).
+//   --dump-lists GPU LISTS.csv TABLE.json OUT.csv: the chooser's inputs and the measured ratios of `perfloom tune`'s
+//   list at every GEMM of a timed query-list file (dump_lists below; offline chooser experiments).
 //   --dump-table-path FILE.csv: per re-measured shape (DIR/<gpu>/confirm.csv) every candidate of the table
 //   path in its order, with the model's latency and score, the chooser's score, the re-measured median
 //   (empty: not measured), the shape's re-measured best and cuBLASLt default, whether the sweep measured
@@ -2725,6 +2727,57 @@ int score_tables(const GpuSpec& gpu, const fs::path& sweep_file, const std::vect
   return 0;
 }
 
+// `--dump-lists GPU LISTS.csv[.gz] TABLE.json[.gz] OUT.csv`: per GEMM of a timed query-list file (--lists-plan,
+// run_plan_on_gpu.sh), what `perfloom tune` ranks there with TABLE, every configuration of its list with the
+// chooser's inputs (bench/tuner_sweep.h write_ranker_group, fold -1) and its measured latency (the median of its
+// repetitions) over the fastest of everything timed at the GEMM (the least such median; NaN: not timed): the test groups of offline chooser experiments
+// (bench/tuner_ranking/chooser.py) for lists TABLE was not fitted on.
+int dump_lists(const GpuSpec& gpu, const fs::path& lists_file, const std::string& table_file, const fs::path& out) {
+  const bench::Sweep sweep = bench::read_sweep(lists_file.string());
+  const tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(table_file), table_file);
+  tuner::check_table_matches(table, gpu);
+  std::map<ShapeKey, std::vector<const bench::SweepRow*>> by_shape;
+  for (const auto& r : sweep.rows) by_shape[key_of(r.sample.shape)].push_back(&r);
+  std::ofstream os(out);
+  os.precision(7);
+  std::size_t groups = 0, rows = 0;
+  for (const auto& [k, timed] : by_shape) {
+    // The fastest: the least median over the repetitions of one kernel (a configuration; else the algorithm's kernel).
+    std::map<std::string, std::vector<double>> reps;
+    for (const auto* r : timed)
+      reps[r->modelled ? tuner::config_key_string(r->sample.config) : std::to_string(r->algo_id) + " " + r->kernel].push_back(
+          r->sample.latency_us);
+    double best = INFINITY;
+    for (const auto& [name, lat] : reps) best = std::min(best, bench::median(lat));
+    const tuner::GemmShape& shape = timed.front()->sample.shape;
+    const auto tuned = tuner::tune_gemm(shape, gpu, 1000, &table);
+    if (tuned.method != "wave-table" || tuned.ranked.empty()) continue;
+    const HardwareRates hw = hardware_rates(gpu, shape.dtype);
+    std::vector<TileConfig> configs;
+    std::vector<tuner::WaveFeatures> feats;
+    std::vector<double> pred, score, ratio;
+    for (const auto& rc : tuned.ranked) {
+      configs.push_back(rc.config);
+      feats.push_back(tuner::wave_features(shape, rc.config, hw, table.slots_by_cluster));
+      pred.push_back(rc.pred_us);
+      score.push_back(rc.score);
+      std::vector<double> lat;
+      for (const auto* r : timed)
+        if (r->modelled && same_config(r->sample.config, rc.config)) lat.push_back(r->sample.latency_us);
+      ratio.push_back(lat.empty() ? NAN : bench::median(lat) / best);
+    }
+    bench::write_ranker_group(os, shape, -1, configs, feats, pred, score, ratio, groups == 0);
+    ++groups;
+    rows += configs.size();
+  }
+  if (!os.flush()) {
+    std::cerr << "perfloom-tuner-eval: cannot write " << out.string() << "\n";
+    return 1;
+  }
+  std::cerr << out.string() << ": " << groups << " GEMMs, " << rows << " ranked configurations\n";
+  return 0;
+}
+
 // A timing plan to `out`, with one line on stderr: "OUT: N configurations <what>"; 1 where it cannot be written.
 int write_plan(const fs::path& out, const std::vector<tuner::PlanPoint>& points, const std::string& what) {
   std::ofstream os(out);
@@ -3000,6 +3053,11 @@ int main(int argc, char** argv) {
       std::vector<std::string> files;
       while (i + 1 < argc) files.push_back(argv[++i]);
       return score_tables(GpuDatabase::builtin().get(id), sweep, files);
+    } else if (a == "--dump-lists" && i + 4 < argc) {
+      const std::string id = argv[++i];
+      const fs::path lists = argv[++i];
+      const std::string table = argv[++i];
+      return dump_lists(GpuDatabase::builtin().get(id), lists, table, argv[++i]);
     } else if (a == "--candidate-plan" && i + 3 < argc) {
       const std::string id = argv[++i];
       const auto dtype = parse_dtype(argv[++i]);

@@ -40,6 +40,9 @@
 //   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
 //               --with-tiles-more, the old flag for today's default, is still accepted.
 //   --out DIR   where the tables go (default: resources/tuner)
+//   --dump-ranker DIR  also write DIR/<gpu-id>_ranker_groups.csv: every query group the chooser is
+//               trained on, its inputs as the fit computes them (bench/tuner_sweep.h write_ranker_group),
+//               for offline experiments on the chooser (bench/tuner_ranking/chooser.py).
 //   GPU-ID      the GPUs to fit (default: every folder of DIR with the first file)
 // The fit is deterministic: the rows enter in file order (the files in the order given).
 // Only nvjet rows (cuBLASLt's sm90 kernels) enter the fit: the other algorithms the sweep also
@@ -63,6 +66,7 @@ namespace fs = std::filesystem;
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path out = fs::path(PERFLOOM_SOURCE_DIR) / "resources/tuner";
+  fs::path dump_ranker;
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
   bool csv_given = false, with_more = true, with_picks = true, with_lists = true, align_picks = false, with_variants = true, variants_only = false,
@@ -71,6 +75,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--dump-ranker" && i + 1 < argc) dump_ranker = argv[++i];
     else if (a == "--with-tiles-more") with_more = true;
     else if (a == "--tiles-only") with_more = false;
     else if (a == "--no-picks") with_picks = false;
@@ -85,7 +90,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "-h" || a == "--help") {
       std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists] [--pick-align]\n"
-                   "                   [--no-variants | --variants-only] [--option-labels] [GPU-ID...]\n"
+                   "                   [--no-variants | --variants-only] [--option-labels] [--dump-ranker DIR] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
@@ -94,7 +99,8 @@ int main(int argc, char** argv) {
                    "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
                    "  --variants-only: refit only the variant model of the table in --out\n"
                    "  --option-labels: fit on the latencies relabeled to each configuration's predicted fastest option\n"
-                   "                   (session 32: no gain measured, so not the shipped fit)\n";
+                   "                   (session 32: no gain measured, so not the shipped fit)\n"
+                   "  --dump-ranker DIR: also write DIR/<gpu>_ranker_groups.csv, the chooser's training groups\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
@@ -219,7 +225,22 @@ int main(int argc, char** argv) {
         const std::size_t n = tuner::to_fastest_option(samples, variants, gpu, slots);
         what += " (" + std::to_string(n) + " rows relabeled to their configuration's fastest option)";
       }
-      tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, {}, source + what);
+      tuner::FitOptions options;
+      std::ofstream dump;
+      if (!dump_ranker.empty()) {
+        fs::create_directories(dump_ranker);
+        const fs::path file = dump_ranker / (id + "_ranker_groups.csv");
+        dump.open(file);
+        if (!dump) throw std::runtime_error(file.string() + ": cannot be written");
+        dump.precision(7);
+        bool header = true;
+        options.on_ranker_group = [&](const tuner::FitOptions::RankerGroup& g) {
+          bench::write_ranker_group(dump, g.shape, g.fold, g.configs, g.features, g.pred_us, g.score, g.ratio, header);
+          header = false;
+        };
+      }
+      tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, options, source + what);
+      if (dump.is_open() && !dump.flush()) throw std::runtime_error((dump_ranker / (id + "_ranker_groups.csv")).string() + ": cannot be written");
       table.variants = std::move(variants);
       const fs::path file = write_table(id, table);
       fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)

@@ -354,6 +354,26 @@ inline std::vector<SweepRow> read_lists(const std::filesystem::path& dir, const 
   return median_rows(rows);
 }
 
+// Chooser experiments (bench/tuner_ranking/chooser.py): one query group's configurations as CSV lines,
+// "dtype,M,N,K,fold,config,ratio,log_pred,log_score,f_0..": the chooser's inputs before they are made
+// relative to the group (tuner_table.h ranker_rows), and the measured latency over the group's fastest
+// (NaN: not measured). `header` writes the column line first.
+inline void write_ranker_group(std::ostream& os, const tuner::GemmShape& shape, int fold, const std::vector<TileConfig>& configs,
+                               const std::vector<tuner::WaveFeatures>& features, const std::vector<double>& pred_us,
+                               const std::vector<double>& score, const std::vector<double>& ratio, bool header = false) {
+  if (header) {
+    os << "dtype,M,N,K,fold,config,ratio,log_pred,log_score";
+    for (const auto& n : tuner::learned_names()) os << "," << n;
+    os << "\n";
+  }
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    os << dtype_name(shape.dtype) << "," << shape.M << "," << shape.N << "," << shape.K << "," << fold << ","
+       << tuner::config_to_string(configs[i]) << "," << ratio[i] << "," << std::log(pred_us[i]) << "," << std::log(score[i]);
+    for (float v : tuner::learned_features(shape, configs[i], features[i])) os << "," << v;
+    os << "\n";
+  }
+}
+
 // A kernel-variant measurement (`run_plan_on_gpu.sh --variants`: bench/data/<gpu>/variants.csv.gz):
 // each plan configuration timed with every custom option cuBLASLt accepts for it, R times each, its
 // source "plan:CONFIG WHY variant=cC/sS[ base] rep=K" (" base": the option the configuration was

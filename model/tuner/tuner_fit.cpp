@@ -117,6 +117,7 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
   if (static_cast<int>(n) < opt.ranker_min_shapes || by_fold.size() < 2) return out;
   FitOptions inner = opt;
   inner.ranker_rounds = 0;
+  inner.on_ranker_group = nullptr;
   for (const auto& [fold, keys] : by_fold) {
     const std::set<ShapeKey> held(keys.begin(), keys.end());
     std::vector<TunerSample> train;
@@ -154,6 +155,7 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
       rs.fold = fold;
       rs.x = ranker_rows(shape, configs, feats, p, sc);
       for (const TunerSample* s : rows) rs.ratio.push_back(s->latency_us / best);
+      if (opt.on_ranker_group) opt.on_ranker_group({shape, fold, configs, feats, p, sc, rs.ratio});
     }
   }
   // Objective and grading by cross-validation over the folds.

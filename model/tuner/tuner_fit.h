@@ -1,6 +1,7 @@
 #pragma once
 // Fitting the tuner's tables from measured (shape, configuration, latency) points: a cuBLASLt
 // tile-configuration sweep (bench/data/<gpu>/tiles.csv) or the points a sampling plan asked for.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,19 @@ struct FitOptions {
   int ranker_min_configs = 18;
   int ranker_folds = 5;
   int ranker_min_shapes = 20;  // fewer exhaustive shapes: no chooser
+  // Offline experiments on the chooser (perfloom-tuner-fit --dump-ranker): called once per query group
+  // the chooser is trained on, with its inputs as the fit computes them (out-of-sample, by the fold
+  // table). Unset: nothing is called.
+  struct RankerGroup {
+    const GemmShape& shape;
+    int fold;
+    const std::vector<TileConfig>& configs;
+    const std::vector<WaveFeatures>& features;
+    const std::vector<double>& pred_us;
+    const std::vector<double>& score;
+    const std::vector<double>& ratio;  // measured latency / the group's fastest
+  };
+  std::function<void(const RankerGroup&)> on_ranker_group;
 };
 
 // The fold of a shape, 0..folds-1: FNV-1a of "dtype:M,N,K" (the tuner evaluation's folds).

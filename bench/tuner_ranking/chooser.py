@@ -1,0 +1,232 @@
+"""Offline experiments on the tuner's chooser (issue #8, session 36): train it as perfloom-tuner-fit does, or
+otherwise, and score its first choice on timed query lists the tables never saw.
+
+    D=/tmp/rk; mkdir -p $D
+    OMP_WAIT_POLICY=passive build/bin/perfloom-tuner-fit --out $D/tables --dump-ranker $D GPU   # ~10 min per GPU
+    build/bin/perfloom-tuner-eval --dump-lists GPU bench/data/GPU/lists_held/lists_s3737.csv.gz \\
+        $D/tables/GPU.json.gz $D/GPU_s3737.csv
+    python3 bench/tuner_ranking/chooser.py GPU $D/GPU_ranker_groups.csv $D/GPU_s3737.csv EXPERIMENT...
+
+The training groups are the fit's (every shape with >= 18 configurations measured, its inputs out-of-sample by
+the fold tables); the test groups are `perfloom tune`'s whole list at each GEMM of the held-out file, ranked by
+the same table's latency model. Only the chooser changes between experiments, so differences are the chooser's.
+A test GEMM counts where the first choice was timed; a hit is within 3% of the fastest of everything timed there
+(the list and cuBLASLt's first 8): perfloom-tuner-eval --score-tables's "perfloom tune's first choice" column.
+Experiments: 'shipped' (the table's own chooser: the dump's order), or comma-separated name=value: obj, grade
+('1/3/5%', '1/3/5/10%', 'fine'), rounds, depth, eta, top (each training group cut to its N best by the model's
+score), only (lists / sweep), wlist (the weight of the timed query lists' groups), seeds (that many choosers,
+scores summed). The first experiment is the paired comparisons' reference.
+"""
+import array, collections, csv, ctypes as C, gzip, math, os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from xgb import L, chk  # noqa: E402
+
+RANK_CAP = 10
+
+
+def load(path):
+    """-> list of groups: dict(key, fold, cfg, ratio, lp, ls, f)."""
+    groups, cur = [], None
+    with open(path) as fh:
+        r = csv.reader(fh)
+        hdr = next(r)
+        f0 = hdr.index('log_score') + 1
+        for t in r:
+            key = (t[0], int(t[1]), int(t[2]), int(t[3]))
+            if cur is None or cur['key'] != key:
+                cur = dict(key=key, fold=int(t[4]), cfg=[], ratio=[], lp=[], ls=[], f=[])
+                groups.append(cur)
+            cur['cfg'].append(t[5])
+            cur['ratio'].append(float(t[6]))
+            cur['lp'].append(float(t[7]))
+            cur['ls'].append(float(t[8]))
+            cur['f'].append([float(v) for v in t[f0:]])
+    return groups
+
+
+def lists_shapes(gpu, sub='lists'):
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', gpu, sub)
+    out = set()
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if '.csv' not in name or name.endswith('_plan.csv.gz'):
+            continue
+        op = gzip.open if name.endswith('.gz') else open
+        with op(os.path.join(d, name), 'rt') as fh:
+            r = csv.DictReader(l for l in fh if not l.startswith('#'))
+            for t in r:
+                out.add((t['dtype'], int(t['M']), int(t['N']), int(t['K'])))
+    return out
+
+
+def ranker_x(g, idx):
+    """The chooser's rows (tuner_table.h ranker_rows) for the configurations idx of group g."""
+    mlp = min(g['lp'][i] for i in idx)
+    mls = min(g['ls'][i] for i in idx)
+    order = sorted(idx, key=lambda i: g['ls'][i])  # stable, as std::stable_sort by score
+    pos = {i: r for r, i in enumerate(order)}
+    out = []
+    for i in idx:
+        out.append(g['f'][i] + [g['lp'][i] - mlp, g['ls'][i] - mls, float(min(pos[i], RANK_CAP))])
+    return out
+
+
+def grade(grading, ratio):
+    if grading == '1/3/5%':
+        return 3 if ratio <= 1.01 else 2 if ratio <= 1.03 else 1 if ratio <= 1.05 else 0
+    if grading == '1/3/5/10%':
+        return 4 if ratio <= 1.01 else 3 if ratio <= 1.03 else 2 if ratio <= 1.05 else 1 if ratio <= 1.10 else 0
+    if grading == 'fine':  # 1% steps to 10%
+        return max(0, 10 - int(math.floor((ratio - 1) * 100 + 1e-9)))
+    raise ValueError(grading)
+
+
+class DMat:
+    def __init__(self, rows, labels=None, groups=None, weights=None):
+        n, ncol = len(rows), len(rows[0])
+        flat = array.array('f', (v for r in rows for v in r))
+        buf = (C.c_float * len(flat)).from_buffer(flat)
+        self.h = C.c_void_p()
+        chk(L.XGDMatrixCreateFromMat(buf, C.c_uint64(n), C.c_uint64(ncol), C.c_float(float('nan')), C.byref(self.h)))
+        if labels is not None:
+            lab = array.array('f', labels)
+            chk(L.XGDMatrixSetFloatInfo(self.h, b'label', (C.c_float * n).from_buffer(lab), C.c_uint64(n)))
+        if groups is not None:
+            gr = array.array('I', groups)
+            chk(L.XGDMatrixSetUIntInfo(self.h, b'group', (C.c_uint * len(gr)).from_buffer(gr), C.c_uint64(len(gr))))
+        if weights is not None:  # per group, for the ranking objectives
+            w = array.array('f', weights)
+            chk(L.XGDMatrixSetFloatInfo(self.h, b'weight', (C.c_float * len(w)).from_buffer(w), C.c_uint64(len(w))))
+        self.n = n
+
+    def __del__(self):
+        L.XGDMatrixFree(self.h)
+
+
+class Booster:
+    def __init__(self, dm, params, rounds):
+        self.h = C.c_void_p()
+        arr = (C.c_void_p * 1)(dm.h)
+        chk(L.XGBoosterCreate(arr, C.c_uint64(1), C.byref(self.h)))
+        for k, v in params.items():
+            chk(L.XGBoosterSetParam(self.h, k.encode(), str(v).encode()))
+        for i in range(rounds):
+            chk(L.XGBoosterUpdateOneIter(self.h, i, dm.h))
+
+    def predict(self, dm):
+        n = C.c_uint64()
+        out = C.POINTER(C.c_float)()
+        chk(L.XGBoosterPredict(self.h, dm.h, 0, 0, 0, C.byref(n), C.byref(out)))
+        return [out[i] for i in range(n.value)]
+
+    def __del__(self):
+        L.XGBoosterFree(self.h)
+
+
+def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, weight=None, seed=0, extra=None):
+    """The fit's chooser (tuner_fit.cpp train_ranker); top: each group cut to its `top` best by the model's score
+    (query-like); weight(g): the group's weight."""
+    rows, y, sizes, w = [], [], [], []
+    for g in groups:
+        idx = list(range(len(g['cfg'])))
+        if top:
+            idx = sorted(idx, key=lambda i: g['ls'][i])[:top]
+            best = min(g['ratio'][i] for i in idx)
+        else:
+            best = 1.0
+        rows += ranker_x(g, idx)
+        y += [grade(grading, g['ratio'][i] / best) for i in idx]
+        sizes.append(len(idx))
+        w.append(weight(g) if weight else 1.0)
+    params = {'objective': objective, 'max_depth': depth, 'eta': eta, 'subsample': 0.8, 'lambda': 3,
+              'min_child_weight': 1, 'tree_method': 'hist', 'seed': seed, 'nthread': 1}
+    params.update(extra or {})
+    return Booster(DMat(rows, y, sizes, w if weight else None), params, rounds)
+
+
+def first_choices(boosters, groups):
+    """Per group, the index of the first choice (the boosters' scores summed)."""
+    rows, sizes = [], []
+    for g in groups:
+        rows += ranker_x(g, list(range(len(g['cfg']))))
+        sizes.append(len(g['cfg']))
+    dm = DMat(rows)
+    total = None
+    for b in boosters:
+        p = b.predict(dm)
+        total = p if total is None else [a + c for a, c in zip(total, p)]
+    out, at = [], 0
+    for n in sizes:
+        seg = total[at:at + n]
+        out.append(max(range(n), key=lambda i: seg[i]))  # first maximum, as std::max_element
+        at += n
+    return out
+
+
+def score(groups, choice):
+    """(hits, timed first choices, per-group hit or None)."""
+    per = []
+    for g, i in zip(groups, choice):
+        r = g['ratio'][i]
+        per.append(None if math.isnan(r) else r <= 1.03)
+    t = [p for p in per if p is not None]
+    return sum(t), len(t), per
+
+
+def paired(a, b):
+    won = sum(1 for x, y in zip(a, b) if x is not None and y is not None and y and not x)
+    lost = sum(1 for x, y in zip(a, b) if x is not None and y is not None and x and not y)
+    return won, lost
+
+
+def cv_hits(groups, objective, grading, folds=5, **kw):
+    """Held-out shapes within 3% by the fit's fold protocol (tuner_fit.cpp fit_ranker's choice of objective)."""
+    hits = 0
+    for f in range(folds):
+        tr = [g for g in groups if g['fold'] != f]
+        te = [g for g in groups if g['fold'] == f]
+        if not tr or not te:
+            continue
+        ch = first_choices([train(tr, objective, grading, **kw)], te)
+        hits += sum(g['ratio'][i] <= 1.03 for g, i in zip(te, ch))
+    return hits
+
+
+if __name__ == '__main__':
+    gpu, train_file, test_file = sys.argv[1:4]
+    exps = sys.argv[4:]
+    tr = load(train_file)
+    te = load(test_file)
+    lists = lists_shapes(gpu)
+    for g in tr:
+        g['list'] = g['key'] in lists
+    print('%s: %d training groups (%d timed query lists), %d test GEMMs' % (gpu, len(tr), sum(g['list'] for g in tr), len(te)),
+          flush=True)
+    base = None
+    for e in exps:
+        if e == 'shipped':  # the table's own chooser: the dump lists each GEMM in `perfloom tune`'s order
+            h, n, per = score(te, [0] * len(te))
+            base = base or per
+            print('%-60s %4d / %4d = %5.1f%%' % (e, h, n, 100.0 * h / n), flush=True)
+            continue
+        kv = dict(p.split('=', 1) for p in e.split(','))
+        obj = kv.get('obj', 'rank:ndcg')
+        grading = kv.get('grade', '1/3/5/10%')
+        kw = dict(rounds=int(kv.get('rounds', 200)), depth=int(kv.get('depth', 4)), eta=float(kv.get('eta', 0.1)))
+        if 'top' in kv:
+            kw['top'] = int(kv['top'])
+        groups = tr
+        if kv.get('only') == 'lists':
+            groups = [g for g in tr if g['list']]
+        elif kv.get('only') == 'sweep':
+            groups = [g for g in tr if not g['list']]
+        if 'wlist' in kv:
+            wl = float(kv['wlist'])
+            kw['weight'] = lambda g, wl=wl: wl if g['list'] else 1.0
+        seeds = int(kv.get('seeds', 1))
+        bs = [train(groups, obj, grading, seed=s, **kw) for s in range(seeds)]
+        h, n, per = score(te, first_choices(bs, te))
+        if base is None:
+            base = per
+        w, l = paired(base, per)
+        print('%-60s %4d / %4d = %5.1f%%   vs first: won %d lost %d' % (e, h, n, 100.0 * h / n, w, l), flush=True)
