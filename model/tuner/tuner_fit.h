@@ -60,8 +60,12 @@ struct FitOptions {
   // by a table fitted without them (every other row kept). The objective (rank:pairwise or
   // rank:ndcg) and the relevance grading are chosen by cross-validation over the same folds (the
   // share of held-out shapes whose first choice is within 3% of their best). 0 rounds: none.
-  int ranker_rounds = 200;
-  int ranker_depth = 4;
+  // 800 rounds of depth 8 since session 36 (200 of depth 4 before): with ~5,000 query groups the
+  // smaller chooser underfits; by the same fold cross-validation (rank:ndcg, 1/3/5/10%) its held-out
+  // first choice is within 3% on 79.9 / 80.9% of the shapes (H100 / H200), 86.8 / 87.2% with 800 of
+  // depth 8, 86.8 / 86.9% with 1,500 of depth 8 at eta 0.05 (bench/results/tuner_eval.md, Session 36).
+  int ranker_rounds = 800;
+  int ranker_depth = 8;
   double ranker_eta = 0.1;
   int ranker_min_configs = 18;
   int ranker_folds = 5;

@@ -56,3 +56,12 @@ v = by['all']
 gm = lambda key: math.exp(sum(math.log(x['default'] / x[key]) for x in v) / len(v))
 print('speedup over the default (geomean): ' + ', '.join('%s %.3f' % (k, gm(k)) for k in sets + [s + '3' for s in sets]))
 print('first choices refused by cuBLASLt (shapes left out): ' + ', '.join('%s %d' % (s, refused[s]) for s in sets))
+# Paired, each later set against the first: GEMMs where one first choice is within 3% and the other is not,
+# with the two-sided sign test's p (binomial, 1/2) over those.
+for s in sets[1:]:
+    won = sum(x[s] <= 1.03 * x['best'] < x[sets[0]] for x in v)
+    lost = sum(x[sets[0]] <= 1.03 * x['best'] < x[s] for x in v)
+    n = won + lost
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(min(won, lost) + 1)) / 2 ** n) if n else 1.0
+    print('paired first choice, %s against %s: within 3%% where the other is not on %d GEMMs, the other on %d '
+          '(sign test p = %.2g)' % (s, sets[0], won, lost, p))
