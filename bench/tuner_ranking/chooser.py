@@ -17,10 +17,10 @@ Experiments: 'shipped' (the table's own chooser: the dump's order), or comma-sep
 score), only (lists / sweep), wlist (the weight of the timed query lists' groups), seeds (that many choosers,
 scores summed). The first experiment is the paired comparisons' reference.
 """
-import array, collections, csv, ctypes as C, gzip, math, os, sys
+import csv, gzip, math, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xgb import L, chk  # noqa: E402
+from xgb import DM, Booster  # noqa: E402
 
 RANK_CAP = 10
 
@@ -81,48 +81,6 @@ def grade(grading, ratio):
     raise ValueError(grading)
 
 
-class DMat:
-    def __init__(self, rows, labels=None, groups=None, weights=None):
-        n, ncol = len(rows), len(rows[0])
-        flat = array.array('f', (v for r in rows for v in r))
-        buf = (C.c_float * len(flat)).from_buffer(flat)
-        self.h = C.c_void_p()
-        chk(L.XGDMatrixCreateFromMat(buf, C.c_uint64(n), C.c_uint64(ncol), C.c_float(float('nan')), C.byref(self.h)))
-        if labels is not None:
-            lab = array.array('f', labels)
-            chk(L.XGDMatrixSetFloatInfo(self.h, b'label', (C.c_float * n).from_buffer(lab), C.c_uint64(n)))
-        if groups is not None:
-            gr = array.array('I', groups)
-            chk(L.XGDMatrixSetUIntInfo(self.h, b'group', (C.c_uint * len(gr)).from_buffer(gr), C.c_uint64(len(gr))))
-        if weights is not None:  # per group, for the ranking objectives
-            w = array.array('f', weights)
-            chk(L.XGDMatrixSetFloatInfo(self.h, b'weight', (C.c_float * len(w)).from_buffer(w), C.c_uint64(len(w))))
-        self.n = n
-
-    def __del__(self):
-        L.XGDMatrixFree(self.h)
-
-
-class Booster:
-    def __init__(self, dm, params, rounds):
-        self.h = C.c_void_p()
-        arr = (C.c_void_p * 1)(dm.h)
-        chk(L.XGBoosterCreate(arr, C.c_uint64(1), C.byref(self.h)))
-        for k, v in params.items():
-            chk(L.XGBoosterSetParam(self.h, k.encode(), str(v).encode()))
-        for i in range(rounds):
-            chk(L.XGBoosterUpdateOneIter(self.h, i, dm.h))
-
-    def predict(self, dm):
-        n = C.c_uint64()
-        out = C.POINTER(C.c_float)()
-        chk(L.XGBoosterPredict(self.h, dm.h, 0, 0, 0, C.byref(n), C.byref(out)))
-        return [out[i] for i in range(n.value)]
-
-    def __del__(self):
-        L.XGBoosterFree(self.h)
-
-
 def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, weight=None, seed=0, extra=None):
     """The fit's chooser (tuner_fit.cpp train_ranker); top: each group cut to its `top` best by the model's score
     (query-like); weight(g): the group's weight."""
@@ -141,7 +99,7 @@ def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, we
     params = {'objective': objective, 'max_depth': depth, 'eta': eta, 'subsample': 0.8, 'lambda': 3,
               'min_child_weight': 1, 'tree_method': 'hist', 'seed': seed, 'nthread': 1}
     params.update(extra or {})
-    return Booster(DMat(rows, y, sizes, w if weight else None), params, rounds)
+    return Booster(DM(rows, len(rows[0]), y, sizes, w if weight else None), params, rounds)
 
 
 def first_choices(boosters, groups):
@@ -150,7 +108,7 @@ def first_choices(boosters, groups):
     for g in groups:
         rows += ranker_x(g, list(range(len(g['cfg']))))
         sizes.append(len(g['cfg']))
-    dm = DMat(rows)
+    dm = DM(rows, len(rows[0]))
     total = None
     for b in boosters:
         p = b.predict(dm)

@@ -1,26 +1,26 @@
 # Minimal ctypes binding to libxgboost 1.7 (the project's), no numpy.
-import ctypes as C, os
+import array, ctypes as C, os
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 L = C.CDLL("libxgboost.so.0")
 L.XGBGetLastError.restype = C.c_char_p
 def chk(rc):
     if rc != 0: raise RuntimeError(L.XGBGetLastError().decode())
 class DM:
-    def __init__(self, rows, ncol, labels=None, groups=None):
+    """rows: a list of rows of ncol floats; labels per row; groups: query group sizes; weights: per row, or per
+    group under a ranking objective."""
+    def __init__(self, rows, ncol, labels=None, groups=None, weights=None):
         n = len(rows)
-        flat = (C.c_float * (n * ncol))()
-        i = 0
-        for r in rows:
-            for v in r:
-                flat[i] = v; i += 1
+        flat = array.array('f', (v for r in rows for v in r))
         self.h = C.c_void_p()
-        chk(L.XGDMatrixCreateFromMat(flat, C.c_uint64(n), C.c_uint64(ncol), C.c_float(float("nan")), C.byref(self.h)))
-        if labels is not None:
-            lab = (C.c_float * n)(*labels)
-            chk(L.XGDMatrixSetFloatInfo(self.h, b"label", lab, C.c_uint64(n)))
+        chk(L.XGDMatrixCreateFromMat((C.c_float * len(flat)).from_buffer(flat), C.c_uint64(n), C.c_uint64(ncol),
+                                     C.c_float(float("nan")), C.byref(self.h)))
+        for name, values in ((b"label", labels), (b"weight", weights)):
+            if values is not None:
+                a = array.array('f', values)
+                chk(L.XGDMatrixSetFloatInfo(self.h, name, (C.c_float * len(a)).from_buffer(a), C.c_uint64(len(a))))
         if groups is not None:
-            g = (C.c_uint * len(groups))(*groups)
-            chk(L.XGDMatrixSetUIntInfo(self.h, b"group", g, C.c_uint64(len(groups))))
+            g = array.array('I', groups)
+            chk(L.XGDMatrixSetUIntInfo(self.h, b"group", (C.c_uint * len(g)).from_buffer(g), C.c_uint64(len(g))))
         self.n = n
     def __del__(self):
         L.XGDMatrixFree(self.h)
