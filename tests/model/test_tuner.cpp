@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "bench/tuner_sweep.h"
 #include "model/compressed_text.h"
@@ -477,6 +478,22 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   EXPECT_EQ(back.groups.at("16bit").interval.rows, g16.interval.rows);
   EXPECT_NEAR(back.groups.at("16bit").interval.lo_log, g16.interval.lo_log, 1e-4 * std::abs(g16.interval.lo_log));
   EXPECT_NEAR(back.groups.at("16bit").interval.hi_log, g16.interval.hi_log, 1e-4 * std::abs(g16.interval.hi_log));
+  // The chooser's training groups as the fit computes them (perfloom-tuner-fit --dump-ranker): one per
+  // exhaustive shape, in its fold, every measured configuration against the group's fastest; watching
+  // them changes nothing in the table.
+  FitOptions watched = opt;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  watched.on_ranker_group = [&](const FitOptions::RankerGroup& g) {
+    EXPECT_TRUE(seen.emplace(g.shape.M, g.shape.N, g.shape.K).second) << "a shape twice";
+    EXPECT_EQ(g.fold, shape_fold(g.shape, opt.ranker_folds));
+    EXPECT_EQ(g.configs.size(), configs.size());
+    ASSERT_EQ(g.ratio.size(), g.configs.size());
+    ASSERT_EQ(g.pred_us.size(), g.configs.size());
+    EXPECT_DOUBLE_EQ(*std::min_element(g.ratio.begin(), g.ratio.end()), 1.0);
+    for (std::size_t i = 0; i < g.configs.size(); ++i) EXPECT_GE(g.score[i], g.pred_us[i]);  // the support penalty adds
+  };
+  EXPECT_EQ(tuner_table_to_json(fit_tuner_table(samples, h100, watched)), tuner_table_to_json(t));
+  EXPECT_EQ(seen.size(), 40u);
   // Too few exhaustive shapes: no chooser, and the order is the score's.
   FitOptions few = opt;
   few.ranker_min_shapes = 41;
