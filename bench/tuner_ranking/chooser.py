@@ -15,7 +15,7 @@ A test GEMM counts where the first choice was timed; a hit is within 3% of the f
 Experiments: 'shipped' (the table's own chooser: the dump's order), or comma-separated name=value: obj, grade
 ('1/3/5%', '1/3/5/10%', 'fine'), rounds, depth, eta, top (each training group cut to its N best by the model's
 score), only (lists / sweep), wlist (the weight of the timed query lists' groups), seeds (that many choosers,
-scores summed). The first experiment is the paired comparisons' reference.
+scores summed), xgb.NAME (any other XGBoost parameter). The first experiment is the paired comparisons' reference.
 """
 import csv, gzip, math, os, sys
 
@@ -181,6 +181,9 @@ if __name__ == '__main__':
         if 'wlist' in kv:
             wl = float(kv['wlist'])
             kw['weight'] = lambda g, wl=wl: wl if g['list'] else 1.0
+        extra = {k[4:]: v for k, v in kv.items() if k.startswith('xgb.')}  # any other XGBoost parameter
+        if extra:
+            kw['extra'] = extra
         seeds = int(kv.get('seeds', 1))
         bs = [train(groups, obj, grading, seed=s, **kw) for s in range(seeds)]
         h, n, per = score(te, first_choices(bs, te))
