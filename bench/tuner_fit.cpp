@@ -227,11 +227,11 @@ int main(int argc, char** argv) {
       }
       tuner::FitOptions options;
       std::ofstream dump;
+      const fs::path dump_file = dump_ranker / (id + "_ranker_groups.csv");
       if (!dump_ranker.empty()) {
         fs::create_directories(dump_ranker);
-        const fs::path file = dump_ranker / (id + "_ranker_groups.csv");
-        dump.open(file);
-        if (!dump) throw std::runtime_error(file.string() + ": cannot be written");
+        dump.open(dump_file);
+        if (!dump) throw std::runtime_error(dump_file.string() + ": cannot be written");
         dump.precision(7);
         bool header = true;
         options.on_ranker_group = [&](const tuner::FitOptions::RankerGroup& g) {
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
         };
       }
       tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, options, source + what);
-      if (dump.is_open() && !dump.flush()) throw std::runtime_error((dump_ranker / (id + "_ranker_groups.csv")).string() + ": cannot be written");
+      if (dump.is_open() && !dump.flush()) throw std::runtime_error(dump_file.string() + ": cannot be written");
       table.variants = std::move(variants);
       const fs::path file = write_table(id, table);
       fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)

@@ -15,7 +15,8 @@ A test GEMM counts where the first choice was timed; a hit is within 3% of the f
 Experiments: 'shipped' (the table's own chooser: the dump's order), or comma-separated name=value: obj, grade
 ('1/3/5%', '1/3/5/10%', 'fine'), rounds, depth, eta, top (each training group cut to its N best by the model's
 score), only (lists / sweep), wlist (the weight of the timed query lists' groups), seeds (that many choosers,
-scores summed), xgb.NAME (any other XGBoost parameter). The first experiment is the paired comparisons' reference.
+scores summed), xgb.NAME (any other XGBoost parameter), cv=FOLDS (instead of the test file, the fit's fold
+cross-validation over the training groups, as it chooses the objective). The first experiment is the paired comparisons' reference.
 """
 import csv, gzip, math, os, sys
 
@@ -138,16 +139,20 @@ def paired(a, b):
 
 
 def cv_hits(groups, objective, grading, folds=5, **kw):
-    """Held-out shapes within 3% by the fit's fold protocol (tuner_fit.cpp fit_ranker's choice of objective)."""
-    hits = 0
+    """The fit's own protocol (tuner_fit.cpp fit_ranker's choice of objective): each fold's training groups ranked by a
+    chooser trained on the other folds. -> (hits, groups, hits among the timed lists, timed lists), a hit within 3%."""
+    hits = n = lhits = ln = 0
     for f in range(folds):
         tr = [g for g in groups if g['fold'] != f]
         te = [g for g in groups if g['fold'] == f]
         if not tr or not te:
             continue
-        ch = first_choices([train(tr, objective, grading, **kw)], te)
-        hits += sum(g['ratio'][i] <= 1.03 for g, i in zip(te, ch))
-    return hits
+        for g, i in zip(te, first_choices([train(tr, objective, grading, **kw)], te)):
+            hit = g['ratio'][i] <= 1.03
+            hits, n = hits + hit, n + 1
+            if g.get('list'):
+                lhits, ln = lhits + hit, ln + 1
+    return hits, n, lhits, ln
 
 
 if __name__ == '__main__':
@@ -184,6 +189,11 @@ if __name__ == '__main__':
         extra = {k[4:]: v for k, v in kv.items() if k.startswith('xgb.')}  # any other XGBoost parameter
         if extra:
             kw['extra'] = extra
+        if 'cv' in kv:  # the fit's fold cross-validation over the training groups instead of the test file
+            h, n, lh, ln = cv_hits(groups, obj, grading, folds=int(kv['cv']), **kw)
+            print('%-60s cross-validated %4d / %4d = %5.1f%%, the timed lists %d / %d = %.1f%%'
+                  % (e, h, n, 100.0 * h / n, lh, ln, 100.0 * lh / max(1, ln)), flush=True)
+            continue
         seeds = int(kv.get('seeds', 1))
         bs = [train(groups, obj, grading, seed=s, **kw) for s in range(seeds)]
         h, n, per = score(te, first_choices(bs, te))
