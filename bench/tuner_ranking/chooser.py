@@ -22,6 +22,7 @@ import csv, gzip, math, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from xgb import DM, Booster  # noqa: E402
+import neighbours  # noqa: E402
 
 RANK_CAP = 10
 
@@ -60,15 +61,16 @@ def lists_shapes(gpu, sub='lists'):
     return out
 
 
-def ranker_x(g, idx):
-    """The chooser's rows (tuner_table.h ranker_rows) for the configurations idx of group g."""
+def ranker_x(g, idx, nb=None):
+    """The chooser's rows (tuner_table.h ranker_rows) for the configurations idx of group g; nb: the name of the
+    neighbour features (neighbours.py) to append, None: none."""
     mlp = min(g['lp'][i] for i in idx)
     mls = min(g['ls'][i] for i in idx)
     order = sorted(idx, key=lambda i: g['ls'][i])  # stable, as std::stable_sort by score
     pos = {i: r for r, i in enumerate(order)}
     out = []
     for i in idx:
-        out.append(g['f'][i] + [g['lp'][i] - mlp, g['ls'][i] - mls, float(min(pos[i], RANK_CAP))])
+        out.append(g['f'][i] + [g['lp'][i] - mlp, g['ls'][i] - mls, float(min(pos[i], RANK_CAP))] + (g[nb][i] if nb else []))
     return out
 
 
@@ -82,7 +84,7 @@ def grade(grading, ratio):
     raise ValueError(grading)
 
 
-def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, weight=None, seed=0, extra=None):
+def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, weight=None, seed=0, extra=None, nb=None):
     """The fit's chooser (tuner_fit.cpp train_ranker); top: each group cut to its `top` best by the model's score
     (query-like); weight(g): the group's weight."""
     rows, y, sizes, w = [], [], [], []
@@ -93,7 +95,7 @@ def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, we
             best = min(g['ratio'][i] for i in idx)
         else:
             best = 1.0
-        rows += ranker_x(g, idx)
+        rows += ranker_x(g, idx, nb)
         y += [grade(grading, g['ratio'][i] / best) for i in idx]
         sizes.append(len(idx))
         w.append(weight(g) if weight else 1.0)
@@ -103,11 +105,11 @@ def train(groups, objective, grading, rounds=200, depth=4, eta=0.1, top=None, we
     return Booster(DM(rows, len(rows[0]), y, sizes, w if weight else None), params, rounds)
 
 
-def first_choices(boosters, groups):
+def first_choices(boosters, groups, nb=None):
     """Per group, the index of the first choice (the boosters' scores summed)."""
     rows, sizes = [], []
     for g in groups:
-        rows += ranker_x(g, list(range(len(g['cfg']))))
+        rows += ranker_x(g, list(range(len(g['cfg']))), nb)
         sizes.append(len(g['cfg']))
     dm = DM(rows, len(rows[0]))
     total = None
@@ -147,7 +149,7 @@ def cv_hits(groups, objective, grading, folds=5, **kw):
         te = [g for g in groups if g['fold'] == f]
         if not tr or not te:
             continue
-        for g, i in zip(te, first_choices([train(tr, objective, grading, **kw)], te)):
+        for g, i in zip(te, first_choices([train(tr, objective, grading, **kw)], te, kw.get('nb'))):
             hit = g['ratio'][i] <= 1.03
             hits, n = hits + hit, n + 1
             if g.get('list'):
@@ -186,6 +188,13 @@ if __name__ == '__main__':
         if 'wlist' in kv:
             wl = float(kv['wlist'])
             kw['weight'] = lambda g, wl=wl: wl if g['list'] else 1.0
+        if 'nb' in kv:  # neighbour evidence (neighbours.py) from the K nearest training shapes, ratios capped
+            count, cap = int(kv['nb']), float(kv.get('cap', 1.25))
+            kw['nb'] = 'nb_%d_%g' % (count, cap)
+            if kw['nb'] not in tr[0]:
+                neighbours.add(tr, te, count, cap)
+                for g in tr + te:
+                    g[kw['nb']] = g.pop('nb')
         extra = {k[4:]: v for k, v in kv.items() if k.startswith('xgb.')}  # any other XGBoost parameter
         if extra:
             kw['extra'] = extra
@@ -196,7 +205,7 @@ if __name__ == '__main__':
             continue
         seeds = int(kv.get('seeds', 1))
         bs = [train(groups, obj, grading, seed=s, **kw) for s in range(seeds)]
-        h, n, per = score(te, first_choices(bs, te))
+        h, n, per = score(te, first_choices(bs, te, kw.get('nb')))
         if base is None:
             base = per
         w, l = paired(base, per)
