@@ -319,7 +319,6 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                             {"cublaslt_cluster", cublasCluster(t)},
                             {"pred_us", c.pred_us},
                             {"score", c.score},
-                            {"rank_score", c.rank_score},
                             {"waves", c.grid.waves},
                             {"last_wave_fill", c.grid.last_wave_fill},
                             {"ctas", c.grid.ctas},
@@ -327,6 +326,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                             {"slots", c.grid.slot_count},
                             {"k_iters", c.grid.k_iters},
                             {"reason", c.reason}};
+        if (!std::isnan(c.rank_score)) o["rank_score"] = c.rank_score;  // none beyond the chooser's kChooserRows
         if (c.class_samples >= 0) o["class_samples"] = c.class_samples;
         if (std::isfinite(c.lo_us) && std::isfinite(c.hi_us)) {
           o["lo_us"] = c.lo_us;

@@ -2918,37 +2918,6 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
   return write_plan(out, points, "at " + std::to_string((index + std::max(1, every) - 1) / std::max(1, every)) + " exhaustive shapes");
 }
 
-// New GEMMs for a timed check, drawn the same way for every plan mode below: per dtype, `count` GEMMs with M
-// log-uniform in 1..10,000 and N, K multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond),
-// from std::mt19937(seed), so that a seed names its shapes (rounds 6 and 7 of bench/results/candidate_check; rounds
-// 4 and 5 drew from the same ranges with another generator). Shapes a sweep or earlier check measured recur only
-// by chance.
-std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
-  std::vector<tuner::GemmShape> out;
-  for (int i = 0; i < count; ++i)  // the dtypes interleaved: a run cut short by its budget keeps both
-    for (Dtype dt : dtypes) {
-      tuner::GemmShape s;
-      s.dtype = dt;
-      s.M = std::max<int64_t>(1, std::llround(log_uniform(1, 10000)));
-      s.N = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
-      s.K = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
-      out.push_back(s);
-    }
-  return out;
-}
-
-// The dtypes a table fits, one per group (bf16 for the 16-bit group, fp8e4m3 for fp8).
-std::vector<Dtype> table_dtypes(const tuner::TunerTable& table) {
-  std::vector<Dtype> out;
-  for (Dtype dt : {Dtype::bf16, Dtype::fp8e4m3})
-    if (table.groups.count(tuner::dtype_group(dt))) out.push_back(dt);
-  return out;
-}
-
-
 // `--lists-plan GPU OUT.csv COUNT SEED`: a measured-choice round at new shapes (session 35). For COUNT random GEMMs
 // per dtype (random_gemms), every configuration `perfloom tune` ranks (query_candidates, ordered by the bundled
 // table's chooser, each with the option the variant model names) as a timing plan tagged "table K". Timed with
@@ -2962,7 +2931,7 @@ int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed
     return 1;
   }
   std::vector<tuner::PlanPoint> points;
-  const auto gemms = random_gemms(table_dtypes(*table), count, seed);
+  const auto gemms = bench::random_gemms(bench::table_dtypes(*table), count, seed);
   for (const auto& shape : gemms) {
     const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, SIZE_MAX, table);
     for (auto& p : tuner::timing_plan(shape, r.ranked, r.ranked.size(), "table")) points.push_back(std::move(p));
@@ -2981,7 +2950,7 @@ int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsign
   tuner::check_table_matches(old_table, gpu);
   tuner::check_table_matches(new_table, gpu);
   std::vector<tuner::PlanPoint> points;
-  const auto gemms = random_gemms(table_dtypes(old_table), count, seed);
+  const auto gemms = bench::random_gemms(bench::table_dtypes(old_table), count, seed);
   for (const auto& shape : gemms)
     for (const auto& [label, table] : {std::pair<std::string, const tuner::TunerTable*>{"old", &old_table}, {"refit", &new_table}}) {
       const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, 3, table);

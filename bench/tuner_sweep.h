@@ -4,10 +4,12 @@
 // and perfloom-tuner-eval. Orientation: the CSV's `tile` and `cluster` are cuBLASLt's (first
 // number along N); TunerSample holds perfloom's (tile_m along M).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -451,6 +453,36 @@ inline VariantData read_variants(const std::string& path) {
     vs.kernel = v.second;
     out.samples.push_back(std::move(vs));
   }
+  return out;
+}
+
+// New GEMMs for a timed check, drawn the same way for every plan mode below: per dtype, `count` GEMMs with M
+// log-uniform in 1..10,000 and N, K multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond),
+// from std::mt19937(seed), so that a seed names its shapes (rounds 6 and 7 of bench/results/candidate_check; rounds
+// 4 and 5 drew from the same ranges with another generator). Shapes a sweep or earlier check measured recur only
+// by chance. perfloom-tuner-eval's plan modes and perfloom-bench-tune draw from it.
+inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
+  std::vector<tuner::GemmShape> out;
+  for (int i = 0; i < count; ++i)  // the dtypes interleaved: a run cut short by its budget keeps both
+    for (Dtype dt : dtypes) {
+      tuner::GemmShape s;
+      s.dtype = dt;
+      s.M = std::max<int64_t>(1, std::llround(log_uniform(1, 10000)));
+      s.N = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
+      s.K = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
+      out.push_back(s);
+    }
+  return out;
+}
+
+// The dtypes a table fits, one per group (bf16 for the 16-bit group, fp8e4m3 for fp8).
+inline std::vector<Dtype> table_dtypes(const tuner::TunerTable& table) {
+  std::vector<Dtype> out;
+  for (Dtype dt : {Dtype::bf16, Dtype::fp8e4m3})
+    if (table.groups.count(tuner::dtype_group(dt))) out.push_back(dt);
   return out;
 }
 

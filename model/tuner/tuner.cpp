@@ -44,20 +44,25 @@ double support_score(const TunerTable& table, double us, int class_samples) {
 }
 
 // Every configuration predicted (the learned residual batched over them), in the order given: its latency
-// and score, and the chooser's score where `choose` and the table has a chooser.
-std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
-                                   const GemmShape& shape, const std::vector<TileConfig>& configs, bool choose = true) {
-  std::vector<RankedConfig> out(configs.size());
+// and score, and its wave features (what the chooser reads).
+struct Predicted {
+  std::vector<RankedConfig> ranked;
   std::vector<WaveFeatures> feats;
-  feats.reserve(configs.size());
+};
+Predicted predict_all(const TunerTable& table, const GroupTable& group, const HardwareRates& hw, const GemmShape& shape,
+                      const std::vector<TileConfig>& configs) {
+  Predicted p;
+  std::vector<RankedConfig>& out = p.ranked;
+  out.resize(configs.size());
+  p.feats.reserve(configs.size());
   for (std::size_t i = 0; i < configs.size(); ++i) {
     RankedConfig& r = out[i];
     r.config = configs[i];
-    feats.push_back(wave_features(shape, configs[i], hw, table.slots_by_cluster));
-    r.grid = feats.back().grid;
-    r.pred_us = group_latency(group, shape, configs[i], feats.back(), &r.class_samples);
+    p.feats.push_back(wave_features(shape, configs[i], hw, table.slots_by_cluster));
+    r.grid = p.feats.back().grid;
+    r.pred_us = group_latency(group, shape, configs[i], p.feats.back(), &r.class_samples);
   }
-  const std::vector<double> learned = learned_factors(group, shape, configs, feats);
+  const std::vector<double> learned = learned_factors(group, shape, configs, p.feats);
   for (std::size_t i = 0; i < out.size(); ++i) {
     RankedConfig& r = out[i];
     r.index = i;
@@ -68,16 +73,121 @@ std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& gr
       r.hi_us = r.pred_us * std::exp(group.interval.hi_log);
     }
   }
-  if (choose && table.ranker.booster && out.size() > 1) {  // one batched call of the chooser's trees
-    std::vector<double> pred(out.size()), score(out.size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      pred[i] = out[i].pred_us;
-      score[i] = out[i].score;
-    }
-    const std::vector<float> rows = ranker_rows(shape, configs, feats, pred, score);
-    const std::vector<float> p = table.ranker.booster->predict(rows.data(), out.size(), kRankerCount);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i].rank_score = p[i];
+  return p;
+}
+
+// The chooser's score of the `chooser_rows` configurations of one query that the latency model scores best (one
+// batched call of its trees; their inputs are those of the whole list), where the table has a chooser; the others'
+// rank_score is NaN.
+void apply_chooser(const TunerTable& table, const GemmShape& shape, const std::vector<TileConfig>& configs,
+                   const std::vector<WaveFeatures>& feats, std::vector<RankedConfig>& out,
+                   std::size_t chooser_rows = kChooserRows) {
+  if (!table.ranker.booster || out.size() <= 1) return;
+  std::vector<double> pred(out.size()), score(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    pred[i] = out[i].pred_us;
+    score[i] = out[i].score;
   }
+  std::vector<float> rows = ranker_rows(shape, configs, feats, pred, score);
+  std::vector<std::size_t> chosen(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) chosen[i] = i;
+  if (out.size() > chooser_rows) {
+    std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+    chosen.resize(chooser_rows);
+    std::sort(chosen.begin(), chosen.end());
+    for (std::size_t r = 0; r < chosen.size(); ++r)  // compact the chosen rows to the front, in place
+      std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(chosen[r] * kRankerCount), kRankerCount,
+                  rows.begin() + static_cast<std::ptrdiff_t>(r * kRankerCount));
+    for (auto& o : out) o.rank_score = NAN;
+  }
+  const std::vector<float> p = table.ranker.booster->predict(rows.data(), chosen.size(), kRankerCount);
+  for (std::size_t r = 0; r < chosen.size(); ++r) out[chosen[r]].rank_score = p[r];
+}
+
+std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
+                                   const GemmShape& shape, const std::vector<TileConfig>& configs, bool choose = true,
+                                   std::size_t chooser_rows = kChooserRows) {
+  Predicted p = predict_all(table, group, hw, shape, configs);
+  if (choose) apply_chooser(table, shape, configs, p.feats, p.ranked, chooser_rows);
+  return std::move(p.ranked);
+}
+
+// Best first: by the chooser's score where the table has a chooser (the configurations it did not score after
+// those it did, by the latency model's score), else by the latency model's score.
+void order_ranked(const TunerTable& table, std::vector<RankedConfig>& out) {
+  if (table.ranker.booster && out.size() > 1)
+    std::stable_sort(out.begin(), out.end(), [](const RankedConfig& a, const RankedConfig& b) {
+      const bool sa = !std::isnan(a.rank_score), sb = !std::isnan(b.rank_score);
+      if (sa != sb) return sa;
+      return sa ? a.rank_score > b.rank_score : a.score < b.score;
+    });
+  else
+    sort_by_score(out);
+}
+
+// The configurations of the group's catalogue that model_best puts through the learned residual: with `prefilter`
+// > 0, the `prefilter` best by the wave model without it (dot products), else the whole catalogue.
+std::vector<TileConfig> model_shortlist(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
+                                        const GemmShape& shape, std::size_t prefilter) {
+  if (prefilter == 0 || prefilter >= group.catalogue.size()) return group.catalogue;
+  std::vector<std::pair<double, std::size_t>> linear(group.catalogue.size());
+  for (std::size_t i = 0; i < group.catalogue.size(); ++i) {
+    const TileConfig& c = group.catalogue[i];
+    int samples = 0;
+    const double us = group_latency(group, shape, c, wave_features(shape, c, hw, table.slots_by_cluster), &samples);
+    linear[i] = {support_score(table, us, samples), i};
+  }
+  std::partial_sort(linear.begin(), linear.begin() + static_cast<std::ptrdiff_t>(prefilter), linear.end());
+  std::vector<TileConfig> shortlist;
+  shortlist.reserve(prefilter);
+  for (std::size_t i = 0; i < prefilter; ++i) shortlist.push_back(group.catalogue[linear[i].second]);
+  return shortlist;
+}
+
+// Positions of the `n` best of `scored` by score (ties: the earlier), best first.
+std::vector<std::size_t> best_by_score(const std::vector<RankedConfig>& scored, std::size_t n) {
+  std::vector<std::size_t> at(scored.size());
+  for (std::size_t i = 0; i < at.size(); ++i) at[i] = i;
+  n = std::min(n, at.size());
+  std::partial_sort(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(n), at.end(), [&](std::size_t a, std::size_t b) {
+    return scored[a].score < scored[b].score || (scored[a].score == scored[b].score && a < b);
+  });
+  at.resize(n);
+  return at;
+}
+
+// What `perfloom tune` ranks with a table: rank_with_table(query_candidates(...)), with the latency model run once per
+// configuration. query_candidates predicts the model's shortlist to pick its best, rank_with_table the chosen list
+// again; here the shortlist and the nearest shapes' candidates are predicted in one batch, and the list taken from
+// it (the learned residual's trees were ~30% of a query: bench/bench_tune.cpp). Empty where the group has no
+// table candidates.
+std::vector<RankedConfig> rank_query(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
+                                     const GemmShape& shape) {
+  const std::vector<TileConfig> near = table_candidates(group, shape, 8, kNearestShapes);
+  if (near.empty()) return {};
+  std::vector<TileConfig> batch = model_shortlist(table, group, hw, shape, kModelPrefilter);
+  const std::size_t shortlisted = batch.size();
+  std::vector<std::size_t> list;  // positions in `batch` of what the query ranks, in query_candidates' order
+  for (const TileConfig& c : near) {
+    const auto it = std::find_if(batch.begin(), batch.end(), [&](const TileConfig& b) { return same_config(b, c); });
+    list.push_back(static_cast<std::size_t>(it - batch.begin()));
+    if (it == batch.end()) batch.push_back(c);
+  }
+  Predicted p = predict_all(table, group, hw, shape, batch);
+  const std::vector<RankedConfig> shortlist(p.ranked.begin(), p.ranked.begin() + static_cast<std::ptrdiff_t>(shortlisted));
+  for (std::size_t at : best_by_score(shortlist, kModelBest))
+    if (std::find(list.begin(), list.end(), at) == list.end()) list.push_back(at);
+  std::vector<TileConfig> configs;
+  std::vector<WaveFeatures> feats;
+  std::vector<RankedConfig> out;
+  for (std::size_t at : list) {
+    configs.push_back(batch[at]);
+    feats.push_back(p.feats[at]);
+    out.push_back(p.ranked[at]);
+    out.back().index = out.size() - 1;
+  }
+  apply_chooser(table, shape, configs, feats, out);
+  order_ranked(table, out);
   return out;
 }
 
@@ -100,18 +210,15 @@ RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, co
 
 std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                              const std::vector<TileConfig>& configs) {
-  return evaluate(table, group_for(table, shape), hardware_rates(gpu, shape.dtype), shape, configs);
+  return evaluate(table, group_for(table, shape), hardware_rates(gpu, shape.dtype), shape, configs, false);
 }
 
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
-                                          const std::vector<TileConfig>& configs, bool with_reasons) {
+                                          const std::vector<TileConfig>& configs, bool with_reasons, std::size_t chooser_rows) {
   const GroupTable& group = group_for(table, shape);
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
-  std::vector<RankedConfig> out = evaluate(table, group, hw, shape, configs);
-  if (table.ranker.booster && out.size() > 1)
-    std::stable_sort(out.begin(), out.end(), [](const RankedConfig& a, const RankedConfig& b) { return a.rank_score > b.rank_score; });
-  else
-    sort_by_score(out);
+  std::vector<RankedConfig> out = evaluate(table, group, hw, shape, configs, true, chooser_rows);
+  order_ranked(table, out);
   if (with_reasons)
     for (auto& r : out) r.reason = describe_grid(r.grid);
   return out;
@@ -162,29 +269,10 @@ std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, 
                                    std::size_t prefilter) {
   const GroupTable& group = group_for(table, shape);
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
-  const std::vector<TileConfig>* configs = &group.catalogue;
-  std::vector<TileConfig> shortlist;
-  if (prefilter > 0 && prefilter < group.catalogue.size()) {
-    // The wave model's score without the learned residual (dot products), then the residual's trees on the best.
-    std::vector<std::pair<double, std::size_t>> linear(group.catalogue.size());
-    for (std::size_t i = 0; i < group.catalogue.size(); ++i) {
-      const TileConfig& c = group.catalogue[i];
-      int samples = 0;
-      const double us = group_latency(group, shape, c, wave_features(shape, c, hw, table.slots_by_cluster), &samples);
-      linear[i] = {support_score(table, us, samples), i};
-    }
-    std::partial_sort(linear.begin(), linear.begin() + static_cast<std::ptrdiff_t>(prefilter), linear.end());
-    shortlist.reserve(prefilter);
-    for (std::size_t i = 0; i < prefilter; ++i) shortlist.push_back(group.catalogue[linear[i].second]);
-    configs = &shortlist;
-  }
-  std::vector<RankedConfig> scored = evaluate(table, group, hw, shape, *configs, false);
-  n = std::min(n, scored.size());
-  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(n), scored.end(),
-                    [](const RankedConfig& a, const RankedConfig& b) { return a.score < b.score || (a.score == b.score && a.index < b.index); });
+  const std::vector<TileConfig> shortlist = model_shortlist(table, group, hw, shape, prefilter);
+  const std::vector<RankedConfig> scored = evaluate(table, group, hw, shape, shortlist, false);
   std::vector<TileConfig> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) out.push_back(scored[i].config);
+  for (std::size_t at : best_by_score(scored, n)) out.push_back(scored[at].config);
   return out;
 }
 
@@ -356,15 +444,13 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
   if (table) {
     if (auto it = table->groups.find(dtype_group(shape.dtype)); it != table->groups.end()) group = &it->second;
   }
-  std::vector<TileConfig> candidates;
-  if (group) candidates = query_candidates(*table, gpu, shape);
-  if (!candidates.empty()) {
+  if (group) r.ranked = rank_query(*table, *group, hardware_rates(gpu, shape.dtype), shape);
+  if (!r.ranked.empty()) {
     r.method = "wave-table";
     r.note = "wave model fitted on " + std::to_string(group->shapes) + " measured " + dtype_group(shape.dtype) +
              " shapes (" + (table->label.empty() ? table->gpu_id : table->label) + "); candidates: the nearest measured shapes' " +
              "winners and the model's " + std::to_string(kModelBest) + " best of the table's " + std::to_string(group->catalogue.size()) +
              " configurations";
-    r.ranked = rank_with_table(*table, gpu, shape, candidates, false);
     if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
     for (auto& c : r.ranked) c.reason = describe_grid(c.grid);

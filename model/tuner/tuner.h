@@ -24,7 +24,9 @@ struct RankedConfig {
   double score = 0;        // what the ranking sorts by (the latency, with the support penalty)
   WaveGrid grid;
   int class_samples = -1;  // points the class's fit saw; -1 for the analytical model
-  double rank_score = 0;   // the table's chooser (TunerTable::ranker), higher first; 0 without one
+  // The table's chooser (TunerTable::ranker), higher first; 0 without one; NaN for a configuration it did not
+  // score (beyond the kChooserRows the latency model scores best), which comes after those it did.
+  double rank_score = 0;
   std::size_t index = 0;   // position in the configurations given to the ranking
   std::string reason;      // "1 wave, 97% full, 112 K-iterations"
   // The kernel variant the table's variant model names (TunerTable::variants, variant_model.h):
@@ -57,11 +59,18 @@ RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, co
 // Every configuration predicted, in the order given (no chooser, no reasons).
 std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                              const std::vector<TileConfig>& configs);
+// The chooser scores only the kChooserRows configurations of a query's list (~27) that the latency model scores best;
+// the rest follow them in the model's order. Its 800 trees of depth 8 were ~60% of a query (perfloom-bench-tune);
+// its first choice lay beyond the model's 16 best at 0-4 of 800 held-out GEMMs per timed lists file (H100 and H200,
+// rounds 7 and 8 and round 8's second lease), and the first choice within 3% of the fastest moved by at most 0.1
+// points there (bench/results/tuner_eval.md, *Session 38*).
+inline constexpr std::size_t kChooserRows = 16;
 // Every configuration predicted and ordered best first: by the table's chooser (TunerTable::ranker)
 // where it has one, else by score (reasons only when asked: a string per candidate is most of a
-// query's cost).
+// query's cost). `chooser_rows`: how many the chooser scores (SIZE_MAX: every one, as before session 38).
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
-                                          const std::vector<TileConfig>& configs, bool with_reasons = true);
+                                          const std::vector<TileConfig>& configs, bool with_reasons = true,
+                                          std::size_t chooser_rows = kChooserRows);
 // The candidates of a query: the configurations of the nearest shape buckets (octaves of M, N and
 // K, nearest first, at least `want` of them), the winners of the `nearest` measured shapes closest
 // to it (distance: the sum of |log2| ratios of M, N and K; GroupTable::winners) and the group's

@@ -87,6 +87,28 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
   EXPECT_TRUE(doc["configs"][0].contains("cublaslt_custom_option")) << doc.dump(1);
 }
 
+
+TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
+  // The chooser scores the latency model's kChooserRows best of the list; the rest follow in the model's order,
+  // without a rank_score.
+  auto r = runPerfloom("tune --gemm 4096,14336,4096 --dtype bf16 --gpu h100 --top 100 --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const auto& configs = doc.at("configs");
+  ASSERT_GT(configs.size(), 16u);
+  std::size_t scored = 0;
+  double previous_score = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (configs[i].contains("rank_score")) {
+      EXPECT_EQ(scored, i) << "a scored configuration after an unscored one";
+      ++scored;
+    } else {
+      if (i > scored) EXPECT_GE(configs[i].at("score").get<double>(), previous_score) << i;
+      previous_score = configs[i].at("score").get<double>();
+    }
+  }
+  EXPECT_EQ(scored, 16u);
+}
 TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -450,7 +450,11 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   const GemmShape q = samples.front().shape;
   const auto ranked = rank_with_table(t, h100, q, configs, false);
   ASSERT_EQ(ranked.size(), configs.size());
-  for (std::size_t i = 1; i < ranked.size(); ++i) EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score);
+  // Highest first; the configurations beyond the chooser's kChooserRows (NaN: it did not score them) last.
+  for (std::size_t i = 1; i < ranked.size(); ++i)
+    if (!std::isnan(ranked[i].rank_score)) EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score) << i;
+  EXPECT_EQ(std::count_if(ranked.begin(), ranked.end(), [](const RankedConfig& c) { return std::isnan(c.rank_score); }),
+            static_cast<std::ptrdiff_t>(configs.size() - kChooserRows));
   // The latency stays the model's: the same prediction as one configuration alone.
   EXPECT_NEAR(evaluate_with_table(t, h100, q, ranked.front().config).pred_us / ranked.front().pred_us, 1.0, 1e-9);
   const TunerTable back = parse_tuner_table(tuner_table_to_json(t), "round-trip");
@@ -670,6 +674,51 @@ TEST(TunerLookup, TheLatencyModelsBestOfTheWholeTableJoinTheCandidates) {
   EXPECT_FALSE(fitted.groups.at("16bit").catalogue.empty());
   // A group without a fit for the dtype: no candidates.
   EXPECT_TRUE(query_candidates(t, h100, {1024, 1024, 1024, Dtype::fp8e4m3}).empty());
+}
+
+TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserScoresTheModelsBest) {
+  // tune_gemm predicts the model's shortlist and the nearest shapes' candidates in one batch instead of
+  // query_candidates then rank_with_table: the same list, order, latencies and chooser scores. The chooser scores
+  // only the kChooserRows configurations the latency model scores best, with the inputs of the whole list (the
+  // same scores as when it scores them all); the rest follow, unscored (NaN), in the model's order.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  const TunerTable* table = bundled_tuner_table(h100);
+  ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(table->ranker.booster);
+  std::size_t beyond = 0;
+  for (const GemmShape shape : {GemmShape{4096, 14336, 4096, Dtype::bf16}, GemmShape{1000, 3000, 7000, Dtype::bf16},
+                                GemmShape{16, 8192, 4096, Dtype::bf16}, GemmShape{333, 5120, 2048, Dtype::fp8e4m3}}) {
+    const auto tuned = tune_gemm(shape, h100, 1000, table).ranked;
+    const auto two_pass = rank_with_table(*table, h100, shape, query_candidates(*table, h100, shape), false);
+    ASSERT_EQ(tuned.size(), two_pass.size());
+    ASSERT_GT(tuned.size(), 1u);
+    for (std::size_t i = 0; i < tuned.size(); ++i) {
+      EXPECT_EQ(tuned[i].config, two_pass[i].config) << i;
+      EXPECT_EQ(tuned[i].pred_us, two_pass[i].pred_us) << i;
+      EXPECT_EQ(std::isnan(tuned[i].rank_score), std::isnan(two_pass[i].rank_score)) << i;
+      if (!std::isnan(tuned[i].rank_score)) EXPECT_EQ(tuned[i].rank_score, two_pass[i].rank_score) << i;
+    }
+    const auto all = rank_with_table(*table, h100, shape, query_candidates(*table, h100, shape), false, SIZE_MAX);
+    std::vector<double> scores;
+    for (const auto& c : tuned) scores.push_back(c.score);
+    std::sort(scores.begin(), scores.end());
+    const std::size_t scored = std::min(kChooserRows, tuned.size());
+    for (std::size_t i = 0; i < tuned.size(); ++i) {
+      if (i < scored) {
+        ASSERT_FALSE(std::isnan(tuned[i].rank_score)) << i;
+        EXPECT_LE(tuned[i].score, scores[scored - 1]) << i;  // among the model's kChooserRows best
+        if (i > 0) EXPECT_GE(tuned[i - 1].rank_score, tuned[i].rank_score) << i;
+        const auto same = std::find_if(all.begin(), all.end(), [&](const RankedConfig& a) { return a.config == tuned[i].config; });
+        ASSERT_NE(same, all.end());
+        EXPECT_FLOAT_EQ(static_cast<float>(same->rank_score), static_cast<float>(tuned[i].rank_score)) << i;
+      } else {
+        ++beyond;
+        EXPECT_TRUE(std::isnan(tuned[i].rank_score)) << i;
+        EXPECT_LE(tuned[i - 1].score, tuned[i].score + (i == scored ? 1e300 : 0.0)) << i;
+      }
+    }
+  }
+  EXPECT_GT(beyond, 0u);  // some list was longer than what the chooser scores
 }
 
 TEST(TunerLookup, SupportPenaltyBreaksNearTiesTowardWellMeasuredClasses) {
