@@ -79,6 +79,7 @@
 #include "model/gpu_database.h"
 #include "model/hash.h"
 #include "model/learned_predictor.h"
+#include "model/sim/step.h"
 #include "model/xgb_booster.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
@@ -2918,25 +2919,85 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
   return write_plan(out, points, "at " + std::to_string((index + std::max(1, every) - 1) / std::max(1, every)) + " exhaustive shapes");
 }
 
+// `--llm-lists-plan GPU OUT.csv COUNT SEED` (session 38): the same at COUNT LLM linear layers per dtype that the
+// training did not measure (llm_gemms below); time it as a lists round, keep it in lists_held/ (a test set).
 // `--lists-plan GPU OUT.csv COUNT SEED`: a measured-choice round at new shapes (session 35). For COUNT random GEMMs
 // per dtype (random_gemms), every configuration `perfloom tune` ranks (query_candidates, ordered by the bundled
 // table's chooser, each with the option the variant model names) as a timing plan tagged "table K". Timed with
 // cuBLASLt's first 8 (`run_plan_on_gpu.sh --plan NAME --heuristic-n 8`) each GEMM holds ~30 configurations, the
 // ranking problem of a query exactly, and perfloom-tuner-fit learns the files of bench/data/<gpu>/lists/ as
 // further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists).
-int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed) {
+// Every configuration `perfloom tune` ranks at each of `gemms`, tagged "table K", as a timing plan.
+int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<tuner::GemmShape>& gemms, const std::string& what) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
     std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
     return 1;
   }
   std::vector<tuner::PlanPoint> points;
-  const auto gemms = bench::random_gemms(bench::table_dtypes(*table), count, seed);
   for (const auto& shape : gemms) {
     const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, SIZE_MAX, table);
     for (auto& p : tuner::timing_plan(shape, r.ranked, r.ranked.size(), "table")) points.push_back(std::move(p));
   }
-  return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
+  return write_plan(out, points, "of " + std::to_string(gemms.size()) + " " + what);
+}
+
+int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  if (!table) {
+    std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
+    return 1;
+  }
+  return write_lists_plan(gpu, out, bench::random_gemms(bench::table_dtypes(*table), count, seed),
+                          "random GEMMs (seed " + std::to_string(seed) + ")");
+}
+
+// The linear layers of dense LLMs as serving engines run them: for each bundled model of kLlmListModels, each tensor
+// parallel degree that divides it (1, 2, 4, 8) and each token count M of kLlmListTokens (decode batches to prefill
+// chunks), the GEMMs of one decoder layer and the LM head (sim::build_step), in bf16 and again in fp8e4m3; shapes
+// the tuner's training measured (the exhaustive sweeps, the sampling plan, the picks and the timed lists of DIR) left
+// out, then `count` per dtype drawn by std::mt19937(seed) (all where fewer).
+constexpr const char* kLlmListModels[] = {"llama-3.2-3b", "llama-3.1-8b", "mistral-7b", "qwen2.5-14b", "qwen3-32b", "llama-3.1-70b", "qwen2.5-72b"};
+constexpr int64_t kLlmListTokens[] = {1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+std::vector<tuner::GemmShape> llm_gemms(const fs::path& dir, int count, unsigned seed) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> layers;
+  for (const char* id : kLlmListModels) {
+    const sim::LlmConfig cfg = sim::load_llm_config(id);
+    for (int tp : {1, 2, 4, 8}) {
+      sim::Parallelism par;
+      par.tp = tp;
+      try {
+        sim::validate_parallelism(cfg, par);
+      } catch (const std::exception&) {
+        continue;  // the model's heads do not split over tp
+      }
+      for (int64_t m : kLlmListTokens) {
+        const std::vector<sim::SeqWork> batch = m == 1 ? std::vector<sim::SeqWork>{{1, 1024}} : std::vector<sim::SeqWork>{{m, 0}};
+        for (const auto& k : sim::build_step(cfg, par, batch).kernels)
+          if (k.kernel.op == Op::gemm && k.weight_ratio == 1.0) layers.emplace(k.kernel.shape.M, k.kernel.shape.N, k.kernel.shape.K);
+      }
+    }
+  }
+  std::set<ShapeKey> measured;
+  const bench::Sweep sweep = bench::read_exhaustive(dir, true);
+  for (const auto& r : sweep.rows) measured.insert(key_of(r.sample.shape));
+  if (fs::exists(bench::data_file(dir, "tiles_plan.csv")))
+    for (const auto& r : bench::read_sweep(bench::data_file(dir, "tiles_plan.csv").string()).rows) measured.insert(key_of(r.sample.shape));
+  for (const auto& r : bench::read_picks(dir, sweep)) measured.insert(key_of(r.sample.shape));
+  for (const auto& r : bench::read_lists(dir, sweep)) measured.insert(key_of(r.sample.shape));
+  std::mt19937 rng(seed);
+  std::vector<tuner::GemmShape> out;
+  for (Dtype dt : {Dtype::bf16, Dtype::fp8e4m3}) {
+    std::vector<tuner::GemmShape> fresh;
+    for (const auto& [m, n, k] : layers) {
+      const tuner::GemmShape s{m, n, k, dt};
+      if (!measured.count(key_of(s))) fresh.push_back(s);
+    }
+    std::shuffle(fresh.begin(), fresh.end(), rng);
+    if (static_cast<int>(fresh.size()) > count) fresh.resize(static_cast<std::size_t>(count));
+    out.insert(out.end(), fresh.begin(), fresh.end());
+  }
+  return out;
 }
 
 // `--tables-check-plan GPU OUT.csv COUNT SEED OLD.json.gz NEW.json.gz`: two tables side by side (session 35): for
@@ -3053,6 +3114,17 @@ int main(int argc, char** argv) {
         return 1;
       }
       return lists_plan(GpuDatabase::builtin().get(id), out, count, seed);
+    } else if (a == "--llm-lists-plan" && i + 4 < argc) {
+      const std::string id = argv[++i];
+      const fs::path out = argv[++i];
+      const int count = std::atoi(argv[++i]);
+      const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+      if (count <= 0) {
+        std::cerr << "perfloom-tuner-eval: --llm-lists-plan: COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
+        return 1;
+      }
+      return write_lists_plan(GpuDatabase::builtin().get(id), out, llm_gemms(data / id, count, seed),
+                              "LLM linear layers not measured in training (seed " + std::to_string(seed) + ")");
     } else if (a == "--tables-check-plan" && i + 6 < argc) {
       const std::string id = argv[++i];
       const fs::path out = argv[++i];
@@ -3147,7 +3219,8 @@ int main(int argc, char** argv) {
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n"
                    "  candidate sets (session 34): --candidate-plan GPU DTYPE OUT.csv M,N,K...   --prefilter-check GPU DTYPE P M,N,K...\n"
                    "               --wide-picks-plan GPU OUT.csv [EVERY]\n"
-                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n";
+                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n"
+                   "  LLM linear layers (session 38): --llm-lists-plan GPU OUT.csv COUNT SEED\n";
       return 2;
     }
   }
