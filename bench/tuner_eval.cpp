@@ -2919,15 +2919,7 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
   return write_plan(out, points, "at " + std::to_string((index + std::max(1, every) - 1) / std::max(1, every)) + " exhaustive shapes");
 }
 
-// `--llm-lists-plan GPU OUT.csv COUNT SEED` (session 38): the same at COUNT LLM linear layers per dtype that the
-// training did not measure (llm_gemms below); time it as a lists round, keep it in lists_held/ (a test set).
-// `--lists-plan GPU OUT.csv COUNT SEED`: a measured-choice round at new shapes (session 35). For COUNT random GEMMs
-// per dtype (random_gemms), every configuration `perfloom tune` ranks (query_candidates, ordered by the bundled
-// table's chooser, each with the option the variant model names) as a timing plan tagged "table K". Timed with
-// cuBLASLt's first 8 (`run_plan_on_gpu.sh --plan NAME --heuristic-n 8`) each GEMM holds ~30 configurations, the
-// ranking problem of a query exactly, and perfloom-tuner-fit learns the files of bench/data/<gpu>/lists/ as
-// further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists).
-// Every configuration `perfloom tune` ranks at each of `gemms`, tagged "table K", as a timing plan.
+// Every configuration `perfloom tune` ranks at each of `gemms`, tagged "table K", as a timing plan (a lists round).
 int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<tuner::GemmShape>& gemms, const std::string& what) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
@@ -2942,6 +2934,12 @@ int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<
   return write_plan(out, points, "of " + std::to_string(gemms.size()) + " " + what);
 }
 
+// `--lists-plan GPU OUT.csv COUNT SEED`: a measured-choice round at new shapes (session 35). For COUNT random GEMMs
+// per dtype (random_gemms), every configuration `perfloom tune` ranks (query_candidates, ordered by the bundled
+// table's chooser, each with the option the variant model names) as a timing plan tagged "table K". Timed with
+// cuBLASLt's first 8 (`run_plan_on_gpu.sh --plan NAME --heuristic-n 8`) each GEMM holds ~30 configurations, the
+// ranking problem of a query exactly, and perfloom-tuner-fit learns the files of bench/data/<gpu>/lists/ as
+// further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists).
 int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
@@ -2952,11 +2950,13 @@ int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed
                           "random GEMMs (seed " + std::to_string(seed) + ")");
 }
 
-// The linear layers of dense LLMs as serving engines run them: for each bundled model of kLlmListModels, each tensor
-// parallel degree that divides it (1, 2, 4, 8) and each token count M of kLlmListTokens (decode batches to prefill
-// chunks), the GEMMs of one decoder layer and the LM head (sim::build_step), in bf16 and again in fp8e4m3; shapes
-// the tuner's training measured (the exhaustive sweeps, the sampling plan, the picks and the timed lists of DIR) left
-// out, then `count` per dtype drawn by std::mt19937(seed) (all where fewer).
+// `--llm-lists-plan GPU OUT.csv COUNT SEED` (session 38): the same at COUNT LLM linear layers per dtype that the
+// training did not measure, a test set (lists_held/; bench/results/llm_lists/). llm_gemms: the linear layers of dense
+// LLMs as serving engines run them: for each bundled model of kLlmListModels, each tensor parallel degree that divides
+// it (1, 2, 4, 8) and each token count M of kLlmListTokens (decode batches to prefill chunks), the GEMMs of one
+// decoder layer and the LM head (sim::build_step), in bf16 and again in fp8e4m3; shapes the tuner's training measured
+// (the exhaustive sweeps, the sampling plan, the picks and the timed lists of DIR) left out, then `count` per dtype
+// drawn by std::mt19937(seed) (all where fewer).
 constexpr const char* kLlmListModels[] = {"llama-3.2-3b", "llama-3.1-8b", "mistral-7b", "qwen2.5-14b", "qwen3-32b", "llama-3.1-70b", "qwen2.5-72b"};
 constexpr int64_t kLlmListTokens[] = {1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
 std::vector<tuner::GemmShape> llm_gemms(const fs::path& dir, int count, unsigned seed) {

@@ -60,7 +60,8 @@ RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, co
 std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                              const std::vector<TileConfig>& configs);
 // The chooser scores only the kChooserRows configurations of a query's list (~27) that the latency model scores best;
-// the rest follow them in the model's order. Its 800 trees of depth 8 were ~60% of a query (perfloom-bench-tune);
+// the rest follow them in the model's order. Its 800 trees of depth 8 on the whole list were about half of a query
+// (perfloom-bench-tune: 3.2-3.5 of 7.1-7.3 ms here; on 16 rows 2.1-2.5 ms);
 // its first choice lay beyond the model's 16 best at 0-4 of 800 held-out GEMMs per timed lists file (H100 and H200,
 // rounds 7 and 8 and round 8's second lease), and the first choice within 3% of the fastest moved by at most 0.1
 // points there (bench/results/tuner_eval.md, *Session 38*).
