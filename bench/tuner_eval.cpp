@@ -3104,25 +3104,16 @@ int main(int argc, char** argv) {
       while (i + 1 < argc) gemms.push_back(argv[++i]);
       if (!dtype) return 1;
       return prefilter_check(GpuDatabase::builtin().get(id), *dtype, p, gemms);
-    } else if (a == "--lists-plan" && i + 4 < argc) {
+    } else if ((a == "--lists-plan" || a == "--llm-lists-plan") && i + 4 < argc) {
       const std::string id = argv[++i];
       const fs::path out = argv[++i];
       const int count = std::atoi(argv[++i]);
       const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
       if (count <= 0) {
-        std::cerr << "perfloom-tuner-eval: --lists-plan: COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
+        std::cerr << "perfloom-tuner-eval: " << a << ": COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
         return 1;
       }
-      return lists_plan(GpuDatabase::builtin().get(id), out, count, seed);
-    } else if (a == "--llm-lists-plan" && i + 4 < argc) {
-      const std::string id = argv[++i];
-      const fs::path out = argv[++i];
-      const int count = std::atoi(argv[++i]);
-      const unsigned seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
-      if (count <= 0) {
-        std::cerr << "perfloom-tuner-eval: --llm-lists-plan: COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
-        return 1;
-      }
+      if (a == "--lists-plan") return lists_plan(GpuDatabase::builtin().get(id), out, count, seed);
       return write_lists_plan(GpuDatabase::builtin().get(id), out, llm_gemms(data / id, count, seed),
                               "LLM linear layers not measured in training (seed " + std::to_string(seed) + ")");
     } else if (a == "--tables-check-plan" && i + 6 < argc) {

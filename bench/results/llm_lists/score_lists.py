@@ -8,29 +8,26 @@ everything timed there (a configuration's latency: the median of its repetitions
 The list's order is the one the plan was written with (the shipped tables when it was written).
 """
 import collections
-import csv
-import gzip
+import os
 import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tuner_ranking'))
+import cross_lease  # noqa: E402
+
 
 def load(path):
-    times = collections.defaultdict(lambda: collections.defaultdict(list))
+    """-> ({GEMM: {configuration: median latency}}, {(GEMM, configuration): its rank in the list}); cuBLASLt's heuristic
+    results as cross_lease.load names them ('plan:heuristic|KERNEL|RANK')."""
+    times, _ = cross_lease.load(path)
     rank = {}
-    opener = gzip.open if path.endswith('.gz') else open
-    with opener(path, 'rt') as fh:
-        for t in csv.DictReader(line for line in fh if not line.startswith('#')):
-            base = re.sub(r' ?rep=\d+', '', t['source'])
-            key = (t['dtype'], int(t['M']), int(t['N']), int(t['K']))
-            if ' table ' in base:
-                cfg = base
-                m = re.search(r' table (\d+)', base)
+    for key, cf in times.items():
+        for cfg in cf:
+            m = re.search(r' table (\d+)', cfg)
+            if m:
                 rank[(key, cfg)] = int(m.group(1))
-            else:
-                cfg = 'heuristic %s' % t['heuristic_rank']
-            times[key][cfg].append(float(t['latency_us']))
-    return {k: {c: statistics.median(v) for c, v in cf.items()} for k, cf in times.items()}, rank
+    return times, rank
 
 
 def band(m):
@@ -48,8 +45,9 @@ def main(path):
             continue  # the first choice was not timed (cuBLASLt refused it)
         first = listed[0][1]
         three = min(us for r, us in listed if r <= 3)
-        dflt = cf.get('heuristic 1')
-        heur = [us for c, us in cf.items() if c.startswith('heuristic ')]
+        heur = {c: us for c, us in cf.items() if (key, c) not in rank}
+        dflt = next((us for c, us in heur.items() if c.endswith('|1')), None)
+        heur = list(heur.values())
         for group in ('all', key[0], band(key[1])):
             r = rows[group]
             r[0] += 1
