@@ -98,15 +98,15 @@ int main(int argc, char** argv) {
       // The chooser's trees alone, on the whole list and on the rows it scores now.
       if (table->ranker.booster) {
         const HardwareRates hw = hardware_rates(*gpu, shape.dtype);
+        std::vector<TileConfig> listed;
         std::vector<tuner::WaveFeatures> feats;
         std::vector<double> pred, score;
         for (const auto& rc : r) {
+          listed.push_back(rc.config);
           feats.push_back(tuner::wave_features(shape, rc.config, hw, table->slots_by_cluster));
           pred.push_back(rc.pred_us);
           score.push_back(rc.score);
         }
-        std::vector<TileConfig> listed;
-        for (const auto& rc : r) listed.push_back(rc.config);
         const auto rows = tuner::ranker_rows(shape, listed, feats, pred, score);
         const auto& booster = *table->ranker.booster;
         chooser_all.push_back(time_us(repeat, [&] { booster.predict(rows.data(), r.size(), tuner::kRankerCount); }));

@@ -456,7 +456,7 @@ inline VariantData read_variants(const std::string& path) {
   return out;
 }
 
-// New GEMMs for a timed check, drawn the same way for every plan mode below: per dtype, `count` GEMMs with M
+// New GEMMs for a timed check, drawn the same way for every plan mode of perfloom-tuner-eval: per dtype, `count` GEMMs with M
 // log-uniform in 1..10,000 and N, K multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond),
 // from std::mt19937(seed), so that a seed names its shapes (rounds 6 and 7 of bench/results/candidate_check; rounds
 // 4 and 5 drew from the same ranges with another generator). Shapes a sweep or earlier check measured recur only

@@ -144,9 +144,9 @@ std::vector<TileConfig> model_shortlist(const TunerTable& table, const GroupTabl
   return shortlist;
 }
 
-// Positions of the `n` best of `scored` by score (ties: the earlier), best first.
-std::vector<std::size_t> best_by_score(const std::vector<RankedConfig>& scored, std::size_t n) {
-  std::vector<std::size_t> at(scored.size());
+// Positions of the `n` best of the first `among` of `scored` by score (ties: the earlier), best first.
+std::vector<std::size_t> best_by_score(const std::vector<RankedConfig>& scored, std::size_t n, std::size_t among = SIZE_MAX) {
+  std::vector<std::size_t> at(std::min(among, scored.size()));
   for (std::size_t i = 0; i < at.size(); ++i) at[i] = i;
   n = std::min(n, at.size());
   std::partial_sort(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(n), at.end(), [&](std::size_t a, std::size_t b) {
@@ -174,8 +174,7 @@ std::vector<RankedConfig> rank_query(const TunerTable& table, const GroupTable& 
     if (it == batch.end()) batch.push_back(c);
   }
   Predicted p = predict_all(table, group, hw, shape, batch);
-  const std::vector<RankedConfig> shortlist(p.ranked.begin(), p.ranked.begin() + static_cast<std::ptrdiff_t>(shortlisted));
-  for (std::size_t at : best_by_score(shortlist, kModelBest))
+  for (std::size_t at : best_by_score(p.ranked, kModelBest, shortlisted))
     if (std::find(list.begin(), list.end(), at) == list.end()) list.push_back(at);
   std::vector<TileConfig> configs;
   std::vector<WaveFeatures> feats;

@@ -87,7 +87,6 @@ TEST(CliTune, JsonHasRankedConfigurationsWithWavesAndReasons) {
   EXPECT_TRUE(doc["configs"][0].contains("cublaslt_custom_option")) << doc.dump(1);
 }
 
-
 TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
   // The chooser scores the latency model's kChooserRows best of the list; the rest follow in the model's order,
   // without a rank_score.
@@ -109,6 +108,7 @@ TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
   }
   EXPECT_EQ(scored, 16u);
 }
+
 TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   auto r = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
