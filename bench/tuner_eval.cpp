@@ -2939,15 +2939,17 @@ int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<
 // table's chooser, each with the option the variant model names) as a timing plan tagged "table K". Timed with
 // cuBLASLt's first 8 (`run_plan_on_gpu.sh --plan NAME --heuristic-n 8`) each GEMM holds ~30 configurations, the
 // ranking problem of a query exactly, and perfloom-tuner-fit learns the files of bench/data/<gpu>/lists/ as
-// further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists).
-int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed) {
+// further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists). `--m-min M` (session 39) draws M from
+// M..10,000: a round aimed at the larger GEMMs where the first choice misses most.
+int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed, double m_min) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
     std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
     return 1;
   }
-  return write_lists_plan(gpu, out, bench::random_gemms(bench::table_dtypes(*table), count, seed),
-                          "random GEMMs (seed " + std::to_string(seed) + ")");
+  return write_lists_plan(gpu, out, bench::random_gemms(bench::table_dtypes(*table), count, seed, m_min),
+                          "random GEMMs (seed " + std::to_string(seed) +
+                              (m_min > 1 ? ", M from " + std::to_string(std::llround(m_min)) : std::string()) + ")");
 }
 
 // `--llm-lists-plan GPU OUT.csv COUNT SEED` (session 38): the same at COUNT LLM linear layers per dtype that the
@@ -3113,7 +3115,16 @@ int main(int argc, char** argv) {
         std::cerr << "perfloom-tuner-eval: " << a << ": COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
         return 1;
       }
-      if (a == "--lists-plan") return lists_plan(GpuDatabase::builtin().get(id), out, count, seed);
+      double m_min = 1;  // --lists-plan ... --m-min M: M log-uniform from M (not 1) to 10,000, a round aimed at larger GEMMs
+      if (a == "--lists-plan" && i + 2 < argc && std::string(argv[i + 1]) == "--m-min") {
+        m_min = std::atof(argv[i + 2]);
+        i += 2;
+        if (!(m_min >= 1 && m_min < 10000)) {
+          std::cerr << "perfloom-tuner-eval: --lists-plan: --m-min must be a number from 1 to 9,999, not '" << argv[i] << "'\n";
+          return 1;
+        }
+      }
+      if (a == "--lists-plan") return lists_plan(GpuDatabase::builtin().get(id), out, count, seed, m_min);
       return write_lists_plan(GpuDatabase::builtin().get(id), out, llm_gemms(data / id, count, seed),
                               "LLM linear layers not measured in training (seed " + std::to_string(seed) + ")");
     } else if (a == "--tables-check-plan" && i + 6 < argc) {
@@ -3210,7 +3221,7 @@ int main(int argc, char** argv) {
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n"
                    "  candidate sets (session 34): --candidate-plan GPU DTYPE OUT.csv M,N,K...   --prefilter-check GPU DTYPE P M,N,K...\n"
                    "               --wide-picks-plan GPU OUT.csv [EVERY]\n"
-                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n"
+                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED [--m-min M]   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n"
                    "  LLM linear layers (session 38): --llm-lists-plan GPU OUT.csv COUNT SEED\n";
       return 2;
     }
