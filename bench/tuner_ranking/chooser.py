@@ -16,9 +16,12 @@ Experiments: 'shipped' (the table's own chooser: the dump's order), or comma-sep
 ('1/3/5%', '1/3/5/10%', 'fine'), rounds, depth, eta, top (each training group cut to its N best by the model's
 score), only (lists / sweep), wlist (the weight of the timed query lists' groups), seeds (that many choosers,
 scores summed), xgb.NAME (any other XGBoost parameter), cv=FOLDS (instead of the test file, the fit's fold
-cross-validation over the training groups, as it chooses the objective). The first experiment is the paired comparisons' reference.
+cross-validation over the training groups, as it chooses the objective); session 39: grade=bin3 (within 3% or not),
+ctx=NAME+NAME... (every row also gets those inputs of the model's best row and its difference from them),
+frac=F (a learning curve: that share of the training groups, by a hash of the GEMM). Each experiment also prints its
+first choice by M. The first experiment is the paired comparisons' reference.
 """
-import csv, gzip, math, os, sys
+import csv, gzip, math, os, sys, zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from xgb import DM, Booster  # noqa: E402
@@ -34,6 +37,8 @@ def load(path):
         r = csv.reader(fh)
         hdr = next(r)
         f0 = hdr.index('log_score') + 1
+        global NAMES
+        NAMES = hdr[f0:]
         for t in r:
             key = (t[0], int(t[1]), int(t[2]), int(t[3]))
             if cur is None or cur['key'] != key:
@@ -61,6 +66,25 @@ def lists_shapes(gpu, sub='lists'):
     return out
 
 
+CTX = None  # None, or the names of the inputs whose value at the model's best (lowest score) row every row also gets
+NAMES = None  # the dump's input names (load sets it)
+
+
+def context(g, idx, order):
+    """Inputs that tell a row what the alternatives are: the model's best row's CTX inputs, this row's difference from
+    them, and how many rows the model scores within 1% and 3% of its best."""
+    best = order[0]
+    cols = [NAMES.index(n) for n in CTX]
+    mls = g['ls'][best]
+    near1 = float(sum(1 for i in idx if g['ls'][i] - mls <= math.log(1.01)))
+    near3 = float(sum(1 for i in idx if g['ls'][i] - mls <= math.log(1.03)))
+    second = g['ls'][order[1]] - mls if len(order) > 1 else 0.0
+    out = {}
+    for i in idx:
+        out[i] = [g['f'][best][c] for c in cols] + [g['f'][i][c] - g['f'][best][c] for c in cols] + [near1, near3, second]
+    return out
+
+
 def ranker_x(g, idx, nb=None):
     """The chooser's rows (tuner_table.h ranker_rows) for the configurations idx of group g; nb: the name of the
     neighbour features (neighbours.py) to append, None: none."""
@@ -68,9 +92,11 @@ def ranker_x(g, idx, nb=None):
     mls = min(g['ls'][i] for i in idx)
     order = sorted(idx, key=lambda i: g['ls'][i])  # stable, as std::stable_sort by score
     pos = {i: r for r, i in enumerate(order)}
+    ctx = context(g, idx, order) if CTX else None
     out = []
     for i in idx:
-        out.append(g['f'][i] + [g['lp'][i] - mlp, g['ls'][i] - mls, float(min(pos[i], RANK_CAP))] + (g[nb][i] if nb else []))
+        out.append(g['f'][i] + [g['lp'][i] - mlp, g['ls'][i] - mls, float(min(pos[i], RANK_CAP))] + (g[nb][i] if nb else [])
+                   + (ctx[i] if ctx else []))
     return out
 
 
@@ -79,6 +105,8 @@ def grade(grading, ratio):
         return 3 if ratio <= 1.01 else 2 if ratio <= 1.03 else 1 if ratio <= 1.05 else 0
     if grading == '1/3/5/10%':
         return 4 if ratio <= 1.01 else 3 if ratio <= 1.03 else 2 if ratio <= 1.05 else 1 if ratio <= 1.10 else 0
+    if grading == 'bin3':  # within 3% or not (the metric itself)
+        return 1 if ratio <= 1.03 else 0
     if grading == 'fine':  # 1% steps to 10%
         return max(0, 10 - int(math.floor((ratio - 1) * 100 + 1e-9)))
     raise ValueError(grading)
@@ -175,6 +203,7 @@ if __name__ == '__main__':
             print('%-60s %4d / %4d = %5.1f%%' % (e, h, n, 100.0 * h / n), flush=True)
             continue
         kv = dict(p.split('=', 1) for p in e.split(','))
+        CTX = kv['ctx'].split('+') if 'ctx' in kv else None
         obj = kv.get('obj', 'rank:ndcg')
         grading = kv.get('grade', '1/3/5/10%')
         kw = dict(rounds=int(kv.get('rounds', 200)), depth=int(kv.get('depth', 4)), eta=float(kv.get('eta', 0.1)))
@@ -185,6 +214,9 @@ if __name__ == '__main__':
             groups = [g for g in tr if g['list']]
         elif kv.get('only') == 'sweep':
             groups = [g for g in tr if not g['list']]
+        if 'frac' in kv:  # a learning curve: that share of the training groups, drawn by a hash of the GEMM
+            fr = float(kv['frac'])
+            groups = [g for g in groups if (zlib.crc32(repr(g['key']).encode()) % 1000) < fr * 1000]
         if 'wlist' in kv:
             wl = float(kv['wlist'])
             kw['weight'] = lambda g, wl=wl: wl if g['list'] else 1.0
@@ -210,3 +242,8 @@ if __name__ == '__main__':
             base = per
         w, l = paired(base, per)
         print('%-60s %4d / %4d = %5.1f%%   vs first: won %d lost %d' % (e, h, n, 100.0 * h / n, w, l), flush=True)
+        by_m = []
+        for lo, hi in ((1, 96), (97, 1000), (1001, 1 << 30)):
+            sel = [p for g, p in zip(te, per) if lo <= g['key'][1] <= hi and p is not None]
+            by_m.append('M %d-%s %.1f%% of %d' % (lo, hi if hi < 1 << 30 else '', 100.0 * sum(sel) / max(1, len(sel)), len(sel)))
+        print('    by M: ' + ', '.join(by_m), flush=True)
