@@ -1001,6 +1001,30 @@ TEST(TunerSweep, FileNamesSortWithTheirNumbersAsNumbers) {
   EXPECT_TRUE(bench::natural_less("s9x", "s10"));
 }
 
+TEST(TunerSweep, RandomGemmsNameTheirShapesBySeedAndAnMMinRaisesOnlyM) {
+  const std::vector<Dtype> dtypes{Dtype::bf16, Dtype::fp8e4m3};
+  const auto all = bench::random_gemms(dtypes, 200, 4343);
+  const auto large = bench::random_gemms(dtypes, 200, 4343, 96);
+  ASSERT_EQ(all.size(), 400u);
+  ASSERT_EQ(large.size(), 400u);
+  EXPECT_EQ(bench::random_gemms(dtypes, 200, 4343)[17].M, all[17].M);  // a seed names its shapes
+  int small = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].dtype, dtypes[i % 2]);  // interleaved: a run cut short keeps both dtypes
+    EXPECT_EQ(large[i].dtype, all[i].dtype);
+    EXPECT_EQ(large[i].N, all[i].N);  // the same draws: --m-min moves M alone
+    EXPECT_EQ(large[i].K, all[i].K);
+    EXPECT_GE(large[i].M, all[i].M);
+    EXPECT_GE(large[i].M, 96);
+    EXPECT_LE(large[i].M, 10000);
+    EXPECT_GE(all[i].M, 1);
+    EXPECT_EQ(all[i].N % 64, 0);
+    EXPECT_GE(all[i].K, 512);
+    small += all[i].M < 96;
+  }
+  EXPECT_GT(small, 100);  // log-uniform from 1: about half below 96
+}
+
 TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepeatedShape) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tiles_more_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
