@@ -3005,7 +3005,10 @@ std::vector<tuner::GemmShape> llm_gemms(const fs::path& dir, int count, unsigned
 // `--tables-check-plan GPU OUT.csv COUNT SEED OLD.json.gz NEW.json.gz`: two tables side by side (session 35): for
 // COUNT random GEMMs per dtype (random_gemms), the first 3 `perfloom tune` answers with each table (tune_gemm, with
 // the options it names), tagged "old K" and "refit K", as one timing plan; time it with `run_plan_on_gpu.sh --plan
-// NAME --repeat 3 --heuristic-n 8` and score it with bench/results/candidate_check/score.py.
+// NAME --repeat 3 --heuristic-n 8` and score it with bench/results/candidate_check/score.py. The collector times a
+// GEMM's points in the plan's order, and at large GEMMs what ran just before moves a latency by several percent
+// (session 39: the same configurations timed in reverse order, bench/results/candidate_check/README.md *Round 10*),
+// so since session 39 the two tables take turns going first, GEMM by GEMM.
 int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed, const std::string& old_file,
                       const std::string& new_file) {
   const tuner::TunerTable old_table = tuner::parse_tuner_table(bench::read_text(old_file), old_file);
@@ -3014,11 +3017,16 @@ int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsign
   tuner::check_table_matches(new_table, gpu);
   std::vector<tuner::PlanPoint> points;
   const auto gemms = bench::random_gemms(bench::table_dtypes(old_table), count, seed);
-  for (const auto& shape : gemms)
-    for (const auto& [label, table] : {std::pair<std::string, const tuner::TunerTable*>{"old", &old_table}, {"refit", &new_table}}) {
-      const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, 3, table);
-      for (auto& p : tuner::timing_plan(shape, r.ranked, 3, label)) points.push_back(std::move(p));
+  using Labelled = std::pair<std::string, const tuner::TunerTable*>;
+  const std::size_t dtypes = bench::table_dtypes(old_table).size();  // random_gemms interleaves them
+  for (std::size_t g = 0; g < gemms.size(); ++g) {
+    std::vector<Labelled> turns{{"old", &old_table}, {"refit", &new_table}};
+    if ((g / dtypes) % 2 == 1) std::swap(turns[0], turns[1]);  // each dtype's GEMMs take turns
+    for (const auto& [label, table] : turns) {
+      const tuner::TuneResult r = tuner::tune_gemm(gemms[g], gpu, 3, table);
+      for (auto& p : tuner::timing_plan(gemms[g], r.ranked, 3, label)) points.push_back(std::move(p));
     }
+  }
   return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
 }
 
