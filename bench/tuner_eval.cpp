@@ -2920,16 +2920,24 @@ int wide_picks_plan(const GpuSpec& gpu, const fs::path& dir, const fs::path& out
 }
 
 // Every configuration `perfloom tune` ranks at each of `gemms`, tagged "table K", as a timing plan (a lists round).
-int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<tuner::GemmShape>& gemms, const std::string& what) {
+// The collector times a GEMM's points in the plan's order, and at large GEMMs what ran just before moves a latency by
+// several percent (session 39, bench/results/candidate_check/order_effect.py), so since session 39 each GEMM's list is
+// written in a shuffled order (std::mt19937(seed)): the timing position no longer follows the table's ranking, which
+// the labels would otherwise learn. The tags keep the rank.
+int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<tuner::GemmShape>& gemms, const std::string& what,
+                     unsigned seed) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
     std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
     return 1;
   }
+  std::mt19937 order(seed);
   std::vector<tuner::PlanPoint> points;
   for (const auto& shape : gemms) {
     const tuner::TuneResult r = tuner::tune_gemm(shape, gpu, SIZE_MAX, table);
-    for (auto& p : tuner::timing_plan(shape, r.ranked, r.ranked.size(), "table")) points.push_back(std::move(p));
+    auto list = tuner::timing_plan(shape, r.ranked, r.ranked.size(), "table");
+    std::shuffle(list.begin(), list.end(), order);
+    for (auto& p : list) points.push_back(std::move(p));
   }
   return write_plan(out, points, "of " + std::to_string(gemms.size()) + " " + what);
 }
@@ -2949,7 +2957,8 @@ int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed
   }
   return write_lists_plan(gpu, out, bench::random_gemms(bench::table_dtypes(*table), count, seed, m_min),
                           "random GEMMs (seed " + std::to_string(seed) +
-                              (m_min > 1 ? ", M from " + std::to_string(std::llround(m_min)) : std::string()) + ")");
+                              (m_min > 1 ? ", M from " + std::to_string(std::llround(m_min)) : std::string()) + ")",
+                          seed);
 }
 
 // `--llm-lists-plan GPU OUT.csv COUNT SEED` (session 38): the same at COUNT LLM linear layers per dtype that the
@@ -3134,7 +3143,7 @@ int main(int argc, char** argv) {
       }
       if (a == "--lists-plan") return lists_plan(GpuDatabase::builtin().get(id), out, count, seed, m_min);
       return write_lists_plan(GpuDatabase::builtin().get(id), out, llm_gemms(data / id, count, seed),
-                              "LLM linear layers not measured in training (seed " + std::to_string(seed) + ")");
+                              "LLM linear layers not measured in training (seed " + std::to_string(seed) + ")", seed);
     } else if (a == "--tables-check-plan" && i + 6 < argc) {
       const std::string id = argv[++i];
       const fs::path out = argv[++i];
