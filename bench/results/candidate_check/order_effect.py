@@ -7,6 +7,9 @@ list from its first choice down) and once with each GEMM's list reversed (bench/
     python3 bench/results/candidate_check/order_effect.py bench/results/candidate_check/h200_order_fwd.csv.gz \\
         bench/results/candidate_check/h200_order_rev.csv.gz
 
+(`*_lease2.csv.gz`: the same two plans on a second lease, reversed timed first; two files of one order on the two
+leases compare the leases instead.)
+
 Prints, by the quarter of the forward list a configuration sat in (and for cuBLASLt's heuristic results, timed first
 in both), its latency reversed over forward; how many GEMMs have only a heuristic result within 3% of the fastest in
 each order; and how often the forward order's fastest is within 3% of the reversed order's. A configuration's latency
