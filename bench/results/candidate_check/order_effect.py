@@ -16,45 +16,35 @@ each order; and how often the forward order's fastest is within 3% of the revers
 is the median of its repeats.
 """
 import collections
-import csv
-import gzip
-import re
-import statistics
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tuner_ranking'))
+import cross_lease  # noqa: E402
 
-def load(path):
-    """-> ({gemm: {configuration: median latency}}, {gemm: configurations in timing order})."""
-    rows = collections.defaultdict(lambda: collections.defaultdict(list))
-    order = collections.defaultdict(list)
-    with gzip.open(path, 'rt') as fh:
-        for t in csv.DictReader(line for line in fh if not line.startswith('#')):
-            key = (t['dtype'], int(t['M']), int(t['N']), int(t['K']))
-            src = re.sub(r' ?rep=\d+', '', t['source'])
-            cfg = src if src != 'plan:heuristic' else 'heuristic %s' % t['heuristic_rank']
-            if cfg not in rows[key]:
-                order[key].append(cfg)
-            rows[key][cfg].append(float(t['latency_us']))
-    return {k: {c: statistics.median(v) for c, v in cf.items()} for k, cf in rows.items()}, order
+
+def is_heuristic(cfg):
+    """cross_lease.load names a cuBLASLt heuristic result 'plan:heuristic|KERNEL|RANK', a listed one by its tag."""
+    return cfg.startswith('plan:heuristic')
 
 
 def only_heuristic_within_3(lat):
     best = min(lat.values())
-    return min(v for c, v in lat.items() if not c.startswith('heuristic')) > 1.03 * best
+    return min(v for c, v in lat.items() if not is_heuristic(c)) > 1.03 * best
 
 
 def main(fwd_path, rev_path):
-    fwd, order = load(fwd_path)
-    rev, _ = load(rev_path)
+    fwd, _ = cross_lease.load(fwd_path)  # each GEMM's configurations in the order they were timed
+    rev, _ = cross_lease.load(rev_path)
     ratios = collections.defaultdict(list)
     n = heur_fwd = heur_rev = agree = 0
     for key in sorted(set(fwd) & set(rev)):
-        listed = [c for c in order[key] if not c.startswith('heuristic')]
+        listed = [c for c in fwd[key] if not is_heuristic(c)]
         for i, c in enumerate(listed):
             if c in rev[key]:
                 ratios['list quarter %d' % (1 + min(3, 4 * i // len(listed)))].append(rev[key][c] / fwd[key][c])
         for c in fwd[key]:
-            if c.startswith('heuristic') and c in rev[key]:
+            if is_heuristic(c) and c in rev[key]:
                 ratios['cuBLASLt heuristic (first in both)'].append(rev[key][c] / fwd[key][c])
         n += 1
         heur_fwd += only_heuristic_within_3(fwd[key])
