@@ -24,9 +24,11 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 using namespace perfloom;
 
@@ -49,6 +51,7 @@ struct Args {
     int repeat = 1;                  // --sweep plan: measurements of each configuration, in rounds over the shape's list
     bool variants = false;           // --sweep plan: every plan configuration also with each other custom option and CTA swizzle
     bool small_m = false;            // --sweep tiles: decode shapes, M = 1..7 (the default draw starts at 8)
+    double settle_ms = 0;            // GEMMs: the most the GPU idles before each configuration's measurement
 };
 
 Args parse(int argc, char** argv) {
@@ -73,11 +76,15 @@ Args parse(int argc, char** argv) {
         else if (k == "--repeat") a.repeat = std::max(1, std::stoi(val()));
         else if (k == "--variants") a.variants = true;
         else if (k == "--small-m") a.small_m = true;
+        else if (k == "--settle-ms") a.settle_ms = std::max(0.0, std::stod(val()));
         else if (k == "-h" || k == "--help") {
             std::printf("perfloom-collect --sweep gemm|tiles|elementwise --out FILE.csv [--quick] "
                         "[--budget-s S] [--seed N] [--pool-gb G] [--no-vary] [--small-m] [--dry-run]\n"
                         "perfloom-collect --sweep plan --plan PLAN.csv [--plan PLAN2.csv ...] --out tiles_plan.csv "
-                        "[--heuristic-n N] [--repeat R] [--variants] [--first-shape I] [--budget-s S] [--dry-run]\n");
+                        "[--heuristic-n N] [--repeat R] [--variants] [--first-shape I] [--budget-s S] [--dry-run]\n"
+                        "  --settle-ms G: before each GEMM configuration's measurement the GPU idles as long as the\n"
+                        "  previous measurement kept it busy, at most G ms, so that the clocks it is timed at do not\n"
+                        "  depend on what ran before it (a power-capped GPU's memory)\n");
             std::exit(0);
         } else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
     }
@@ -100,7 +107,7 @@ const char* kColumns[] = {
     "latency_us", "min_us", "p10_us", "p90_us", "reps", "method", "kernel_name", "algo_id",
     "tile", "stages", "splitk", "reduction", "swizzle", "cluster", "heuristic_rank", "sweep",
     // extensions (readers find columns by name)
-    "workspace_bytes", "waves", "grid", "block", "regs", "smem_bytes", "kernels", "source"};
+    "workspace_bytes", "waves", "grid", "block", "regs", "smem_bytes", "kernels", "source", "sm_mhz"};
 
 struct Row {
     std::string op, dtype;
@@ -195,6 +202,7 @@ private:
         v.push_back(std::to_string(k.smem_bytes));
         v.push_back(std::to_string(m.kernels_per_rep));
         v.push_back(csv_quote(r.source));
+        v.push_back(m.sm_mhz_after > 0 ? std::to_string(m.sm_mhz_after) : "");
         std::string line;
         for (size_t i = 0; i < v.size(); ++i) { if (i) line += ","; line += v[i]; }
         return line;
@@ -365,6 +373,7 @@ struct Ctx {
     std::vector<int> clock_samples;
     int filled_kind = -1;
     uint64_t fill_seed = 1;
+    double last_busy_us = 0;  // the previous GEMM measurement's device time (--settle-ms)
 };
 
 void fill_pool(Ctx& c, int kind) {
@@ -406,9 +415,11 @@ std::vector<std::string> env_lines(Ctx& c) {
         for (auto& f : c.args.plans) files += (files.empty() ? "" : " ") + f;
         e.push_back("plan_files=" + files);
         e.push_back("heuristic_n=" + std::to_string(c.args.heuristic_n));
-        e.push_back("repeat=" + std::to_string(c.args.repeat));
+        e.push_back("repeat=" + std::to_string(c.args.repeat) + " (rounds after the first in a shuffled order)");
         e.push_back(std::string("variants=") + (c.args.variants ? "1" : "0"));
     }
+    e.push_back("settle_ms=" + fmt(c.args.settle_ms, 1) +
+                " (before each GEMM configuration's measurement the GPU idles as long as the previous one kept it busy, at most this)");
     for (auto& l : gpu_env_lines(c.prop)) e.push_back(std::move(l));
     e.push_back("timing=CUPTI activity (CONCURRENT_KERNEL + MEMSET); per repetition the sum of the device durations of all kernels and memsets the operation launched; latency_us = median");
     e.push_back("l2_rotation_bytes=" + std::to_string(c.pool.cycle_bytes));
@@ -441,6 +452,15 @@ Measurement measure_gemm(Ctx& c, GemmProblem& p, const GemmConfig& cfg, int min_
     size_t b = p.bytes_all();
     int sets = c.pool.sets_for(b);
     cublasStatus_t first_err = CUBLAS_STATUS_SUCCESS;
+    // --settle-ms: the GPU idles as long as the previous measurement kept it busy, at most G ms,
+    // so that every configuration starts from the same clocks whatever ran before it (a power-
+    // capped GPU lowers its clocks for a while after a long, hungry run: session 40 measured a
+    // large GEMM's latency move 5-15% with what was timed before it).
+    const double idle_us = std::min(c.args.settle_ms * 1000, c.last_busy_us);
+    if (idle_us > 0) {
+        CUDA_CHECK(cudaStreamSynchronize(c.stream));
+        std::this_thread::sleep_for(std::chrono::microseconds((int64_t)idle_us));
+    }
     auto launch = [&](int i) {
         char* base = c.pool.slot(b, i, sets);
         char* A = base;
@@ -450,6 +470,7 @@ Measurement measure_gemm(Ctx& c, GemmProblem& p, const GemmConfig& cfg, int min_
         if (s != CUBLAS_STATUS_SUCCESS && first_err == CUBLAS_STATUS_SUCCESS) first_err = s;
     };
     Measurement m = measure(c.stream, launch, min_reps, max_reps, target_us);
+    c.last_busy_us = m.busy_us;
     if (first_err != CUBLAS_STATUS_SUCCESS) {
         m.ok = false;
         m.error = "cublasLtMatmul status " + std::to_string((int)first_err);
@@ -628,11 +649,12 @@ double est_gemm_us(const GemmType& t, int64_t M, int64_t N, int64_t K) {
     return std::max(2.0 * M * N * K / (peak_tflops(t.name) * 1e6 * 0.7), bytes / 2.8e6) + 4;
 }
 // One measurement as measure_gemm(…, 10, 20, 600) takes it, plus ~2 ms of host work (CUPTI
-// flush, configuration check): seconds.
-double est_measure_s(double tk) {
+// flush, configuration check) and the --settle-ms idle (at most the busy time): seconds.
+double est_measure_s(double tk, double settle_ms) {
     int reps = std::max(10, std::min(20, (int)std::ceil(600 / tk)));
     int wu = std::max(2, std::min(10, (int)std::ceil(200 / tk)));
-    return ((1 + wu + reps) * (tk + 3) + 2000) * 1e-6;
+    const double busy_us = (1 + wu + reps) * (tk + 3);
+    return (busy_us + 2000 + std::min(settle_ms * 1000, busy_us)) * 1e-6;
 }
 
 std::string plan_source(const PlanEntry& e) {
@@ -669,8 +691,8 @@ int run_plan(Ctx& c, CsvOut& out) {
             const auto& s = shapes[si];
             const double tk = est_gemm_us(*s.t, s.M, s.N, s.K);
             auto& e = est[s.t->name];
-            e.first += c.args.repeat * s.entries.size() * est_measure_s(tk);
-            e.second += c.args.repeat * c.args.heuristic_n * est_measure_s(tk) + 1e-3;
+            e.first += c.args.repeat * s.entries.size() * est_measure_s(tk, c.args.settle_ms);
+            e.second += c.args.repeat * c.args.heuristic_n * est_measure_s(tk, c.args.settle_ms) + 1e-3;
             cnt[s.t->name] += s.entries.size();
             if (si < c.args.first_shape) continue;
             std::printf("shape %zu %s M=%ld N=%ld K=%ld est %.1f us/GEMM\n", si, s.t->name, (long)s.M, (long)s.N, (long)s.K, tk);
@@ -810,10 +832,18 @@ int run_plan(Ctx& c, CsvOut& out) {
         }
         // --repeat R: the whole list R times over, so that each configuration's repetitions are
         // spread over the shape's measuring time (a clock drift hits them all alike); one row per
-        // measurement, its source ending in " rep=K" where R > 1.
+        // measurement, its source ending in " rep=K" where R > 1. The first round keeps the plan's
+        // order, every later one is shuffled (seeded by --seed, the shape and the round), so that
+        // no configuration is always timed after the same one.
         std::vector<bool> dead(jobs.size(), false);
+        std::vector<size_t> order(jobs.size());
         for (int rep = 1; rep <= c.args.repeat; ++rep) {
-            for (size_t j = 0; j < jobs.size(); ++j) {
+            std::iota(order.begin(), order.end(), size_t{0});
+            if (rep > 1) {
+                std::mt19937_64 round_rng(c.args.seed ^ (uint64_t)(si * 1000003 + rep));
+                std::shuffle(order.begin(), order.end(), round_rng);
+            }
+            for (size_t j : order) {
                 if (dead[j]) continue;
                 Job& job = jobs[j];
                 const std::string source = job.source + (c.args.repeat > 1 ? " rep=" + std::to_string(rep) : "");
@@ -1162,6 +1192,7 @@ int main(int argc, char** argv) {
                 c.prop.name, c.prop.multiProcessorCount, c.prop.l2CacheSize >> 20,
                 c.pool.bytes / 1073741824.0, c.pool.cycle_bytes / 1048576.0);
     warm_gpu(c, c.args.quick ? 0.3 : 1.5);
+    c.last_busy_us = (c.args.quick ? 0.3 : 1.5) * 1e6;  // --settle-ms: the warm-up was the last load
 
     CsvOut out;
     out.open(c.args.out, env_lines(c));

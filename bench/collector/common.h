@@ -220,7 +220,11 @@ struct Measurement {
     std::string kernel_names;  // distinct names in launch order, joined with " ; "
     ActRecord main_kernel;     // the longest kernel of the first timed repetition
     int kernels_per_rep = 0;
+    int sm_mhz_after = -1;     // NVML's SM clock right after the last repetition (-1: unknown)
+    double busy_us = 0;        // device time of every launch: probe, warm-up and repetitions
 };
+
+inline int nvml_sm_clock_mhz_now();  // after class Nvml below
 
 // Splits records at markers. Groups before the first marker and after the last are dropped.
 inline std::vector<std::vector<ActRecord>> split_at_markers(const std::vector<ActRecord>& recs) {
@@ -258,6 +262,7 @@ Measurement measure(cudaStream_t s, Launch&& launch, int min_reps, int max_reps,
     double t0 = 0;
     if (!probe.empty())
         for (auto& r : probe[0]) t0 += r.us();
+    m.busy_us = t0;
     if (probe.empty() || probe[0].empty()) { m.error = "no kernel recorded"; return m; }
     int reps = (int)std::ceil(target_us / std::max(t0, 0.5));
     reps = std::max(min_reps, std::min(max_reps, reps));
@@ -276,10 +281,11 @@ Measurement measure(cudaStream_t s, Launch&& launch, int min_reps, int max_reps,
                   std::to_string(groups.size());
         return m;
     }
-    for (int i = warmup; i < warmup + reps; ++i) {
+    for (int i = 0; i < warmup + reps; ++i) {
         double t = 0;
         for (auto& r : groups[i]) t += r.us();
-        m.rep_us.push_back(t);
+        m.busy_us += t;
+        if (i >= warmup) m.rep_us.push_back(t);
     }
     const auto& first = groups[warmup];
     m.kernels_per_rep = (int)first.size();
@@ -292,6 +298,7 @@ Measurement measure(cudaStream_t s, Launch&& launch, int min_reps, int max_reps,
         if (r.us() > best) { best = r.us(); m.main_kernel = r; }
     }
     m.st = stats_of(m.rep_us);
+    m.sm_mhz_after = nvml_sm_clock_mhz_now();
     m.ok = m.st.n > 0 && m.kernels_per_rep > 0;
     if (!m.ok && m.error.empty()) m.error = "empty repetitions";
     return m;
@@ -369,6 +376,8 @@ private:
         return (int)v;
     }
 };
+
+inline int nvml_sm_clock_mhz_now() { return Nvml::instance().sm_clock_mhz(); }
 
 // ----------------------------------------------------------------------------------------------
 // Rotating operand pool. One big allocation; an operation whose operands take `bytes` gets

@@ -4,7 +4,7 @@
 # plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
 #
 #   bench/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME]|--plan NAME [--repeat R]
-#                                      [--heuristic-n H]] [OUTDIR]
+#                                      [--heuristic-n H]] [--settle-ms G] [OUTDIR]
 #
 # --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
 # held-out shapes' candidate configurations of bench/data/<gpu-id>/confirm_plan.csv(.gz), each
@@ -18,7 +18,9 @@
 # cuBLASLt's default per shape) into NAME.csv (custom_check: the plan's cublaslt_custom options set
 # on their configurations, session 31; top3_check: `perfloom tune --gemm ... --plan`'s first three of 96
 # LLM GEMMs, session 32). --heuristic-n H: cuBLASLt's first H heuristic results per shape are timed too
-# (default 1 there: its default).
+# (default 1 there: its default). --settle-ms G: the GPU idles G ms before each configuration's
+# measurement (perfloom-collect --settle-ms; default 0), so that the clocks it is timed at do not
+# depend on what ran before it.
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
@@ -38,6 +40,7 @@ VARIANTS=""
 NAMED=""
 REPEAT=3
 HEUR_N=1
+SETTLE_MS=0
 OUTDIR="${OUT:-$PWD/collector-out}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
     --variants) VARIANTS=variants; case "${2:-}" in ""|-*|/*) ;; *) VARIANTS="$2"; shift ;; esac ;;
     --repeat) REPEAT="$2"; shift ;;
     --heuristic-n) HEUR_N="$2"; shift ;;
+    --settle-ms) SETTLE_MS="$2"; shift ;;
     *) OUTDIR="$1" ;;
   esac
   shift
@@ -102,11 +106,12 @@ if [ ${#PLANS[@]} -eq 0 ]; then
   log "NO PLANS for '$GPU_ID' (write them with: perfloom tune --plan --dtype DT --gpu $GPU_ID --out bench/data/$GPU_ID/plan_DT.csv)"
   exit 2
 fi
+MODE_ARGS+=(--settle-ms "$SETTLE_MS")
 PLAN_ARGS=()
 for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
 
 # ---- environment ---------------------------------------------------------------------------------
-collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT}${VARIANTS:+ variants} budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
+collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT}${VARIANTS:+ variants} settle_ms=$SETTLE_MS budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
 build_collector /tmp/perfloom-collector-plan-build collect
