@@ -51,7 +51,7 @@ struct Args {
     int repeat = 1;                  // --sweep plan: measurements of each configuration, in rounds over the shape's list
     bool variants = false;           // --sweep plan: every plan configuration also with each other custom option and CTA swizzle
     bool small_m = false;            // --sweep tiles: decode shapes, M = 1..7 (the default draw starts at 8)
-    double settle_ms = 0;            // GEMMs: the most the GPU idles before each configuration's measurement
+    double settle_ms = 20;           // GEMMs: the most the GPU idles before each configuration's measurement (0: never)
 };
 
 Args parse(int argc, char** argv) {
@@ -84,7 +84,7 @@ Args parse(int argc, char** argv) {
                         "[--heuristic-n N] [--repeat R] [--variants] [--first-shape I] [--budget-s S] [--dry-run]\n"
                         "  --settle-ms G: before each GEMM configuration's measurement the GPU idles as long as the\n"
                         "  previous measurement kept it busy, at most G ms, so that the clocks it is timed at do not\n"
-                        "  depend on what ran before it (a power-capped GPU's memory)\n");
+                        "  depend on what ran before it (a power-capped GPU's memory); default 20, 0: never\n");
             std::exit(0);
         } else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
     }

@@ -19,7 +19,7 @@
 # on their configurations, session 31; top3_check: `perfloom tune --gemm ... --plan`'s first three of 96
 # LLM GEMMs, session 32). --heuristic-n H: cuBLASLt's first H heuristic results per shape are timed too
 # (default 1 there: its default). --settle-ms G: the GPU idles G ms before each configuration's
-# measurement (perfloom-collect --settle-ms; default 0), so that the clocks it is timed at do not
+# measurement (perfloom-collect --settle-ms; default 20, 0: never), so that the clocks it is timed at do not
 # depend on what ran before it.
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
@@ -40,7 +40,7 @@ VARIANTS=""
 NAMED=""
 REPEAT=3
 HEUR_N=1
-SETTLE_MS=0
+SETTLE_MS=20
 OUTDIR="${OUT:-$PWD/collector-out}"
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -256,6 +256,25 @@ TEST_F(ImportLimits, RealCollectorFolderImports) {
   EXPECT_TRUE(told) << "the trace next to the CSVs is named in a warning";
 }
 
+// Since session 40 the collector appends an `sm_mhz` column (NVML's SM clock after each
+// measurement; empty where NVML is missing): a reader that finds columns by name reads such a file
+// as before, the settled H200 lists round with its 19,360 rows included.
+TEST_F(ImportLimits, CollectorCsvWithTheSmClockColumnImports) {
+  write_file(dir_ / "clock.csv",
+             "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H200\n# settle_ms=20.0\n"
+             "op,dtype,M,N,K,latency_us,kernel_name,source,sm_mhz\n"
+             "gemm,bf16,1720,7488,30464,968.614,nvjet_sm90_tst_192x176_64x4_1x2_h_bz_coopB_TNT,plan:heuristic rep=1,1545\n"
+             "gemm,bf16,1720,7488,30464,975.5,nvjet_sm90_tst_192x176_64x4_1x2_h_bz_coopB_TNT,plan:heuristic rep=2,\n");
+  ImportSummary s = store_->import_file(dir_ / "clock.csv", control());
+  EXPECT_EQ(s.format, "collector-csv");
+  EXPECT_EQ(s.gpu_id, "h200");
+  EXPECT_EQ(s.kernels, 2u);
+
+  s = store_->import_file(source_dir() / "bench/data/h200/lists_settled/lists_s4747.csv.gz", control());
+  EXPECT_EQ(s.gpu_id, "h200");
+  EXPECT_EQ(s.kernels, 19360u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Merged multi-process torch.profiler traces: External and correlation ids repeat per process.
 
