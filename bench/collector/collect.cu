@@ -415,7 +415,7 @@ std::vector<std::string> env_lines(Ctx& c) {
         for (auto& f : c.args.plans) files += (files.empty() ? "" : " ") + f;
         e.push_back("plan_files=" + files);
         e.push_back("heuristic_n=" + std::to_string(c.args.heuristic_n));
-        e.push_back("repeat=" + std::to_string(c.args.repeat) + " (rounds after the first in a shuffled order)");
+        e.push_back("repeat=" + std::to_string(c.args.repeat) + (c.args.repeat > 1 ? " (rounds after the first in a shuffled order)" : ""));
         e.push_back(std::string("variants=") + (c.args.variants ? "1" : "0"));
     }
     e.push_back("settle_ms=" + fmt(c.args.settle_ms, 1) +

@@ -18,9 +18,9 @@
 # cuBLASLt's default per shape) into NAME.csv (custom_check: the plan's cublaslt_custom options set
 # on their configurations, session 31; top3_check: `perfloom tune --gemm ... --plan`'s first three of 96
 # LLM GEMMs, session 32). --heuristic-n H: cuBLASLt's first H heuristic results per shape are timed too
-# (default 1 there: its default). --settle-ms G: the GPU idles G ms before each configuration's
-# measurement (perfloom-collect --settle-ms; default 20, 0: never), so that the clocks it is timed at do not
-# depend on what ran before it.
+# (default 1 there: its default). --settle-ms G: before each configuration's measurement the GPU
+# idles as long as the previous measurement kept it busy, at most G ms (perfloom-collect --settle-ms;
+# default 20, 0: never), so that the clocks it is timed at do not depend on what ran before it.
 #
 # --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
 # or h200 where nvidia-smi finds none).
