@@ -343,6 +343,7 @@ public:
 private:
     using InitFn = int (*)();
     using HandleFn = int (*)(unsigned, void**);
+    using BusFn = int (*)(const char*, void**);
     using ClockFn = int (*)(void*, int, unsigned*);
     using DrvFn = int (*)(char*, unsigned);
     using TempFn = int (*)(void*, int, unsigned*);
@@ -359,16 +360,23 @@ private:
         if (!lib) return;
         auto init = (InitFn)dlsym(lib, "nvmlInit_v2");
         auto handle = (HandleFn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+        auto by_bus = (BusFn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
         clock_ = (ClockFn)dlsym(lib, "nvmlDeviceGetClockInfo");
         max_clock_ = (ClockFn)dlsym(lib, "nvmlDeviceGetMaxClockInfo");
         drv_ = (DrvFn)dlsym(lib, "nvmlSystemGetDriverVersion");
         temp_ = (TempFn)dlsym(lib, "nvmlDeviceGetTemperature");
         plimit_ = (PowFn)dlsym(lib, "nvmlDeviceGetEnforcedPowerLimit");
         if (!init || !handle || !clock_ || init() != 0) return;
+        // NVML numbers GPUs as the machine does and ignores CUDA_VISIBLE_DEVICES: find the CUDA
+        // device by its PCI bus id, so that a collector given one GPU of several reads that GPU.
         int cur = 0;
         cudaGetDevice(&cur);
         void* d = nullptr;
-        if (handle((unsigned)cur, &d) == 0) dev_ = d;
+        char bus[32] = {0};
+        if (by_bus && cudaDeviceGetPCIBusId(bus, sizeof bus, cur) == cudaSuccess && by_bus(bus, &d) == 0)
+            dev_ = d;
+        else if (handle((unsigned)cur, &d) == 0)
+            dev_ = d;
     }
     int clock(int type) {
         unsigned v = 0;

@@ -111,10 +111,11 @@ PLAN_ARGS=()
 for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
 
 # ---- environment ---------------------------------------------------------------------------------
-collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT}${VARIANTS:+ variants} settle_ms=$SETTLE_MS budget_s=$BUDGET" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
+collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT}${VARIANTS:+ variants} settle_ms=$SETTLE_MS budget_s=$BUDGET${CUDA_VISIBLE_DEVICES:+ cuda_visible_devices=$CUDA_VISIBLE_DEVICES}" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
-build_collector /tmp/perfloom-collector-plan-build collect
+# one build folder per GPU, so that runs on several GPUs at once (CUDA_VISIBLE_DEVICES) do not collide
+build_collector "/tmp/perfloom-collector-plan-build${CUDA_VISIBLE_DEVICES:+-gpu${CUDA_VISIBLE_DEVICES//,/_}}" collect
 if [ -z "$BIN" ]; then
   log "BUILD FAILED (see log.txt)"
   exit 3
