@@ -3,7 +3,8 @@
 #   CUDA_VISIBLE_DEVICES=i bench/collector/run_plan_on_gpu.sh --plan NAME_i [OPTIONS] OUTDIR/gpuI
 # and its results come back as flat files in OUTDIR (a device call returns few files, none deep):
 #   OUTDIR/NAME.csv.gz      the measured rows (tiles.csv format; FORMAT.md)
-#   OUTDIR/NAME_run.txt     the run's env.txt, then its log.txt
+#   OUTDIR/NAME_run.txt     the run's env.txt, then its log.txt (which starts at the line '[Ns] perfloom collector
+#                           plan run'; bench/data keeps them as NAME_env.txt and NAME_log.txt)
 #
 #   bench/collector/run_plans_on_gpus.sh OUTDIR NAME... [-- run_plan_on_gpu.sh options]
 #

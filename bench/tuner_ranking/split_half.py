@@ -1,0 +1,77 @@
+"""How often can any chooser be within 3% of the fastest, when "the fastest" is itself a timing (issue #8, session 41)?
+In a timed lists round (`perfloom-tuner-eval --lists-plan`, `run_plan_on_gpu.sh --plan lists_sSEED --repeat 2
+--heuristic-n 8`) every configuration is timed in two rounds on the same lease (the second in a shuffled order). A
+chooser that knew round 1's latencies exactly picks round 1's fastest; scored on round 2 (and the other way round)
+against round 2's fastest, it is a perfect chooser measured with the noise of one timing against another:
+
+    python3 bench/tuner_ranking/split_half.py bench/data/h200/lists/lists_s5050.csv.gz [MORE.csv.gz ...]
+
+The rounds are the rows' `rep=1` / `rep=2` (a configuration is the plan row's source without `rep=N`, or for
+cuBLASLt's heuristic results its kernel and rank, as cross_lease.py names them). Also printed: how often `perfloom
+tune`'s first choice is within 3% of the fastest on round 2 alone, and on the median of both rounds (score_lists.py's
+metric), so the three can be compared GEMM for GEMM. Only GEMMs with both rounds of at least 2 configurations count.
+"""
+import collections
+import csv
+import gzip
+import re
+import statistics
+import sys
+
+
+def band(m):
+    return 'M <= 16' if m <= 16 else 'M 17-96' if m <= 96 else 'M 97-1000' if m <= 1000 else 'M > 1000'
+
+
+def load(path):
+    """-> {(dtype, M, N, K): {configuration: {round: latency}}}, {(dtype, M, N, K): perfloom tune's first choice}."""
+    times = collections.defaultdict(lambda: collections.defaultdict(dict))
+    first = {}
+    opener = gzip.open if path.endswith('.gz') else open
+    with opener(path, 'rt') as fh:
+        for t in csv.DictReader(line for line in fh if not line.startswith('#')):
+            m = re.search(r'rep=(\d+)', t['source'])
+            if not m:
+                continue
+            base = re.sub(r' ?rep=\d+', '', t['source'])
+            key = (t['dtype'], int(t['M']), int(t['N']), int(t['K']))
+            cfg = base if ' table ' in base else '%s|%s|%s' % (base, t['kernel_name'], t['heuristic_rank'])
+            times[key][cfg][int(m.group(1))] = float(t['latency_us'])
+            if re.search(r' table 1( |$)', base):
+                first[key] = cfg
+    return times, first
+
+
+def main(paths):
+    rows = collections.defaultdict(lambda: [0, 0.0, 0, 0])  # GEMMs, split-half hits (mean of both ways), first r2, first median
+    for path in paths:
+        times, first = load(path)
+        for key, cf in times.items():
+            both = {c: r for c, r in cf.items() if 1 in r and 2 in r}
+            if len(both) < 2 or key not in first or first[key] not in both:
+                continue
+            r1 = {c: r[1] for c, r in both.items()}
+            r2 = {c: r[2] for c, r in both.items()}
+            med = {c: statistics.median(r.values()) for c, r in cf.items()}
+            best1, best2 = min(r1, key=r1.get), min(r2, key=r2.get)
+            split = 0.5 * ((r2[best1] <= 1.03 * r2[best2]) + (r1[best2] <= 1.03 * r1[best1]))
+            f = first[key]
+            for g in ('all', band(key[1])):
+                r = rows[g]
+                r[0] += 1
+                r[1] += split
+                r[2] += r2[f] <= 1.03 * r2[best2]
+                r[3] += med[f] <= 1.03 * min(med.values())
+    print('%s: within 3%% of the fastest' % ', '.join(paths))
+    print('| GEMMs | n | round 1\'s fastest on round 2 (both ways) | first choice on round 2 | first choice on the medians |')
+    print('|---|---|---|---|---|')
+    for g in ['all', 'M <= 16', 'M 17-96', 'M 97-1000', 'M > 1000']:
+        if g in rows:
+            n, s, f2, fm = rows[g]
+            print('| %s | %d | %.1f%% | %.1f%% | %.1f%% |' % (g, n, 100.0 * s / n, 100.0 * f2 / n, 100.0 * fm / n))
+
+
+if __name__ == '__main__':
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
