@@ -20,20 +20,28 @@ import statistics
 import sys
 
 
-def load(path):
-    """-> ({(dtype, M, N, K): {configuration: median latency}}, {(dtype, M, N, K): perfloom tune's first choice})."""
+def load_rounds(path):
+    """-> ({(dtype, M, N, K): {configuration: [(round, latency), ...]}}, {(dtype, M, N, K): perfloom tune's first choice});
+    a row's round is its source's `rep=N` (0 where it has none)."""
     times = collections.defaultdict(lambda: collections.defaultdict(list))
     first = {}
     opener = gzip.open if path.endswith('.gz') else open
     with opener(path, 'rt') as fh:
         for t in csv.DictReader(line for line in fh if not line.startswith('#')):
+            rep = re.search(r'rep=(\d+)', t['source'])
             base = re.sub(r' ?rep=\d+', '', t['source'])
             key = (t['dtype'], int(t['M']), int(t['N']), int(t['K']))
             cfg = base if ' table ' in base else '%s|%s|%s' % (base, t['kernel_name'], t['heuristic_rank'])
-            times[key][cfg].append(float(t['latency_us']))
+            times[key][cfg].append((int(rep.group(1)) if rep else 0, float(t['latency_us'])))
             if re.search(r' table 1( |$)', base):
                 first[key] = cfg
-    return {k: {c: statistics.median(v) for c, v in cf.items()} for k, cf in times.items()}, first
+    return times, first
+
+
+def load(path):
+    """-> ({(dtype, M, N, K): {configuration: median latency}}, {(dtype, M, N, K): perfloom tune's first choice})."""
+    times, first = load_rounds(path)
+    return {k: {c: statistics.median(us for _, us in v) for c, v in cf.items()} for k, cf in times.items()}, first
 
 
 def band(m):

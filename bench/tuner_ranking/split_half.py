@@ -12,41 +12,24 @@ tune`'s first choice is within 3% of the fastest on round 2 alone, and on the me
 metric), so the three can be compared GEMM for GEMM. Only GEMMs with both rounds of at least 2 configurations count.
 """
 import collections
-import csv
-import gzip
-import re
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cross_lease  # noqa: E402
 
 
 def band(m):
     return 'M <= 16' if m <= 16 else 'M 17-96' if m <= 96 else 'M 97-1000' if m <= 1000 else 'M > 1000'
 
 
-def load(path):
-    """-> {(dtype, M, N, K): {configuration: {round: latency}}}, {(dtype, M, N, K): perfloom tune's first choice}."""
-    times = collections.defaultdict(lambda: collections.defaultdict(dict))
-    first = {}
-    opener = gzip.open if path.endswith('.gz') else open
-    with opener(path, 'rt') as fh:
-        for t in csv.DictReader(line for line in fh if not line.startswith('#')):
-            m = re.search(r'rep=(\d+)', t['source'])
-            if not m:
-                continue
-            base = re.sub(r' ?rep=\d+', '', t['source'])
-            key = (t['dtype'], int(t['M']), int(t['N']), int(t['K']))
-            cfg = base if ' table ' in base else '%s|%s|%s' % (base, t['kernel_name'], t['heuristic_rank'])
-            times[key][cfg][int(m.group(1))] = float(t['latency_us'])
-            if re.search(r' table 1( |$)', base):
-                first[key] = cfg
-    return times, first
-
-
 def main(paths):
     rows = collections.defaultdict(lambda: [0, 0.0, 0, 0])  # GEMMs, split-half hits (mean of both ways), first r2, first median
     for path in paths:
-        times, first = load(path)
-        for key, cf in times.items():
+        times, first = cross_lease.load_rounds(path)
+        for key, timed in times.items():
+            cf = {c: dict(v) for c, v in timed.items()}  # configuration -> {round: latency}
             both = {c: r for c, r in cf.items() if 1 in r and 2 in r}
             if len(both) < 2 or key not in first or first[key] not in both:
                 continue
