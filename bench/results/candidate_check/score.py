@@ -1,23 +1,23 @@
 """Score the candidate-set check: `perfloom tune`'s first three from three candidate sets, timed side by side.
 
-    python3 bench/results/candidate_check/score.py bench/results/candidate_check/GPU.csv.gz
+    python3 bench/results/candidate_check/score.py bench/results/candidate_check/GPU.csv.gz [MORE.csv.gz ...]
 
 The timed plan (perfloom-tuner-eval --candidate-plan) holds, per GEMM, the first three of each candidate set,
 labelled "tune K" (what `perfloom tune` answered before session 34), "near12 K" and "wide K" (or, for the refit
 check, "old K" and "refit K": `perfloom tune --plan` with two tables), each with its named custom option,
 and cuBLASLt's first 8 heuristic results, each timed 3 times (median). A configuration cuBLASLt refused is
 missing; a shape counts where every set's first choice ran. Within 3% of the fastest of everything timed at
-the shape.
+the shape. Several files (checks of the same two tables at other GEMMs, say on two GPUs at once) are scored together.
 """
 import collections, csv, gzip, math, re, statistics, sys
 
-rows = csv.DictReader(l for l in gzip.open(sys.argv[1], 'rt') if not l.startswith('#'))
 lat = collections.defaultdict(list)
-for r in rows:
-    shape = (r['dtype'], int(r['M']), int(r['N']), int(r['K']))
-    m = re.search(r'^plan:\S+ (\w+) (\d)', r['source'])
-    key = (m.group(1), int(m.group(2))) if m else ('heuristic', int(r['heuristic_rank']))
-    lat[(shape, key)].append(float(r['latency_us']))
+for fi, path in enumerate(sys.argv[1:]):
+    for r in csv.DictReader(l for l in gzip.open(path, 'rt') if not l.startswith('#')):
+        shape = (r['dtype'], int(r['M']), int(r['N']), int(r['K']), fi)
+        m = re.search(r'^plan:\S+ (\w+) (\d)', r['source'])
+        key = (m.group(1), int(m.group(2))) if m else ('heuristic', int(r['heuristic_rank']))
+        lat[(shape, key)].append(float(r['latency_us']))
 med = collections.defaultdict(dict)
 for (shape, key), v in lat.items():
     med[shape][key] = statistics.median(v)
@@ -40,12 +40,14 @@ for shape, m in sorted(med.items()):
     by[shape[0]].append(x)
     by['all'].append(x)
     by['M<=96' if shape[1] <= 96 else 'M>96'].append(x)
+    if shape[1] > 1000:
+        by['M>1000'].append(x)
 what = {'tune': "`perfloom tune` before session 34 (4 nearest shapes)", 'near12': '12 nearest shapes',
         'wide': "+ the model's 10 best of the whole table", 'old': 'the tables before the refit (shipped before)',
         'refit': 'the refitted tables'}
 names = [(s, 'first choice: ' + what.get(s, s)) for s in sets] + [(s + '3', 'fastest of the first 3: ' + s) for s in sets] + \
         [('default', "cuBLASLt's default"), ('heur8', "fastest of cuBLASLt's 8")]
-cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'all') if k in by]
+cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'M>1000', 'all') if k in by]
 print('| within 3% of the fastest timed | ' + ' | '.join('%s (%d)' % (k, len(by[k])) for k in cols) + ' |')
 print('|---' * (len(cols) + 1) + '|')
 for key, name in names:
