@@ -20,10 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cross_lease  # noqa: E402
 
 
-def band(m):
-    return 'M <= 16' if m <= 16 else 'M 17-96' if m <= 96 else 'M 97-1000' if m <= 1000 else 'M > 1000'
-
-
 def main(paths):
     rows = collections.defaultdict(lambda: [0, 0.0, 0, 0])  # GEMMs, split-half hits (mean of both ways), first r2, first median
     for path in paths:
@@ -35,11 +31,11 @@ def main(paths):
                 continue
             r1 = {c: r[1] for c, r in both.items()}
             r2 = {c: r[2] for c, r in both.items()}
-            med = {c: statistics.median(r.values()) for c, r in cf.items()}
+            med = {c: statistics.median(us for _, us in v) for c, v in timed.items()}  # every row, as cross_lease.load
             best1, best2 = min(r1, key=r1.get), min(r2, key=r2.get)
             split = 0.5 * ((r2[best1] <= 1.03 * r2[best2]) + (r1[best2] <= 1.03 * r1[best1]))
             f = first[key]
-            for g in ('all', band(key[1])):
+            for g in ('all', cross_lease.band(key[1])):
                 r = rows[g]
                 r[0] += 1
                 r[1] += split
