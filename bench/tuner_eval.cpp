@@ -2948,16 +2948,18 @@ int write_lists_plan(const GpuSpec& gpu, const fs::path& out, const std::vector<
 // cuBLASLt's first 8 (`run_plan_on_gpu.sh --plan NAME --heuristic-n 8`) each GEMM holds ~30 configurations, the
 // ranking problem of a query exactly, and perfloom-tuner-fit learns the files of bench/data/<gpu>/lists/ as
 // further measured shapes (the chooser's too: bench/tuner_sweep.h read_lists). `--m-min M` (session 39) draws M from
-// M..10,000: a round aimed at the larger GEMMs where the first choice misses most.
-int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed, double m_min) {
+// M..10,000: a round aimed at the larger GEMMs where the first choice misses most; `--m-max M` (session 42) caps it,
+// so `--m-min 96 --m-max 1000` aims a round at the middle band alone.
+int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed, double m_min, double m_max) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
     std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
     return 1;
   }
-  return write_lists_plan(gpu, out, bench::random_gemms(bench::table_dtypes(*table), count, seed, m_min),
+  return write_lists_plan(gpu, out, bench::random_gemms(bench::table_dtypes(*table), count, seed, m_min, m_max),
                           "random GEMMs (seed " + std::to_string(seed) +
-                              (m_min > 1 ? ", M from " + std::to_string(std::llround(m_min)) : std::string()) + ")",
+                              (m_min > 1 ? ", M from " + std::to_string(std::llround(m_min)) : std::string()) +
+                              (m_max < 10000 ? ", M to " + std::to_string(std::llround(m_max)) : std::string()) + ")",
                           seed);
 }
 
@@ -3132,16 +3134,25 @@ int main(int argc, char** argv) {
         std::cerr << "perfloom-tuner-eval: " << a << ": COUNT must be a positive number of GEMMs per dtype, not '" << argv[i - 1] << "'\n";
         return 1;
       }
-      double m_min = 1;  // --lists-plan ... --m-min M: M log-uniform from M (not 1) to 10,000, a round aimed at larger GEMMs
-      if (a == "--lists-plan" && i + 2 < argc && std::string(argv[i + 1]) == "--m-min") {
-        m_min = std::atof(argv[i + 2]);
+      // --lists-plan ... [--m-min M] [--m-max M]: M log-uniform from m_min to m_max (1 to 10,000 by default), a round
+      // aimed at a band of M
+      double m_min = 1, m_max = 10000;
+      while (a == "--lists-plan" && i + 2 < argc && (std::string(argv[i + 1]) == "--m-min" || std::string(argv[i + 1]) == "--m-max")) {
+        const std::string flag = argv[i + 1];
+        char* end = nullptr;
+        const double v = std::strtod(argv[i + 2], &end);
         i += 2;
-        if (!(m_min >= 1 && m_min < 10000)) {
-          std::cerr << "perfloom-tuner-eval: --lists-plan: --m-min must be a number from 1 to 9,999, not '" << argv[i] << "'\n";
+        if (end == argv[i] || *end != '\0' || !(v >= 1 && v <= 10000)) {
+          std::cerr << "perfloom-tuner-eval: --lists-plan: " << flag << " must be a number from 1 to 10,000, not '" << argv[i] << "'\n";
           return 1;
         }
+        (flag == "--m-min" ? m_min : m_max) = v;
       }
-      if (a == "--lists-plan") return lists_plan(GpuDatabase::builtin().get(id), out, count, seed, m_min);
+      if (!(m_min < m_max)) {
+        std::cerr << "perfloom-tuner-eval: --lists-plan: --m-min (" << m_min << ") must be below --m-max (" << m_max << ")\n";
+        return 1;
+      }
+      if (a == "--lists-plan") return lists_plan(GpuDatabase::builtin().get(id), out, count, seed, m_min, m_max);
       return write_lists_plan(GpuDatabase::builtin().get(id), out, llm_gemms(data / id, count, seed),
                               "LLM linear layers not measured in training (seed " + std::to_string(seed) + ")", seed);
     } else if (a == "--tables-check-plan" && i + 6 < argc) {
@@ -3238,7 +3249,7 @@ int main(int argc, char** argv) {
                    "               [--explore-xgb ROUNDS DEPTH] --explore   (decision rules and error analysis, stdout)\n"
                    "  candidate sets (session 34): --candidate-plan GPU DTYPE OUT.csv M,N,K...   --prefilter-check GPU DTYPE P M,N,K...\n"
                    "               --wide-picks-plan GPU OUT.csv [EVERY]\n"
-                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED [--m-min M]   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n"
+                   "  new shapes (session 35): --lists-plan GPU OUT.csv COUNT SEED [--m-min M] [--m-max M]   --tables-check-plan GPU OUT.csv COUNT SEED OLD NEW\n"
                    "  LLM linear layers (session 38): --llm-lists-plan GPU OUT.csv COUNT SEED\n";
       return 2;
     }

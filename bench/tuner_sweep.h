@@ -457,12 +457,13 @@ inline VariantData read_variants(const std::string& path) {
 }
 
 // New GEMMs for a timed check, drawn the same way for every plan mode of perfloom-tuner-eval: per dtype, `count` GEMMs
-// with M log-uniform in m_min..10,000 (1..10,000 unless `--lists-plan --m-min` aims a round at larger GEMMs) and N, K
+// with M log-uniform in m_min..m_max (1..10,000 unless `--lists-plan --m-min/--m-max` aims a round at a band of M) and N, K
 // multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond), from std::mt19937(seed), so that a seed names
 // its shapes (rounds 6 and 7 of bench/results/candidate_check; rounds 4 and 5 drew from the same ranges with another
 // generator). Shapes a sweep or earlier check measured recur only by chance. perfloom-tuner-eval's plan modes and
 // perfloom-bench-tune draw from it.
-inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed, double m_min = 1) {
+inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed, double m_min = 1,
+                                                  double m_max = 10000) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
@@ -471,7 +472,7 @@ inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtyp
     for (Dtype dt : dtypes) {
       tuner::GemmShape s;
       s.dtype = dt;
-      s.M = std::max<int64_t>(1, std::llround(log_uniform(m_min, 10000)));
+      s.M = std::max<int64_t>(1, std::llround(log_uniform(m_min, m_max)));
       s.N = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
       s.K = 64 * std::max<int64_t>(8, std::llround(log_uniform(8, 512)));
       out.push_back(s);

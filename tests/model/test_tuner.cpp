@@ -1023,6 +1023,15 @@ TEST(TunerSweep, RandomGemmsNameTheirShapesBySeedAndAnMMinRaisesOnlyM) {
     small += all[i].M < 96;
   }
   EXPECT_GT(small, 100);  // log-uniform from 1: about half below 96
+  const auto band = bench::random_gemms(dtypes, 200, 4343, 96, 1000);  // --m-min 96 --m-max 1000: the middle band alone
+  ASSERT_EQ(band.size(), 400u);
+  for (std::size_t i = 0; i < band.size(); ++i) {
+    EXPECT_EQ(band[i].N, all[i].N);
+    EXPECT_EQ(band[i].K, all[i].K);
+    EXPECT_GE(band[i].M, 96);
+    EXPECT_LE(band[i].M, 1000);
+    EXPECT_LE(band[i].M, large[i].M);  // the same uniform draw, mapped onto a narrower range
+  }
 }
 
 TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepeatedShape) {
