@@ -1,11 +1,15 @@
 #include "model/tuner/tuner_fit.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "model/hash.h"
@@ -30,6 +34,36 @@ auto candidate_key(const TileConfig& t) {
 
 auto shape_key(const GemmShape& s) { return std::tuple(static_cast<int>(s.dtype), s.M, s.N, s.K); }
 using ShapeKey = decltype(shape_key(GemmShape{}));
+
+// fn(0), ..., fn(n - 1), up to `threads` at once (FitOptions::threads; 0: one per hardware thread); the
+// first exception thrown is rethrown once all have finished.
+template <class Fn>
+void for_each_index(std::size_t n, int threads, Fn fn) {
+  const std::size_t workers =
+      std::min<std::size_t>(n, threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency()));
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 std::shared_ptr<const XgbBooster> fit_learned_residual(const GroupTable& g, const std::vector<const TunerSample*>& rows,
                                                        const std::vector<WaveFeatures>& feats,
@@ -118,13 +152,20 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
   FitOptions inner = opt;
   inner.ranker_rounds = 0;
   inner.on_ranker_group = nullptr;
-  for (const auto& [fold, keys] : by_fold) {
-    const std::set<ShapeKey> held(keys.begin(), keys.end());
+  inner.threads = 1;  // the folds are what runs at once
+  const std::vector<std::pair<int, std::vector<ShapeKey>>> folds(by_fold.begin(), by_fold.end());
+  std::vector<TunerTable> fold_tables(folds.size());
+  for_each_index(folds.size(), opt.threads, [&](std::size_t f) {
+    const std::set<ShapeKey> held(folds[f].second.begin(), folds[f].second.end());
     std::vector<TunerSample> train;
     train.reserve(samples.size());
     for (const auto& s : samples)
       if (!held.count(shape_key(s.shape))) train.push_back(s);
-    const TunerTable t = fit_tuner_table(train, gpu, inner);
+    fold_tables[f] = fit_tuner_table(train, gpu, inner);
+  });
+  for (std::size_t f = 0; f < folds.size(); ++f) {
+    const auto& [fold, keys] = folds[f];
+    const TunerTable& t = fold_tables[f];
     for (const ShapeKey& k : keys) {
       const auto& rows = by_shape.at(k);
       const GemmShape& shape = rows.front()->shape;
@@ -161,13 +202,16 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
   // Objective and grading by cross-validation over the folds.
   const std::vector<std::pair<std::string, std::string>> grid = {
       {"rank:pairwise", "1/3/5%"}, {"rank:pairwise", "1/3/5/10%"}, {"rank:ndcg", "1/3/5%"}, {"rank:ndcg", "1/3/5/10%"}};
-  std::vector<int> hits(grid.size(), 0);
-  for (const auto& [fold, keys] : by_fold) {
+  std::vector<int> fold_hits(folds.size() * grid.size(), 0);  // fold f, grid entry g at f * grid.size() + g
+  for_each_index(fold_hits.size(), opt.threads, [&](std::size_t i) {
+    const int fold = folds[i / grid.size()].first;
+    const auto& [objective, grading] = grid[i % grid.size()];
     std::vector<const RankShape*> tr, te;
     for (const auto& [k, rs] : data) (rs.fold == fold ? te : tr).push_back(&rs);
-    if (tr.empty() || te.empty()) continue;
-    for (std::size_t g = 0; g < grid.size(); ++g) hits[g] += ranker_hits(*train_ranker(tr, grid[g].first, grid[g].second, opt), te);
-  }
+    if (!tr.empty() && !te.empty()) fold_hits[i] = ranker_hits(*train_ranker(tr, objective, grading, opt), te);
+  });
+  std::vector<int> hits(grid.size(), 0);
+  for (std::size_t i = 0; i < fold_hits.size(); ++i) hits[i % grid.size()] += fold_hits[i];
   const std::size_t chosen = static_cast<std::size_t>(std::max_element(hits.begin(), hits.end()) - hits.begin());
   std::vector<const RankShape*> all;
   for (const auto& [k, rs] : data) all.push_back(&rs);
@@ -262,7 +306,10 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
     if (!(s.latency_us > 0) || !std::isfinite(s.latency_us)) continue;
     by_group[dtype_group(s.shape.dtype)].push_back(&s);
   }
-  for (auto& [name, rows] : by_group) {
+  const std::vector<std::pair<std::string, std::vector<const TunerSample*>>> groups(by_group.begin(), by_group.end());
+  std::vector<GroupTable> fitted(groups.size());
+  for_each_index(groups.size(), opt.threads, [&](std::size_t gi) {
+    const std::vector<const TunerSample*>& rows = groups[gi].second;
     GroupTable g;
     const HardwareRates hw = hardware_rates(gpu, rows.front()->shape.dtype);
     std::vector<WaveFeatures> feats;
@@ -360,8 +407,9 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
     if (opt.learned_rounds > 0) g.learned = fit_learned_residual(g, rows, feats, shape_best, opt);
 
     fit_candidates(g, rows, opt);
-    table.groups.emplace(name, std::move(g));
-  }
+    fitted[gi] = std::move(g);
+  });
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) table.groups.emplace(groups[gi].first, std::move(fitted[gi]));
   if (opt.ranker_rounds > 0) {
     std::map<std::string, std::vector<double>> residuals;
     table.ranker = fit_ranker(samples, gpu, opt, table, residuals);

@@ -83,6 +83,10 @@ struct FitOptions {
     const std::vector<double>& ratio;  // measured latency / the group's fastest
   };
   std::function<void(const RankerGroup&)> on_ranker_group;
+  // Work fitted at once: the dtype groups, the chooser's fold tables and its cross-validation's
+  // boosters (0: one per hardware thread). The table is the same, to the byte, for any number:
+  // every booster trains on one thread with a fixed seed, and the results are gathered in order.
+  int threads = 0;
 };
 
 // The fold of a shape, 0..folds-1: FNV-1a of "dtype:M,N,K" (the tuner evaluation's folds).

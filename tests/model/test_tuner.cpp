@@ -498,6 +498,20 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   };
   EXPECT_EQ(tuner_table_to_json(fit_tuner_table(samples, h100, watched)), tuner_table_to_json(t));
   EXPECT_EQ(seen.size(), 40u);
+  // Fitted on several threads (the dtype groups, the fold tables, the cross-validation's boosters at once),
+  // the table is the same, to the byte, as on one; here with an fp8 group too.
+  std::vector<TunerSample> two_groups = samples;
+  for (TunerSample s : samples) {
+    s.shape.dtype = Dtype::fp8e4m3;
+    s.latency_us *= 0.6;
+    two_groups.push_back(s);
+  }
+  FitOptions serial = opt, parallel = opt;
+  serial.threads = 1;
+  parallel.threads = 3;
+  const std::string serial_json = tuner_table_to_json(fit_tuner_table(two_groups, h100, serial));
+  EXPECT_NE(serial_json.find("\"fp8\""), std::string::npos);
+  EXPECT_EQ(tuner_table_to_json(fit_tuner_table(two_groups, h100, parallel)), serial_json);
   // Too few exhaustive shapes: no chooser, and the order is the score's.
   FitOptions few = opt;
   few.ranker_min_shapes = 41;
