@@ -8,16 +8,26 @@ check, "old K" and "refit K": `perfloom tune --plan` with two tables), each with
 and cuBLASLt's first 8 heuristic results, each timed 3 times (median). A configuration cuBLASLt refused is
 missing; a shape counts where every set's first choice ran. Within 3% of the fastest of everything timed at
 the shape. Several files (checks of the same two tables at other GEMMs, say on two GPUs at once) are scored together.
+
+Where two sets list the same configuration (the same plan label and custom option: the same kernel), each label's
+repeats are timed and scored apart (the table above); the lines "same configuration pooled" score every label with
+the median of all that configuration's repeats at the GEMM instead (6 instead of 3 where both tables chose it), against
+the fastest of those pooled medians and cuBLASLt's: one configuration, one latency.
 """
 import collections, csv, gzip, math, re, statistics, sys
 
 lat = collections.defaultdict(list)
+pooled = collections.defaultdict(list)  # (shape, configuration) -> every repeat, whichever set listed it
+config_of = {}                          # (shape, key) -> configuration, for plan rows
 for fi, path in enumerate(sys.argv[1:]):
     for r in csv.DictReader(l for l in gzip.open(path, 'rt') if not l.startswith('#')):
         shape = (r['dtype'], int(r['M']), int(r['N']), int(r['K']), fi)
         m = re.search(r'^plan:\S+ (\w+) (\d)', r['source'])
         key = (m.group(1), int(m.group(2))) if m else ('heuristic', int(r['heuristic_rank']))
         lat[(shape, key)].append(float(r['latency_us']))
+        config = m.group(0).split()[0] + ' ' + ' '.join(re.findall(r'custom=\d+', r['source'])) if m else key
+        config_of[(shape, key)] = config
+        pooled[(shape, config)].append(float(r['latency_us']))
 med = collections.defaultdict(dict)
 for (shape, key), v in lat.items():
     med[shape][key] = statistics.median(v)
@@ -37,6 +47,9 @@ for shape, m in sorted(med.items()):
     x['default'] = m[('heuristic', 1)]
     x['heur8'] = min(v for (k, i), v in m.items() if k == 'heuristic')
     x['best'] = best
+    pm = {config_of[(shape, k)]: statistics.median(pooled[(shape, config_of[(shape, k)])]) for k in m}
+    x['pooled_best'] = min(pm.values())
+    x.update({s + '_pooled': pm[config_of[(shape, (s, 1))]] for s in sets})
     by[shape[0]].append(x)
     by['all'].append(x)
     by['M<=96' if shape[1] <= 96 else 'M>96'].append(x)
@@ -54,6 +67,10 @@ for key, name in names:
     print('| %s | ' % name + ' | '.join('%d (%.1f%%)' % (sum(x[key] <= 1.03 * x['best'] for x in by[k]),
                                                          100 * sum(x[key] <= 1.03 * x['best'] for x in by[k]) / len(by[k]))
                                       for k in cols) + ' |')
+for s in sets:
+    print('| first choice, same configuration pooled: %s | ' % s + ' | '.join(
+        '%d (%.1f%%)' % (sum(x[s + '_pooled'] <= 1.03 * x['pooled_best'] for x in by[k]),
+                         100 * sum(x[s + '_pooled'] <= 1.03 * x['pooled_best'] for x in by[k]) / len(by[k])) for k in cols) + ' |')
 v = by['all']
 gm = lambda key: math.exp(sum(math.log(x['default'] / x[key]) for x in v) / len(v))
 print('speedup over the default (geomean): ' + ', '.join('%s %.3f' % (k, gm(k)) for k in sets + [s + '3' for s in sets]))
