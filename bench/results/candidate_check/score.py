@@ -53,6 +53,8 @@ for shape, m in sorted(med.items()):
     by[shape[0]].append(x)
     by['all'].append(x)
     by['M<=96' if shape[1] <= 96 else 'M>96'].append(x)
+    if 96 < shape[1] <= 1000:
+        by['M97-1000'].append(x)
     if shape[1] > 1000:
         by['M>1000'].append(x)
 what = {'tune': "`perfloom tune` before session 34 (4 nearest shapes)", 'near12': '12 nearest shapes',
@@ -60,7 +62,7 @@ what = {'tune': "`perfloom tune` before session 34 (4 nearest shapes)", 'near12'
         'refit': 'the refitted tables'}
 names = [(s, 'first choice: ' + what.get(s, s)) for s in sets] + [(s + '3', 'fastest of the first 3: ' + s) for s in sets] + \
         [('default', "cuBLASLt's default"), ('heur8', "fastest of cuBLASLt's 8")]
-cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'M>1000', 'all') if k in by]
+cols = [k for k in ('bf16', 'fp8e4m3', 'M<=96', 'M>96', 'M97-1000', 'M>1000', 'all') if k in by]
 print('| within 3% of the fastest timed | ' + ' | '.join('%s (%d)' % (k, len(by[k])) for k in cols) + ' |')
 print('|---' * (len(cols) + 1) + '|')
 for key, name in names:
