@@ -332,6 +332,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
           o["lo_us"] = c.lo_us;
           o["hi_us"] = c.hi_us;
         }
+        if (std::isfinite(c.refusal_p)) o["refusal_p"] = c.refusal_p;  // the table's acceptance model
         if (c.custom_option >= 0) {
           o["cublaslt_custom_option"] = c.custom_option;
           o["variant"] = c.variant;

@@ -81,6 +81,7 @@
 #include "model/learned_predictor.h"
 #include "model/sim/step.h"
 #include "model/xgb_booster.h"
+#include "model/tuner/acceptance_model.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
 #include "model/tuner/tuner_fit.h"
@@ -489,29 +490,8 @@ Remeasured read_remeasured(const bench::Sweep& sweep) {
 }
 // Per shape, the forced configurations (identity as forced_identity) a re-measurement plan asked for.
 using Planned = std::map<ShapeKey, std::set<std::string>>;
-// The rows of a re-measurement plan (confirm_plan.csv): shape, configuration string, why, heuristic rank.
-struct PlanRow {
-  ShapeKey shape;
-  std::string config, why;
-  long long heuristic_rank = 0;
-};
-std::vector<PlanRow> read_plan_rows(const fs::path& plan_file) {
-  std::vector<PlanRow> out;
-  auto reader = storage::CsvReader::from_string(bench::read_text(plan_file.string()), plan_file.string());
-  if (!reader.read_header()) throw std::runtime_error(plan_file.string() + ": no header row");
-  const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
-             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_rank = reader.require_column("heuristic_rank"),
-             c_why = reader.require_column("why");
-  std::vector<std::string> f;
-  while (reader.next(f)) {
-    if (f.size() < reader.header().size()) continue;
-    const auto dt = parse_dtype(f[c_dt]);
-    const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
-    if (!dt || !M || !N || !K) continue;
-    out.push_back({{static_cast<int>(*dt), *M, *N, *K}, f[c_cfg], f[c_why], storage::parse_int(f[c_rank]).value_or(0)});
-  }
-  return out;
-}
+using bench::PlanRow;
+using bench::read_plan_rows;
 Planned read_planned(const fs::path& plan_file) {
   Planned out;
   for (const PlanRow& r : read_plan_rows(plan_file))
@@ -3041,6 +3021,134 @@ int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsign
   return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
 }
 
+// ---- the acceptance model, held out (session 44) ------------------------------------------------
+// `--acceptance-check GPU RUN.csv...`: the acceptance model (model/tuner/acceptance_model.h) trained as
+// perfloom-tuner-fit trains it (the plan runs of DIR/<gpu>/lists/ and lists_held/), scored on other plan runs (RUN.csv: side-by-side
+// checks, `--tables-check-plan`, whose plan files are in DIR/<gpu>/): how many of their refused plan points it
+// predicts refused, and how many of the accepted ones it wrongly does, at a few thresholds; then, per table the
+// check timed ("old", "refit": the plan's `why` tags "LABEL RANK"), its first choice as timed against the first of
+// its timed first three that the model does not predict refused (what `perfloom tune` would put first, where its
+// fourth does not come forward): refused, and within 3% of the fastest timed at the shape (a refused first choice
+// counts as a miss). `slots`: the bundled table's.
+int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<std::string>& runs) {
+  const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
+  if (!table) {
+    std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
+    return 1;
+  }
+  const std::vector<fs::path> test_runs(runs.begin(), runs.end());
+  const bench::AcceptanceData train = bench::read_acceptance(dir, bench::acceptance_runs(dir));
+  const tuner::AcceptanceModel model = tuner::fit_acceptance_model(train.samples, gpu, table->slots_by_cluster);
+  std::cout << gpu.id << ": acceptance model on " << model.points << " plan points of " << train.files.size() << " runs ("
+            << model.refused << " refused)\n";
+  if (!model.booster) return 1;
+  auto features = [&](const tuner::GemmShape& shape, const TileConfig& c) {
+    return tuner::wave_features(shape, c, hardware_rates(gpu, shape.dtype), table->slots_by_cluster);
+  };
+  auto p_refused = [&](const tuner::GemmShape& shape, const TileConfig& c) {
+    return tuner::refusal_probabilities(model, shape, {c}, {features(shape, c)}).front();
+  };
+  const bench::AcceptanceData test = bench::read_acceptance(dir, test_runs);
+  for (const auto& m : test.missing_plans) std::cerr << "perfloom-tuner-eval: no plan file: " << m << "\n";
+  std::vector<std::pair<double, bool>> scored;  // (p, refused)
+  for (const auto& s : test.samples) scored.emplace_back(p_refused(s.shape, s.config), !s.accepted);
+  std::size_t refused = 0;
+  for (const auto& [p, r] : scored) refused += r;
+  // AUC: the share of (refused, accepted) pairs the model orders right (ties: half).
+  std::vector<std::pair<double, bool>> sorted = scored;
+  std::sort(sorted.begin(), sorted.end());
+  double rank_sum = 0;
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j < sorted.size() && sorted[j].first == sorted[i].first) ++j;
+    const double mid = 0.5 * static_cast<double>(i + j + 1);
+    for (std::size_t k = i; k < j; ++k)
+      if (sorted[k].second) rank_sum += mid;
+    i = j;
+  }
+  const double n1 = static_cast<double>(refused), n0 = static_cast<double>(scored.size() - refused);
+  std::cout << "held out: " << scored.size() << " plan points of " << test.files.size() << " runs, " << refused
+            << " refused; AUC " << std::fixed << std::setprecision(3) << (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0) << "\n";
+  for (double thr : {0.3, 0.5, 0.7}) {
+    std::size_t caught = 0, false_alarms = 0;
+    for (const auto& [p, r] : scored) {
+      if (p >= thr && r) ++caught;
+      if (p >= thr && !r) ++false_alarms;
+    }
+    std::cout << "  threshold " << std::setprecision(1) << thr << ": refused points predicted refused " << caught << " of "
+              << refused << ", accepted points predicted refused " << false_alarms << " of " << scored.size() - refused << "\n";
+  }
+  // The first choices.
+  using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t>;
+  struct Count {
+    std::size_t shapes = 0, refused = 0, within = 0, moved = 0;
+  };
+  std::map<std::string, std::map<double, Count>> by_label;  // label -> threshold (0: as timed) -> counts
+  for (const auto& run : test_runs) {
+    const bench::Sweep sweep = bench::read_sweep(run.string());
+    std::map<ShapeKey, std::map<std::string, std::vector<double>>> lat;  // shape -> identity -> latencies
+    for (const auto& r : sweep.rows) {
+      const ShapeKey k{static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K};
+      const std::string id = r.source.rfind("plan:heuristic", 0) == 0 ? "h" + std::to_string(r.sample.heuristic_rank)
+                                                                       : r.source.substr(5, r.source.find(' ') - 5);
+      lat[k][id].push_back(r.sample.latency_us);
+    }
+    const auto plan_name = sweep.environment.find("plan_files");
+    if (plan_name == sweep.environment.end()) continue;
+    std::istringstream names(plan_name->second);
+    std::string name;
+    std::map<ShapeKey, std::map<std::string, std::map<int, std::string>>> lists;  // shape -> label -> rank -> config
+    while (names >> name) {
+      const fs::path plan = bench::data_file(dir, fs::path(name).filename().string());
+      if (!fs::exists(plan)) continue;
+      for (const bench::PlanRow& row : bench::read_plan_rows(plan)) {
+        std::istringstream tags(row.why);
+        std::string tag;
+        while (std::getline(tags, tag, ';')) {
+          std::istringstream t(tag);
+          std::string label;
+          int rank = 0;
+          if (t >> label >> rank && rank >= 1) lists[row.shape][label][rank] = row.config;
+        }
+      }
+    }
+    for (const auto& [shape, labels] : lists) {
+      const auto at = lat.find(shape);
+      if (at == lat.end()) continue;  // not reached
+      std::map<std::string, double> med;
+      double best = INFINITY;
+      for (const auto& [id, v] : at->second) best = std::min(best, med[id] = bench::median(v));
+      const auto& [dt, M, N, K] = shape;
+      const tuner::GemmShape gs{M, N, K, static_cast<Dtype>(dt)};
+      for (const auto& [label, ranks] : labels) {
+        if (!ranks.count(1)) continue;
+        for (double thr : {0.0, 0.3, 0.5, 0.7}) {
+          std::string first = ranks.at(1);
+          if (thr > 0)
+            for (const auto& [rank, config] : ranks)
+              if (p_refused(gs, tuner::config_from_string(config)) < thr) {
+                first = config;
+                break;
+              }
+          Count& c = by_label[label][thr];
+          ++c.shapes;
+          c.moved += first != ranks.at(1);
+          const auto m = med.find(first);
+          if (m == med.end()) ++c.refused;
+          else if (m->second <= 1.03 * best) ++c.within;
+        }
+      }
+    }
+  }
+  for (const auto& [label, by_thr] : by_label)
+    for (const auto& [thr, c] : by_thr) {
+      std::cout << "first choice '" << label << "' " << (thr == 0 ? std::string("as timed") : "threshold " + std::to_string(thr).substr(0, 3))
+                << ": " << c.shapes << " GEMMs, moved " << c.moved << ", refused " << c.refused << ", within 3% of the fastest timed "
+                << c.within << " (" << std::setprecision(1) << 100.0 * static_cast<double>(c.within) / static_cast<double>(c.shapes) << "%)\n";
+    }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   fs::path data = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data";
   fs::path report = fs::path(PERFLOOM_SOURCE_DIR) / "bench/results/tuner_eval.md";
@@ -3104,6 +3212,16 @@ int main(int argc, char** argv) {
       std::vector<std::string> files;
       while (i + 1 < argc) files.push_back(argv[++i]);
       return score_tables(GpuDatabase::builtin().get(id), sweep, files);
+    } else if (a == "--acceptance-check" && i + 2 < argc) {
+      const std::string id = argv[++i];
+      std::vector<std::string> files;
+      while (i + 1 < argc) files.push_back(argv[++i]);
+      try {
+        return acceptance_check(GpuDatabase::builtin().get(id), data / id, files);
+      } catch (const std::exception& e) {
+        std::cerr << "perfloom-tuner-eval: " << e.what() << "\n";
+        return 1;
+      }
     } else if (a == "--dump-lists" && i + 4 < argc) {
       const std::string id = argv[++i];
       const fs::path lists = argv[++i];

@@ -37,6 +37,12 @@
 //   --variants-only  refit only the variant model of the table already in --out (the rest of the
 //               table is kept as it is: the variant model depends on nothing else of it but the
 //               measured slots per cluster size).
+//               Also, unless --no-acceptance: the acceptance model (model/tuner/acceptance_model.h,
+//               session 44), from the plan runs of DIR/<gpu-id>/lists/ and lists_held/ and their plan files (DIR/<gpu-id>/
+//               NAME_plan.csv(.gz), named in each run's `# plan_files=`): which planned configurations
+//               cuBLASLt refused at which shapes (bench/tuner_sweep.h read_acceptance).
+//   --acceptance-only  refit only the acceptance model of the table already in --out (it depends on
+//               nothing else of it but the measured slots per cluster size).
 //   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
 //               --with-tiles-more, the old flag for today's default, is still accepted.
 //   --out DIR   where the tables go (default: resources/tuner)
@@ -58,6 +64,7 @@
 #include "model/compressed_text.h"
 #include "model/gpu_database.h"
 #include "model/tuner/tuner_fit.h"
+#include "model/tuner/acceptance_model.h"
 #include "model/tuner/variant_model.h"
 
 using namespace perfloom;
@@ -70,7 +77,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
   bool csv_given = false, with_more = true, with_picks = true, with_lists = true, align_picks = false, with_variants = true, variants_only = false,
-       option_labels = false;
+       option_labels = false, with_acceptance = true, acceptance_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
@@ -83,6 +90,8 @@ int main(int argc, char** argv) {
     else if (a == "--pick-align") align_picks = true;
     else if (a == "--no-variants") with_variants = false;
     else if (a == "--variants-only") variants_only = true;
+    else if (a == "--no-acceptance") with_acceptance = false;
+    else if (a == "--acceptance-only") acceptance_only = true;
     else if (a == "--option-labels") option_labels = true;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
@@ -90,7 +99,8 @@ int main(int argc, char** argv) {
     }
     else if (a == "-h" || a == "--help") {
       std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists] [--pick-align]\n"
-                   "                   [--no-variants | --variants-only] [--option-labels] [--dump-ranker DIR] [GPU-ID...]\n"
+                   "                   [--no-variants | --variants-only] [--no-acceptance | --acceptance-only] [--option-labels]\n"
+                   "                   [--dump-ranker DIR] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
@@ -98,6 +108,8 @@ int main(int argc, char** argv) {
                    "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n"
                    "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
                    "  --variants-only: refit only the variant model of the table in --out\n"
+                   "  --no-acceptance: without the acceptance model (default: fitted on DIR/<gpu>/lists/, lists_held/ and their plans)\n"
+                   "  --acceptance-only: refit only the acceptance model of the table in --out\n"
                    "  --option-labels: fit on the latencies relabeled to each configuration's predicted fastest option\n"
                    "                   (session 32: no gain measured, so not the shipped fit)\n"
                    "  --dump-ranker DIR: also write DIR/<gpu>_ranker_groups.csv, the chooser's training groups\n";
@@ -133,6 +145,28 @@ int main(int argc, char** argv) {
                " (shape, configuration) points of " + std::to_string(v.shapes.size()) + " shapes";
       return model;
     };
+    // Removes the part of a table's source that begins with `marker`, up to the next file's part ("; bench/data/")
+    // or the end: what --variants-only and --acceptance-only replace.
+    auto drop_source_part = [](std::string& source, const std::string& marker) {
+      const auto at = source.find(marker);
+      if (at == std::string::npos) return;
+      const auto next = source.find("; bench/data/", at + 2);
+      source.erase(at, next == std::string::npos ? std::string::npos : next - at);
+    };
+    // The acceptance model from the plan runs of DIR/<id>/lists/ (read_acceptance; `slots` as the table's),
+    // and what to add to the table's source about it.
+    auto fit_acceptance = [&](const std::string& id, const GpuSpec& gpu, const tuner::SlotsByCluster& slots,
+                              std::string& what) {
+      tuner::AcceptanceModel model;
+      if (!with_acceptance) return model;
+      const bench::AcceptanceData a = bench::read_acceptance(data / id, bench::acceptance_runs(data / id));
+      for (const auto& m : a.missing_plans) std::cerr << "perfloom-tuner-fit: no plan file, run left out of the acceptance model: " << m << "\n";
+      model = tuner::fit_acceptance_model(a.samples, gpu, slots);
+      if (model.booster)
+        what = "; bench/data/" + id + "/lists/ and lists_held/: acceptance model on " + std::to_string(model.points) + " plan points of " +
+               std::to_string(a.files.size()) + " runs, " + std::to_string(model.refused) + " refused by cuBLASLt";
+      return model;
+    };
     auto write_table = [&](const std::string& id, const tuner::TunerTable& table) {
       const fs::path file = out / (id + ".json.gz");
       std::ofstream os(file, std::ios::binary);
@@ -143,14 +177,26 @@ int main(int argc, char** argv) {
     };
     for (const auto& id : ids) {
       const GpuSpec& gpu = gpus.get(id);
+      if (acceptance_only) {
+        const fs::path file = out / (id + ".json.gz");
+        tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file.string()), file.string());
+        tuner::check_table_matches(table, gpu);
+        std::string what;
+        table.acceptance = fit_acceptance(id, gpu, table.slots_by_cluster, what);
+        drop_source_part(table.source, "; bench/data/" + id + "/lists/ and lists_held/: acceptance model");
+        table.source += what;
+        write_table(id, table);
+        std::cout << id << ": acceptance model on " << table.acceptance.points << " points (" << table.acceptance.refused
+                  << " refused) -> " << file.string() << "\n";
+        continue;
+      }
       if (variants_only) {
         const fs::path file = out / (id + ".json.gz");
         tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file.string()), file.string());
         tuner::check_table_matches(table, gpu);
         std::string what;
         table.variants = fit_variants(id, gpu, table.slots_by_cluster, what);
-        if (const auto at = table.source.find("; bench/data/" + id + "/variants.csv"); at != std::string::npos)
-          table.source.erase(at);
+        drop_source_part(table.source, "; bench/data/" + id + "/variants.csv");
         table.source += what;
         write_table(id, table);
         std::cout << id << ": variant model on " << table.variants.points << " points -> " << file.string() << "\n";
@@ -242,6 +288,9 @@ int main(int argc, char** argv) {
       tuner::TunerTable table = tuner::fit_tuner_table(samples, gpu, options, source + what);
       if (dump.is_open() && !dump.flush()) throw std::runtime_error(dump_file.string() + ": cannot be written");
       table.variants = std::move(variants);
+      std::string accepted_what;
+      table.acceptance = fit_acceptance(id, gpu, slots, accepted_what);
+      table.source += accepted_what;
       const fs::path file = write_table(id, table);
       fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)
       std::cout << id << ": " << samples.size() << " points, " << shapes << " shapes ->" << file.string() << " (";

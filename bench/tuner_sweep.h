@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/compressed_text.h"
+#include "model/tuner/acceptance_model.h"
 #include "model/tuner/tuner_fit.h"
 #include "model/tuner/variant_model.h"
 #include "storage/csv_reader.h"
@@ -354,6 +355,101 @@ inline std::vector<SweepRow> read_lists(const std::filesystem::path& dir, const 
       lat.push_back(r.sample.latency_us);
     }
   return median_rows(rows);
+}
+
+// A row of a collector plan (tuner/sampling_plan.h write_plan_csv: `perfloom tune --plan`, perfloom-tuner-eval's
+// plans): its shape (dtype, M, N, K), configuration string, why, and heuristic rank (> 0: cuBLASLt's result of that
+// rank, measured as it is). Rows with a bad shape are left out.
+struct PlanRow {
+  std::tuple<int, int64_t, int64_t, int64_t> shape;
+  std::string config, why;
+  long long heuristic_rank = 0;
+};
+// Throws std::runtime_error naming the file when it cannot be read or lacks a column.
+inline std::vector<PlanRow> read_plan_rows(const std::filesystem::path& plan_file) {
+  std::vector<PlanRow> out;
+  auto reader = storage::CsvReader::from_string(read_text(plan_file.string()), plan_file.string());
+  if (!reader.read_header()) throw std::runtime_error(plan_file.string() + ": no header row");
+  const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
+             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_rank = reader.require_column("heuristic_rank"),
+             c_why = reader.require_column("why");
+  std::vector<std::string> f;
+  while (reader.next(f)) {
+    if (f.size() < reader.header().size()) continue;
+    const auto dt = parse_dtype(f[c_dt]);
+    const auto M = storage::parse_int(f[c_m]), N = storage::parse_int(f[c_n]), K = storage::parse_int(f[c_k]);
+    if (!dt || !M || !N || !K) continue;
+    out.push_back({{static_cast<int>(*dt), *M, *N, *K}, f[c_cfg], f[c_why], storage::parse_int(f[c_rank]).value_or(0)});
+  }
+  return out;
+}
+
+// What cuBLASLt accepted and refused in plan runs (the acceptance model's data, model/tuner/acceptance_model.h).
+// A plan run's CSV names its plan files (`# plan_files=`, paths on the GPU machine); each is looked up by its file
+// name in DIR (DIR/NAME or DIR/NAME.gz, data_file). The collector takes a shape's plan points together and writes a
+// row for each it ran ("plan:CONFIG ..." in `source`) and cuBLASLt's heuristic results ("plan:heuristic"); a plan
+// point of a shape with rows that has none was refused (perfloom-collect's "plan: skip ... cuBLASLt refuses it"; its
+// log prints only the first 20). Shapes the run did not reach (over its budget) have no rows and are left out, as
+// are cuBLASLt's own results (heuristic_rank > 0). One sample per (file, shape, configuration).
+struct AcceptanceData {
+  std::vector<tuner::AcceptanceSample> samples;
+  std::vector<std::string> files;          // the runs read, as given
+  std::vector<std::string> missing_plans;  // "RUN: PLAN" for a run whose plan file is not in DIR (the run is left out)
+};
+// The plan runs the acceptance model learns from: the timed query lists of DIR/lists/ and DIR/lists_held/ (the latter held out
+// of the latency fit, to score its ranking, but what cuBLASLt refused there is as good a lesson), as paths.
+inline std::vector<std::filesystem::path> acceptance_runs(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  for (const char* sub : {"lists", "lists_held"})
+    for (const auto& n : csv_files_under(dir, sub)) out.push_back(dir / n);
+  return out;
+}
+inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& runs) {
+  using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t>;
+  AcceptanceData out;
+  for (const auto& run : runs) {
+    const Sweep sweep = read_sweep(run.string());
+    std::vector<std::filesystem::path> plans;
+    bool missing = false;
+    if (const auto it = sweep.environment.find("plan_files"); it != sweep.environment.end()) {
+      std::istringstream names(it->second);
+      std::string name;
+      while (names >> name) {
+        const std::filesystem::path p = data_file(dir, std::filesystem::path(name).filename().string());
+        if (!std::filesystem::exists(p)) {
+          out.missing_plans.push_back(run.string() + ": " + p.string());
+          missing = true;
+        }
+        plans.push_back(p);
+      }
+    }
+    if (missing || plans.empty()) continue;
+    std::set<ShapeKey> reached;
+    std::set<std::pair<ShapeKey, std::string>> ran;
+    for (const auto& r : sweep.rows) {
+      const ShapeKey k{static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K};
+      reached.insert(k);
+      if (r.source.rfind("plan:", 0) != 0 || r.source.rfind("plan:heuristic", 0) == 0) continue;
+      ran.emplace(k, r.source.substr(5, r.source.find(' ') - 5));
+    }
+    std::set<std::pair<ShapeKey, std::string>> seen;
+    for (const auto& plan : plans)
+      for (const PlanRow& row : read_plan_rows(plan)) {
+        if (row.heuristic_rank > 0 || !reached.count(row.shape) || !seen.emplace(row.shape, row.config).second) continue;
+        tuner::AcceptanceSample s;
+        const auto& [dt, M, N, K] = row.shape;
+        s.shape = tuner::GemmShape{M, N, K, static_cast<Dtype>(dt)};
+        try {
+          s.config = tuner::config_from_string(row.config);
+        } catch (const tuner::TunerTableError& e) {
+          throw std::runtime_error(plan.string() + ": " + e.what());
+        }
+        s.accepted = ran.count({row.shape, row.config}) > 0;
+        out.samples.push_back(s);
+      }
+    out.files.push_back(run.string());
+  }
+  return out;
 }
 
 // Chooser experiments (bench/tuner_ranking/chooser.py): one query group's configurations as CSV lines,

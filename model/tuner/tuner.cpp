@@ -1,4 +1,5 @@
 #include "model/tuner/tuner.h"
+
 #include "model/tuner/variant_model.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
 #include "model/predictor.h"
+#include "model/tuner/acceptance_model.h"
 
 namespace perfloom::tuner {
 
@@ -104,11 +106,22 @@ void apply_chooser(const TunerTable& table, const GemmShape& shape, const std::v
   for (std::size_t r = 0; r < chosen.size(); ++r) out[chosen[r]].rank_score = p[r];
 }
 
+// Sets each configuration's refusal_p from the table's acceptance model (nothing where it has none).
+void apply_acceptance(const TunerTable& table, const GemmShape& shape, const std::vector<TileConfig>& configs,
+                      const std::vector<WaveFeatures>& feats, std::vector<RankedConfig>& out) {
+  if (!table.acceptance.booster) return;
+  const std::vector<double> p = refusal_probabilities(table.acceptance, shape, configs, feats);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].refusal_p = p[i];
+}
+
 std::vector<RankedConfig> evaluate(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
                                    const GemmShape& shape, const std::vector<TileConfig>& configs, bool choose = true,
                                    std::size_t chooser_rows = kChooserRows) {
   Predicted p = predict_all(table, group, hw, shape, configs);
-  if (choose) apply_chooser(table, shape, configs, p.feats, p.ranked, chooser_rows);
+  if (choose) {
+    apply_chooser(table, shape, configs, p.feats, p.ranked, chooser_rows);
+    apply_acceptance(table, shape, configs, p.feats, p.ranked);
+  }
   return std::move(p.ranked);
 }
 
@@ -123,6 +136,9 @@ void order_ranked(const TunerTable& table, std::vector<RankedConfig>& out) {
     });
   else
     sort_by_score(out);
+  // The configurations cuBLASLt is predicted to refuse, after the others (NaN: not predicted, kept).
+  const double threshold = table.acceptance.threshold;
+  std::stable_partition(out.begin(), out.end(), [threshold](const RankedConfig& r) { return !(r.refusal_p >= threshold); });
 }
 
 // The configurations of the group's catalogue that model_best puts through the learned residual: with `prefilter`
@@ -186,8 +202,21 @@ std::vector<RankedConfig> rank_query(const TunerTable& table, const GroupTable& 
     out.back().index = out.size() - 1;
   }
   apply_chooser(table, shape, configs, feats, out);
+  apply_acceptance(table, shape, configs, feats, out);
   order_ranked(table, out);
   return out;
+}
+
+// The reason of a configuration the table ranked: its waves, and where the acceptance model predicts that
+// cuBLASLt refuses it, that (which put it after the others).
+std::string table_reason(const TunerTable& table, const RankedConfig& r) {
+  std::string reason = describe_grid(r.grid);
+  if (r.refusal_p >= table.acceptance.threshold) {
+    char p[16];
+    std::snprintf(p, sizeof p, "%.2f", r.refusal_p);
+    reason += std::string("; cuBLASLt likely refuses it here (p ") + p + "), so ranked after those it takes";
+  }
+  return reason;
 }
 
 const GroupTable& group_for(const TunerTable& table, const GemmShape& shape) {
@@ -219,7 +248,7 @@ std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec
   std::vector<RankedConfig> out = evaluate(table, group, hw, shape, configs, true, chooser_rows);
   order_ranked(table, out);
   if (with_reasons)
-    for (auto& r : out) r.reason = describe_grid(r.grid);
+    for (auto& r : out) r.reason = table_reason(table, r);
   return out;
 }
 
@@ -452,7 +481,7 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
              " configurations";
     if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
-    for (auto& c : r.ranked) c.reason = describe_grid(c.grid);
+    for (auto& c : r.ranked) c.reason = table_reason(*table, c);
     name_variants(*table, gpu, shape, r.ranked);
   } else {
     const std::string why = table ? "the " + gpu.id + " tuner table has no " + std::string(dtype_name(shape.dtype)) +

@@ -38,6 +38,9 @@ struct RankedConfig {
   // predicted latency among near-best configurations (GroupTable::interval), or the predictor's
   // p10..p90 (KernelPredictor), scaled with pred_us where the analytical ranking is (rank_analytical).
   double lo_us = NAN, hi_us = NAN;
+  // The probability that cuBLASLt refuses the configuration at the shape (the table's acceptance model,
+  // acceptance_model.h; NaN: none). The ranking puts those at or above the model's threshold last.
+  double refusal_p = NAN;
 };
 
 struct TuneResult {
@@ -67,7 +70,8 @@ std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuS
 // points there (bench/results/tuner_eval.md, *Session 38*).
 inline constexpr std::size_t kChooserRows = 16;
 // Every configuration predicted and ordered best first: by the table's chooser (TunerTable::ranker)
-// where it has one, else by score (reasons only when asked: a string per candidate is most of a
+// where it has one, else by score, those the table's acceptance model predicts cuBLASLt refuses
+// (TunerTable::acceptance) after the others, in the same order (reasons only when asked: a string per candidate is most of a
 // query's cost). `chooser_rows`: how many the chooser scores (SIZE_MAX: every one, as before session 38).
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                           const std::vector<TileConfig>& configs, bool with_reasons = true,

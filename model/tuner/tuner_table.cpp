@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/compressed_text.h"
+#include "model/tuner/acceptance_model.h"
 #include "model/tuner/variant_model.h"
 
 namespace perfloom::embedded {
@@ -391,6 +392,14 @@ std::string tuner_table_to_json(const TunerTable& table) {
        << ",\n  \"labels\": " << labels.dump() << ",\n  \"accepted\": " << accepted.dump()
        << ",\n  \"model\": " << v.booster->save_json() << "}";
   }
+  if (table.acceptance.booster) {
+    const AcceptanceModel& a = table.acceptance;
+    char thr[32];
+    std::snprintf(thr, sizeof thr, "%.6g", a.threshold);
+    os << ",\n \"acceptance\": {\"points\": " << a.points << ", \"refused\": " << a.refused << ", \"threshold\": " << thr
+       << ",\n  \"features\": " << names_json(acceptance_feature_names()).dump() << ",\n  \"model\": " << a.booster->save_json()
+       << "}";
+  }
   os << "\n}\n";
   return os.str();
 }
@@ -598,6 +607,18 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
     if (auto o = it->find("points"); o != it->end() && o->is_number_integer()) t.variants.points = o->get<int>();
     const json& m = need(*it, "model", label, "variants");
     t.variants.booster = load_booster(m, label, "variants.model", kVariantFeatureCount);
+  }
+  if (auto it = j.find("acceptance"); it != j.end()) {
+    if (!it->is_object()) fail(label, "acceptance", "is not an object");
+    expect_names(need(*it, "features", label, "acceptance"), names_json(acceptance_feature_names()), label,
+                 "acceptance.features", "acceptance model");
+    const json& thr = need(*it, "threshold", label, "acceptance");
+    if (!thr.is_number() || !(thr.get<double>() > 0) || !(thr.get<double>() <= 1))
+      fail(label, "acceptance.threshold", "is " + thr.dump() + ", not a probability in (0, 1]");
+    t.acceptance.threshold = thr.get<double>();
+    if (auto o = it->find("points"); o != it->end() && o->is_number_integer()) t.acceptance.points = o->get<int>();
+    if (auto o = it->find("refused"); o != it->end() && o->is_number_integer()) t.acceptance.refused = o->get<int>();
+    t.acceptance.booster = load_booster(need(*it, "model", label, "acceptance"), label, "acceptance.model", kAcceptanceFeatureCount);
   }
   return t;
 }

@@ -132,6 +132,18 @@ struct VariantModel {
   int points = 0;                     // (shape, configuration) points timed with two options or more
 };
 
+// The acceptance model (model/tuner/acceptance_model.h): gradient-boosted trees that predict the
+// probability that cuBLASLt refuses a configuration at a shape. A query moves the configurations
+// whose probability is at least `threshold` behind the others. 0.3 since session 44: on 2,375 held-out
+// GEMMs of the H200 (bench/results/tuner_eval.md, *Session 44*) it left 15 of the first choice's 38
+// refusals, 0.5 left 20 and 0.7 23, with the first choice within 3% of the fastest timed as often or
+// more; a demoted first choice costs little (the first 3 hold one within 3% at 98% of GEMMs).
+struct AcceptanceModel {
+  std::shared_ptr<const XgbBooster> booster;  // null: none
+  double threshold = 0.3;
+  int points = 0, refused = 0;                // the plan points it was trained on, and how many were refused
+};
+
 struct TunerTable {
   std::string gpu_id;
   int sm_count = 0;
@@ -141,6 +153,7 @@ struct TunerTable {
   std::map<std::string, GroupTable> groups;  // by dtype_group()
   TunerRanker ranker;           // optional (JSON "ranker"; tables without one rank by score)
   VariantModel variants;        // optional (JSON "variants"; tables without one name no custom option)
+  AcceptanceModel acceptance;   // optional (JSON "acceptance"; tables without one keep refused configurations where they rank)
   std::string label;            // where it was read from, for messages
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "model/compressed_text.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
+#include "model/tuner/acceptance_model.h"
 #include "model/tuner/least_squares.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/families/family_models.h"
@@ -1453,6 +1455,140 @@ TEST(TunerSweep, AVariantMeasurementIsReadAsOneMedianPerOptionWithTheForcedOneMa
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("plain.csv"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("not a --variants run"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// ---- which configurations cuBLASLt refuses (model/tuner/acceptance_model.h) ----
+
+namespace {
+bool same_key(const TileConfig& a, const TileConfig& b) { return config_key(a) == config_key(b); }
+}  // namespace
+
+TEST(TunerAcceptance, TheModelLearnsWhereCuBlasLtRefusesAConfigurationAndTuneMovesItLast) {
+  const GpuSpec& h200 = db().get("h200");
+  const TunerTable* bundled = bundled_tuner_table(h200);
+  ASSERT_NE(bundled, nullptr);
+  ASSERT_NE(bundled->acceptance.booster, nullptr) << "the shipped H200 table has an acceptance model (perfloom-tuner-fit)";
+  // The bundled first choice at a shape, refused by a synthetic cuBLASLt at every M below 1,024 and run above it; the
+  // table's other candidates there always run.
+  const GemmShape query{300, 8192, 4096, Dtype::bf16};
+  TunerTable plain = *bundled;
+  plain.acceptance = {};
+  const TuneResult before = tune_gemm(query, h200, 6, &plain);
+  ASSERT_GE(before.ranked.size(), 3u);
+  for (const auto& r : before.ranked) EXPECT_TRUE(std::isnan(r.refusal_p));  // no model: nothing predicted
+  const TileConfig refused = before.ranked[0].config;
+  std::vector<AcceptanceSample> samples;
+  for (int64_t m : {16, 48, 100, 160, 250, 300, 400, 700, 900, 1200, 1600, 2500, 4000, 6000, 9000})
+    for (int64_t n : {2048, 4096, 8192, 16384})
+      for (int64_t k : {1024, 4096, 16384})
+        for (std::size_t i = 0; i < 4; ++i) {
+          AcceptanceSample s;
+          s.shape = {m, n, k, Dtype::bf16};
+          s.config = before.ranked[i].config;
+          s.accepted = i > 0 || m >= 1024;
+          samples.push_back(s);
+        }
+  TunerTable with = plain;
+  with.acceptance = fit_acceptance_model(samples, h200, with.slots_by_cluster);
+  ASSERT_NE(with.acceptance.booster, nullptr);
+  EXPECT_EQ(with.acceptance.points, static_cast<int>(samples.size()));
+  EXPECT_EQ(with.acceptance.refused, 9 * 4 * 3);  // the 9 M below 1,024, at every N and K
+  const TuneResult after = tune_gemm(query, h200, 6, &with);
+  ASSERT_EQ(after.ranked.size(), before.ranked.size());
+  EXPECT_FALSE(same_key(after.ranked[0].config, refused)) << "a configuration predicted refused stays first";
+  EXPECT_TRUE(same_key(after.ranked[0].config, before.ranked[1].config));  // the others keep their order
+  const double thr = with.acceptance.threshold;
+  EXPECT_LT(after.ranked[0].refusal_p, thr);
+  for (const auto& r : after.ranked) EXPECT_FALSE(std::isnan(r.refusal_p));
+  // Above M = 1,024 it runs and keeps its place.
+  const GemmShape large{4000, 8192, 4096, Dtype::bf16};
+  const std::vector<RankedConfig> at_large = rank_with_table(with, h200, large, {refused, before.ranked[1].config});
+  const auto it = std::find_if(at_large.begin(), at_large.end(), [&](const RankedConfig& r) { return same_key(r.config, refused); });
+  ASSERT_NE(it, at_large.end());
+  EXPECT_LT(it->refusal_p, thr);
+  const std::vector<RankedConfig> at_small = rank_with_table(with, h200, query, {refused, before.ranked[1].config});
+  EXPECT_TRUE(same_key(at_small.back().config, refused));
+  EXPECT_GE(at_small.back().refusal_p, thr);
+  EXPECT_NE(at_small.back().reason.find("cuBLASLt likely refuses it here"), std::string::npos) << at_small.back().reason;
+  // Through JSON: the same model, the same order; a bad section is refused, naming the field.
+  const std::string text = tuner_table_to_json(with);
+  const TunerTable back = parse_tuner_table(text, "round-trip");
+  ASSERT_NE(back.acceptance.booster, nullptr);
+  EXPECT_EQ(back.acceptance.points, with.acceptance.points);
+  EXPECT_EQ(back.acceptance.refused, with.acceptance.refused);
+  EXPECT_DOUBLE_EQ(back.acceptance.threshold, thr);
+  const TuneResult again = tune_gemm(query, h200, 6, &back);
+  for (std::size_t i = 0; i < after.ranked.size(); ++i) {
+    EXPECT_TRUE(same_key(again.ranked[i].config, after.ranked[i].config));
+    EXPECT_NEAR(again.ranked[i].refusal_p, after.ranked[i].refusal_p, 1e-6);
+  }
+  auto error_of = [&](const std::string& from, const std::string& to) -> std::string {
+    std::string t = text;
+    const auto at = t.find(from, t.find("\"acceptance\""));
+    if (at == std::string::npos) return "not found: " + from;
+    t.replace(at, from.size(), to);
+    try {
+      parse_tuner_table(t, "t.json");
+    } catch (const TunerTableError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("\"threshold\": 0.3", "\"threshold\": 1.5").find("acceptance.threshold"), std::string::npos);
+  EXPECT_NE(error_of("\"acceptance:log2_tiles_n\"", "\"acceptance:tiles_n\"").find("acceptance.features"), std::string::npos);
+  EXPECT_NE(error_of("\"model\": {", "\"model\": [1], \"m2\": {").find("acceptance.model"), std::string::npos);
+  // Too few refusals to learn from: no model.
+  std::vector<AcceptanceSample> few(samples.begin(), samples.begin() + 30);
+  for (auto& s : few) s.accepted = true;
+  EXPECT_EQ(fit_acceptance_model(few, h200, with.slots_by_cluster).booster, nullptr);
+}
+
+TEST(TunerSweep, PlanRunsAreReadAsAcceptedAndRefusedPointsOfTheShapesTheyReached) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_accept_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir / "lists");
+  const std::string plan_header =
+      "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,heuristic_rank,"
+      "cublaslt_custom\n";
+  auto plan_row = [](int64_t m, const std::string& config, int rank = 0) {
+    return "gemm,bf16," + std::to_string(m) + ",4096,4096," + config + ",128x64,1x1x1,1,1,1,64,\"table 1\",64xAUTO," +
+           std::to_string(rank) + ",0\n";
+  };
+  std::ofstream(dir / "run_s1_plan.csv") << plan_header << plan_row(300, "64x128x64/s1/c1x1") << plan_row(300, "128x256x64/s1/c1x2")
+                                         << plan_row(300, "64x128x64/s1/c1x1")  // twice: one point
+                                         << plan_row(300, "64x64x64/s1/c1x1", 3)  // cuBLASLt's own result: not a point
+                                         << plan_row(500, "64x128x64/s1/c1x1");   // a shape the run did not reach
+  auto row = [](int64_t m, const std::string& source) {
+    return "gemm,bf16," + std::to_string(m) + ",4096,4096,12,nvjet_sm90_tst_128x64_64x6_1x1_v_bz_TNT,66,128x64,64xAUTO,1,1x1x1,-2,4x30x1,20," +
+           source + "\n";
+  };
+  const std::string head = "# plan_files=/root/out/h200/run_s1_plan.csv\n" + kPlanSweepHeader;
+  std::ofstream(dir / "lists" / "run_s1.csv") << head << row(300, "plan:heuristic rep=1")
+                                              << row(300, "plan:64x128x64/s1/c1x1 table 1 rep=1");
+  std::ofstream(dir / "lists" / "run_s2.csv") << "# plan_files=/root/out/h200/gone_plan.csv\n" + kPlanSweepHeader
+                                              << row(300, "plan:heuristic rep=1");
+  const bench::AcceptanceData got = bench::read_acceptance(dir, {dir / "lists" / "run_s1.csv", dir / "lists" / "run_s2.csv"});
+  ASSERT_EQ(got.samples.size(), 2u);
+  std::map<std::string, bool> accepted;
+  for (const auto& s : got.samples) {
+    EXPECT_EQ(s.shape.M, 300);
+    accepted[config_to_string(s.config)] = s.accepted;
+  }
+  EXPECT_TRUE(accepted.at("64x128x64/s1/c1x1"));
+  EXPECT_FALSE(accepted.at("128x256x64/s1/c1x2"));
+  ASSERT_EQ(got.files.size(), 1u);
+  ASSERT_EQ(got.missing_plans.size(), 1u);  // the run whose plan is not there is named and left out
+  EXPECT_NE(got.missing_plans[0].find("run_s2.csv"), std::string::npos);
+  EXPECT_NE(got.missing_plans[0].find("gone_plan.csv"), std::string::npos);
+  // A plan row with a configuration that is not one is refused, naming the plan file.
+  std::ofstream(dir / "run_s1_plan.csv", std::ios::app) << plan_row(300, "128xq");
+  try {
+    bench::read_acceptance(dir, {dir / "lists" / "run_s1.csv"});
+    ADD_FAILURE() << "a bad configuration was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("run_s1_plan.csv"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
 }
