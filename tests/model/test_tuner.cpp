@@ -696,12 +696,17 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
   // tune_gemm predicts the model's shortlist and the nearest shapes' candidates in one batch instead of
   // query_candidates then rank_with_table: the same list, order, latencies and chooser scores. The chooser scores
   // only the kChooserRows configurations the latency model scores best, with the inputs of the whole list (the
-  // same scores as when it scores them all); the rest follow, unscored (NaN), in the model's order.
+  // same scores as when it scores them all); the rest follow, unscored (NaN), in the model's order. The order
+  // checked here is without the acceptance model, which then moves those it predicts refused last, in that order.
   const GpuSpec& h100 = db().get("h100-sxm");
-  const TunerTable* table = bundled_tuner_table(h100);
-  ASSERT_NE(table, nullptr);
-  ASSERT_TRUE(table->ranker.booster);
-  std::size_t beyond = 0;
+  const TunerTable* bundled = bundled_tuner_table(h100);
+  ASSERT_NE(bundled, nullptr);
+  ASSERT_TRUE(bundled->ranker.booster);
+  ASSERT_TRUE(bundled->acceptance.booster);
+  TunerTable plain = *bundled;
+  plain.acceptance = {};
+  const TunerTable* table = &plain;
+  std::size_t beyond = 0, moved = 0;
   for (const GemmShape shape : {GemmShape{4096, 14336, 4096, Dtype::bf16}, GemmShape{1000, 3000, 7000, Dtype::bf16},
                                 GemmShape{16, 8192, 4096, Dtype::bf16}, GemmShape{333, 5120, 2048, Dtype::fp8e4m3}}) {
     const auto tuned = tune_gemm(shape, h100, 1000, table).ranked;
@@ -733,8 +738,27 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
         if (i > scored) EXPECT_LE(tuned[i - 1].score, tuned[i].score) << i;  // in the model's order
       }
     }
+    // With the acceptance model: the same list, those predicted refused moved last, each part in the order above.
+    const auto accepted = tune_gemm(shape, h100, 1000, bundled).ranked;
+    ASSERT_EQ(accepted.size(), tuned.size());
+    const double thr = bundled->acceptance.threshold;
+    for (std::size_t i = 0; i < tuned.size(); ++i) {
+      EXPECT_FALSE(std::isnan(accepted[i].refusal_p)) << i;
+      if (i + 1 < tuned.size()) EXPECT_FALSE(accepted[i].refusal_p >= thr && accepted[i + 1].refusal_p < thr) << i;
+    }
+    std::vector<TileConfig> plain_order;
+    for (const auto& c : tuned) plain_order.push_back(c.config);
+    std::stable_partition(plain_order.begin(), plain_order.end(), [&](const TileConfig& c) {
+      const auto it = std::find_if(accepted.begin(), accepted.end(), [&](const RankedConfig& a) { return a.config == c; });
+      return it != accepted.end() && !(it->refusal_p >= thr);
+    });
+    for (std::size_t i = 0; i < tuned.size(); ++i) {
+      EXPECT_EQ(plain_order[i], accepted[i].config) << i;
+      moved += accepted[i].config != tuned[i].config;
+    }
   }
   EXPECT_GT(beyond, 0u);  // some list was longer than what the chooser scores
+  EXPECT_GT(moved, 0u);   // and the acceptance model moved some configuration of these lists
 }
 
 TEST(TunerLookup, SupportPenaltyBreaksNearTiesTowardWellMeasuredClasses) {
