@@ -3122,7 +3122,7 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
       const tuner::GemmShape gs{M, N, K, static_cast<Dtype>(dt)};
       for (const auto& [label, ranks] : labels) {
         if (!ranks.count(1)) continue;
-        for (double thr : {0.0, 0.3, 0.5, 0.7}) {
+        for (double thr : {0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
           std::string first = ranks.at(1);
           if (thr > 0)
             for (const auto& [rank, config] : ranks)
