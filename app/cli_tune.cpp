@@ -302,6 +302,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
       j["note"] = r.note;
       j["ranked_by"] = r.ranked_by;
       if (std::isfinite(r.anchor_us)) j["anchor_us"] = r.anchor_us;
+      if (std::isfinite(r.refusal_threshold)) j["refusal_threshold"] = r.refusal_threshold;
       j["configs"] = nlohmann::json::array();
       int rank = 1;
       for (const auto& c : r.ranked) {
@@ -384,6 +385,9 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     if (r.method == "wave-table")
       std::cout << "(cuBLASLt may refuse a configuration set on its first heuristic result and take it on a later one:\n"
                    " README, \"Running a tuner configuration with cuBLASLt\")\n";
+    if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return c.reason.find("likely refuses") != std::string::npos; }))
+      std::cout << "(likely refuses: the table's acceptance model, learned from the collector's runs, predicts that cuBLASLt\n"
+                   " refuses the configuration at this shape; such configurations rank after the others; --json: refusal_p)\n";
     return 0;
   } catch (const std::invalid_argument& e) {
     std::cerr << "perfloom tune: " << e.what() << "\n";

@@ -19,6 +19,7 @@
 
 #include "bench/tuner_sweep.h"
 #include "model/gpu_database.h"
+#include "model/tuner/acceptance_model.h"
 #include "model/tuner/tuner.h"
 
 using namespace perfloom;
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "perfloom-bench-tune: %s has no bundled tuner table\n", id.c_str());
       return 2;
     }
-    std::vector<double> total, before, candidates, ranking, variants, chooser_all, chooser_rows;
+    std::vector<double> total, before, candidates, ranking, variants, chooser_all, chooser_rows, acceptance;
     std::size_t ranked = 0, differ = 0;
     for (const tuner::GemmShape& shape : bench::random_gemms(bench::table_dtypes(*table), count, seed)) {
       total.push_back(time_us(repeat, [&] { ranked += tuner::tune_gemm(shape, *gpu, 3, table).ranked.size(); }));
@@ -113,6 +114,9 @@ int main(int argc, char** argv) {
         chooser_rows.push_back(time_us(repeat, [&] {
           booster.predict(rows.data(), std::min(r.size(), tuner::kChooserRows), tuner::kRankerCount);
         }));
+        // The acceptance model's trees on the whole list (session 44: every configuration a query ranks).
+        if (table->acceptance.booster)
+          acceptance.push_back(time_us(repeat, [&] { tuner::refusal_probabilities(table->acceptance, shape, listed, feats); }));
       }
       // tune_gemm ranks in one pass what these two stages rank: the same list, the same order and latencies.
       const auto whole = tuner::tune_gemm(shape, *gpu, 1000, table).ranked;
@@ -139,6 +143,7 @@ int main(int argc, char** argv) {
     row("  options of the first 3 (name_variants)", variants);
     row("chooser's trees on the whole list", chooser_all);
     row("chooser's trees on kChooserRows of it", chooser_rows);
+    if (!acceptance.empty()) row("acceptance model's trees on the whole list", acceptance);
     if (ranked == 0) std::printf("  (no configuration ranked)\n");
     if (differ) std::printf("  tune_gemm's ranking differs from rank_with_table(query_candidates) at %zu GEMMs\n", differ);
     status |= differ ? 1 : 0;

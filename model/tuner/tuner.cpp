@@ -208,13 +208,13 @@ std::vector<RankedConfig> rank_query(const TunerTable& table, const GroupTable& 
 }
 
 // The reason of a configuration the table ranked: its waves, and where the acceptance model predicts that
-// cuBLASLt refuses it, that (which put it after the others).
+// cuBLASLt refuses it (which put it after the others), that, with the probability.
 std::string table_reason(const TunerTable& table, const RankedConfig& r) {
   std::string reason = describe_grid(r.grid);
   if (r.refusal_p >= table.acceptance.threshold) {
     char p[16];
     std::snprintf(p, sizeof p, "%.2f", r.refusal_p);
-    reason += std::string("; cuBLASLt likely refuses it here (p ") + p + "), so ranked after those it takes";
+    reason += std::string("; cuBLASLt likely refuses it (p ") + p + ")";
   }
   return reason;
 }
@@ -480,6 +480,7 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
              "winners and the model's " + std::to_string(kModelBest) + " best of the table's " + std::to_string(group->catalogue.size()) +
              " configurations";
     if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
+    if (table->acceptance.booster) r.refusal_threshold = table->acceptance.threshold;
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
     for (auto& c : r.ranked) c.reason = table_reason(*table, c);
     name_variants(*table, gpu, shape, r.ranked);

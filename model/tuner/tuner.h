@@ -53,6 +53,9 @@ struct TuneResult {
   // "analytical" only: the learned predictor's latency of the GEMM with no tile given (what `perfloom
   // predict` answers for it) that the ranking's latencies were scaled to (rank_analytical); NaN: not scaled.
   double anchor_us = NAN;
+  // "wave-table" with the table's acceptance model: its threshold (AcceptanceModel::threshold); configurations whose
+  // refusal_p is at least this come after the others. NaN: no acceptance model.
+  double refusal_threshold = NAN;
 };
 
 // The table's prediction for one configuration. Throws TunerTableError when the table has no fit

@@ -97,7 +97,10 @@ TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
   ASSERT_GT(configs.size(), 16u);
   std::size_t scored = 0;
   double previous_score = 0;
+  // Those the acceptance model predicts cuBLASLt refuses come last (CliTune.ConfigurationsLikelyRefusedComeLast).
+  const double threshold = doc.at("refusal_threshold").get<double>();
   for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (configs[i].at("refusal_p").get<double>() >= threshold) continue;
     if (configs[i].contains("rank_score")) {
       EXPECT_EQ(scored, i) << "a scored configuration after an unscored one";
       ++scored;
@@ -107,6 +110,37 @@ TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
     }
   }
   EXPECT_EQ(scored, 16u);
+}
+
+TEST(CliTune, ConfigurationsLikelyRefusedComeLast) {
+  // At this GEMM the shipped H200 table lists configurations cuBLASLt refused at similar shapes (the collector's runs:
+  // 104x192 cluster 2x1, cuBLASLt's 192x104 cluster 1x2, at 515 of 832 lists GEMMs).
+  auto r = runPerfloom("tune --gemm 5169,21056,5632 --dtype bf16 --gpu h200 --top 100 --json " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const double threshold = doc.at("refusal_threshold").get<double>();
+  EXPECT_GT(threshold, 0.0);
+  EXPECT_LE(threshold, 1.0);
+  std::size_t refused = 0;
+  for (const auto& c : doc.at("configs")) {
+    const double p = c.at("refusal_p").get<double>();
+    EXPECT_GE(p, 0.0);
+    EXPECT_LE(p, 1.0);
+    if (p >= threshold) {
+      ++refused;
+      EXPECT_NE(c.at("reason").get<std::string>().find("cuBLASLt likely refuses it (p "), std::string::npos) << c.dump();
+    } else {
+      EXPECT_EQ(refused, 0u) << "a configuration predicted to run after one predicted refused: " << c.dump();
+    }
+  }
+  EXPECT_GT(refused, 0u) << doc.dump(1);
+  auto text = runPerfloom("tune --gemm 5169,21056,5632 --dtype bf16 --gpu h200 --top 100 " + kDb);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("(likely refuses: the table's acceptance model"), std::string::npos) << text.out;
+  // Where none is predicted refused among those shown, no such note.
+  auto top1 = runPerfloom("tune --gemm 5169,21056,5632 --dtype bf16 --gpu h200 --top 1 " + kDb);
+  ASSERT_EQ(top1.exit_code, 0) << top1.err;
+  EXPECT_EQ(top1.out.find("likely refuses"), std::string::npos) << top1.out;
 }
 
 TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
