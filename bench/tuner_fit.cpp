@@ -177,29 +177,27 @@ int main(int argc, char** argv) {
     };
     for (const auto& id : ids) {
       const GpuSpec& gpu = gpus.get(id);
-      if (acceptance_only) {
+      // --variants-only / --acceptance-only: that model of the table in --out refitted, the rest kept as it is.
+      if (variants_only || acceptance_only) {
         const fs::path file = out / (id + ".json.gz");
         tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file.string()), file.string());
         tuner::check_table_matches(table, gpu);
         std::string what;
-        table.acceptance = fit_acceptance(id, gpu, table.slots_by_cluster, what);
-        drop_source_part(table.source, "; bench/data/" + id + "/lists/ and lists_held/: acceptance model");
+        if (variants_only) {
+          table.variants = fit_variants(id, gpu, table.slots_by_cluster, what);
+          drop_source_part(table.source, "; bench/data/" + id + "/variants.csv");
+          std::cout << id << ": variant model on " << table.variants.points << " points\n";
+        }
+        if (acceptance_only) {
+          std::string accepted_what;
+          table.acceptance = fit_acceptance(id, gpu, table.slots_by_cluster, accepted_what);
+          drop_source_part(table.source, "; bench/data/" + id + "/lists/ and lists_held/: acceptance model");
+          what += accepted_what;
+          std::cout << id << ": acceptance model on " << table.acceptance.points << " points (" << table.acceptance.refused
+                    << " refused)\n";
+        }
         table.source += what;
-        write_table(id, table);
-        std::cout << id << ": acceptance model on " << table.acceptance.points << " points (" << table.acceptance.refused
-                  << " refused) -> " << file.string() << "\n";
-        continue;
-      }
-      if (variants_only) {
-        const fs::path file = out / (id + ".json.gz");
-        tuner::TunerTable table = tuner::parse_tuner_table(bench::read_text(file.string()), file.string());
-        tuner::check_table_matches(table, gpu);
-        std::string what;
-        table.variants = fit_variants(id, gpu, table.slots_by_cluster, what);
-        drop_source_part(table.source, "; bench/data/" + id + "/variants.csv");
-        table.source += what;
-        write_table(id, table);
-        std::cout << id << ": variant model on " << table.variants.points << " points -> " << file.string() << "\n";
+        std::cout << id << ": -> " << write_table(id, table).string() << "\n";
         continue;
       }
       std::vector<tuner::TunerSample> samples;

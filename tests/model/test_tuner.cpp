@@ -105,6 +105,20 @@ void expect_refused_with_renamed_feature(const TunerTable& t, const std::string&
   }
 }
 
+// What parse_tuner_table says of `text` with the first `from` after `section` replaced by `to`: its error, "" where it
+// parses, "not found: FROM" where there is no such `from`.
+std::string parse_error_after(std::string text, const std::string& section, const std::string& from, const std::string& to) {
+  const auto at = text.find(from, text.find(section));
+  if (at == std::string::npos) return "not found: " + from;
+  text.replace(at, from.size(), to);
+  try {
+    parse_tuner_table(text, "t.json");
+  } catch (const TunerTableError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // The head of a collector plan-mode CSV with the columns bench/tuner_sweep.h reads.
 const std::string kPlanSweepHeader =
     "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
@@ -1421,18 +1435,7 @@ TEST(TunerVariant, TablesCarryTheModelThroughJsonAndTuneNamesTheOption) {
   for (const auto& c : tune_gemm(s, h100, 5, &plain).ranked) EXPECT_EQ(c.custom_option, -1);
   // Bad variant sections are refused, naming the field.
   const std::string good = tuner_table_to_json(*bundled);
-  auto error_of = [&](const std::string& from, const std::string& to) -> std::string {
-    std::string text = good;
-    const auto at = text.find(from, text.find("\"variants\""));
-    if (at == std::string::npos) return "not found: " + from;
-    text.replace(at, from.size(), to);
-    try {
-      parse_tuner_table(text, "t.json");
-    } catch (const TunerTableError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  auto error_of = [&](const std::string& from, const std::string& to) { return parse_error_after(good, "\"variants\"", from, to); };
   EXPECT_NE(error_of("\"variant:custom_bit2\"", "\"variant:custom_bit9\"").find("variants.features"), std::string::npos);
   EXPECT_NE(error_of("\"accepted\": {", "\"accepted\": {\"bad\": {\"128x128x64/s1/c1x1\": [99]}, ").find("not a cuBLASLt custom option"),
             std::string::npos);
@@ -1548,18 +1551,7 @@ TEST(TunerAcceptance, TheModelLearnsWhereCuBlasLtRefusesAConfigurationAndTuneMov
     EXPECT_TRUE(same_key(again.ranked[i].config, after.ranked[i].config));
     EXPECT_NEAR(again.ranked[i].refusal_p, after.ranked[i].refusal_p, 1e-6);
   }
-  auto error_of = [&](const std::string& from, const std::string& to) -> std::string {
-    std::string t = text;
-    const auto at = t.find(from, t.find("\"acceptance\""));
-    if (at == std::string::npos) return "not found: " + from;
-    t.replace(at, from.size(), to);
-    try {
-      parse_tuner_table(t, "t.json");
-    } catch (const TunerTableError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  auto error_of = [&](const std::string& from, const std::string& to) { return parse_error_after(text, "\"acceptance\"", from, to); };
   EXPECT_NE(error_of("\"threshold\": 0.3", "\"threshold\": 1.5").find("acceptance.threshold"), std::string::npos);
   EXPECT_NE(error_of("\"acceptance:log2_tiles_n\"", "\"acceptance:tiles_n\"").find("acceptance.features"), std::string::npos);
   EXPECT_NE(error_of("\"model\": {", "\"model\": [1], \"m2\": {").find("acceptance.model"), std::string::npos);
