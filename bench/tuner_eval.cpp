@@ -3029,7 +3029,8 @@ int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsign
 // check timed ("old", "refit": the plan's `why` tags "LABEL RANK"), its first choice as timed against the first of
 // its timed first three that the model does not predict refused (what `perfloom tune` would put first, where its
 // fourth does not come forward): refused, and within 3% of the fastest timed at the shape (a refused first choice
-// counts as a miss). `slots`: the bundled table's.
+// counts as a miss; a configuration's latency the median of all its repetitions there, whichever table listed it, as
+// score.py's "same configuration pooled" lines). `slots`: the bundled table's.
 int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<std::string>& runs) {
   const tuner::TunerTable* table = tuner::bundled_tuner_table(gpu);
   if (!table) {
@@ -3041,7 +3042,10 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
   const tuner::AcceptanceModel model = tuner::fit_acceptance_model(train.samples, gpu, table->slots_by_cluster);
   std::cout << gpu.id << ": acceptance model on " << model.points << " plan points of " << train.files.size() << " runs ("
             << model.refused << " refused)\n";
-  if (!model.booster) return 1;
+  if (!model.booster) {
+    std::cerr << "perfloom-tuner-eval: too few refused or accepted points to train on\n";
+    return 1;
+  }
   auto features = [&](const tuner::GemmShape& shape, const TileConfig& c) {
     return tuner::wave_features(shape, c, hardware_rates(gpu, shape.dtype), table->slots_by_cluster);
   };
@@ -3093,14 +3097,9 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
                                                                        : r.source.substr(5, r.source.find(' ') - 5);
       lat[k][id].push_back(r.sample.latency_us);
     }
-    const auto plan_name = sweep.environment.find("plan_files");
-    if (plan_name == sweep.environment.end()) continue;
-    std::istringstream names(plan_name->second);
-    std::string name;
     std::map<ShapeKey, std::map<std::string, std::map<int, std::string>>> lists;  // shape -> label -> rank -> config
-    while (names >> name) {
-      const fs::path plan = bench::data_file(dir, fs::path(name).filename().string());
-      if (!fs::exists(plan)) continue;
+    for (const fs::path& plan : bench::run_plan_files(dir, sweep)) {
+      if (!fs::exists(plan)) continue;  // named above (missing_plans)
       for (const bench::PlanRow& row : bench::read_plan_rows(plan)) {
         std::istringstream tags(row.why);
         std::string tag;

@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
       const auto next = source.find("; bench/data/", at + 2);
       source.erase(at, next == std::string::npos ? std::string::npos : next - at);
     };
-    // The acceptance model from the plan runs of DIR/<id>/lists/ (read_acceptance; `slots` as the table's),
+    // The acceptance model from the plan runs of DIR/<id>/lists/ and lists_held/ (read_acceptance; `slots` as the table's),
     // and what to add to the table's source about it.
     auto fit_acceptance = [&](const std::string& id, const GpuSpec& gpu, const tuner::SlotsByCluster& slots,
                               std::string& what) {

@@ -384,6 +384,18 @@ inline std::vector<PlanRow> read_plan_rows(const std::filesystem::path& plan_fil
   return out;
 }
 
+// The plan files a plan run names (`# plan_files=`, space-separated paths on the GPU machine), each looked up by its
+// file name in DIR (data_file: DIR/NAME or DIR/NAME.gz); a path that does not exist is returned as it is, to be named.
+inline std::vector<std::filesystem::path> run_plan_files(const std::filesystem::path& dir, const Sweep& run) {
+  std::vector<std::filesystem::path> out;
+  const auto it = run.environment.find("plan_files");
+  if (it == run.environment.end()) return out;
+  std::istringstream names(it->second);
+  std::string name;
+  while (names >> name) out.push_back(data_file(dir, std::filesystem::path(name).filename().string()));
+  return out;
+}
+
 // What cuBLASLt accepted and refused in plan runs (the acceptance model's data, model/tuner/acceptance_model.h).
 // A plan run's CSV names its plan files (`# plan_files=`, paths on the GPU machine); each is looked up by its file
 // name in DIR (DIR/NAME or DIR/NAME.gz, data_file). The collector takes a shape's plan points together and writes a
@@ -409,20 +421,13 @@ inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const st
   AcceptanceData out;
   for (const auto& run : runs) {
     const Sweep sweep = read_sweep(run.string());
-    std::vector<std::filesystem::path> plans;
+    const std::vector<std::filesystem::path> plans = run_plan_files(dir, sweep);
     bool missing = false;
-    if (const auto it = sweep.environment.find("plan_files"); it != sweep.environment.end()) {
-      std::istringstream names(it->second);
-      std::string name;
-      while (names >> name) {
-        const std::filesystem::path p = data_file(dir, std::filesystem::path(name).filename().string());
-        if (!std::filesystem::exists(p)) {
-          out.missing_plans.push_back(run.string() + ": " + p.string());
-          missing = true;
-        }
-        plans.push_back(p);
+    for (const auto& p : plans)
+      if (!std::filesystem::exists(p)) {
+        out.missing_plans.push_back(run.string() + ": " + p.string());
+        missing = true;
       }
-    }
     if (missing || plans.empty()) continue;
     std::set<ShapeKey> reached;
     std::set<std::pair<ShapeKey, std::string>> ran;

@@ -1,5 +1,4 @@
 #include "model/tuner/tuner.h"
-
 #include "model/tuner/variant_model.h"
 
 #include <algorithm>
