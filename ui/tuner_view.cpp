@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QMessageBox>
+#include <QPalette>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
@@ -63,6 +64,7 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
     r.method = QString::fromStdString(t.method);
     r.note = QString::fromStdString(t.note);
     r.ranked = t.ranked;
+    r.refusal_threshold = t.refusal_threshold;
     const bool with_table = t.method == "wave-table" && table;
     const bool learned = t.method == "learned" && req.predictor;
     const int64_t dim = r.sweep_dim == 'N' ? req.shape.N : req.shape.M;
@@ -233,6 +235,12 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
                ? tr("where 80% of measured latencies fell around the table's predictions of near-best configurations at "
                     "shapes it had not seen")
                : tr("the predictor's interval: 80% of measured kernels fell in it (p10..p90 of measured over predicted)");
+  const bool likely_refused = c.refusal_p >= r_.refusal_threshold;  // false where either is NaN
+  if (role == Qt::ForegroundRole) return likely_refused ? QVariant(QPalette().brush(QPalette::Disabled, QPalette::Text)) : QVariant();
+  if (role == Qt::ToolTipRole && col == Reason && likely_refused)
+    return tr("the table's acceptance model, learned from the collector's runs, predicts that cuBLASLt refuses this "
+              "configuration at this shape (p %1): it is ranked after those it is predicted to take")
+        .arg(c.refusal_p, 0, 'f', 2);
   if (role == Qt::ToolTipRole && col == Option)
     return c.custom_option < 0 ? tr("no kernel variant named (no variant model for this GPU or configuration)")
                                : tr("cuBLASLt custom option %1 (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION): the kernel variant the "

@@ -47,6 +47,7 @@ struct TunerViewResult {
   tuner::GemmShape shape;
   QString method, note, error;
   std::vector<tuner::RankedConfig> ranked;  // best first
+  double refusal_threshold = NAN;           // tuner::TuneResult's: refusal_p at or above it, likely refused by cuBLASLt
   char sweep_dim = 'M';
   std::vector<TunerSweepSeries> sweep;
 };
@@ -65,6 +66,7 @@ class TunerRankModel : public ResultTableModel<TunerRankModel, TunerViewResult, 
  public:
   // Option: cuBLASLt's custom option the table's variant model names (its tooltip: what its kernels showed).
   // Range: the 80% interval of the latency (tuner.h RankedConfig::lo_us..hi_us), "–" where there is none.
+  // A configuration the table's acceptance model predicts cuBLASLt refuses is greyed, its reason says why.
   enum Column { Rank, Tile, SplitK, Cluster, PredUs, Range, Waves, Fill, Option, Reason, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
   static constexpr const char* kHeaders[ColumnCount] = {"rank",      "tile M×N×K",     "split-K", "cluster M×N",

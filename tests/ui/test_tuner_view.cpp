@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <QAbstractItemModelTester>
 #include <QBarSet>
 #include <QChart>
@@ -65,6 +66,32 @@ class TestTunerView : public QObject {
     QVERIFY(model.data(model.index(0, ui::TunerRankModel::Option), Qt::ToolTipRole).toString().contains("CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"));
     model.setResult({});
     QCOMPARE(model.rowCount(), 0);
+  }
+
+  void configurationsLikelyRefusedAreGreyedAndSayWhy() {
+    // At this GEMM the shipped H200 table lists configurations cuBLASLt refused at similar shapes (CliTune.
+    // ConfigurationsLikelyRefusedComeLast): they come last, greyed, their reason's tooltip names the acceptance model.
+    ui::TunerRankModel model;
+    ui::TunerRequest req;
+    req.shape = {5169, 21056, 5632, Dtype::bf16};
+    req.gpu = gpus_.get("h200");
+    req.top = 100;
+    req.sweep_configs = 0;
+    const ui::TunerViewResult r = ui::compute_tuner(req);
+    QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+    QVERIFY(std::isfinite(r.refusal_threshold));
+    model.setResult(r);
+    int refused = 0;
+    for (int row = 0; row < model.rowCount(); ++row) {
+      const bool likely = r.ranked[static_cast<std::size_t>(row)].refusal_p >= r.refusal_threshold;
+      refused += likely;
+      QCOMPARE(model.data(model.index(row, ui::TunerRankModel::Tile), Qt::ForegroundRole).isValid(), likely);
+      const QString tip = model.data(model.index(row, ui::TunerRankModel::Reason), Qt::ToolTipRole).toString();
+      QCOMPARE(tip.contains("acceptance model"), likely);
+      if (likely) QVERIFY(model.data(model.index(row, ui::TunerRankModel::Reason)).toString().contains("cuBLASLt likely refuses it"));
+      else QCOMPARE(refused, 0);  // none predicted to run after one predicted refused
+    }
+    QVERIFY(refused > 0);
   }
 
   void aTablelessHopperGpuIsRankedAndSweptByTheLearnedPredictor() {
