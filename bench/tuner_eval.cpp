@@ -3093,8 +3093,8 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
     std::map<ShapeKey, std::map<std::string, std::vector<double>>> lat;  // shape -> identity -> latencies
     for (const auto& r : sweep.rows) {
       const ShapeKey k{static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K};
-      const std::string id = r.source.rfind("plan:heuristic", 0) == 0 ? "h" + std::to_string(r.sample.heuristic_rank)
-                                                                       : r.source.substr(5, r.source.find(' ') - 5);
+      const std::string config = bench::plan_point_config(r.source);
+      const std::string id = config.empty() ? "h" + std::to_string(r.sample.heuristic_rank) : config;
       lat[k][id].push_back(r.sample.latency_us);
     }
     std::map<ShapeKey, std::map<std::string, std::map<int, std::string>>> lists;  // shape -> label -> rank -> config
@@ -3121,14 +3121,18 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
       const tuner::GemmShape gs{M, N, K, static_cast<Dtype>(dt)};
       for (const auto& [label, ranks] : labels) {
         if (!ranks.count(1)) continue;
+        std::vector<double> p;  // per listed configuration, in rank order
+        for (const auto& [rank, config] : ranks) p.push_back(p_refused(gs, tuner::config_from_string(config)));
         for (double thr : {0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
           std::string first = ranks.at(1);
-          if (thr > 0)
+          if (thr > 0) {
+            std::size_t i = 0;
             for (const auto& [rank, config] : ranks)
-              if (p_refused(gs, tuner::config_from_string(config)) < thr) {
+              if (p[i++] < thr) {
                 first = config;
                 break;
               }
+          }
           Count& c = by_label[label][thr];
           ++c.shapes;
           c.moved += first != ranks.at(1);

@@ -396,6 +396,13 @@ inline std::vector<std::filesystem::path> run_plan_files(const std::filesystem::
   return out;
 }
 
+// The configuration string of a plan run's row whose `source` is "plan:CONFIG ..." (a plan point the collector forced);
+// empty for cuBLASLt's own results ("plan:heuristic ...") and rows of other runs.
+inline std::string plan_point_config(const std::string& source) {
+  if (source.rfind("plan:", 0) != 0 || source.rfind("plan:heuristic", 0) == 0) return {};
+  return source.substr(5, source.find(' ') - 5);
+}
+
 // What cuBLASLt accepted and refused in plan runs (the acceptance model's data, model/tuner/acceptance_model.h).
 // A plan run's CSV names its plan files (`# plan_files=`, paths on the GPU machine); each is looked up by its file
 // name in DIR (DIR/NAME or DIR/NAME.gz, data_file). The collector takes a shape's plan points together and writes a
@@ -434,8 +441,7 @@ inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const st
     for (const auto& r : sweep.rows) {
       const ShapeKey k{static_cast<int>(r.sample.shape.dtype), r.sample.shape.M, r.sample.shape.N, r.sample.shape.K};
       reached.insert(k);
-      if (r.source.rfind("plan:", 0) != 0 || r.source.rfind("plan:heuristic", 0) == 0) continue;
-      ran.emplace(k, r.source.substr(5, r.source.find(' ') - 5));
+      if (std::string config = plan_point_config(r.source); !config.empty()) ran.emplace(k, std::move(config));
     }
     std::set<std::pair<ShapeKey, std::string>> seen;
     for (const auto& plan : plans)

@@ -235,7 +235,7 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
                ? tr("where 80% of measured latencies fell around the table's predictions of near-best configurations at "
                     "shapes it had not seen")
                : tr("the predictor's interval: 80% of measured kernels fell in it (p10..p90 of measured over predicted)");
-  const bool likely_refused = c.refusal_p >= r_.refusal_threshold;  // false where either is NaN
+  const bool likely_refused = tuner::likely_refused(c, r_.refusal_threshold);
   if (role == Qt::ForegroundRole) return likely_refused ? QVariant(QPalette().brush(QPalette::Disabled, QPalette::Text)) : QVariant();
   if (role == Qt::ToolTipRole && col == Reason && likely_refused)
     return tr("the table's acceptance model, learned from the collector's runs, predicts that cuBLASLt refuses this "

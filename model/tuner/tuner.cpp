@@ -137,7 +137,7 @@ void order_ranked(const TunerTable& table, std::vector<RankedConfig>& out) {
     sort_by_score(out);
   // The configurations cuBLASLt is predicted to refuse, after the others (NaN: not predicted, kept).
   const double threshold = table.acceptance.threshold;
-  std::stable_partition(out.begin(), out.end(), [threshold](const RankedConfig& r) { return !(r.refusal_p >= threshold); });
+  std::stable_partition(out.begin(), out.end(), [threshold](const RankedConfig& r) { return !likely_refused(r, threshold); });
 }
 
 // The configurations of the group's catalogue that model_best puts through the learned residual: with `prefilter`
@@ -210,7 +210,7 @@ std::vector<RankedConfig> rank_query(const TunerTable& table, const GroupTable& 
 // cuBLASLt refuses it (which put it after the others), that, with the probability.
 std::string table_reason(const TunerTable& table, const RankedConfig& r) {
   std::string reason = describe_grid(r.grid);
-  if (r.refusal_p >= table.acceptance.threshold) {
+  if (likely_refused(r, table.acceptance.threshold)) {
     char p[16];
     std::snprintf(p, sizeof p, "%.2f", r.refusal_p);
     reason += std::string("; cuBLASLt likely refuses it (p ") + p + ")";

@@ -43,6 +43,10 @@ struct RankedConfig {
   double refusal_p = NAN;
 };
 
+// Whether the acceptance model predicts that cuBLASLt refuses `c` (its refusal_p at or above `threshold`: the table's
+// AcceptanceModel::threshold, TuneResult::refusal_threshold); false where either is NaN (no model).
+inline bool likely_refused(const RankedConfig& c, double threshold) { return c.refusal_p >= threshold; }
+
 struct TuneResult {
   std::string method;  // "wave-table" or "analytical"
   std::string note;    // which table, or why there was none
