@@ -56,13 +56,7 @@ std::vector<double> refusal_probabilities(const AcceptanceModel& model, const Ge
                                           const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features) {
   std::vector<double> out(configs.size(), NAN);
   if (!model.booster || configs.empty()) return out;
-  std::vector<float> rows;
-  rows.reserve(configs.size() * kAcceptanceFeatureCount);
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const auto r = acceptance_features(shape, configs[i], features[i]);
-    rows.insert(rows.end(), r.begin(), r.end());
-  }
-  const std::vector<float> p = model.booster->predict(rows.data(), configs.size(), kAcceptanceFeatureCount);
+  const std::vector<float> p = predict_each_config(*model.booster, shape, configs, features, acceptance_features);
   for (std::size_t i = 0; i < configs.size(); ++i) out[i] = p[i];
   return out;
 }

@@ -196,13 +196,7 @@ std::vector<double> learned_factors(const GroupTable& group, const GemmShape& sh
                                     const std::vector<WaveFeatures>& features) {
   std::vector<double> out(configs.size(), 1.0);
   if (!group.learned || configs.empty()) return out;
-  std::vector<float> rows;
-  rows.reserve(configs.size() * kLearnedCount);
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const auto r = learned_features(shape, configs[i], features[i]);
-    rows.insert(rows.end(), r.begin(), r.end());
-  }
-  const std::vector<float> p = group.learned->predict(rows.data(), configs.size(), kLearnedCount);
+  const std::vector<float> p = predict_each_config(*group.learned, shape, configs, features, learned_features);
   for (std::size_t i = 0; i < configs.size(); ++i) out[i] = std::exp(std::clamp(static_cast<double>(p[i]), -1.0, 1.0));
   return out;
 }

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "model/gpu_spec.h"
@@ -164,6 +166,22 @@ struct TunerTable {
 // (0: the group's fit). `with_correction` false gives the linear model alone (what the fit needs).
 double group_latency(const GroupTable& group, const GemmShape& shape, const TileConfig& config, const WaveFeatures& f,
                      int* class_samples = nullptr, bool with_correction = true);
+// One batched call of `booster` on each of `configs` of one shape, whose input row is
+// `row(shape, config, its features)` (a std::array): the learned residual's and the acceptance
+// model's prediction per listed configuration.
+template <class RowFn>
+std::vector<float> predict_each_config(const XgbBooster& booster, const GemmShape& shape, const std::vector<TileConfig>& configs,
+                                       const std::vector<WaveFeatures>& features, RowFn row) {
+  constexpr std::size_t width =
+      std::tuple_size_v<std::invoke_result_t<RowFn, const GemmShape&, const TileConfig&, const WaveFeatures&>>;
+  std::vector<float> rows;
+  rows.reserve(configs.size() * width);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const auto r = row(shape, configs[i], features[i]);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  return booster.predict(rows.data(), configs.size(), width);
+}
 // The learned residual's factor for each of `configs` of one shape (one batched prediction; every
 // factor 1 when the group has none), exp of the prediction clamped to [-1, 1].
 std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape, const std::vector<TileConfig>& configs,
