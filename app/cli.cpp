@@ -34,12 +34,12 @@ const std::map<QString, Command>& commands() {
        {"perfloom import FILE|DIR... [--db PATH] [--json]",
         "import torch.profiler traces (.json, .json.gz), Nsight Systems SQLite exports, Nsight Compute CSVs, "
         "collector CSVs and the public datasets into the database; one summary line per file; a folder of "
-        "collector CSVs (bench/data/GPU) is one source",
+        "collector CSVs (data/GPU) is one source",
         cmdImport,
         {}}},
       {"train",
        {"perfloom train [--data DIR] [--out DIR] [--rounds N] [--seed N]",
-        "retrain the learned models from every measurement under DIR (default: the source tree's bench/data)",
+        "retrain the learned models from every measurement under DIR (default: $PERFLOOM_DATA, else ./data when it holds a MANIFEST.tsv)",
         cmdTrain,
         {QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("out", "model folder", "DIR"),
          QCommandLineOption("rounds", "boosting rounds", "N"),
@@ -155,7 +155,7 @@ QString usageText() {
       ")\n"
       "  --json           one JSON document on stdout\n"
       "  --gpus-dir DIR   add or override GPUs with the perfloom-gpu/1 files of DIR (also $PERFLOOM_GPUS_DIR)\n"
-      "  --calibration FILE  a calibration sweep measured on a GPU (perfloom-calibration/1, bench/collector):\n"
+      "  --calibration FILE  a calibration sweep measured on a GPU (perfloom-calibration/1, tools/collector):\n"
       "                   its measured rates replace the datasheet's in the learned model (target-measured\n"
       "                   tier); may be repeated (also $PERFLOOM_CALIBRATION, FILE[:FILE...])\n"
       "  -h, --help       this text\n"

@@ -2,7 +2,7 @@
 // into the database, one summary line per file (format, kernels, GPU, time). Every file is its own
 // transaction: a file that fails leaves nothing behind and the others are still imported; the
 // exit status is non-zero when any file failed (including one imported before). A folder is one
-// source: a folder of collector CSVs (what bench/collector writes, e.g. bench/data/h100-sxm: its
+// source: a folder of collector CSVs (what tools/collector writes, e.g. data/h100-sxm: its
 // CSVs, not the trace or logs next to them, which a warning names) or a public-dataset tree.
 #include <unistd.h>
 

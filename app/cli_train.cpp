@@ -1,7 +1,8 @@
 // `perfloom train` and `perfloom eval --holdout-gpu ID`: the learned models, rebuilt from the
-// measurements a fresh clone carries (bench/data), and their honest cross-GPU accuracy.
+// measurements a fresh clone carries (data), and their honest cross-GPU accuracy.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -24,9 +25,14 @@ namespace perfloom::app {
 
 namespace {
 
+// The training measurements: --data DIR, else $PERFLOOM_DATA, else data/ of the current folder
+// when it is a perfloom data folder (a clone's root). Never a path of the machine that built it.
 std::filesystem::path dataRoot(const QCommandLineParser& args) {
   if (args.isSet("data")) return args.value("data").toStdString();
-  return std::filesystem::path(PERFLOOM_SOURCE_DIR) / "bench" / "data";
+  if (const char* env = std::getenv("PERFLOOM_DATA"); env && *env) return env;
+  if (std::filesystem::is_regular_file("data/MANIFEST.tsv")) return "data";
+  throw std::invalid_argument(
+      "no training data: give --data DIR (the measurements, data/ in a clone of perfloom) or set $PERFLOOM_DATA");
 }
 
 // Every measurement under the data root: the public datasets and the collector's own CSVs.
@@ -36,7 +42,7 @@ std::vector<TrainingSample> loadSamples(const std::filesystem::path& root, const
     // An fp8 KV cache halves the cache bytes, which the shape does not say: not trained on yet.
     if (m.note.find("kv_cache_dtype=fp8") != std::string::npos) return;
     // A configuration timed with another cuBLASLt custom option than the one it is forced with (a
-    // `--variants` run: " variant=cC/sS" without " base" in its source, bench/collector/FORMAT.md)
+    // `--variants` run: " variant=cC/sS" without " base" in its source, tools/collector/FORMAT.md)
     // is a kernel variant the kernel description does not tell apart from the configuration's own:
     // it trains the tuner's variant model (model/tuner/variant_model.h), not the predictor.
     if (const auto v = m.note.find(" variant=c"); v != std::string::npos && m.note.find(" base", v) == std::string::npos) return;
@@ -80,10 +86,8 @@ int cmdTrain(CliContext& ctx, const QCommandLineParser& args) {
   std::set<std::string> gpus_used;
   for (const auto& r : rows) gpus_used.insert(r.gpu_id);
   nlohmann::json extra = {{"data_hash", training_data_hash(rows)},
-                          {"data_root", [&] {
-                             auto rel = root.lexically_relative(PERFLOOM_SOURCE_DIR);
-                             return rel.empty() || *rel.begin() == ".." ? root.string() : rel.string();
-                           }()},
+                          {"data_root", root.filename().empty() ? root.parent_path().filename().string()
+                                                                : root.filename().string()},
                           {"training_gpus", gpus_used},
                           {"skipped", skipped},
                           {"achievable_defaults", [&] {

@@ -1,5 +1,5 @@
 // Speed of a `perfloom tune` query with a bundled table (issue #8: "picks a near-optimal configuration in
-// microseconds"): per GPU, COUNT random GEMMs per dtype the table fits (bench/tuner_sweep.h random_gemms, SEED),
+// microseconds"): per GPU, COUNT random GEMMs per dtype the table fits (tools/tuner_sweep.h random_gemms, SEED),
 // each answered REPEAT times as `perfloom tune --top 3` answers it (tune_gemm with the table), and the stages of
 // that answer timed on their own: the candidates (query_candidates: the nearest shapes' winners and the latency
 // model's best of the table's catalogue), their ranking (rank_with_table: the latency model, then the chooser's
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/tuner_sweep.h"
+#include "tools/tuner_sweep.h"
 #include "model/gpu_database.h"
 #include "model/tuner/acceptance_model.h"
 #include "model/tuner/tuner.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The target-measured tier (DESIGN.md: two accuracy tiers). A short calibration sweep on the
-// target GPU (bench/collector/calibrate.cu; schema "perfloom-calibration/1", bench/collector/FORMAT.md)
+// target GPU (tools/collector/calibrate.cu; schema "perfloom-calibration/1", tools/collector/FORMAT.md)
 // measures what each pipe reaches in practice. For a GPU with a calibration these measured rates are
 // what the learned model reads; for any other GPU (cross-generation tier) its datasheet peaks times
 // the mean fraction of their peaks that the calibrated GPUs reach, so that the features mean

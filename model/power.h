@@ -5,13 +5,13 @@
 // A serving step that keeps the tensor cores busy for hundreds of milliseconds drives the GPU to
 // its power limit and the SM clock falls: on an H100 SXM or H200 at 700 W from 1980 MHz to about
 // 1350-1500 MHz, and a Llama-3-8B gate-up GEMM takes 1.16-1.21x its burst time
-// (bench/data/power/sustained_power_*.json). How much depends on how hard the step drives the GPU.
+// (data/power/sustained_power_*.json). How much depends on how hard the step drives the GPU.
 //
-// The sustained-power probe (bench/power/power_probe.py) runs load levels, from compute-bound GEMMs
+// The sustained-power probe (tools/power/power_probe.py) runs load levels, from compute-bound GEMMs
 // through weight-streaming GEMMs to a plain copy, some with the GPU idle part of the time, and
 // measures each level's average tensor throughput and how much slower its GEMM ("compute") and its
 // copy ("memory") run sustained than in a burst. Its levels travel in the GPU's calibration file
-// (the optional "sustained_power" block of perfloom-calibration/1, bench/collector/FORMAT.md).
+// (the optional "sustained_power" block of perfloom-calibration/1, tools/collector/FORMAT.md).
 //
 // The curve: each level's tensor utilisation (its tensor throughput at burst speed, i.e. measured
 // x its slowdown, over the GPU's dense bf16 datasheet peak) against its two slowdowns, each made
@@ -27,7 +27,7 @@
 //
 // Across the steps of a simulation the GPU's load is lagged: the power limit takes hold within tens of
 // milliseconds of busy time and lets go within tens of milliseconds of idle time
-// (bench/power/power_response.py: rise 110 ms on our H100 SXM, 48 ms on our H200, fall 31 and 28 ms,
+// (tools/power/power_response.py: rise 110 ms on our H100 SXM, 48 ms on our H200, fall 31 and 28 ms,
 // first-order lags fitted to a GEMM ramp after 3 s idle and to GEMMs after idle gaps of 2-1000 ms).
 // A step then runs at the slowdown of its mean lagged load: a lone prefill after idle runs near its
 // burst time, a long stream of prefills at the sustained one. Without the response times (a curve

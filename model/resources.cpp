@@ -15,11 +15,8 @@ std::filesystem::path resources_dir() {
     for (const fs::path& candidate : {bin / ".." / ".." / "resources", bin / ".." / "share" / "perfloom"})
       if (fs::is_directory(candidate / "models", ec)) return fs::weakly_canonical(candidate, ec);
   }
-#ifdef PERFLOOM_SOURCE_RESOURCES
-  return PERFLOOM_SOURCE_RESOURCES;
-#else
-  return "resources";
-#endif
+  // Nothing found: the installed location, so that a message about a missing file names where it belongs.
+  return ec ? fs::path("resources") : exe.parent_path() / ".." / "share" / "perfloom";
 }
 
 }  // namespace perfloom

@@ -176,7 +176,7 @@ void add_untiled_copies(std::vector<TrainingSample>& samples) {
     if (implementation_class(samples[i].kernel.name) != 0) continue;
     // A kernel without a tile means the configuration the library picks; a configuration sweep's
     // row ran a configuration we forced or one of the library's lower-ranked candidates (the
-    // collector's `tiles` and `plan` sweeps, bench/collector/FORMAT.md), often a slow one, so it
+    // collector's `tiles` and `plan` sweeps, tools/collector/FORMAT.md), often a slow one, so it
     // says nothing about the untiled kernel and would only add label noise.
     if (is_configuration_sweep(samples[i].dataset)) continue;
     TrainingSample copy = samples[i];

@@ -1,5 +1,5 @@
 #pragma once
-// Reader of the perfloom collector CSV (bench/collector/FORMAT.md): `# key=value` environment
+// Reader of the perfloom collector CSV (tools/collector/FORMAT.md): `# key=value` environment
 // lines, one header row, RFC 4180 rows. Each row becomes a MeasuredKernel with the tile the
 // library really ran (from the `tile`, `stages`, `splitk` and `cluster` columns).
 #include <filesystem>
@@ -23,7 +23,7 @@ bool sniff_collector_csv(std::string_view first_bytes);
 CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
                                   const MeasuredKernelSink& sink, DatasetLoadReport* report = nullptr);
 
-// Every collector CSV under `root` (bench/data/<gpu-id>/*.csv).
+// Every collector CSV under `root` (data/<gpu-id>/*.csv).
 void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
                             std::vector<DatasetLoadReport>* reports = nullptr);
 

@@ -1,5 +1,5 @@
 #pragma once
-// Readers for the public measured-kernel datasets vendored under bench/data/public (see its
+// Readers for the public measured-kernel datasets vendored under data/public (see its
 // README.md): aiconfigurator GEMM and attention tables, NeuSight FP32 operator tables and Vidur
 // per-layer operator profiles. They are training and validation data for the analytical model and
 // XGBoost: every row becomes a perfloom KernelDesc on a perfloom GPU id with a latency in
@@ -43,7 +43,7 @@ struct DatasetLoadReport {
 
 using MeasuredKernelSink = std::function<void(MeasuredKernel&&)>;
 
-// Reads every *.csv / *.csv.gz under `root` (bench/data/public), in path order, choosing the reader
+// Reads every *.csv / *.csv.gz under `root` (data/public), in path order, choosing the reader
 // from the header; a CSV of no known format gets a report with no rows. GPU names in the files are
 // mapped with public_dataset_gpu_id(), Vidur's device folders with a small table of their own (its
 // "a100" is the 80 GB PCIe card, see public_datasets.cpp). Rows on a GPU that `gpus` does not know

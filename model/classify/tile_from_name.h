@@ -57,7 +57,7 @@ std::optional<TileConfig> tile_from_kernel_name(std::string_view name);
 // An attention kernel's tiling as its name spells it out. The tile sets the work a kernel really
 // executes: a decode's single query row is padded to the tile's query rows, which decides whether
 // the kernel is bound by the KV cache's bytes or by its padded tensor work (measured on our H100
-// and H200, bench/data/<gpu>/attention.csv: PyTorch's FlashAttention-2 decode at 128 padded rows
+// and H200, data/<gpu>/attention.csv: PyTorch's FlashAttention-2 decode at 128 padded rows
 // takes the same time on both, 1.01-1.04x over 256 us, where the bytes alone would say 1.43x).
 //  FlashAttention-2 (flash_fwd_kernel, flash_fwd_splitkv_kernel; PyTorch's pytorch_flash:: copy):
 //    Flash_fwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, ...>; for a decode (one query

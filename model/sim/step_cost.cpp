@@ -27,8 +27,8 @@ StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gp
     : predictor_(predictor), gpu_(gpu), overheads_(overheads), clocks_(clocks) {
   if (clocks_ == ClockState::sustained && !gpu_.sustained)
     throw std::invalid_argument("sustained clocks need a sustained-power measurement of '" + gpu_.id +
-                                "', and its calibration has none: run bench/power/power_probe.py on that GPU, merge "
-                                "it into its calibration with bench/power/merge_into_calibration.py and pass "
+                                "', and its calibration has none: run tools/power/power_probe.py on that GPU, merge "
+                                "it into its calibration with tools/power/merge_into_calibration.py and pass "
                                 "--calibration FILE; or use burst clocks");
   cache_.reserve(4096);
 }

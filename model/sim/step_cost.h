@@ -15,7 +15,7 @@
 // - Between two kernels the GPU spends 0.38 us (the drain of one, the start of the next; counted
 //   with the launches): measured inside CUDA graphs of 50 and 400 chained kernels against the
 //   kernels' CUPTI durations, median over five kernels of 1-15 us, 0.37 us on an H100 SXM and 0.40
-//   on an H200 (bench/step_check/graph_gap_probe.py, bench/data/step/graph_gap_*.json). A
+//   on an H200 (tools/step_check/graph_gap_probe.py, data/step/graph_gap_*.json). A
 //   Llama-3-8B decode step runs about 420 kernels: about 160 us.
 // - Host work per step (scheduling, preparing inputs and block tables, output processing): 250 us
 //   plus 3 us per scheduled sequence. First guesses in line with vLLM v1 profiles, where the CPU

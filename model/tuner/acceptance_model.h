@@ -4,14 +4,14 @@
 // (cublasLtMatmulAlgoConfigSetAttribute, then cublasLtMatmulAlgoCheck); at some shapes cuBLASLt
 // refuses it (CUBLAS_STATUS_NOT_SUPPORTED on every heuristic result that offers the tile) while it
 // runs at others, and which shapes is cuBLASLt's own business: on the H200's timed query lists
-// (bench/data/h200/lists, lists_held) 7.3% of the 449,749 (shape, configuration) points the tuner
+// (data/h200/lists, lists_held) 7.3% of the 449,749 (shape, configuration) points the tuner
 // listed by session 44 were refused (7.3% of 532,535 by session 45); over those and its checks 403 configurations were refused at some shapes and
 // run at others (fp8 128x176 cluster 1x2 at 39% of its shapes, mostly small M). A refused first choice is of no use to the user, and on the H200 it
 // was the largest single loss of the first choice above M = 1,000 (bench/results/tuner_eval.md,
 // *Session 43*).
 //
 // The acceptance model learns, from the collector's plan runs (every plan point of a shape it
-// reached either ran or was refused: bench/tuner_sweep.h read_acceptance), the probability that
+// reached either ran or was refused: tools/tuner_sweep.h read_acceptance), the probability that
 // cuBLASLt refuses a configuration at a shape. A query moves the configurations it predicts refused
 // behind the others (tuner.h rank_with_table).
 #include <array>

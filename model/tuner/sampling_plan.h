@@ -40,7 +40,7 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
 
 // op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,
 // cublaslt_stages,heuristic_rank (stages "<tile_k>x<stages>", "<tile_k>xAUTO" where the configuration
-// leaves them to cuBLASLt; bench/collector/plan.h reads it), and cublaslt_custom where a point names a
+// leaves them to cuBLASLt; tools/collector/plan.h reads it), and cublaslt_custom where a point names a
 // custom option (empty for the points that do not)
 std::string plan_to_csv(const std::vector<PlanPoint>& plan);
 

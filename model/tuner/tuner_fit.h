@@ -1,6 +1,6 @@
 #pragma once
 // Fitting the tuner's tables from measured (shape, configuration, latency) points: a cuBLASLt
-// tile-configuration sweep (bench/data/<gpu>/tiles.csv) or the points a sampling plan asked for.
+// tile-configuration sweep (data/<gpu>/tiles.csv) or the points a sampling plan asked for.
 #include <functional>
 #include <string>
 #include <vector>

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -14,12 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "model/compressed_text.h"
+#include "model/resources.h"
 #include "model/tuner/acceptance_model.h"
 #include "model/tuner/variant_model.h"
-
-namespace perfloom::embedded {
-std::vector<std::pair<std::string_view, std::string_view>> tuner_files();  // generated
-}
 
 namespace perfloom::tuner {
 
@@ -631,27 +630,43 @@ struct Bundled {
   std::map<std::string, std::variant<TunerTable, std::string>> by_id;  // a table or why it is unusable
 };
 
+// Reads every <id>.json.gz (or .json) in the resources' tuner/ folder once, at the first query: the
+// tables are 7-8 MB each and are installed as files beside the predictor's models, not compiled in.
+Bundled load_bundled(const std::filesystem::path& dir) {
+  Bundled out;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return out;  // no tables: every GPU uses the analytical path
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file(ec) && (name.ends_with(".json.gz") || name.ends_with(".json"))) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    const std::string p = path.string();
+    std::string id = path.filename().string();
+    for (std::string_view ext : {".gz", ".json"})
+      if (id.size() > ext.size() && id.ends_with(ext)) id.resize(id.size() - ext.size());
+    try {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw TunerTableError(p + ": cannot be read");
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      TunerTable t = parse_tuner_table(gunzip_if_compressed(bytes, p), p);
+      if (t.gpu_id != id) throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
+      out.by_id.emplace(id, std::move(t));
+    } catch (const CompressedTextError& e) {
+      out.by_id.emplace(id, std::string(e.what()));
+    } catch (const TunerTableError& e) {
+      out.by_id.emplace(id, std::string(e.what()));
+    }
+  }
+  return out;
+}
+
 const Bundled& bundled() {
   // Never destroyed: the tables hold XGBoost boosters, and XGBoost's own statics may be gone by the
   // time this one's destructor would run at exit.
-  static const Bundled& b = *new Bundled([] {
-    Bundled out;
-    for (const auto& [path, text] : embedded::tuner_files()) {
-      std::string p(path);
-      const auto slash = p.find_last_of('/');
-      std::string id = p.substr(slash == std::string::npos ? 0 : slash + 1);
-      for (std::string_view ext : {".gz", ".json"})
-        if (id.size() > ext.size() && id.ends_with(ext)) id.resize(id.size() - ext.size());
-      try {
-        TunerTable t = parse_tuner_table(gunzip_if_compressed(text, p), p);
-        if (t.gpu_id != id) throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
-        out.by_id.emplace(id, std::move(t));
-      } catch (const TunerTableError& e) {
-        out.by_id.emplace(id, std::string(e.what()));
-      }
-    }
-    return out;
-  }());
+  static const Bundled& b = *new Bundled(load_bundled(resources_dir() / "tuner"));
   return b;
 }
 }  // namespace

@@ -203,10 +203,11 @@ std::string tuner_table_to_json(const TunerTable& table);
 // Throws TunerTableError when the table was fitted for another GPU (id or SM count differ).
 void check_table_matches(const TunerTable& table, const GpuSpec& gpu);
 
-// The table embedded for this GPU (resources/tuner/<id>.json.gz), or nullptr when there is none.
-// Throws TunerTableError when the embedded file is corrupt or was fitted for another GPU.
+// The bundled table for this GPU (<resources>/tuner/<id>.json.gz, read once at the first call), or
+// nullptr when there is none. Throws TunerTableError naming the file when it is corrupt or was fitted
+// for another GPU.
 const TunerTable* bundled_tuner_table(const GpuSpec& gpu);
-// Ids of the GPUs that have an embedded table.
+// Ids of the GPUs that have a bundled table file.
 std::vector<std::string> bundled_tuner_gpus();
 
 }  // namespace perfloom::tuner

@@ -44,7 +44,7 @@ std::array<float, kVariantFeatureCount> variant_features(const GemmShape& s, con
 std::string nvjet_variant_label(const std::string& kernel_name);
 
 // The custom option an nvjet kernel's name shows (bit 0: operand order TNT, bit 1: raster h, bit 2:
-// a cooperative schedule), as every option timed on the H100 and H200 ran (bench/data/<gpu>/
+// a cooperative schedule), as every option timed on the H100 and H200 ran (data/<gpu>/
 // variants.csv: 27,918 nvjet rows, every one with a TNT or TNN name); -1 for another kernel or a name
 // without a raster and an operand order.
 int nvjet_custom_option(const std::string& kernel_name);

@@ -1,9 +1,9 @@
 #pragma once
-// The project's own collector CSV (bench/collector/FORMAT.md), read by the collector reader
+// The project's own collector CSV (tools/collector/FORMAT.md), read by the collector reader
 // storage/collector_csv.h: one sweep on one GPU, every row a measured kernel with its shape,
 // tile and spread. The `# key=value` environment becomes the source's provenance.
 //
-// A folder (what bench/collector/run_on_gpu.sh writes, e.g. bench/data/h100-sxm/) is imported as
+// A folder (what tools/collector/run_on_gpu.sh writes, e.g. data/h100-sxm/) is imported as
 // ONE source: every collector CSV directly in it (recognised by content, not by name; sub-folders
 // are not entered), in file-name order. Other files there (the torch.profiler trace, the
 // calibration JSON, logs) are listed in a warning and can be imported on their own. The content

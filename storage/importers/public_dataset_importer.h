@@ -1,5 +1,5 @@
 #pragma once
-// The public measured-kernel datasets (bench/data/public: aiconfigurator GEMM and attention
+// The public measured-kernel datasets (data/public: aiconfigurator GEMM and attention
 // tables, NeuSight operator CSVs, Vidur per-layer profiles), read by storage/public_datasets.h,
 // as training data: the whole folder or one of its files. Each measurement keeps its dataset
 // ("aiconfigurator/h100_sxm/gemm/vllm-0.14.0") as its method, its GPU and its note; the source

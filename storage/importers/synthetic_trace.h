@@ -1,6 +1,6 @@
 #pragma once
 // Writes a synthetic torch.profiler (Kineto) Chrome trace of a given size, laid out like a real
-// one (bench/data/*/trace.json.gz): deviceProperties, then every cpu_op (with record_shapes'
+// one (data/*/trace.json.gz): deviceProperties, then every cpu_op (with record_shapes'
 // "Input Dims" / "Input type"), then the GPU kernels interleaved with their cudaLaunchKernel
 // runtime events and flow events. For the import benchmark (bench/bench_import.cpp), the
 // kill-in-the-middle test and fuzz seeds. Streams to disk: memory stays small at any size.

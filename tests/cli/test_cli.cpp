@@ -103,7 +103,7 @@ fs::path two_gpu_elementwise_data(const std::string& prefix) {
   const fs::path data = fs::temp_directory_path() / (prefix + std::to_string(::getpid()));
   for (const char* gpu : {"h100-sxm", "h200"}) {
     fs::create_directories(data / gpu);
-    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "bench/data" / gpu / "elementwise.csv", data / gpu / "elementwise.csv",
+    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "data" / gpu / "elementwise.csv.gz", data / gpu / "elementwise.csv.gz",
                   fs::copy_options::overwrite_existing);
   }
   return data;

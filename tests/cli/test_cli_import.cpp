@@ -22,9 +22,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kSrc = PERFLOOM_SOURCE_DIR;
-const std::string kH100 = (kSrc / "bench/data/h100-sxm/trace.json.gz").string();
-const std::string kH200 = (kSrc / "bench/data/h200/trace.json.gz").string();
-const std::string kSweep = (kSrc / "bench/data/h200/elementwise.csv").string();
+const std::string kH100 = (kSrc / "data/h100-sxm/trace.json.gz").string();
+const std::string kH200 = (kSrc / "data/h200/trace.json.gz").string();
+const std::string kSweep = (kSrc / "data/h200/elementwise.csv.gz").string();
 
 // A database path of this test process, removed (with its WAL) when the tests end.
 fs::path fresh_db(const std::string& name) { return fresh_temp_path("perfloom-cli-import", name); }
@@ -181,7 +181,7 @@ TEST(CliImport, KilledMidImportLeavesAConsistentDatabaseWithEarlierImportsIntact
 
 TEST(CliImport, AFolderOfCollectorCsvsIsOneSourceAndItsReimportIsRefused) {
   fs::path db = fresh_db("folder.db");
-  const std::string dir = (kSrc / "bench/data/h200").string();
+  const std::string dir = (kSrc / "data/h200").string();
   auto r = runPerfloom("import " + dir + " --db " + db.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto out = lines(r.out);

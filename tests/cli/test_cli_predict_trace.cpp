@@ -1,5 +1,5 @@
 // `perfloom predict --trace FILE --gpu ID[,ID...]` end to end: the real binary on the real H100
-// torch.profiler trace of bench/data, as users and scripts run it.
+// torch.profiler trace of data, as users and scripts run it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kSrc = PERFLOOM_SOURCE_DIR;
-const std::string kTrace = (kSrc / "bench/data/h100-sxm/trace.json.gz").string();
+const std::string kTrace = (kSrc / "data/h100-sxm/trace.json.gz").string();
 constexpr std::size_t kTraceKernels = 155;
 
 fs::path fresh(const std::string& name) { return fresh_temp_path("perfloom-cli-trace", name); }
@@ -246,7 +246,7 @@ TEST(CliPredictTrace, UnknownSourceGpuAsksForSourceGpu) {
 TEST(CliPredictTrace, Fp8OnAmpereIsAnErrorRow) {
   const fs::path db = fresh("fp8.db"), out = fresh("fp8.csv");
   // Our H100 GEMM sweep (a collector CSV) has fp8 GEMMs; the A100 has no fp8 tensor cores.
-  auto r = runPerfloom("predict --trace " + (kSrc / "bench/data/h100-sxm/gemm.csv.gz").string() +
+  auto r = runPerfloom("predict --trace " + (kSrc / "data/h100-sxm/gemm.csv.gz").string() +
                        " --gpu a100-sxm-80gb --db " + db.string() + " --out " + out.string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "fp8")) << r.err;

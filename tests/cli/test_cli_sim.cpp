@@ -55,7 +55,7 @@ TEST(CliSim, StepGraphsAndEagerLaunchOverheads) {
   const json e = json::parse(eager.out), g = json::parse(graphs.out);
   EXPECT_FALSE(e["cuda_graphs"].get<bool>());
   EXPECT_TRUE(g["cuda_graphs"].get<bool>());
-  // Graphs: one graph launch of 10 us and 0.38 us between two kernels (bench/data/step/graph_gap_*.json).
+  // Graphs: one graph launch of 10 us and 0.38 us between two kernels (data/step/graph_gap_*.json).
   const double launches = e["kernel_launches"].get<double>(), kernels = e["kernels_us"].get<double>();
   EXPECT_NEAR(g["launch_overhead_us"].get<double>(), 10.0 + 0.38 * launches, 1e-6);
   // Eager: the host issues a launch every 4 us; the GPU waits when its kernels and gaps are quicker.
@@ -64,7 +64,7 @@ TEST(CliSim, StepGraphsAndEagerLaunchOverheads) {
 
 TEST(CliSim, StepAttentionImplementationChangesOnlyAttention) {
   // On our H200 one long-context decode runs 1.6x faster through cuDNN's fused attention than
-  // through FlashAttention-2 (bench/data/step/decode_attn_probe_h200.csv); the predictor tells them
+  // through FlashAttention-2 (data/step/decode_attn_probe_h200.csv); the predictor tells them
   // apart through the kernel name's implementation class.
   auto step = [](const std::string& impl) {
     auto r = runPerfloom("step --model llama-3-8b --gpu h200 --phase decode --batch 32 --context 8192 --graphs --json "

@@ -506,7 +506,7 @@ TEST(SustainedPower, BundledH100AndH200CurvesComeFromTheirCalibrations) {
     ASSERT_TRUE(g.sustained.has_value()) << id;
     EXPECT_NE(g.sustained->origin().find(std::string(id) + ".json"), std::string::npos);
     // Measured 2026-11-22: GEMMs at 650-680 TFLOP/s sustained run 1.16-1.21x their burst time at
-    // 700 W; at a quarter of that load the clock holds (bench/data/power/sustained_power_*.json).
+    // 700 W; at a quarter of that load the clock holds (data/power/sustained_power_*.json).
     EXPECT_GT(g.sustained->at(0.78).compute, 1.12) << id;
     EXPECT_LT(g.sustained->at(0.78).compute, 1.25) << id;
     EXPECT_DOUBLE_EQ(g.sustained->at(0.2).compute, 1.0) << id;

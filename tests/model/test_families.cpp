@@ -275,7 +275,7 @@ TEST(AttentionModel, FlashAttention2OnHopperRunsAtTheWarpLevelMmaRate) {
   // Its four warps split the 128 query rows: each reads the whole K and V tiles from shared memory.
   EXPECT_DOUBLE_EQ(a.demand.smem_bytes, 4.0 * (64 * 8) * 16384.0 * 128 * 2 * 2);
   // So the on-SM time, not the DRAM, bounds it on the H100 and H200 alike, as measured: 1,782 us on
-  // our H100, 1,762 on our H200 (2.4 TB/s on both; bench/data/<gpu>/attention.csv).
+  // our H100, 1,762 on our H200 (2.4 TB/s on both; data/<gpu>/attention.csv).
   for (const GpuSpec* g : {&h100(), &db().get("h200")}) {
     const Analysis x = analyze_kernel(k, *g);
     EXPECT_GT(x.achievable_cycles_busiest[tensor], x.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)]) << g->id;
@@ -409,7 +409,7 @@ TEST(NormModel, RmsNormAndFusedAddCountTheirBytes) {
 
 // Little's law (Analysis::bytes_in_flight_per_thread): Sarathi-Serve's RMSNorm loads one fp16
 // element per thread with 1024-thread CTAs, 2 per H100 SM: 4 KiB in flight per SM, at which
-// perfloom-calibrate's read sweep measured 1.33 TB/s on the H100 (bench/data/h100-sxm/
+// perfloom-calibrate's read sweep measured 1.33 TB/s on the H100 (data/h100-sxm/
 // calibration.json, dram_read_by_bytes_in_flight); the vectorised kernel (16 bytes per thread)
 // streams at the bandwidth.
 TEST(NormModel, FewBytesInFlightLeaveTheDramLatencyExposed) {
@@ -465,7 +465,7 @@ TEST(NormModel, FewBytesInFlightLeaveTheDramLatencyExposed) {
 // Serving engines and Sarathi-Serve alike embed through PyTorch's F.embedding (index_select): 128
 // threads, at most 8 CTAs per SM, one element per thread in flight. perfloom's latency probe
 // measured such a kernel at 0.78 TB/s on the H100 and 0.81 on the H200 (T = 16384, H = 8192:
-// bench/data/<gpu>/latency_probe.csv): the bandwidth does not matter, the latency does.
+// data/<gpu>/latency_probe.csv): the bandwidth does not matter, the latency does.
 TEST(ElementwiseModel, EmbeddingIsAnIndexSelectWithOneElementPerThreadInFlight) {
   KernelDesc k;
   k.op = Op::embedding;

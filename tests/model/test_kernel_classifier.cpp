@@ -326,7 +326,7 @@ TEST(KernelClassifierTile, RealNames) {
 }
 
 TEST(KernelClassifierTile, AttentionKernelsNameTheirTile) {
-  // As PyTorch 2.11's SDPA launches them on our H100 (bench/data/h100-sxm/attention*.csv).
+  // As PyTorch 2.11's SDPA launches them on our H100 (data/h100-sxm/attention*.csv).
   const auto fa2 = attention_tile_from_name(
       "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
       "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
@@ -837,7 +837,7 @@ TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
   EXPECT_EQ(implementation_class("sarathi::mlp_act"), 3);
   EXPECT_EQ(implementation_class("sarathi::input_layernorm"), 3);
   EXPECT_EQ(implementation_class("void vllm::rms_norm_kernel<c10::Half>(...)"), 0);
-  // perfloom's latency probe runs kernels of that design (bench/collector/latency_probe.cu).
+  // perfloom's latency probe runs kernels of that design (tools/collector/latency_probe.cu).
   EXPECT_EQ(implementation_class("(anonymous namespace)::vllm2023_rms_norm_kernel(__half*, __half const*, __half const*, float, int)"), 3);
   EXPECT_EQ(implementation_class("(anonymous namespace)::index_select_kernel(__half*, __half const*, long const*, long, int)"), 0);
 }

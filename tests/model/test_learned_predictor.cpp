@@ -268,7 +268,7 @@ TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
   auto p = LearnedPredictor::load(kShipped);
   ASSERT_TRUE(p->has_family(Family::gemm));
   const GpuSpec& h100 = db().get("h100-sxm");
-  // Measured by perfloom-collect on an H100 SXM (bench/data/h100-sxm/gemm.csv.gz). The training
+  // Measured by perfloom-collect on an H100 SXM (data/h100-sxm/gemm.csv.gz). The training
   // sources disagree on the same shapes (4096^3: CUPTI 154 us, vLLM's table 156, SGLang's 179;
   // 8192^3: 1194, 1374, 1594), so the model sits among them: 30% is the honest tolerance here.
   struct Case { int64_t M, N, K; double measured_us; };

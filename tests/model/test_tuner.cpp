@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include "bench/tuner_sweep.h"
+#include "tools/tuner_sweep.h"
 #include "model/compressed_text.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
@@ -119,7 +119,7 @@ std::string parse_error_after(std::string text, const std::string& section, cons
   return "";
 }
 
-// The head of a collector plan-mode CSV with the columns bench/tuner_sweep.h reads.
+// The head of a collector plan-mode CSV with the columns tools/tuner_sweep.h reads.
 const std::string kPlanSweepHeader =
     "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
 
@@ -180,7 +180,7 @@ TEST(TunerWaves, ClustersPadTheTileGridAndCountInTheWaves) {
   // 384x5120x3456 on 128x128x64: 3 x 40 = 120 tiles. Clusters of 2 (M) x 4 (N) take 2 x 4 blocks of
   // tiles, so M's 3 tiles round up to 4: 160 CTAs on 120 slots (clusters of 8), two waves. On the
   // H100 this configuration took 34.98 us against 21.50 us for the same tile in 1 x 2 clusters, whose
-  // 120 CTAs are one wave (lease F, bench/data/h100-sxm/picks/lease_f_session13.csv.gz).
+  // 120 CTAs are one wave (lease F, data/h100-sxm/picks/lease_f_session13.csv.gz).
   const WaveGrid padded = wave_grid({384, 5120, 3456, Dtype::bf16}, tile(128, 128, 64, 1, 2, 4), 120);
   EXPECT_EQ(padded.ctas, 120);
   EXPECT_EQ(padded.cluster_ctas, 160);
@@ -1041,7 +1041,7 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
   EXPECT_THROW(plan_wave_samples(h100, Dtype::bf16, {}), std::invalid_argument);
 }
 
-// ---- the exhaustive sweeps' reader (bench/tuner_sweep.h) ----
+// ---- the exhaustive sweeps' reader (tools/tuner_sweep.h) ----
 
 TEST(TunerSweep, FileNamesSortWithTheirNumbersAsNumbers) {
   std::vector<std::string> names{"tiles_s10.csv", "tiles_s2.csv.gz", "tiles_s1.csv", "lease_d_session9.csv.gz",

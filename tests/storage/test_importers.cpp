@@ -1,4 +1,4 @@
-// Importers on real files (the torch.profiler traces in bench/data) and on small hand-made traces
+// Importers on real files (the torch.profiler traces in data) and on small hand-made traces
 // that exercise the joins: External id, runtime correlation, time containment, CUDA graphs.
 #include <nlohmann/json.hpp>
 
@@ -75,14 +75,14 @@ TEST(ImportSniff, ChoosesTheImporterByContentNotByName) {
   EXPECT_EQ(reg.detect(dir / "trace.csv").format(), "torch-trace");
   EXPECT_EQ(reg.detect(dir / "trace.txt").format(), "torch-trace");
   // A collector CSV named .json.
-  fs::copy_file(source_dir() / "bench/data/h100-sxm/attention.csv", dir / "attention.json");
+  fs::copy_file(source_dir() / "data/h100-sxm/attention.csv.gz", dir / "attention.json");
   EXPECT_EQ(reg.detect(dir / "attention.json").format(), "collector-csv");
   // An ncu CSV, with ncu's own lines ahead of the header.
   write_file(dir / "ncu.json", "==PROF== Connected to process 1\n\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n");
   EXPECT_EQ(reg.detect(dir / "ncu.json").format(), "ncu-csv");
   // A public dataset file and folder.
-  EXPECT_EQ(reg.detect(source_dir() / "bench/data/public").format(), "public-dataset");
-  fs::copy_file(source_dir() / "bench/data/public/vidur/data/profiling/compute/h100/microsoft/phi-2/mlp.csv.gz",
+  EXPECT_EQ(reg.detect(source_dir() / "data/public").format(), "public-dataset");
+  fs::copy_file(source_dir() / "data/public/vidur/data/profiling/compute/h100/microsoft/phi-2/mlp.csv.gz",
                 dir / "mlp.bin");
   EXPECT_EQ(reg.detect(dir / "mlp.bin").format(), "public-dataset");
   // Any SQLite file goes to the nsys importer, which then says whether it is an export.

@@ -245,7 +245,7 @@ TEST_F(ImportLimits, FolderWithNothingImportableOrABadFileIsRefused) {
 }
 
 TEST_F(ImportLimits, RealCollectorFolderImports) {
-  fs::path d = source_dir() / "bench/data/h100-sxm";
+  fs::path d = source_dir() / "data/h100-sxm";
   ImportSummary s = store_->import_file(d, control());
   EXPECT_EQ(s.format, "collector-csv");
   EXPECT_GT(s.kernels, 8000u);
@@ -270,7 +270,7 @@ TEST_F(ImportLimits, CollectorCsvWithTheSmClockColumnImports) {
   EXPECT_EQ(s.gpu_id, "h200");
   EXPECT_EQ(s.kernels, 2u);
 
-  s = store_->import_file(source_dir() / "bench/data/h200/lists_settled/lists_s4747.csv.gz", control());
+  s = store_->import_file(source_dir() / "data/h200/lists_settled/lists_s4747.csv.gz", control());
   EXPECT_EQ(s.gpu_id, "h200");
   EXPECT_EQ(s.kernels, 19360u);
 }

@@ -26,7 +26,7 @@ inline const GpuDatabase& gpus() {
 }
 
 inline fs::path source_dir() { return fs::path(PERFLOOM_SOURCE_DIR); }
-inline fs::path sample_trace(const std::string& gpu) { return source_dir() / "bench/data" / gpu / "trace.json.gz"; }
+inline fs::path sample_trace(const std::string& gpu) { return source_dir() / "data" / gpu / "trace.json.gz"; }
 
 // A fresh folder for one test, removed with the object.
 class TempDir {

@@ -107,7 +107,7 @@ TEST(KernelStore, SameContentTwiceIsRefusedEvenUnderAnotherName) {
     EXPECT_EQ(e.source_id(), first.source_id);
     std::string m = e.what();
     EXPECT_TRUE(contains(m, "renamed.json.gz: already imported as source " + std::to_string(first.source_id) + " on ")) << m;
-    EXPECT_TRUE(contains(m, "bench/data/h200/trace.json.gz")) << m;
+    EXPECT_TRUE(contains(m, "data/h200/trace.json.gz")) << m;
   }
   EXPECT_TRUE(snapshot(db) == before);
 }
@@ -213,7 +213,7 @@ TEST(KernelStore, CollectorCsvKeepsItsEnvironmentAsProvenance) {
   TempDir dir;
   Database db(dir / "p.db");
   KernelStore store(db);
-  auto sum = store.import_file(source_dir() / "bench/data/h200/attention.csv", control());
+  auto sum = store.import_file(source_dir() / "data/h200/attention.csv.gz", control());
   EXPECT_EQ(sum.format, "collector-csv");
   EXPECT_GT(sum.kernels, 100u);
   EXPECT_EQ(sum.gpu_id, "h200");
@@ -228,14 +228,14 @@ TEST(KernelStore, CollectorCsvKeepsItsEnvironmentAsProvenance) {
   EXPECT_EQ(ks[0].measurements.at(0).method.rfind("collector", 0), 0u);
 }
 
-// Version 2 of perfloom-latency-probe (bench/collector/latency_probe.cu) writes each rotary row's
-// head layout in the Hq, Hkv and D columns; its output on our H200 (bench/results/latency_probe_v2)
+// Version 2 of perfloom-latency-probe (tools/collector/latency_probe.cu) writes each rotary row's
+// head layout in the Hq, Hkv and D columns; its output on our H200 (tests/data/latency_probe_v2_h200.csv)
 // is not training data but must read back as the kernels it timed.
 TEST(KernelStore, LatencyProbeVersion2ReadsBackWithItsRotaryHeadLayouts) {
   TempDir dir;
   Database db(dir / "p.db");
   KernelStore store(db);
-  auto sum = store.import_file(source_dir() / "bench/results/latency_probe_v2/h200.csv", control());
+  auto sum = store.import_file(source_dir() / "tests/data/latency_probe_v2_h200.csv", control());
   EXPECT_EQ(sum.format, "collector-csv");
   EXPECT_EQ(sum.kernels, 390u);
   EXPECT_EQ(sum.gpu_id, "h200");
@@ -262,7 +262,7 @@ TEST(KernelStore, PublicDatasetFileIsTrainingDataWithProvenance) {
   TempDir dir;
   Database db(dir / "p.db");
   KernelStore store(db);
-  const fs::path file = source_dir() / "bench/data/public/vidur/data/profiling/compute/h100/microsoft/phi-2/mlp.csv.gz";
+  const fs::path file = source_dir() / "data/public/vidur/data/profiling/compute/h100/microsoft/phi-2/mlp.csv.gz";
   auto sum = store.import_file(file, control());
   EXPECT_EQ(sum.format, "public-dataset");
   EXPECT_GT(sum.kernels, 100u);
@@ -281,7 +281,7 @@ TEST(KernelStore, ActivationQuantisedGemmsComeBackMarked) {
   Database db(dir / "q.db");
   KernelStore store(db);
   const fs::path file = source_dir() /
-      "bench/data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/sglang/0.5.10/gemm_perf.csv.gz";
+      "data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/sglang/0.5.10/gemm_perf.csv.gz";
   auto sum = store.import_file(file, control());
   std::size_t fp8 = 0, bf16 = 0;
   for (const auto& k : store.kernels(sum.source_id)) {

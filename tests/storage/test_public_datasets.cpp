@@ -1,4 +1,4 @@
-// The public measured-kernel datasets (bench/data/public) and the CSV reader under them: known rows
+// The public measured-kernel datasets (data/public) and the CSV reader under them: known rows
 // with their exact values, the row counts of each file type, the GPU mapping, and how malformed
 // input is counted or refused.
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@ const GpuDatabase& db() {
   return d;
 }
 
-fs::path data_root() { return fs::path(PERFLOOM_SOURCE_DIR) / "bench/data/public"; }
+fs::path data_root() { return fs::path(PERFLOOM_SOURCE_DIR) / "data/public"; }
 fs::path aic(const std::string& rel) {
   return data_root() / "aiconfigurator/aic-core/src/aiconfigurator_core/systems/data" / rel;
 }
@@ -615,7 +615,7 @@ TEST(PublicDatasets, VidurRowWhoseDerivedWidthsOverflowIsSkipped) {
 }
 
 TEST(PublicDatasets, MissingOrForeignFilesThrowNamingTheFile) {
-  const fs::path missing = fs::path(PERFLOOM_SOURCE_DIR) / "bench/data/public/no/such/file.csv.gz";
+  const fs::path missing = fs::path(PERFLOOM_SOURCE_DIR) / "data/public/no/such/file.csv.gz";
   auto expect_names = [](auto&& fn, const std::string& needle) {
     try {
       fn();

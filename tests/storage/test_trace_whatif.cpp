@@ -1,5 +1,5 @@
 // The what-if engine of a profiled trace (storage/trace_whatif.h) on the real H100 torch.profiler
-// trace and collector sweep of bench/data: methods, totals, errors and the prediction cache.
+// trace and collector sweep of data: methods, totals, errors and the prediction cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,7 +65,7 @@ class TraceWhatIfTest : public ::testing::Test {
 };
 
 TEST_F(TraceWhatIfTest, EveryKernelOnEveryTargetWithMethodsAndTotals) {
-  const int64_t src = Import(kSrc / "bench/data/h100-sxm/trace.json.gz");
+  const int64_t src = Import(kSrc / "data/h100-sxm/trace.json.gz");
   const GpuSpec& h100 = gpus_.get("h100-sxm");
   const GpuSpec& h200 = gpus_.get("h200");
   const GpuSpec& a100 = gpus_.get("a100-sxm-80gb");
@@ -146,7 +146,7 @@ TEST_F(TraceWhatIfTest, EveryKernelOnEveryTargetWithMethodsAndTotals) {
 }
 
 TEST_F(TraceWhatIfTest, SecondRunReadsTheCacheAndPredictsNothing) {
-  const int64_t src = Import(kSrc / "bench/data/h100-sxm/trace.json.gz");
+  const int64_t src = Import(kSrc / "data/h100-sxm/trace.json.gz");
   const GpuSpec& h100 = gpus_.get("h100-sxm");
   const GpuSpec& h200 = gpus_.get("h200");
   const GpuSpec& b200 = gpus_.get("b200");
@@ -191,7 +191,7 @@ TEST_F(TraceWhatIfTest, SecondRunReadsTheCacheAndPredictsNothing) {
 }
 
 TEST_F(TraceWhatIfTest, Fp8OnAmpereIsAnErrorRowNotAGuessAndItIsCached) {
-  const int64_t src = Import(kSrc / "bench/data/h100-sxm/gemm.csv.gz");
+  const int64_t src = Import(kSrc / "data/h100-sxm/gemm.csv.gz");
   const GpuSpec& h100 = gpus_.get("h100-sxm");
   const GpuSpec& a100 = gpus_.get("a100-sxm-80gb");
   CountingPredictor predictor;

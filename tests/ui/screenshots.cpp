@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   QTest::qWait(200);
   w.grab().save(out + "/gpus.png");
   // The Traces view on the project's own H100 trace (already imported on a second run: it is selected).
-  w.importFiles({PERFLOOM_SOURCE_DIR "/bench/data/h100-sxm/trace.json.gz"});
+  w.importFiles({PERFLOOM_SOURCE_DIR "/data/h100-sxm/trace.json.gz"});
   wait(w.tracesView());
   w.grab().save(out + "/traces.png");
   return 0;

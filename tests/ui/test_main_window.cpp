@@ -80,9 +80,9 @@ class TestMainWindow : public QObject {
   // Traces -> What-if: "Open in What-if" on the selected source shows the What-if view with that
   // trace predicted, whichever view was current.
   void openInWhatIfShowsTheSelectedTrace() {
-    // The real H100 trace in bench/data (found from this file: the test target has no source-dir define).
+    // The real H100 trace in data (found from this file: the test target has no source-dir define).
     const QString trace =
-        QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../bench/data/h100-sxm/trace.json.gz");
+        QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../data/h100-sxm/trace.json.gz");
     QTemporaryDir dir;
     ui::MainWindow w(GpuDatabase::builtin(), dir.filePath("p.db").toStdString());
     ui::TracesView* traces = w.tracesView();

@@ -36,8 +36,8 @@
 using namespace perfloom;
 
 namespace {
-const QString kH100Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/bench/data/h100-sxm/trace.json.gz");
-const QString kH200Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/bench/data/h200/trace.json.gz");
+const QString kH100Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/data/h100-sxm/trace.json.gz");
+const QString kH200Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/data/h200/trace.json.gz");
 
 std::unique_ptr<QMimeData> urlMime(const QList<QUrl>& urls) {
   auto mime = std::make_unique<QMimeData>();

@@ -26,9 +26,9 @@
 using namespace perfloom;
 
 namespace {
-// The real H100 trace in bench/data (found from this file: the test target has no source-dir define).
+// The real H100 trace in data (found from this file: the test target has no source-dir define).
 QString h100Trace() {
-  return QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../bench/data/h100-sxm/trace.json.gz");
+  return QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../data/h100-sxm/trace.json.gz");
 }
 bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
 }  // namespace

@@ -130,7 +130,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
 // with one split fewer is not eligible (it runs as that one). PyTorch's FlashAttention-2 passes
 // twice the SM count as `slots` and counts `blocks` in 64-row query blocks: with these, the
 // split count of 241 of the 245 split-KV decodes our collector timed on the H100 matches the
-// grid it launched (bench/data/h100-sxm/attention.csv; the other 4 rows' grid is the combine
+// grid it launched (data/h100-sxm/attention.csv; the other 4 rows' grid is the combine
 // kernel's).
 int decode_splits(double blocks, double kv_blocks, int slots) {
   if (blocks >= 0.8 * slots) return 1;
@@ -173,7 +173,7 @@ std::optional<int> launched_splits(const AttentionTileInfo& t, const KernelDesc&
 
 // A FlashAttention-2 or cuDNN kernel named without its tile (the step simulator's `--attention-impl`
 // kernels, a profiler's truncated name): the tile PyTorch's SDPA launches for the shape, as our
-// collector recorded it on the H100 and H200 (bench/data/<gpu>/attention*.csv). FlashAttention-2:
+// collector recorded it on the H100 and H200 (data/<gpu>/attention*.csv). FlashAttention-2:
 // 128 query rows x 128 keys at head dim 64, 128 x 64 at 128 (64 x 64 above: not measured); a
 // decode that FlashAttention's heuristic splits runs the split-KV kernel, 64 rows x 256 / 128 / 64
 // keys. cuDNN decode: 64 x 64 up to 128 cached tokens, else 16 x 128. cuDNN's prefill: none (the

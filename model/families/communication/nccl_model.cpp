@@ -34,7 +34,7 @@ CollectiveTraffic collective_traffic(Op op, int ranks, double bytes) {
 }
 
 NcclModelConstants nccl_constants(Op op, bool nvlink) {
-  // bench/comm_check/fit_nccl.py on bench/data/nccl-h200 (NCCL 2.28.9, H200 NVLink, NVLS off).
+  // tools/comm_check/fit_nccl.py on data/nccl-h200 (NCCL 2.28.9, H200 NVLink, NVLS off).
   NcclModelConstants c;
   c.base_us = 8.728;
   c.hop_us = nvlink ? 1.160 : 4.0;  // PCIe hop: not measured; NCCL's LL protocol over PCIe

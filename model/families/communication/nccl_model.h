@@ -4,7 +4,7 @@
 //
 // The analytical part, per op:  t = base + steps * hop + link_bytes / (link_bandwidth * eff(m)),
 // eff(m) = eff_max * m / (m + m_half), m = bytes per rank. Its constants were fitted to NCCL 2.28
-// on four H200s (bench/comm_check/fit_nccl.py over bench/data/nccl-h200); it alone is ~10% off
+// on four H200s (tools/comm_check/fit_nccl.py over data/nccl-h200); it alone is ~10% off
 // there, worst near the protocol switches at 1-8 MiB.
 //
 // The estimate: the measured curve of the same op (resources/comm/<gpu>.csv, log-log interpolation
