@@ -5,8 +5,6 @@
 // signature of the library source with typical arguments.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdio>
 #include <random>
 #include <string>
 
@@ -737,10 +735,9 @@ TEST(KernelClassifier, EmptyAndGarbageInputDoNotCrash) {
   EXPECT_EQ(big.family, Family::gemm);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Speed: classify_kernel runs once per kernel of 100k-kernel traces.
-
-TEST(ClassifierSpeed, MicrosecondsPerCall) {
+// Every kind of name the classifier meets, a 3,000-character template among them, gets a family and
+// a reason (perfloom-bench-classify times the same inputs: tests check behaviour, not time).
+TEST(KernelClassifier, EveryKindOfNameGetsAReasonAVeryLongTemplateToo) {
   std::vector<ClassifyInput> inputs;
   const char* names[] = {
       "nvjet_sm90_tst_128x8_64x12_4x1_v_bz_splitK_TNT",
@@ -768,21 +765,10 @@ TEST(ClassifierSpeed, MicrosecondsPerCall) {
     in.launch = grid(4, 21, 1, 384);
     inputs.push_back(in);
   }
-  // Also a long template name with the identity deep inside (worst case for the scan).
   ClassifyInput longest;
   longest.kernel_name = "void cutlass::device_kernel<" + std::string(3000, 'a') + ">";
   inputs.push_back(longest);
-
-  const int rounds = 20000;
-  size_t sink = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < rounds; ++r)
-    for (const auto& in : inputs) sink += classify_kernel(in).reason.size();
-  auto t1 = std::chrono::steady_clock::now();
-  double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / double(rounds * inputs.size());
-  std::printf("classify_kernel: %.3f us per call over %zu calls (sink %zu)\n", us, size_t(rounds) * inputs.size(), sink);
-  RecordProperty("us_per_call", std::to_string(us));
-  EXPECT_LT(us, 20.0);  // target < 5 us in an optimised build; loose here for sanitiser/debug builds
+  for (const auto& in : inputs) EXPECT_FALSE(classify_kernel(in).reason.empty()) << in.kernel_name.substr(0, 80);
 }
 
 // CUTLASS names say how many elements each operand load moves ("_alignN"); others say nothing.

@@ -899,7 +899,7 @@ TEST(TunerLookup, TheAnalyticalRankingTakesTheLearnedPredictorsLatencyOfTheGemm)
   EXPECT_TRUE(uses_learned_predictor(bundled_tuner_table(db().get("h100-sxm")), Dtype::tf32));
 }
 
-TEST(TunerLookup, BundledTablesServeH100AndH200InMicroseconds) {
+TEST(TunerLookup, BundledTablesServeH100AndH200) {
   for (const char* id : {"h100-sxm", "h200"}) {
     const GpuSpec& gpu = db().get(id);
     const TunerTable* t = bundled_tuner_table(gpu);
@@ -907,7 +907,7 @@ TEST(TunerLookup, BundledTablesServeH100AndH200InMicroseconds) {
     EXPECT_EQ(t->gpu_id, id);
     EXPECT_EQ(t->groups.count("16bit"), 1u);
     EXPECT_EQ(t->groups.count("fp8"), 1u);
-    // Shipped fit (bench/results/tuner_eval.md): the exhaustive sweep and the sampling plan's points
+    // The shipped fit: the exhaustive sweep and the sampling plan's points
     // together, so the buckets cover the plan's ~1,600 shapes besides the sweep's 250.
     EXPECT_NE(t->source.find("/tiles.csv:"), std::string::npos) << t->source;
     EXPECT_NE(t->source.find("/tiles_plan.csv:"), std::string::npos) << t->source;

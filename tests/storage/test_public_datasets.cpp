@@ -465,8 +465,11 @@ TEST(PublicDatasets, VidurPhi2SkipsGeluAndParallelAdd) {
 
 // --- the whole folder, the GPU mapping, malformed input -----------------------------------------------
 
-TEST(PublicDatasets, RowCountsPerFileType) {
-  std::map<std::string, std::size_t> kept_by_source, rows_by_source;
+// The whole folder: every file is read and keeps rows, and each source keeps at least what the files
+// vendored today give (exact per-file counts are checked above, file by file), so that adding a
+// dataset changes no expectation here.
+TEST(PublicDatasets, EveryFileOfTheFolderIsReadAndEachSourceKeepsItsRows) {
+  std::map<std::string, std::size_t> kept_by_source;
   std::set<std::string> gpus;
   std::size_t kernels = 0;
   std::vector<DatasetLoadReport> reports;
@@ -480,18 +483,20 @@ TEST(PublicDatasets, RowCountsPerFileType) {
         ++kept_by_source[src + (src == "aiconfigurator" ? (attention ? "/attention" : "/gemm") : "")];
       },
       &reports);
-  EXPECT_EQ(reports.size(), 53u);
-  for (const auto& r : reports) EXPECT_GT(r.kept, 0u) << r.file;
-  EXPECT_EQ(kept_by_source["aiconfigurator/gemm"], 226715u);  // without vLLM 0.14.0's 9,240 fp8 rows (inconsistent_gemm_table)
-  EXPECT_EQ(kept_by_source["aiconfigurator/attention"], 211475u);
-  EXPECT_EQ(kept_by_source["neusight"], 138211u);
-  EXPECT_EQ(kept_by_source["vidur"], 198561u);
-  EXPECT_EQ(kernels, 774962u);
-  std::size_t rows = 0;
-  for (const auto& r : reports) rows += r.rows;
-  EXPECT_EQ(rows, 751518u);
-  EXPECT_EQ(gpus, (std::set<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "a100-pcie-40gb", "p100-pcie",
-                                         "p4", "t4", "v100-pcie", "a100-pcie-80gb", "a40"}));
+  EXPECT_GE(reports.size(), 53u);
+  std::size_t kept = 0;
+  for (const auto& r : reports) {
+    EXPECT_GT(r.kept, 0u) << r.file;
+    kept += r.kept;
+  }
+  EXPECT_EQ(kept, kernels);  // every kept row reaches the sink, once
+  EXPECT_GE(kept_by_source["aiconfigurator/gemm"], 226715u);  // vLLM 0.14.0's fp8 table is left out (inconsistent_gemm_table)
+  EXPECT_GE(kept_by_source["aiconfigurator/attention"], 211475u);
+  EXPECT_GE(kept_by_source["neusight"], 138211u);
+  EXPECT_GE(kept_by_source["vidur"], 198561u);
+  for (const char* gpu : {"a100-sxm-80gb", "b200", "h100-sxm", "a100-pcie-40gb", "p100-pcie", "p4", "t4", "v100-pcie",
+                          "a100-pcie-80gb", "a40"})
+    EXPECT_EQ(gpus.count(gpu), 1u) << gpu;
 }
 
 TEST(PublicDatasets, LoadPublicDatasetsSniffsFormats) {
