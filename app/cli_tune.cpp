@@ -384,7 +384,7 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
                    " of each other are a tie to time, not an order)\n";
     if (r.method == "wave-table")
       std::cout << "(cuBLASLt may refuse a configuration set on its first heuristic result and take it on a later one:\n"
-                   " README, \"Running a tuner configuration with cuBLASLt\")\n";
+                   " docs/cli.md, \"Running a tuner configuration with cuBLASLt\")\n";
     if (std::any_of(r.ranked.begin(), r.ranked.end(), [&](const auto& c) { return tuner::likely_refused(c, r.refusal_threshold); }))
       std::cout << "(likely refuses: the table's acceptance model, learned from the collector's runs, predicts that cuBLASLt\n"
                    " refuses the configuration at this shape; such configurations rank after the others; --json: refusal_p)\n";

@@ -1,6 +1,6 @@
 #pragma once
-// The tuner's two lookup tables for one GPU (DESIGN.md, idea 3), and their JSON form
-// (resources/tuner/<gpu-id>.json.gz, schema perfloom-tuner/2, embedded in the binary):
+// The tuner's two lookup tables for one GPU (docs/prediction.md, the tuner), and their JSON form
+// (resources/tuner/<gpu-id>.json.gz, schema perfloom-tuner/2, read at run time from the resources):
 //   1. per shape bucket (dtype group, octave of M, N and K) the few configurations that were
 //      fastest at the measured shapes in it: the candidates of a query;
 //   2. per configuration class (tile M x N x K, split-K or not) the fitted coefficients of the
