@@ -1,58 +1,39 @@
-// Fits the wave tuner's tables (model/tuner/) from the collector's cuBLASLt tile-configuration
-// sweeps and writes resources/tuner/<gpu-id>.json.gz, which the build embeds (model/CMakeLists.txt).
-// Rebuild after running it so that `perfloom tune` picks the new tables up.
+// perfloom-tuner-fit: fits the wave tuner's tables (model/tuner/) from the collector's cuBLASLt
+// tile-configuration measurements and writes resources/tuner/<gpu-id>.json.gz, which perfloom reads
+// at run time (model/resources.h).
 //
-// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists] [GPU-ID...]
+// Usage: perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists]
+//                           [--no-variants | --variants-only] [--no-acceptance | --acceptance-only]
+//                           [--dump-ranker DIR] [GPU-ID...]
 //   --data DIR  the measured data (default: data)
-//   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
-//               several together. Default: tiles.csv (the exhaustive tile sweep) and, where it
-//               exists, tiles_plan.csv (the points of the sparse sampling plan, `perfloom-collect
-//               --sweep plan`): both together, which tuner_eval.md shows beats the sweep alone. The
-//               shipped tables are this default's.
-//               The default's exhaustive sweep is tiles.csv plus every tiles_more/*.csv (further
-//               seeds of `perfloom-collect --sweep tiles`; a shape measured by two of them keeps the
-//               first file's rows, tools/tuner_sweep.h read_exhaustive): 1,584 shapes per GPU
-//               instead of 250, which perfloom-tuner-eval measured as better on both GPUs (issue #8,
-//               session 7).
-//               Also by default: DIR/<gpu-id>/tuner_picks.csv(.gz) and picks/*.csv(.gz), the table
-//               path's own first three configurations of every exhaustive shape, measured (the median
-//               of their repetitions over the files), where the sweep did not measure them: the
-//               choices it had ranked too high (issue #8, sessions 8 and 9; tools/tuner_sweep.h
-//               read_picks). --no-picks leaves them out. --pick-align scales each re-measurement's
-//               latencies of a shape to the sweep's by the configurations both timed there (session
-//               30: no gain measured, so not the shipped fit).
-//               Also, where it exists, DIR/<gpu-id>/variants.csv(.gz) (`run_plan_on_gpu.sh --variants`:
-//               configurations timed with every cuBLASLt custom option they accept) fits the table's
-//               variant model (model/tuner/variant_model.h; session 31). --no-variants leaves it out.
-//               Also by default: DIR/<gpu-id>/lists/*.csv(.gz), timed query lists at random new shapes
-//               (every configuration `perfloom tune` ranked there and cuBLASLt's first 8: the chooser's
-//               ranking problem exactly; session 35, tools/tuner_sweep.h read_lists). --no-lists leaves them out.
-//   --option-labels  with a variant model, every row whose nvjet kernel name shows the custom option it
-//               ran with is relabeled to the latency its configuration is predicted to take with its
-//               fastest option (model/tuner/variant_model.h to_fastest_option), so that the table ranks
-//               configurations as `perfloom tune` runs them, with the option it names. Session 32
-//               measured it on new leases (900 held-out shapes per GPU, every option timed): the first
-//               choice within 3% of the best on 78.3 / 75.1% (H100 / H200) against 77.1 / 75.1% without
-//               (paired: 51 shapes won, 41 lost / 48 won, 48 lost), within the noise: not the shipped fit.
-//   --variants-only  refit only the variant model of the table already in --out (the rest of the
-//               table is kept as it is: the variant model depends on nothing else of it but the
-//               measured slots per cluster size).
-//               Also, unless --no-acceptance: the acceptance model (model/tuner/acceptance_model.h,
-//               session 44), from the plan runs of DIR/<gpu-id>/lists/ and lists_held/ and their plan files (DIR/<gpu-id>/
-//               NAME_plan.csv(.gz), named in each run's `# plan_files=`): which planned configurations
-//               cuBLASLt refused at which shapes (tools/tuner_sweep.h read_acceptance).
-//   --acceptance-only  refit only the acceptance model of the table already in --out (it depends on
-//               nothing else of it but the measured slots per cluster size).
-//   --tiles-only  tiles.csv alone as the exhaustive sweep (the tables shipped until session 6).
-//               --with-tiles-more, the old flag for today's default, is still accepted.
 //   --out DIR   where the tables go (default: resources/tuner)
+//   --csv NAME  a file of DIR/<gpu-id>/ in the tiles.csv format to fit on; repeat it to fit on
+//               several together (then none of the default files below is read).
+//   Default files of DIR/<gpu-id>/, each where it exists:
+//     tiles.csv and tiles_more/*.csv   the exhaustive tile sweeps (`perfloom-collect --sweep tiles
+//               [--seed S]`); a shape measured by two of them keeps the first file's rows
+//               (tools/tuner_sweep.h read_exhaustive). --tiles-only: tiles.csv alone.
+//     tiles_plan.csv   the points of the sparse sampling plan (`perfloom-collect --sweep plan`).
+//     tuner_picks.csv and picks/*.csv   re-measurements of the table path's own first three at the
+//               exhaustive shapes, learned where the sweep did not measure them (read_picks).
+//               --no-picks leaves them out.
+//     lists/*.csv   timed query lists at new shapes (`perfloom-tuner-eval --lists-plan`, timed by
+//               tools/collector/run_plan_on_gpu.sh; read_lists). --no-lists leaves them out.
+//     variants.csv   configurations timed with every cuBLASLt custom option they accept
+//               (`run_plan_on_gpu.sh --variants`): the table's variant model
+//               (model/tuner/variant_model.h). --no-variants leaves it out; --variants-only refits
+//               only the variant model of the table already in --out.
+//     lists/, lists_held/ and their plans (NAME_plan.csv, named in each run's `# plan_files=`):
+//               which planned configurations cuBLASLt refused at which shapes, the table's
+//               acceptance model (model/tuner/acceptance_model.h; read_acceptance).
+//               --no-acceptance leaves it out; --acceptance-only refits only the acceptance model
+//               of the table already in --out.
 //   --dump-ranker DIR  also write DIR/<gpu-id>_ranker_groups.csv: every query group the chooser is
-//               trained on, its inputs as the fit computes them (tools/tuner_sweep.h write_ranker_group),
-//               for offline experiments on the chooser (bench/tuner_ranking/chooser.py).
+//               trained on, its inputs as the fit computes them (tools/tuner_sweep.h write_ranker_group).
 //   GPU-ID      the GPUs to fit (default: every folder of DIR with the first file)
 // The fit is deterministic: the rows enter in file order (the files in the order given).
-// Only nvjet rows (cuBLASLt's sm90 kernels) enter the fit: the other algorithms the sweep also
-// measured (magma SIMT, CUTLASS sm80) never came within 3% of the best and are not modelled.
+// Only nvjet rows (cuBLASLt's sm90 kernels) enter the fit: the other algorithms a sweep also
+// measures (magma SIMT, CUTLASS sm80) are not modelled.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -76,42 +57,36 @@ int main(int argc, char** argv) {
   fs::path dump_ranker;
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true, with_picks = true, with_lists = true, align_picks = false, with_variants = true, variants_only = false,
-       option_labels = false, with_acceptance = true, acceptance_only = false;
+  bool csv_given = false, with_more = true, with_picks = true, with_lists = true, with_variants = true, variants_only = false,
+       with_acceptance = true, acceptance_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--dump-ranker" && i + 1 < argc) dump_ranker = argv[++i];
-    else if (a == "--with-tiles-more") with_more = true;
     else if (a == "--tiles-only") with_more = false;
     else if (a == "--no-picks") with_picks = false;
     else if (a == "--no-lists") with_lists = false;
-    else if (a == "--pick-align") align_picks = true;
     else if (a == "--no-variants") with_variants = false;
     else if (a == "--variants-only") variants_only = true;
     else if (a == "--no-acceptance") with_acceptance = false;
     else if (a == "--acceptance-only") acceptance_only = true;
-    else if (a == "--option-labels") option_labels = true;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
     }
     else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists] [--pick-align]\n"
-                   "                   [--no-variants | --variants-only] [--no-acceptance | --acceptance-only] [--option-labels]\n"
+      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists]\n"
+                   "                   [--no-variants | --variants-only] [--no-acceptance | --acceptance-only]\n"
                    "                   [--dump-ranker DIR] [GPU-ID...]\n"
                    "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
                    "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
                    "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
                    "  --no-lists: without DIR/<gpu>/lists/, the timed query lists at new shapes (default: with them)\n"
-                   "  --pick-align: their latencies scaled to the sweep's per shape (session 30; default: as measured)\n"
                    "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
                    "  --variants-only: refit only the variant model of the table in --out\n"
                    "  --no-acceptance: without the acceptance model (default: fitted on DIR/<gpu>/lists/, lists_held/ and their plans)\n"
                    "  --acceptance-only: refit only the acceptance model of the table in --out\n"
-                   "  --option-labels: fit on the latencies relabeled to each configuration's predicted fastest option\n"
-                   "                   (session 32: no gain measured, so not the shipped fit)\n"
                    "  --dump-ranker DIR: also write DIR/<gpu>_ranker_groups.csv, the chooser's training groups\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
@@ -235,7 +210,7 @@ int main(int argc, char** argv) {
         // With the default files, unless --no-picks: the table path's own measured choices at the
         // exhaustive shapes (tools/tuner_sweep.h read_picks), configurations the sweep did not measure there.
         if (!csv_given && f == 0 && with_picks) {
-          const auto picks = bench::read_picks(data / id, sweep, align_picks);
+          const auto picks = bench::read_picks(data / id, sweep);
           for (const auto& r : picks) samples.push_back(r.sample);
           if (!picks.empty())
             source += "; data/" + id + "/{" + bench::picks_files_present(data / id) + "}: " +
@@ -259,16 +234,9 @@ int main(int argc, char** argv) {
         }
       }
       const std::size_t shapes = all_shapes.size();
-      // The variant model first: with --option-labels, every row whose kernel shows its custom option
-      // is relabeled to what its configuration is predicted to take with its fastest option
-      // (variant_model.h to_fastest_option; session 32, not the shipped fit).
       std::string what;
       const tuner::SlotsByCluster slots = tuner::measured_slots(samples, gpu);  // the table's (fit_tuner_table measures the same)
       tuner::VariantModel variants = fit_variants(id, gpu, slots, what);
-      if (option_labels && variants.booster) {
-        const std::size_t n = tuner::to_fastest_option(samples, variants, gpu, slots);
-        what += " (" + std::to_string(n) + " rows relabeled to their configuration's fastest option)";
-      }
       tuner::FitOptions options;
       std::ofstream dump;
       const fs::path dump_file = dump_ranker / (id + "_ranker_groups.csv");
@@ -290,7 +258,7 @@ int main(int argc, char** argv) {
       table.acceptance = fit_acceptance(id, gpu, slots, accepted_what);
       table.source += accepted_what;
       const fs::path file = write_table(id, table);
-      fs::remove(out / (id + ".json"));  // the uncompressed table of before (tables are compressed since session 12)
+      fs::remove(out / (id + ".json"));  // an uncompressed table of the same GPU would be read first (tuner_table.cpp)
       std::cout << id << ": " << samples.size() << " points, " << shapes << " shapes ->" << file.string() << " (";
       bool first = true;
       for (const auto& [g, gt] : table.groups) {

@@ -1,7 +1,7 @@
 #pragma once
 // Reads a collector tile-configuration sweep (data/<gpu>/tiles.csv, FORMAT.md) or its
-// default-heuristic GEMM file (gemm.csv) into the tuner's samples. Shared by perfloom-tuner-fit
-// and perfloom-tuner-eval. Orientation: the CSV's `tile` and `cluster` are cuBLASLt's (first
+// default-heuristic GEMM file (gemm.csv) into the tuner's samples. Shared by perfloom-tuner-fit,
+// perfloom-tuner-eval and perfloom-bench-tune. Orientation: the CSV's `tile` and `cluster` are cuBLASLt's (first
 // number along N); TunerSample holds perfloom's (tile_m along M).
 #include <algorithm>
 #include <cmath>
@@ -163,8 +163,8 @@ inline std::filesystem::path data_file(const std::filesystem::path& dir, const s
   return std::filesystem::exists(gz) ? gz : plain;
 }
 
-// Name order with runs of digits compared as numbers: "tiles_s2" before "tiles_s10" (the seeds'
-// order, which is the order the sweeps were taken in), "lease_c" before "lease_d".
+// Name order with runs of digits compared as numbers: "tiles_s2" before "tiles_s10", "lists_s9x"
+// before "lists_s10".
 inline bool natural_less(const std::string& a, const std::string& b) {
   std::size_t i = 0, j = 0;
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -206,7 +206,7 @@ inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir
 // which draw other shapes). One (dtype, M, N, K) shape is one shape: where a later file measured a
 // shape an earlier file already has, the later file's rows of it are dropped (the oldest measurement
 // is kept, so tiles.csv's shapes keep exactly their rows). `more` false, or no tiles_more/ folder:
-// tiles.csv alone, as before the extra sweeps. Throws like read_sweep.
+// tiles.csv alone. Throws like read_sweep.
 inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true) {
   std::vector<std::string> names{"tiles.csv"};
   if (more) {
@@ -239,19 +239,15 @@ inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true)
   return out;
 }
 
-// The re-measurements whose table-path rows read_picks learns: DIR/tuner_picks.csv(.gz) (lease A,
-// session 8: the table path's choices only), then every earlier one-lease re-measurement kept in
-// DIR/picks/ (a confirm.csv moved there when a newer lease replaced it: leases C and D, session 9;
-// leases F and G, sessions 13 and 17, since session 18: a fourth round, the first for the 1,793
-// exhaustive shapes added in session 12). The newest re-measurement, DIR/confirm.csv (lease H,
-// session 18), scores the tables these fitted and is not learned.
+// The re-measurements whose table-path rows read_picks learns: DIR/tuner_picks.csv(.gz), then every
+// *.csv(.gz) of DIR/picks/ in name order.
 inline std::vector<std::filesystem::path> picks_files(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> out;
   if (const auto f = data_file(dir, "tuner_picks.csv"); std::filesystem::exists(f)) out.push_back(f);
   for (const auto& n : csv_files_under(dir, "picks")) out.push_back(dir / n);
   return out;
 }
-// Their names relative to DIR, comma-separated: "tuner_picks.csv.gz, picks/lease_c.csv.gz" (empty: none).
+// Their names relative to DIR, comma-separated: "tuner_picks.csv.gz, picks/round2.csv.gz" (empty: none).
 inline std::string picks_files_present(const std::filesystem::path& dir) {
   std::string out;
   for (const auto& f : picks_files(dir))
@@ -273,23 +269,17 @@ std::vector<SweepRow> median_rows(std::map<Key, std::pair<SweepRow, std::vector<
   return out;
 }
 
-// The tuner's own choices measured at the exhaustive shapes: the files of picks_files(DIR),
-// re-measurements (`perfloom-tuner-eval --confirm-plan`, then `run_plan_on_gpu.sh --confirm --repeat R`)
-// whose rows tagged "table K" are the table path's first three configurations of a held-out shape, most
-// of them outside the configurations the sweep measured there. One row per (shape, configuration), its
+// The tuner's own choices measured at the exhaustive shapes: the files of picks_files(DIR), plan runs
+// (`run_plan_on_gpu.sh --plan NAME --repeat R`) whose rows tagged "table K" are the table path's first
+// configurations of an exhaustive shape, most of them outside the configurations the sweep measured there. One row per (shape, configuration), its
 // latency the median of the repetitions of all the files; configurations `sweep` measured at the shape
 // are left out (the sweep's own measurement stays the one learned). Modelled (nvjet) rows only. No
 // file: none. Throws like read_sweep.
 //
-// `align_to_sweep` (session 30): a re-measurement ran on another lease, hours or days after the sweep,
-// and its latencies of one shape sit a little above or below the sweep's (on the H200, a median
-// re-measured / swept ratio of 0.97 at the 10th percentile of shapes, 1.02 at the 90th; within a shape
-// +-1.0-1.4%: bench/results/tuner_eval.md, *Session 30*). A fit that puts a pick beside the sweep's
-// configurations of its shape could read that offset as the pick's merit. With it, each file's latencies
-// of a shape are scaled by the median, over the configurations both measured there (each file re-times
-// the sweep's fastest ones and cuBLASLt's default), of swept / re-measured; a shape with fewer than
-// kMinAlignPairs such configurations keeps its latencies. Off by default, as the shipped tables were
-// fitted: the table path's first choice moved by +0.7 / -0.1 points with it (within the noise).
+// `align_to_sweep`: a re-measurement taken on another machine or day sits a little above or below the
+// sweep at a shape, which a fit could read as the pick's merit. With it, each file's latencies of a shape
+// are scaled by the median, over the configurations both measured there, of swept / re-measured; a shape
+// with fewer than kMinAlignPairs such configurations keeps its latencies. Off by default (the fit's).
 inline constexpr std::size_t kMinAlignPairs = 2;
 inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const Sweep& sweep, bool align_to_sweep = false) {
   using Key = std::tuple<int, long long, long long, long long, int, int, int, int, int, int>;
@@ -330,7 +320,7 @@ inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const 
   return median_rows(picks);
 }
 
-// Timed query lists at new shapes (session 35): the files of DIR/lists/ (`perfloom-tuner-eval --lists-plan GPU OUT.csv
+// Timed query lists at new shapes: the files of DIR/lists/ (`perfloom-tuner-eval --lists-plan GPU OUT.csv
 // COUNT SEED`, then `run_plan_on_gpu.sh --plan NAME --repeat R --heuristic-n 8`): at random GEMMs every configuration
 // `perfloom tune` ranked there, with cuBLASLt's first 8, each R times. One row per (shape, configuration), its
 // latency the median of its repetitions (a configuration timed both as a candidate and as a heuristic result: of
@@ -463,7 +453,7 @@ inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const st
   return out;
 }
 
-// Chooser experiments (bench/tuner_ranking/chooser.py): one query group's configurations as CSV lines,
+// perfloom-tuner-fit --dump-ranker: one query group's configurations as CSV lines,
 // "dtype,M,N,K,fold,config,ratio,log_pred,log_score,f_0..": the chooser's inputs before they are made
 // relative to the group (tuner_table.h ranker_rows), and the measured latency over the group's fastest
 // (NaN: not measured). `header` writes the column line first.
@@ -566,8 +556,7 @@ inline VariantData read_variants(const std::string& path) {
 // New GEMMs for a timed check, drawn the same way for every plan mode of perfloom-tuner-eval: per dtype, `count` GEMMs
 // with M log-uniform in m_min..m_max (1..10,000 unless `--lists-plan --m-min/--m-max` aims a round at a band of M) and N, K
 // multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond), from std::mt19937(seed), so that a seed names
-// its shapes (rounds 6 and 7 of bench/results/candidate_check; rounds 4 and 5 drew from the same ranges with another
-// generator). Shapes a sweep or earlier check measured recur only by chance. perfloom-tuner-eval's plan modes and
+// its shapes. Shapes a sweep or earlier check measured recur only by chance. perfloom-tuner-eval's plan modes and
 // perfloom-bench-tune draw from it.
 inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed, double m_min = 1,
                                                   double m_max = 10000) {
