@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by run_on_gpu.sh, run_plan_on_gpu.sh and run_tiles_more.sh.
+# Sourced by run_on_gpu.sh, run_plan_on_gpu.sh and run_latency_probe.sh.
 
 # Prints perfloom's id of GPU 0 (gpus/<id>.json), from the driver's name.
 collector_gpu_id() {
