@@ -23,7 +23,7 @@ std::string fmt(std::optional<double> v, int precision = 0) {
 
 // Per family, what the learned models know of the GPU (`perfloom gpus ID`): how many of its
 // measured kernels trained them, and which booster answers it.
-nlohmann::json learned_coverage(const LearnedPredictor& models, const GpuSpec& g) {
+nlohmann::json learned_coverage(const KernelPredictor& models, const GpuSpec& g) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& c : models.coverage(g.id))
     out[std::string(family_name(c.family))] = {
@@ -43,11 +43,11 @@ int cmdGpus(CliContext& ctx, const QStringList& positional) {
   }
   // Named GPUs also say what the learned models know of them (loading the models takes ~0.6 s).
   std::shared_ptr<const KernelPredictor> predictor;
-  const LearnedPredictor* learned = nullptr;
+  const KernelPredictor* learned = nullptr;  // set when the predictor was trained on measurements
   if (!positional.isEmpty()) {
     std::string warning;
     predictor = make_default_predictor(&warning);
-    learned = dynamic_cast<const LearnedPredictor*>(predictor.get());
+    if (predictor->is_learned()) learned = predictor.get();
     if (!warning.empty()) std::cerr << "perfloom gpus: warning: " << warning << "\n";
   }
   if (ctx.json) {

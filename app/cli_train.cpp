@@ -39,13 +39,7 @@ std::filesystem::path dataRoot(const QCommandLineParser& args) {
 std::vector<TrainingSample> loadSamples(const std::filesystem::path& root, const GpuDatabase& gpus) {
   std::vector<TrainingSample> samples;
   auto sink = [&](storage::MeasuredKernel&& m) {
-    // An fp8 KV cache halves the cache bytes, which the shape does not say: not trained on yet.
-    if (m.note.find("kv_cache_dtype=fp8") != std::string::npos) return;
-    // A configuration timed with another cuBLASLt custom option than the one it is forced with (a
-    // `--variants` run: " variant=cC/sS" without " base" in its source, tools/collector/FORMAT.md)
-    // is a kernel variant the kernel description does not tell apart from the configuration's own:
-    // it trains the tuner's variant model (model/tuner/variant_model.h), not the predictor.
-    if (const auto v = m.note.find(" variant=c"); v != std::string::npos && m.note.find(" base", v) == std::string::npos) return;
+    if (predictor_training_exclusion(m.note)) return;
     samples.push_back({std::move(m.kernel), std::move(m.gpu_id), m.latency_us, std::move(m.dataset)});
   };
   if (std::filesystem::is_directory(root / "public")) storage::visit_public_datasets(root / "public", gpus, sink);

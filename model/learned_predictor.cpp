@@ -160,7 +160,7 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
   std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
 }
 
-std::vector<Prediction> LearnedPredictor::predict_batch(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
+std::vector<Prediction> LearnedPredictor::predict_batch(std::span<const KernelDesc> kernels, const GpuSpec& gpu,
                                                         std::vector<std::string>* errors) const {
   // Traces repeat the same kernels thousands of times: predict each distinct one once.
   std::unordered_map<std::string, std::size_t> first;
@@ -183,7 +183,7 @@ std::vector<Prediction> LearnedPredictor::predict_batch(const std::vector<Kernel
   return out;
 }
 
-std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
+std::vector<Prediction> LearnedPredictor::predict_distinct(std::span<const KernelDesc> kernels, const GpuSpec& gpu,
                                                            std::vector<std::string>* errors) const {
   std::vector<Prediction> out(kernels.size());
   if (errors) errors->assign(kernels.size(), "");
@@ -232,7 +232,12 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(const std::vector<Ker
   return out;
 }
 
-std::vector<LearnedPredictor::GpuCoverage> LearnedPredictor::coverage(const std::string& gpu_id) const {
+std::string LearnedPredictor::version() const {
+  return "xgboost/" + manifest_.value("models_hash", manifest_.value("data_hash", std::string("unknown"))) + "/f" +
+         std::to_string(manifest_.value("feature_version", 0));
+}
+
+std::vector<GpuCoverage> LearnedPredictor::coverage(const std::string& gpu_id) const {
   std::vector<GpuCoverage> out;
   for (const auto& [fam, m] : models_) {
     auto rows = m.rows_by_gpu.find(gpu_id);
@@ -242,7 +247,7 @@ std::vector<LearnedPredictor::GpuCoverage> LearnedPredictor::coverage(const std:
 }
 
 Prediction LearnedPredictor::predict(const KernelDesc& k, const GpuSpec& gpu) const {
-  return predict_distinct({k}, gpu, nullptr).front();
+  return predict_distinct(std::span<const KernelDesc>(&k, 1), gpu, nullptr).front();
 }
 
 std::shared_ptr<const KernelPredictor> make_default_predictor(std::string* warning) {

@@ -33,25 +33,22 @@ class LearnedPredictor : public KernelPredictor {
   void save(const std::filesystem::path& dir, const nlohmann::json& extra) const;
 
   Prediction predict(const KernelDesc& k, const GpuSpec& gpu) const override;
-  // Many kernels on one GPU in one call to each booster: the fast path for traces and lists.
-  // Entries that cannot be predicted carry their reason in `errors` (same index), else "".
-  std::vector<Prediction> predict_batch(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
-                                        std::vector<std::string>* errors) const;
+  // Many kernels on one GPU in one call to each booster: the fast path for traces and lists. A
+  // kernel repeated in `kernels` is predicted once.
+  std::vector<Prediction> predict_batch(std::span<const KernelDesc> kernels, const GpuSpec& gpu,
+                                        std::vector<std::string>* errors) const override;
   std::string name() const override { return "xgboost"; }
+  // "xgboost/<models hash>/f<feature version>": the models' own hash where the manifest has one
+  // (retraining on the same data with another recipe changes the predictions, not the data hash),
+  // else the training data's.
+  std::string version() const override;
+  bool is_learned() const override { return true; }
+  std::vector<GpuCoverage> coverage(const std::string& gpu_id) const override;
   const nlohmann::json& manifest() const { return manifest_; }
   bool has_family(Family f) const { return models_.count(f) > 0; }
-  // What the models know of a GPU, per family: its rows in training (0: none) and which booster
-  // answers it.
-  struct GpuCoverage {
-    Family family = Family::unknown;
-    std::size_t training_rows = 0;
-    GpuScope scope = GpuScope::trained;
-    bool one_booster = false;  // the family has no separate booster for GPUs not in training
-  };
-  std::vector<GpuCoverage> coverage(const std::string& gpu_id) const;
 
  private:
-  std::vector<Prediction> predict_distinct(const std::vector<KernelDesc>& kernels, const GpuSpec& gpu,
+  std::vector<Prediction> predict_distinct(std::span<const KernelDesc> kernels, const GpuSpec& gpu,
                                            std::vector<std::string>* errors) const;
   std::map<Family, FamilyModel> models_;
   nlohmann::json manifest_;

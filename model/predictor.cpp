@@ -31,6 +31,21 @@ FamilyEfficiency estimate_spread(Family f) {
   return {1.0, 1.0, 1.0};
 }
 
+std::vector<Prediction> KernelPredictor::predict_batch(std::span<const KernelDesc> kernels, const GpuSpec& gpu,
+                                                       std::vector<std::string>* errors) const {
+  std::vector<Prediction> out(kernels.size());
+  if (errors) errors->assign(kernels.size(), "");
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    try {
+      out[i] = predict(kernels[i], gpu);
+    } catch (const UnsupportedKernel& e) {
+      if (!errors) throw;
+      (*errors)[i] = e.what();
+    }
+  }
+  return out;
+}
+
 Prediction predict_roofline(const KernelDesc& k, const GpuSpec& gpu) {
   Prediction p;
   p.analysis = analyze_kernel(k, gpu);

@@ -167,6 +167,13 @@ double dataset_row_weight(std::string_view dataset, std::size_t rows) {
   return std::min(1.0, is_configuration_sweep(dataset) || is_untiled_copy(dataset) ? std::sqrt(share) : share);
 }
 
+std::optional<std::string_view> predictor_training_exclusion(std::string_view note) {
+  if (note.find("kv_cache_dtype=fp8") != std::string_view::npos) return "fp8 KV cache (not modelled yet)";
+  if (const auto v = note.find(" variant=c"); v != std::string_view::npos && note.find(" base", v) == std::string_view::npos)
+    return "cuBLASLt custom option other than the configuration's own (the tuner's variant model)";
+  return std::nullopt;
+}
+
 void add_untiled_copies(std::vector<TrainingSample>& samples) {
   const std::size_t n = samples.size();
   for (std::size_t i = 0; i < n; ++i) {

@@ -14,6 +14,7 @@
 
 #include "model/analysis.h"
 #include "model/gpu_database.h"
+#include "model/predictor.h"
 #include "model/xgb_booster.h"
 
 namespace perfloom {
@@ -24,6 +25,17 @@ struct TrainingSample {
   double measured_us = 0;
   std::string dataset;  // provenance, e.g. "aiconfigurator/h100_sxm/gemm/vllm-0.14.0"
 };
+
+// Why a measurement does not train the predictor, from its note (the importers' free text,
+// storage::MeasuredKernel::note), or nothing when it does. One rule for `perfloom train`, `perfloom
+// eval` and the tools that train or check against the same measurements:
+//   - an fp8 KV cache ("kv_cache_dtype=fp8"): it halves the cache bytes, which the shape does not
+//     say; not modelled yet;
+//   - a configuration timed with another cuBLASLt custom option than the one it is forced with (a
+//     `--variants` run: " variant=cC/sS" without " base" after it in its source,
+//     tools/collector/FORMAT.md): a kernel variant the kernel description does not tell apart from
+//     the configuration's own. It trains the tuner's variant model (model/tuner/variant_model.h).
+std::optional<std::string_view> predictor_training_exclusion(std::string_view note);
 
 // A sample after the analytical model: what training and evaluation need.
 struct PreparedRow {
@@ -96,9 +108,8 @@ struct BoosterFit {
   std::vector<std::string> features_not_learned;  // held at 0 in training (features_not_learned())
 };
 
-// Which GPUs a booster serves: those with rows in its family's training data, or any other.
-enum class GpuScope { trained, unseen };
-
+// Which GPUs a booster serves (GpuScope, model/predictor.h): those with rows in its family's
+// training data, or any other.
 struct FamilyModel {
   Family family = Family::unknown;
   BoosterFit trained_gpus;                // for a GPU in rows_by_gpu

@@ -16,6 +16,7 @@
 
 #include "model/families/family_models.h"
 #include "model/gpu_database.h"
+#include "model/training.h"
 #include "storage/collector_csv.h"
 #include "storage/public_datasets.h"
 
@@ -71,7 +72,8 @@ int main(int argc, char** argv) {
     if (m.latency_us <= 0) return;
     const GpuSpec* gpu = gpus.find(m.gpu_id);
     if (!gpu) { skipped["unknown gpu"]++; return; }
-    if (m.note.find("kv_cache_dtype=fp8") != std::string::npos) { skipped["fp8 KV cache (not modelled yet)"]++; return; }
+    // The measurements the predictor does not train on are not checked against it either.
+    if (const auto why = predictor_training_exclusion(m.note)) { skipped[std::string(*why)]++; return; }
     try {
       Analysis a = analyze_kernel(m.kernel, *gpu);
       // A measurement faster than the useful FLOPs at the GPU's dense peak is not physics: the

@@ -10,7 +10,6 @@
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
 #include "model/gpu_database.h"
-#include "model/learned_predictor.h"
 #include "model/predictor.h"
 #include "model/tuner/acceptance_model.h"
 
@@ -365,10 +364,9 @@ bool uses_learned_predictor(const TunerTable* table, Dtype dtype) {
 }
 
 std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape) {
-  const auto* learned = dynamic_cast<const LearnedPredictor*>(predictor);
-  if (!learned) return std::nullopt;
+  if (!predictor || !predictor->is_learned()) return std::nullopt;
   try {
-    Prediction p = learned->predict(gemm_kernel(shape, TileConfig{}), gpu);
+    Prediction p = predictor->predict(gemm_kernel(shape, TileConfig{}), gpu);
     if (p.pred_us > 0 && std::isfinite(p.pred_us)) return p;
   } catch (const UnsupportedKernel&) {
   }
@@ -424,20 +422,8 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
   std::vector<KernelDesc> kernels;
   kernels.reserve(configs.size());
   for (const TileConfig& c : configs) kernels.push_back(gemm_kernel(shape, c));
-  std::vector<std::string> errors(configs.size());
-  std::vector<Prediction> preds;
-  if (const auto* learned = dynamic_cast<const LearnedPredictor*>(&predictor)) {
-    preds = learned->predict_batch(kernels, gpu, &errors);  // one call per booster
-  } else {
-    preds.resize(kernels.size());
-    for (std::size_t i = 0; i < kernels.size(); ++i) {
-      try {
-        preds[i] = predictor.predict(kernels[i], gpu);
-      } catch (const UnsupportedKernel& e) {
-        errors[i] = e.what();
-      }
-    }
-  }
+  std::vector<std::string> errors;
+  const std::vector<Prediction> preds = predictor.predict_batch(kernels, gpu, &errors);  // one call per booster
   std::vector<RankedConfig> out;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (!errors[i].empty()) continue;
@@ -488,7 +474,7 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
                                         (group ? " candidates" : " fit")
                                   : "no tuner table for " + gpu.id;
     const bool swept = tile_swept(gpu.architecture, shape.dtype);
-    if (predictor && swept && dynamic_cast<const LearnedPredictor*>(predictor)) {
+    if (predictor && swept && predictor->is_learned()) {
       r.method = "learned";
       r.note = why + "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given), "
                      "which learned tiles from the " + gpu.architecture + " " + dtype_group(shape.dtype) + " tile sweeps";
