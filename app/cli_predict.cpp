@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_commands.h"
+#include "model/bottleneck.h"
 #include "model/families/family_models.h"
 #include "model/learned_predictor.h"
 #include "model/predictor.h"
@@ -32,6 +33,22 @@ std::string num(double v) {
   os.precision(6);
   os << v;
   return os.str();
+}
+
+// A --json row's bottleneck fields: "pipes" (every pipe in order: name, busy_us on the busiest SM,
+// share of pred_us), "ceiling_pipe", "ceiling_share" (ceiling_us / pred_us) and "headroom" (the
+// bottleneck view's sentence); null on a row without a prediction.
+void add_bottleneck_json(nlohmann::json& j, const std::optional<Bottleneck>& b) {
+  if (!b) {
+    for (const char* c : {"pipes", "ceiling_pipe", "ceiling_share", "headroom"}) j[c] = nullptr;
+    return;
+  }
+  nlohmann::json pipes = nlohmann::json::array();
+  for (const PipeBusy& p : b->pipes) pipes.push_back({{"name", p.name}, {"busy_us", p.busy_us}, {"share", p.share}});
+  j["pipes"] = std::move(pipes);
+  j["ceiling_pipe"] = std::string(pipe_name(b->ceiling_pipe));
+  j["ceiling_share"] = b->ceiling_share;
+  j["headroom"] = b->headroom;
 }
 }  // namespace
 
@@ -65,23 +82,7 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
     if (row.kernel) kernels.push_back(*row.kernel);
   std::map<std::string, std::vector<Prediction>> batch;
   std::map<std::string, std::vector<std::string>> batch_errors;
-  for (const GpuSpec* gpu : gpus) {
-    auto& preds = batch[gpu->id];
-    auto& errs = batch_errors[gpu->id];
-    if (const auto* learned = dynamic_cast<const LearnedPredictor*>(predictor.get())) {
-      preds = learned->predict_batch(kernels, *gpu, &errs);
-    } else {
-      for (const auto& k : kernels) {
-        try {
-          preds.push_back(predictor->predict(k, *gpu));
-          errs.emplace_back();
-        } catch (const UnsupportedKernel& e) {
-          preds.emplace_back();
-          errs.emplace_back(e.what());
-        }
-      }
-    }
-  }
+  for (const GpuSpec* gpu : gpus) batch[gpu->id] = predictor->predict_batch(kernels, *gpu, &batch_errors[gpu->id]);
   std::vector<std::vector<std::string>> rows;
   nlohmann::json json_rows = nlohmann::json::array();
   bool any_error = false;
@@ -112,6 +113,8 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
         for (std::size_t i = 0; i < header.size(); ++i) j[header[i]] = out[i];
         for (const char* c : {"pred_us", "lo_us", "hi_us", "ceiling_us"})
           j[c] = error.empty() ? nlohmann::json(std::stod(j[c].get<std::string>())) : nlohmann::json(nullptr);
+        // Where the time goes (model/bottleneck.h, what the bottleneck view shows), at full precision.
+        add_bottleneck_json(j, error.empty() ? std::optional<Bottleneck>(bottleneck_of(*row.kernel, *gpu, p)) : std::nullopt);
         json_rows.push_back(j);
       }
       rows.push_back(std::move(out));

@@ -6,53 +6,10 @@
 #include <unordered_map>
 
 #include "model/families/family_models.h"
-#include "model/learned_predictor.h"
 
 namespace perfloom::storage {
 
-std::string_view whatif_method_name(WhatIfMethod m) {
-  switch (m) {
-    case WhatIfMethod::measured: return "measured";
-    case WhatIfMethod::scaled: return "scaled";
-    case WhatIfMethod::model: return "model";
-    case WhatIfMethod::scaled_spec: return "scaled-spec";
-    case WhatIfMethod::error: return "error";
-  }
-  return "error";
-}
-
-WhatIfMethod whatif_family_rule(Family f) {
-  // bench/results/whatif_eval.md and whatif_eval_holdout_*.md (perfloom-whatif-eval): MAPE of
-  // "scaled" vs "model" for kernels measured on two GPUs. With the target GPU held out of training
-  // (--holdout-gpu), scaled wins for every family on our own H100/H200 data (e.g. H100->H200:
-  // gemm 5.8% vs 9.1%, attention 10.9% vs 16.5%, norm 10.4% vs 17.6%, elementwise 10.7% vs 14.7%;
-  // the torch-trace kernels H200->H100: gemm 8.7% vs 17.6%, norm 8.1% vs 46.7%, elementwise
-  // 16.7% vs 30.3%) and ties on the public pairs. With the shipped models, the trace's gemm and
-  // elementwise kernels also favour scaled; its 20 layernorm kernels do not (43.9% vs 27.6%, both
-  // poor). "model" wins in-sample (by 1-4 points), where it has memorised both sides. Families without measurements on two GPUs (moe, communication, unknown) follow: the
-  // ratio also cancels a fixed per-family efficiency (the roofline baseline) exactly.
-  switch (f) {
-    case Family::gemm: return WhatIfMethod::scaled;
-    case Family::attention: return WhatIfMethod::scaled;
-    case Family::norm: return WhatIfMethod::scaled;
-    case Family::elementwise: return WhatIfMethod::scaled;
-    case Family::moe:
-    case Family::communication:
-    case Family::unknown: return WhatIfMethod::scaled;
-  }
-  return WhatIfMethod::scaled;
-}
-
-std::string predictor_version(const KernelPredictor& predictor) {
-  if (const auto* learned = dynamic_cast<const LearnedPredictor*>(&predictor)) {
-    const auto& m = learned->manifest();
-    // The models' own hash where the manifest has one (models trained since session 13): retraining
-    // on the same data with another recipe changes the predictions, not the data hash.
-    return "xgboost/" + m.value("models_hash", m.value("data_hash", std::string("unknown"))) + "/f" +
-           std::to_string(m.value("feature_version", 0));
-  }
-  return predictor.name();
-}
+std::string predictor_version(const KernelPredictor& predictor) { return predictor.version(); }
 
 std::string readable_shape(const KernelDesc& k, bool shape_known) {
   if (!shape_known || k.op == Op::unknown) return "";
@@ -65,64 +22,24 @@ std::string readable_shape(const KernelDesc& k, bool shape_known) {
   return out;
 }
 
-std::optional<double> whatif_spec_ratio(Family family, std::optional<Dtype> dtype, const GpuSpec& src,
-                                        const GpuSpec& dst) {
-  switch (family) {
-    case Family::gemm:
-    case Family::attention:
-    case Family::moe: {
-      const Dtype d = dtype.value_or(Dtype::bf16);
-      auto peak = [d](const GpuSpec& g) -> std::optional<double> {
-        if (d == Dtype::fp32) return g.fp32_flops_per_s();
-        return g.peak_flops_per_s(d);
-      };
-      auto ps = peak(src), pt = peak(dst);
-      if (!ps || !pt || *pt <= 0) return std::nullopt;
-      return *ps / *pt;
-    }
-    case Family::communication: return 1.0;
-    case Family::norm:
-    case Family::elementwise:
-    case Family::unknown:
-      if (dst.memory_bandwidth_gb_s <= 0 || src.memory_bandwidth_gb_s <= 0) return std::nullopt;
-      return src.memory_bandwidth_gb_s / dst.memory_bandwidth_gb_s;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // The model's answer for one kernel on one GPU, as cached.
-struct Raw {
-  double pred_us = 0, lo_us = 0, hi_us = 0, ceiling_us = 0;
-  std::string bound;
-  std::string error;  // non-empty: not predictable
-};
+using Raw = WhatIfPrediction;
 
 constexpr std::string_view kErrorPrefix = "error: ";
 
 std::vector<Raw> predict_raw(const std::vector<KernelDesc>& descs, const GpuSpec& gpu, const KernelPredictor& predictor) {
   std::vector<Raw> out(descs.size());
-  if (const auto* learned = dynamic_cast<const LearnedPredictor*>(&predictor)) {
-    std::vector<std::string> errors;
-    auto preds = learned->predict_batch(descs, gpu, &errors);
-    for (std::size_t i = 0; i < descs.size(); ++i) {
-      if (!errors[i].empty()) {
-        out[i].error = errors[i];
-        continue;
-      }
-      out[i] = {preds[i].pred_us, preds[i].lo_us, preds[i].hi_us, preds[i].ceiling_us,
-                std::string(pipe_name(preds[i].bound)), ""};
-    }
-    return out;
-  }
+  std::vector<std::string> errors;
+  const std::vector<Prediction> preds = predictor.predict_batch(descs, gpu, &errors);
   for (std::size_t i = 0; i < descs.size(); ++i) {
-    try {
-      const Prediction p = predictor.predict(descs[i], gpu);
-      out[i] = {p.pred_us, p.lo_us, p.hi_us, p.ceiling_us, std::string(pipe_name(p.bound)), ""};
-    } catch (const UnsupportedKernel& e) {
-      out[i].error = e.what();
+    if (!errors[i].empty()) {
+      out[i].error = errors[i];
+      continue;
     }
+    out[i] = {preds[i].pred_us, preds[i].lo_us, preds[i].hi_us, preds[i].ceiling_us,
+              std::string(pipe_name(preds[i].bound)), ""};
   }
   return out;
 }
@@ -188,36 +105,6 @@ void write_cache(KernelStore& store, int64_t source_id, const GpuSpec& gpu, cons
     c.bound = raw[i].bound;
   }
   store.put_predictions(source_id, gpu.id, version, rows);
-}
-
-std::optional<double> spec_ratio(const WhatIfKernel& k, const GpuSpec& src, const GpuSpec& dst) {
-  return whatif_spec_ratio(k.family, k.dtype_known ? std::optional<Dtype>(k.desc.dtype) : std::nullopt, src, dst);
-}
-
-// A norm or elementwise kernel the model cannot analyse but whose launch grid the trace gives: its
-// source time less the launch floor is bytes x the DRAM pipe's time per byte (model/analysis.h
-// dram_time_with_latency, of one byte), with 16 bytes in flight per resident thread (a vectorised
-// load, what the engines' kernels keep); the same bytes on the target. Small grids are latency-bound and keep their time between GPUs of equal latency (the
-// H100/H200 trace's 26 such kernels: 104 vs 110 us in all), large ones scale with the bandwidth.
-std::optional<double> memory_kernel_us(const WhatIfKernel& k, double source_us, const GpuSpec& src, const GpuSpec& dst) {
-  if (k.family != Family::norm && k.family != Family::elementwise) return std::nullopt;
-  if (!k.desc.launch || !k.desc.launch->known()) return std::nullopt;
-  const LaunchArgs& launch = *k.desc.launch;
-  const int threads = static_cast<int>(launch.threads_per_cta());
-  auto seconds_per_byte = [&](const GpuSpec& g, double& floor_us) -> std::optional<double> {
-    const HardwareRates hw = hardware_rates(g, k.dtype_known ? k.desc.dtype : Dtype::bf16);
-    floor_us = hw.achievable.launch_floor_us;
-    const double bandwidth = hw.achievable.dram_bytes_per_clk * hw.clock_hz;
-    if (bandwidth <= 0 || threads <= 0) return std::nullopt;
-    const int per_sm = occupancy(threads, launch.registers_per_thread, static_cast<double>(launch.shared_memory_bytes), hw);
-    const double resident = std::min(static_cast<double>(launch.ctas()), static_cast<double>(per_sm) * hw.sms);
-    return dram_time_with_latency(1.0 / bandwidth, 1.0, resident * threads * 16.0,
-                                  hw.achievable.dram_latency_cycles / hw.clock_hz);
-  };
-  double floor_src = 0, floor_dst = 0;
-  const auto ks = seconds_per_byte(src, floor_src), kd = seconds_per_byte(dst, floor_dst);
-  if (!ks || !kd) return std::nullopt;
-  return floor_dst + std::max(0.0, source_us - floor_src) * *kd / *ks;
 }
 
 void add_to(WhatIfTotal& t, const WhatIfKernel& k, const WhatIfCell& c) {
@@ -317,68 +204,8 @@ TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpe
     if (is_source && !source_raw.empty()) t.from_cache = r.source_from_cache;
     t.cells.resize(r.kernels.size());
     for (std::size_t i = 0; i < r.kernels.size(); ++i) {
-      const WhatIfKernel& k = r.kernels[i];
-      const Raw& rt = raw[d.of_kernel[i]];
       const Raw* rs = source_raw.empty() ? nullptr : &source_raw[d.of_kernel[i]];
-      WhatIfCell& c = t.cells[i];
-      if (rt.error.empty()) {
-        c.ceiling_us = rt.ceiling_us;
-        c.bound = rt.bound;
-      }
-      if (is_source && k.measured_us) {
-        c.method = WhatIfMethod::measured;
-        c.pred_us = *k.measured_us;
-        continue;
-      }
-      // A dtype the target has no tensor cores for is an error, never a guess.
-      if (k.dtype_known && !gpu->supports(k.desc.dtype)) {
-        c.method = WhatIfMethod::error;
-        c.error = rt.error.empty() ? gpu->id + " does not support " + std::string(dtype_name(k.desc.dtype)) : rt.error;
-        continue;
-      }
-      const bool source_ok = !is_source && rs && rs->error.empty() && rs->pred_us > 0;
-      if (rt.error.empty()) {
-        if (k.measured_us && source_ok && whatif_family_rule(k.family) == WhatIfMethod::scaled &&
-            k.family != Family::unknown) {
-          const double f = *k.measured_us / rs->pred_us;
-          c.method = WhatIfMethod::scaled;
-          c.pred_us = rt.pred_us * f;
-          c.lo_us = rt.lo_us * f;
-          c.hi_us = rt.hi_us * f;
-        } else if (k.measured_us && k.family == Family::unknown) {
-          // Unknown kernels are analysed from their launch grid alone: the datasheet ratio is the
-          // better-founded scaling (see the header).
-          auto ratio = spec_ratio(k, source_gpu, *gpu);
-          if (!ratio) {
-            c.method = WhatIfMethod::error;
-            c.error = "no datasheet figure to scale by on " + gpu->id;
-            continue;
-          }
-          c.method = WhatIfMethod::scaled_spec;
-          c.pred_us = *k.measured_us * *ratio;
-        } else {
-          c.method = WhatIfMethod::model;
-          c.pred_us = rt.pred_us;
-          c.lo_us = rt.lo_us;
-          c.hi_us = rt.hi_us;
-        }
-        continue;
-      }
-      // The model cannot analyse this kernel (its shape or op is unknown).
-      if (k.measured_us) {
-        if (auto us = memory_kernel_us(k, *k.measured_us, source_gpu, *gpu)) {
-          c.method = WhatIfMethod::scaled_spec;
-          c.pred_us = *us;
-          continue;
-        }
-        if (auto ratio = spec_ratio(k, source_gpu, *gpu)) {
-          c.method = WhatIfMethod::scaled_spec;
-          c.pred_us = *k.measured_us * *ratio;
-          continue;
-        }
-      }
-      c.method = WhatIfMethod::error;
-      c.error = rt.error;
+      t.cells[i] = whatif_cell(r.kernels[i], source_gpu, *gpu, raw[d.of_kernel[i]], rs);
     }
     for (std::size_t i = 0; i < r.kernels.size(); ++i) {
       WhatIfTotal& ft = t.by_family[r.kernels[i].family];

@@ -3,22 +3,9 @@
 // the trace was recorded on, predicted on other GPUs, with totals per family and for the whole
 // trace. The CLI (`perfloom predict --trace`) and the GUI call this one function (DESIGN.md).
 //
-// How each kernel's time on a target is obtained (the `method` of a row):
-//   measured     the target is the source GPU and the kernel has a measurement: that measurement.
-//   scaled       measured_source x pred_target / pred_source: the model's systematic error on this
-//                kernel cancels in the ratio. Used for the families where the evaluation showed it
-//                beats the direct prediction (whatif_family_rule(); bench/results/whatif_eval.md).
-//   model        the model's direct prediction on the target (the families where that was better,
-//                and every kernel without a measurement).
-//   scaled-spec  the model cannot analyse the kernel (its op or shape is unknown to the trace):
-//                measured_source x a ratio of datasheet figures, source over target: the dense
-//                tensor peak of the kernel's dtype for gemm, attention and moe, the DRAM bandwidth
-//                for norm, elementwise and unknown kernels, 1 for communication. No interval.
-//                A norm or elementwise kernel with a launch grid is scaled by the DRAM pipe's
-//                bandwidth and latency instead (bytes in flight from its resident threads: a small
-//                grid keeps its time between GPUs of one latency; trace_whatif.cpp memory_kernel_us).
-//   error        the kernel cannot run on the target as described (fp8 on Ampere), or it has
-//                neither a measurement nor a shape the model can use: no number, the reason instead.
+// How each kernel's time on a target is obtained (measured, scaled, model, scaled-spec, error) is
+// the what-if's rules, model/whatif_rules.h; this file reads the kernels, predicts or reads the cache,
+// and applies them.
 //
 // Predictions are cached in the database per (source, GPU, model version) through
 // KernelStore::put_predictions: what is cached is the model's raw prediction of each kernel on that
@@ -36,29 +23,23 @@
 
 #include "model/gpu_spec.h"
 #include "model/predictor.h"
+#include "model/whatif_rules.h"
 #include "storage/kernel_store.h"
 
 namespace perfloom::storage {
 
-enum class WhatIfMethod { measured, scaled, model, scaled_spec, error };
-std::string_view whatif_method_name(WhatIfMethod m);
+// The rules and the values they work on, under the names the store's callers know them by.
+using perfloom::whatif_cell;
+using perfloom::whatif_family_rule;
+using perfloom::whatif_method_name;
+using perfloom::whatif_spec_ratio;
+using perfloom::WhatIfCell;
+using perfloom::WhatIfKernel;
+using perfloom::WhatIfMethod;
 
-// The method for a kernel of family `f` that has a measurement and a prediction on both GPUs:
-// `scaled` or `model`, chosen per family by bench/results/whatif_eval.md.
-WhatIfMethod whatif_family_rule(Family f);
-
-// The cache key of a predictor: "xgboost/<training data hash>/f<feature version>" for the learned
-// models (from their manifest), the predictor's name otherwise ("roofline").
+// The cache key of a predictor: KernelPredictor::version() ("xgboost/<models hash>/f<feature
+// version>" for the learned models, "roofline" for the baseline).
 std::string predictor_version(const KernelPredictor& predictor);
-
-// One kernel on one target GPU.
-struct WhatIfCell {
-  double pred_us = 0;
-  std::optional<double> lo_us, hi_us, ceiling_us;
-  std::string bound;
-  WhatIfMethod method = WhatIfMethod::error;
-  std::string error;  // set when method == error
-};
 
 struct WhatIfTotal {
   Family family = Family::unknown;  // ignored for the whole-trace total
@@ -77,14 +58,6 @@ struct WhatIfTarget {
   WhatIfTotal total;
   bool from_cache = false;          // the model's predictions were read from the database
   std::size_t predicted_kernels = 0;  // distinct kernels the model predicted in this run (0 when cached)
-};
-
-struct WhatIfKernel {
-  int64_t id = 0, seq = 0;
-  KernelDesc desc;
-  Family family = Family::unknown;
-  bool dtype_known = false, shape_known = false;
-  std::optional<double> measured_us;  // on the source GPU
 };
 
 struct TraceWhatIf {
@@ -110,11 +83,6 @@ struct WhatIfOptions {
 TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpec& source_gpu,
                              const std::vector<const GpuSpec*>& targets, const KernelPredictor& predictor,
                              const WhatIfOptions& options = {});
-
-// The `scaled-spec` factor: source over target datasheet figure for a kernel of `family` (dtype
-// unknown: bf16). Nothing when a GPU lacks the figure (no tensor cores for the dtype).
-std::optional<double> whatif_spec_ratio(Family family, std::optional<Dtype> dtype, const GpuSpec& source,
-                                        const GpuSpec& target);
 
 // "M=512,N=3072,K=2048": the shape columns of the op; empty when the op is unknown.
 std::string readable_shape(const KernelDesc& k, bool shape_known);

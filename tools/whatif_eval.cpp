@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
     // The training set of `perfloom train` (app/cli_train.cpp) without the held-out GPU.
     std::vector<TrainingSample> samples;
     auto train_sink = [&](storage::MeasuredKernel&& m) {
-      if (m.gpu_id == holdout || m.note.find("kv_cache_dtype=fp8") != std::string::npos) return;
+      if (m.gpu_id == holdout || predictor_training_exclusion(m.note)) return;
       samples.push_back({std::move(m.kernel), std::move(m.gpu_id), m.latency_us, std::move(m.dataset)});
     };
     if (fs::is_directory(data / "public")) storage::visit_public_datasets(data / "public", gpus, train_sink);
@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
                "In-sample (the pooled table right below) *model* wins by 1-4 points because it has memorised both "
                "sides. `whatif_family_rule` therefore says *scaled* for every family.\n\n"
              : "")
-     << "## Per family, all pairs pooled (the rule in storage/trace_whatif.cpp, whatif_family_rule)\n\n";
+     << "## Per family, all pairs pooled (the rule in model/whatif_rules.cpp, whatif_family_rule)\n\n";
   print_summary(md, table);
   md << "\n## Per pair\n\n";
   print_table(md, table);

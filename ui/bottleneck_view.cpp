@@ -30,31 +30,6 @@ namespace {
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
 }  // namespace
 
-QString headroom_sentence(const KernelDesc& k, const GpuSpec& gpu, const Prediction& p) {
-  const Analysis& a = p.analysis;
-  int ceilingPipe = 0;
-  for (int i = 1; i < kPipeCount; ++i)
-    if (a.ceiling_cycles_by_pipe[i] > a.ceiling_cycles_by_pipe[ceilingPipe]) ceilingPipe = i;
-  const double share = p.pred_us > 0 ? 100.0 * p.ceiling_us / p.pred_us : 0.0;
-  QString s = QString("On %1 this %2 reaches %3% of its %4 ceiling (ceiling %5, predicted %6, 80% interval %7–%8)")
-                  .arg(QString::fromStdString(gpu.name), qs(op_name(k.op)))
-                  .arg(share, 0, 'f', 0)
-                  .arg(qs(pipe_name(static_cast<Pipe>(ceilingPipe))), format_us(p.ceiling_us), format_us(p.pred_us),
-                       format_us(p.lo_us), format_us(p.hi_us));
-  if (a.plan.waves > 0) {
-    const double fill = 100.0 * a.plan.last_wave_fill;
-    s += QString("; %1 CTAs run in %2 wave%3").arg(a.plan.ctas, 0, 'f', 0).arg(a.plan.waves, 0, 'f', 0).arg(a.plan.waves == 1 ? "" : "s");
-    if (a.plan.last_wave_fill < 0.999) {
-      const double wasted = 100.0 * (1.0 - a.plan.last_wave_fill) / a.plan.waves;
-      s += QString(", the last wave is %1% full, so tile quantisation idles %2% of the SM time").arg(fill, 0, 'f', 0).arg(wasted, 0, 'f', 0);
-    } else {
-      s += ", all full";
-    }
-  }
-  if (a.tile) s += QString(" (tile %1×%2×%3, %4)").arg(a.tile->tile_m).arg(a.tile->tile_n).arg(a.tile->tile_k).arg(QString::fromStdString(a.tile_origin));
-  return s + '.';
-}
-
 BottleneckResult compute_bottleneck(const KernelDesc& k, const std::vector<GpuSpec>& gpus, const KernelPredictor& predictor) {
   BottleneckResult r;
   r.kernel = kernel_spec_string(k);
@@ -64,15 +39,14 @@ BottleneckResult compute_bottleneck(const KernelDesc& k, const std::vector<GpuSp
     bar.gpu_id = QString::fromStdString(gpu.id);
     bar.gpu_name = QString::fromStdString(gpu.name);
     try {
-      const Prediction p = predictor.predict(k, gpu);
-      const double clock_hz = gpu.clock_hz();
-      for (int i = 0; i < kPipeCount; ++i) bar.pipe_us[static_cast<std::size_t>(i)] = p.analysis.cycles_busiest[static_cast<std::size_t>(i)] / clock_hz * 1e6;
-      bar.pred_us = p.pred_us;
-      bar.lo_us = p.lo_us;
-      bar.hi_us = p.hi_us;
-      bar.ceiling_us = p.ceiling_us;
-      bar.bound = p.bound;
-      bar.headroom = headroom_sentence(k, gpu, p);
+      const Bottleneck b = bottleneck_of(k, gpu, predictor.predict(k, gpu));
+      for (const PipeBusy& pipe : b.pipes) bar.pipe_us[static_cast<std::size_t>(pipe.pipe)] = pipe.busy_us;
+      bar.pred_us = b.pred_us;
+      bar.lo_us = b.lo_us;
+      bar.hi_us = b.hi_us;
+      bar.ceiling_us = b.ceiling_us;
+      bar.bound = b.bound;
+      bar.headroom = QString::fromStdString(b.headroom);
     } catch (const std::exception& e) {
       bar.error = QString::fromUtf8(e.what());
       bar.headroom = bar.gpu_name + ": " + bar.error;

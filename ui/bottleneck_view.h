@@ -1,8 +1,9 @@
 #pragma once
 // The bottleneck view: for one kernel on one or more GPUs, the time each pipe (tensor, FMA, SFU,
 // DRAM, L2, shared memory, launch, link) needs on the busiest SM, against the roofline ceiling and
-// the predicted time, and a headroom sentence. Computed in a background job; a result that arrives
-// for an older selection is dropped.
+// the predicted time, and a headroom sentence, all from model/bottleneck.h (what `perfloom predict
+// --json` reports too). Computed in a background job; a result that arrives for an older selection
+// is dropped.
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/bottleneck.h"
 #include "model/gpu_database.h"
 #include "model/predictor.h"
 
@@ -25,10 +27,10 @@ class GpuPicker;
 
 struct BottleneckBar {
   QString gpu_id, gpu_name;
-  std::array<double, kPipeCount> pipe_us{};  // cycles_busiest / clock
+  std::array<double, kPipeCount> pipe_us{};  // PipeBusy::busy_us, indexed by Pipe
   double pred_us = 0, lo_us = 0, hi_us = 0, ceiling_us = 0;
   Pipe bound = Pipe::launch;
-  QString headroom;  // one sentence
+  QString headroom;  // one sentence (Bottleneck::headroom), or the GPU's name and the error
   QString error;     // the kernel cannot run on this GPU
 };
 
@@ -38,10 +40,10 @@ struct BottleneckResult {
   std::vector<BottleneckBar> gpus;
 };
 
-// Plain functions, callable from any thread (the job) and from `export-chart`.
+// Plain functions, callable from any thread (the job) and from `export-chart`: the predictor's
+// prediction on each GPU through bottleneck_of() (model/bottleneck.h).
 BottleneckResult compute_bottleneck(const KernelDesc& k, const std::vector<GpuSpec>& gpus,
                                     const KernelPredictor& predictor);
-QString headroom_sentence(const KernelDesc& k, const GpuSpec& gpu, const Prediction& p);
 // A new chart (the caller owns it): grouped horizontal bars, one set per GPU.
 QChart* build_bottleneck_chart(const BottleneckResult& r);
 
