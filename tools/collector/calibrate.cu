@@ -469,8 +469,7 @@ int main(int argc, char** argv) {
             // Back to back (`tensor_tflops`, what the model reads): ~25 ms per configuration, three in
             // a row, by when the H200 is at its power limit. Also at burst (`tensor_tflops_burst`):
             // each configuration after the GPU idled (the limit lets go within ~30 ms and takes hold
-            // 50-110 ms into a load on the H100 and H200: bench/results/power_check.md), five launches
-            // (~7 ms of bf16 work at 8192^3). Session 23 measured both (bench/results/eval_holdout.md).
+            // 50-110 ms into a load on the H100 and H200), five launches (~7 ms of bf16 work at 8192^3).
             // One configuration's TFLOP/s over `measure`'s repetitions; NAN where it did not run.
             auto timed_tflops = [&](const auto& g, int min_reps, int max_reps, double target_us, int min_warmup,
                                     std::string* names) -> double {

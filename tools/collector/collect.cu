@@ -454,8 +454,8 @@ Measurement measure_gemm(Ctx& c, GemmProblem& p, const GemmConfig& cfg, int min_
     cublasStatus_t first_err = CUBLAS_STATUS_SUCCESS;
     // --settle-ms: the GPU idles as long as the previous measurement kept it busy, at most G ms,
     // so that every configuration starts from the same clocks whatever ran before it (a power-
-    // capped GPU lowers its clocks for a while after a long, hungry run: session 40 measured a
-    // large GEMM's latency move 5-15% with what was timed before it).
+    // capped GPU lowers its clocks for a while after a long, hungry run, and without a rest a
+    // large GEMM's latency moves 5-15% with what was timed before it).
     const double idle_us = std::min(c.args.settle_ms * 1000, c.last_busy_us);
     if (idle_us > 0) {
         CUDA_CHECK(cudaStreamSynchronize(c.stream));

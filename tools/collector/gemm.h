@@ -292,7 +292,7 @@ public:
     //   "rR"        heuristic result R whose algorithm offers the tile, as it is;
     //   "rR/plain"  the same with its custom option and CTA swizzle cleared;
     //   "init"      the algorithm of the first such result, freshly initialised (defaults).
-    // Before session 9 only the first base was tried. `how` names the base that was accepted,
+    // `how` names the base that was accepted,
     // empty for the first; false, with each refusal in `why`, when none was.
     bool force(const std::vector<GemmConfig>& heur, uint32_t tile, uint32_t stages, uint16_t cluster, int32_t splitk,
                int rank, GemmConfig& out, std::string& how, std::string& why) const {

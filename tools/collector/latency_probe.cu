@@ -6,8 +6,8 @@
 // and PyTorch's index_select (Vidur's embedding) with 128-thread CTAs, at most 8 per SM, one
 // element per thread and iteration. Version 2 measures them at Vidur's shapes: tokens from 1 to
 // 16384, the hidden sizes, MLP widths and head layouts of the models (and tensor-parallel shards)
-// Vidur profiled (its output on our H100 and H200 is bench/results/latency_probe_v2/, next to
-// Vidur's timings; version 1's 37 rows per GPU are the training data). They test the Little's-law term of
+// Vidur profiled (version 1, 37 rows per GPU at 5 token counts, is what data/<gpu-id>/latency_probe.csv
+// holds and trains on). They test the Little's-law term of
 // perfloom's DRAM pipe (model/analysis.cpp) on kernels whose bytes in flight are known, on the GPU
 // at hand, next to the registers and occupancy the compiler gave them.
 // Writes a perfloom-collector/1 CSV (sweep=latency_probe; tools/collector/FORMAT.md) that joins the

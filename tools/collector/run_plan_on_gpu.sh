@@ -1,41 +1,35 @@
 #!/usr/bin/env bash
-# One GPU run of perfloom's collector in plan mode (WaveTune's sparse sampling plan, DESIGN.md
-# idea 3): build perfloom-collect, check the committed plans (dry run), measure every plan point
-# plus cuBLASLt's heuristic results per plan shape, and write tiles.csv-format rows.
+# One GPU run of perfloom-collect in plan mode: build it, check the plans (dry run), then time every
+# plan point plus cuBLASLt's heuristic results at each plan shape, into tiles.csv-format rows (FORMAT.md).
 #
-#   tools/collector/run_plan_on_gpu.sh [--budget-s S] [--dry-run] [--confirm|--variants [NAME]|--plan NAME [--repeat R]
-#                                      [--heuristic-n H]] [--settle-ms G] [OUTDIR]
+#   tools/collector/run_plan_on_gpu.sh [--plan NAME | --variants [NAME]] [--repeat R] [--heuristic-n H]
+#                                      [--settle-ms G] [--budget-s S] [--dry-run] [OUTDIR]
 #
-# --confirm: the re-measurement instead (perfloom-tuner-eval --confirm-plan wrote the plan): the
-# held-out shapes' candidate configurations of data/<gpu-id>/confirm_plan.csv(.gz), each
-# measured R times (default 3) in rounds, plus cuBLASLt's default per shape, into confirm.csv.
-# --variants: the kernel-variant experiment instead: data/<gpu-id>/variants_plan.csv(.gz)
-# (tools/collector/variants_plan.py wrote it), each configuration also with every other custom
-# option and CTA swizzle cuBLASLt accepts (perfloom-collect --variants), R times each, into
-# variants.csv; --variants NAME: data/<gpu-id>/NAME_plan.csv(.gz) into NAME.csv instead
-# (variants_test: the held-out shapes of session 31's test of the shipped variant model).
-# --plan NAME: data/<gpu-id>/NAME_plan.csv(.gz) measured like a re-measurement (R rounds,
-# cuBLASLt's default per shape) into NAME.csv (custom_check: the plan's cublaslt_custom options set
-# on their configurations, session 31; top3_check: `perfloom tune --gemm ... --plan`'s first three of 96
-# LLM GEMMs, session 32). --heuristic-n H: cuBLASLt's first H heuristic results per shape are timed too
-# (default 1 there: its default). --settle-ms G: before each configuration's measurement the GPU
-# idles as long as the previous measurement kept it busy, at most G ms (perfloom-collect --settle-ms;
-# default 20, 0: never), so that the clocks it is timed at do not depend on what ran before it.
+# Without --plan: the sparse sampling plans data/<gpu-id>/plan_bf16.csv and plan_fp8e4m3.csv
+# (`perfloom tune --plan --dtype DT --gpu ID --out ...`; written here with build/bin/perfloom where they
+# are missing and the CLI is built), each point once with cuBLASLt's first 8 heuristic results per
+# shape, into tiles_plan.csv.
+# --plan NAME: data/<gpu-id>/NAME_plan.csv(.gz) instead (a lists round or a side-by-side check of
+# perfloom-tuner-eval, or `perfloom tune --gemm ... --plan`), every configuration timed R times in
+# rounds (--repeat, default 3) with cuBLASLt's first H heuristic results per shape (--heuristic-n,
+# default 1: its default), into NAME.csv.
+# --variants [NAME]: like --plan (default NAME: variants), each configuration also with every other
+# custom option and CTA swizzle cuBLASLt accepts (perfloom-collect --variants): variants.csv trains
+# the tuner table's variant model.
+# --settle-ms G: before each configuration's measurement the GPU idles as long as the previous
+# measurement kept it busy, at most G ms (default 20, 0: never), so that the clocks it is timed at
+# do not depend on what ran before it. --budget-s S: measuring time (default 150; the dry run prints
+# an estimate). --dry-run stops after building and parsing the plans (no GPU needed: set
+# PERFLOOM_GPU_ID=h100-sxm or h200 where nvidia-smi finds none).
 #
-# --dry-run stops after building and parsing the plans (no GPU needed: set PERFLOOM_GPU_ID=h100-sxm
-# or h200 where nvidia-smi finds none).
-# Run from the repository root. Plans: data/<gpu-id>/plan_bf16.csv and plan_fp8e4m3.csv,
-# written by `perfloom tune --plan --dtype DT --gpu ID --out ...` and committed (the perfloom CLI
-# needs Qt, which GPU machines usually lack). Results land in OUTDIR/<gpu-id>/ (default OUTDIR:
-# $OUT if set, else ./collector-out): tiles_plan.csv.gz log.txt env.txt dry_run.txt and the plans
-# used; copy tiles_plan.csv.gz (confirm.csv.gz under --confirm) to data/<gpu-id>/ and run
-# `perfloom-tuner-eval --plan-fit` (tools/tuner_eval.cpp). About 3 to 4 minutes on an H100 or
-# H200: ~1 min to build, measuring at most --budget-s (default 150 s; the dry run prints an estimate).
+# Run from the repository root. Results land in OUTDIR/<gpu-id>/ (default OUTDIR: $OUT if set, else
+# ./collector-out): the CSV, gzip-compressed (tiles_plan.csv.gz or NAME.csv.gz), log.txt, env.txt,
+# dry_run.txt, collect_full.txt.gz (every refused plan point) and the plans used.
 set -u -o pipefail
 
 BUDGET=150
 DRY=""
-CONFIRM=""
+REPEATED=""
 VARIANTS=""
 NAMED=""
 REPEAT=3
@@ -46,7 +40,6 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --budget-s) BUDGET="$2"; shift ;;
     --dry-run) DRY=1 ;;
-    --confirm) CONFIRM=1 ;;
     --plan) NAMED="$2"; shift ;;
     --variants) VARIANTS=variants; case "${2:-}" in ""|-*|/*) ;; *) VARIANTS="$2"; shift ;; esac ;;
     --repeat) REPEAT="$2"; shift ;;
@@ -74,18 +67,10 @@ log "perfloom collector plan run on '$gpu_name' -> $D (budget ${BUDGET}s)"
 PLANS=()
 MODE_ARGS=()
 OUTNAME=tiles_plan.csv
-PLAN_DTYPES="bf16 fp8e4m3"  # the sampling plans; --confirm measures its one re-measurement plan instead
-if [ -n "$CONFIRM" ]; then
-  PLAN_DTYPES=""
-  MODE_ARGS=(--heuristic-n "$HEUR_N" --repeat "$REPEAT")
-  OUTNAME=confirm.csv
-  p="$ROOT/data/$GPU_ID/confirm_plan.csv"
-  if [ ! -s "$p" ] && [ -s "$p.gz" ]; then gzip -dc "$p.gz" > "$D/confirm_plan.csv"; p="$D/confirm_plan.csv"; fi
-  if [ -s "$p" ]; then PLANS+=("$p"); else log "no re-measurement plan: $p(.gz) is missing (perfloom-tuner-eval --confirm-plan writes it)"; fi
-fi
+PLAN_DTYPES="bf16 fp8e4m3"  # the sampling plans; --plan and --variants measure one named plan instead
 if [ -n "$VARIANTS" ] || [ -n "$NAMED" ]; then
   PLAN_DTYPES=""
-  CONFIRM=1  # measured like a re-measurement: R rounds, cuBLASLt's default per shape
+  REPEATED=1  # R rounds, cuBLASLt's first H results per shape
   MODE_ARGS=(--heuristic-n "$HEUR_N" --repeat "$REPEAT")
   [ -n "$VARIANTS" ] && MODE_ARGS+=(--variants)
   NAME="${VARIANTS:-$NAMED}"
@@ -111,7 +96,7 @@ PLAN_ARGS=()
 for p in "${PLANS[@]}"; do PLAN_ARGS+=(--plan "$p"); [ "$(dirname "$p")" = "$D" ] || cp "$p" "$D/"; done
 
 # ---- environment ---------------------------------------------------------------------------------
-collector_env "mode=plan${CONFIRM:+ confirm repeat=$REPEAT}${VARIANTS:+ variants} settle_ms=$SETTLE_MS budget_s=$BUDGET${CUDA_VISIBLE_DEVICES:+ cuda_visible_devices=$CUDA_VISIBLE_DEVICES}" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
+collector_env "mode=plan${REPEATED:+ repeat=$REPEAT}${VARIANTS:+ variants} settle_ms=$SETTLE_MS budget_s=$BUDGET${CUDA_VISIBLE_DEVICES:+ cuda_visible_devices=$CUDA_VISIBLE_DEVICES}" "plans=${PLANS[*]}" > "$D/env.txt" 2>&1
 
 # ---- build (as run_on_gpu.sh does: cmake + ninja, else nvcc directly) ----------------------------
 # one build folder per GPU, so that runs on several GPUs at once (CUDA_VISIBLE_DEVICES) do not collide
@@ -172,7 +157,7 @@ if [ -s "$OUTCSV" ]; then
   rows=$(grep -v '^#' "$OUTCSV" | tail -n +2 | wc -l)
   plan_rows=$(grep -v '^#' "$OUTCSV" | grep -c ',-2,plan,' || true)
   shapes=$(grep -v '^#' "$OUTCSV" | tail -n +2 | cut -d, -f2-5 | sort -u | wc -l)
-  if [ -n "$CONFIRM" ]; then
+  if [ -n "$REPEATED" ]; then
     log "$OUTNAME: $rows rows ($REPEAT per configuration) over $shapes (shape, dtype) points"
   else
     log "$OUTNAME: $rows rows ($plan_rows plan configurations, $(( rows - plan_rows )) heuristic results) over $shapes (shape, dtype) points"
@@ -182,6 +167,5 @@ else
 fi
 log "done in $(( $(date +%s) - T0 ))s"
 [ -s "$OUTCSV" ] || exit 1
-# Gzip'd as committed (data keeps collector CSVs as .csv.gz; a re-measurement passes 16 MB,
-# more than the GPU machine hands back uncompressed).
+# Gzip-compressed, as data/ keeps the large collector CSVs (every reader takes them either way).
 gzip -9 -n -f "$OUTCSV"

@@ -1,5 +1,5 @@
 // The communication model against NCCL measured on 2 and 4 H200s of one host (issue 7):
-//   perfloom-comm-check [data/nccl-h200/nccl.csv] > bench/results/comm_check.md
+//   perfloom-comm-check [data/nccl-h200/nccl.csv] > comm_check.md   (a Markdown report on stdout)
 //
 // For every measured all-reduce / all-gather (GPU-side time: CUDA-graph replay up to 64 MiB, eager
 // above) it compares
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
             << "Measured: `tools/collector/nccl_torch.py` on 4 H200s of one host (NVLink, every pair NV18; NCCL 2.28.9 "
                "through PyTorch 2.11; NVLink multicast off), bf16, 1 KiB to 1 GiB, 2 and 4 ranks; GPU-side time = "
                "CUDA-graph replay (up to 64 MiB) or eager (above, where the host cost is hidden). Data: "
-               "`data/nccl-h200/`. Produced by `build/bin/perfloom-comm-check > bench/results/comm_check.md`.\n\n"
+               "`data/nccl-h200/`. Produced by `build/bin/perfloom-comm-check data/nccl-h200/nccl.csv`.\n\n"
             << "Columns: *before* = the roofline over a fixed 0.7 NCCL efficiency (perfloom before this data); *model* = the "
                "analytical NCCL model alone (`model/families/communication/nccl_model.h`, constants from "
                "`tools/comm_check/fit_nccl.py`); *held-out ranks* = the estimate from the other rank count's curve only; "

@@ -21,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-data_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "bench", "data", "nccl-h200")
+data_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "data", "nccl-h200")
 GPU_ID = "h200"
 LINK_GB_S = 900.0  # gpus/h200.json nvlink_bandwidth_gb_s (both directions)
 LINK = LINK_GB_S * 1e9 / 2

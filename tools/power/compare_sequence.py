@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""`perfloom simulate --clocks sustained` against prefill steps measured in a row (step_sequence.py):
-writes bench/results/power_check.md. Run from the repo root after building build/bin/perfloom.
+"""`perfloom simulate --clocks sustained` against prefill steps measured in a row (step_sequence.py).
+
+    python3 tools/power/compare_sequence.py [--out REPORT.md]
+
+Writes the Markdown report to REPORT.md (default: stdout) and one MAPE line per GPU to stderr.
+Run from the repo root after building build/bin/perfloom ($PERFLOOM names another binary).
 
 Each measured sequence (one Llama-3-8B prefill of 4096 tokens per step, after 3 s idle, back to back
 or with idle gaps) is replayed as a trace: one request per step, arriving when the measured step
@@ -9,9 +13,12 @@ same gaps. Predicted GPU-side step time = the step's duration minus perfloom's h
 Columns: burst clocks; sustained without history (each step at its steady state: `perfloom step
 --clocks sustained`, the gap as its host time); sustained in the simulation (the load lagged across
 steps and gaps, model/power.h)."""
-import csv, json, os, statistics, subprocess, tempfile
+import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ap = argparse.ArgumentParser(description="perfloom simulate --clocks sustained against measured step sequences")
+_ap.add_argument("--out", help="where the Markdown report goes (default: stdout)")
+ARGS = _ap.parse_args()
 BIN = os.environ.get("PERFLOOM", os.path.join(ROOT, "build/bin/perfloom"))
 TOKENS = 4096
 
@@ -96,7 +103,7 @@ for gpu in ("h100", "h200"):
     if s:
         cols = [statistics.mean(v for x in s for v in x[i]) for i in (2, 3, 4)]
         out.append(f"| {gpu.upper()} | " + " | ".join(f"{c:.1f}%" for c in cols) + " |")
-        print(gpu, "MAPE burst %.1f steady %.1f simulated %.1f" % tuple(cols))
+        print(gpu, "MAPE burst %.1f steady %.1f simulated %.1f" % tuple(cols), file=sys.stderr)
 out += ["", "Reading. Both ways of using the sustained-power curve beat burst clocks on every GPU, and the "
         "lagged load of `simulate` is not better than taking each step at its own steady state with its gap as "
         "idle time. What neither captures: a lone 4096-token prefill after 100-300 ms of idle (longer than the "
@@ -106,6 +113,11 @@ out += ["", "Reading. Both ways of using the sustained-power curve beat burst cl
         "H200) lets the step run near burst. Since feature set v7 (2026-11-22) the burst estimate of these "
         "steps is 3-6% lower (the GEMM model now matches the collector's isolated GEMM timings, which ran "
         "faster than this lease's), so every column here moved down by as much; the step check "
-        "(step_check.md), measured back to back on the lease of its own benchmark, is the accuracy "
+        "(tools/step_check/compare.py), measured back to back on the lease of its own benchmark, is the accuracy "
         "reference. These sequences were measured after the lag was built and are not fitted.", ""]
-open(os.path.join(ROOT, "bench/results/power_check.md"), "w").write("\n".join(out) + "\n")
+report = "\n".join(out) + "\n"
+if ARGS.out:
+    with open(ARGS.out, "w") as f:
+        f.write(report)
+else:
+    sys.stdout.write(report)

@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
-"""Compare measured step latencies (data/step/step_<gpu>.csv) with `perfloom step`; writes
-bench/results/step_check.md. Run from the repo root after building build/bin/perfloom."""
-import csv, functools, gzip, json, subprocess, statistics, os
+"""Compare measured step latencies (data/step/step_<gpu>.csv) with `perfloom step`.
+
+    python3 tools/step_check/compare.py [--out REPORT.md]
+
+Writes the Markdown report to REPORT.md (default: stdout) and one MAPE line per table to stderr.
+Run from the repo root after building build/bin/perfloom ($PERFLOOM names another binary)."""
+import argparse, csv, functools, gzip, json, subprocess, statistics, os, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ap = argparse.ArgumentParser(description="perfloom step against measured decoder steps")
+_ap.add_argument("--out", help="where the Markdown report goes (default: stdout)")
+ARGS = _ap.parse_args()
 BIN = os.environ.get("PERFLOOM", os.path.join(ROOT, "build/bin/perfloom"))
 FAM = ["gemm", "attention", "norm", "elementwise"]
 
@@ -349,6 +356,11 @@ out += ["", "Kept busy, the GPUs sit at their 700 W limit and the SM clock falls
         "0.5-0.6) are over-predicted by 3-5%. The curve's one load variable, tensor utilisation, leaves out "
         "the power the DRAM draws (a weight-streaming level at 2.2 TB/s and 0.56 utilisation slowed 1.075x, "
         "a GEMM level at the same utilisation with the GPU idle a quarter of the time 1.048x).", ""]
-open(os.path.join(ROOT, "bench/results/step_check.md"), "w").write("\n".join(out) + "\n")
+report = "\n".join(out) + "\n"
+if ARGS.out:
+    with open(ARGS.out, "w") as f:
+        f.write(report)
+else:
+    sys.stdout.write(report)
 for s in summary:
-    print("%-22s %-10s %-7s n=%2d MAPE burst=%.1f%% sustained=%.1f%%" % s)
+    print("%-22s %-10s %-7s n=%2d MAPE burst=%.1f%% sustained=%.1f%%" % s, file=sys.stderr)
