@@ -3,15 +3,20 @@
 #include <QChartView>
 #include <QHorizontalBarSeries>
 #include <QImage>
+#include <QLabel>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <iostream>
+#include <sstream>
 
+#include "model/bottleneck.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
 #include "ui/bottleneck_view.h"
 #include "ui/chart_export.h"
 #include "ui/export_chart_command.h"
 #include "ui/kernel_spec.h"
+#include "ui/whatif_view.h"
 
 using namespace perfloom;
 
@@ -69,6 +74,51 @@ class TestBottleneckView : public QObject {
     QCOMPARE(set->at(set->count() - 1), p.pred_us);
     QCOMPARE(set->at(set->count() - 2), p.ceiling_us);
     QCOMPARE(set->at(0), bar.pipe_us[static_cast<int>(Pipe::tensor)]);
+  }
+
+  // The view, export-chart and `perfloom predict --json` (tests/cli/test_cli_one_engine.cpp) show
+  // model/bottleneck.h's numbers for the same kernel; the kernel-list what-if its prediction.
+  void viewAndExportChartShowTheModelsBottleneck() {
+    const QString spec = "gemm:bf16:M=4096,N=4096,K=4096";
+    const KernelDesc k = ui::parse_kernel_spec(spec);
+    ui::BottleneckView view(gpus_, predictor_);
+    view.setSelection(spec, {"h100-sxm", "h200"});
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    const ui::BottleneckResult& r = view.result();
+    QCOMPARE(r.gpus.size(), std::size_t(2));
+    std::vector<std::string> sentences;
+    for (const auto& bar : r.gpus) {
+      const GpuSpec& gpu = gpus_.get(bar.gpu_id.toStdString());
+      const Bottleneck b = bottleneck_of(k, gpu, predictor_->predict(k, gpu));
+      QVERIFY(bar.error.isEmpty());
+      for (const PipeBusy& pipe : b.pipes) QCOMPARE(bar.pipe_us[static_cast<std::size_t>(pipe.pipe)], pipe.busy_us);
+      QCOMPARE(bar.ceiling_us, b.ceiling_us);
+      QCOMPARE(bar.pred_us, b.pred_us);
+      QCOMPARE(bar.lo_us, b.lo_us);
+      QCOMPARE(bar.hi_us, b.hi_us);
+      QCOMPARE(bar.bound, b.bound);
+      QCOMPARE(bar.headroom, QString::fromStdString(b.headroom));
+      QVERIFY2(view.headroomLabel()->text().contains(QString::fromStdString(b.headroom).toHtmlEscaped()),
+               qPrintable(view.headroomLabel()->text()));
+      sentences.push_back(b.headroom);
+    }
+    // export-chart prints each GPU's sentence as it draws the same bars.
+    QTemporaryDir dir;
+    std::ostringstream err;
+    std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+    const int rc = ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm,h200", "--kernel", spec, "--out",
+                                       dir.filePath("b.svg")});
+    std::cerr.rdbuf(old);
+    QCOMPARE(rc, 0);
+    for (const std::string& s : sentences) QVERIFY2(err.str().find(s + "\n") != std::string::npos, err.str().c_str());
+    // The what-if of a kernel list holding this kernel: its predicted time on each GPU.
+    QFile csv(dir.filePath("k.csv"));
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write("op,dtype,M,N,K\ngemm,bf16,4096,4096,4096\n");
+    csv.close();
+    const ui::WhatIfResult w = ui::compute_whatif_file(csv.fileName(), {gpus_.get("h100-sxm"), gpus_.get("h200")}, *predictor_);
+    QCOMPARE(w.gpus.size(), std::size_t(2));
+    for (const auto& g : w.gpus) QCOMPARE(g.total_us, r.gpus[g.gpu_id == "h100-sxm" ? 0 : 1].pred_us);
   }
 
   void lateResultForAnOldSelectionIsDropped() {
