@@ -19,4 +19,6 @@ std::filesystem::path resources_dir() {
   return ec ? fs::path("resources") : exe.parent_path() / ".." / "share" / "perfloom";
 }
 
+std::filesystem::path sample_trace_path() { return resources_dir() / "samples" / "h100-sxm-llama-trace.json.gz"; }
+
 }  // namespace perfloom

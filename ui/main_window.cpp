@@ -10,6 +10,7 @@
 #include <QKeySequence>
 #include <QMimeData>
 #include <QMenuBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -83,6 +84,12 @@ void MainWindow::buildMenus() {
     traces_view_->openFiles();
   });
   open->setShortcut(QKeySequence::Open);
+  open_sample_ = file->addAction(tr("Open &sample trace"), traces_view_, [this] {
+    tabs_->setCurrentWidget(traces_view_);
+    traces_view_->openSample();
+  });
+  open_sample_->setObjectName("openSampleTrace");
+  open_sample_->setToolTip(traces_view_->sampleButton()->toolTip());
   recent_menu_ = file->addMenu(tr("Open &recent"));
   rebuildRecentMenu();
   file->addSeparator();

@@ -31,6 +31,8 @@ class MainWindow : public QMainWindow {
   GpuView* gpuView() const { return gpu_view_; }
   TracesView* tracesView() const { return traces_view_; }
   QMenu* recentMenu() const { return recent_menu_; }
+  // File > Open sample trace: imports the bundled trace into the Traces view and shows it.
+  QAction* openSampleAction() const { return open_sample_; }
   WhatIfView* whatIfView() const { return whatif_view_; }
   BottleneckView* bottleneckView() const { return bottleneck_view_; }
   SimulatorView* simulatorView() const { return simulator_view_; }
@@ -66,6 +68,7 @@ class MainWindow : public QMainWindow {
   GpuView* gpu_view_;
   TracesView* traces_view_;
   QMenu* recent_menu_ = nullptr;
+  QAction* open_sample_ = nullptr;
   bool handleUrlDrag(QEvent* event);
   QList<QUrl> drag_urls_;   // the drag in progress, and what of it perfloom can import:
   QStringList drag_paths_;  // sniffed once per drag, not on every mouse move

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/resources.h"
 #include "storage/database.h"
 #include "storage/importers/registry.h"
 #include "storage/kernel_store.h"
@@ -116,7 +117,8 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
       source_table_(new QTableView(this)), kernel_table_(new QTableView(this)), filter_(new QLineEdit(this)),
       filter_timer_(new QTimer(this)), import_bar_(new QWidget(this)), stage_(new QLabel(this)),
       progress_(new QProgressBar(this)), cancel_(new QPushButton(tr("Cancel"), this)), status_(new QLabel(this)),
-      errors_(new QLabel(this)), progress_timer_(new QTimer(this)), open_whatif_(new QAction(tr("Open in What-if"), this)) {
+      errors_(new QLabel(this)), progress_timer_(new QTimer(this)), open_whatif_(new QAction(tr("Open in What-if"), this)),
+      empty_(new QWidget(this)), sample_button_(new QPushButton(tr("Open sample trace"), this)) {
   auto* open = new QPushButton(tr("Open…"), this);
   open->setToolTip(tr("Import a torch.profiler trace, an Nsight Systems SQLite export, an Nsight Compute CSV, a "
                       "collector CSV or a dataset folder (Ctrl+O); or drop files anywhere on the window"));
@@ -200,11 +202,60 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   connect(filter_, &QLineEdit::textChanged, filter_timer_, qOverload<>(&QTimer::start));
   connect(filter_timer_, &QTimer::timeout, this, &TracesView::applyFilter);
 
+  // The first thing a new user sees: what perfloom reads, and a trace to try it on. A column of fixed
+  // width (the text wraps in it) centred in the pane, so it never asks the window for more room than
+  // the table does.
+  empty_->setObjectName("tracesEmptyState");
+  auto* column = new QWidget(empty_);
+  column->setFixedWidth(std::min(440, column->fontMetrics().averageCharWidth() * 64));
+  auto* emptyTitle = new QLabel(tr("No traces imported yet"), column);
+  QFont titleFont = emptyTitle->font();
+  titleFont.setPointSizeF(titleFont.pointSizeF() * 1.3);
+  titleFont.setBold(true);
+  emptyTitle->setFont(titleFont);
+  emptyTitle->setAlignment(Qt::AlignHCenter);
+  const auto paragraph = [column](const QString& text) {
+    auto* label = new QLabel(text, column);
+    label->setWordWrap(true);
+    label->setAlignment(Qt::AlignHCenter);
+    return label;
+  };
+  sample_button_->setObjectName("openSampleTrace");
+  sample_button_->setDefault(true);  // drawn as the pane's main action
+  sample_button_->setToolTip(tr("Import the trace bundled with perfloom (%1)").arg(qs(sample_trace_path().string())));
+  auto* emptyOpen = new QPushButton(tr("Open…"), column);
+  emptyOpen->setToolTip(open->toolTip());
+  auto* emptyButtons = new QHBoxLayout;
+  emptyButtons->addStretch(1);
+  emptyButtons->addWidget(sample_button_);
+  emptyButtons->addWidget(emptyOpen);
+  emptyButtons->addStretch(1);
+  auto* columnLayout = new QVBoxLayout(column);
+  columnLayout->setContentsMargins(0, 0, 0, 0);
+  columnLayout->addWidget(emptyTitle);
+  columnLayout->addWidget(paragraph(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight "
+                                       "Compute CSV anywhere on the window, or open one with Ctrl+O.")));
+  columnLayout->addWidget(paragraph(tr("No trace at hand? The sample is a real torch.profiler trace of a small "
+                                       "Llama-like model on an H100: its kernels, their ceilings, and what they "
+                                       "would take on other GPUs.")));
+  columnLayout->addSpacing(column->fontMetrics().height() / 2);
+  columnLayout->addLayout(emptyButtons);
+  auto* emptyRow = new QHBoxLayout;
+  emptyRow->addStretch(1);
+  emptyRow->addWidget(column);
+  emptyRow->addStretch(1);
+  auto* emptyLayout = new QVBoxLayout(empty_);
+  emptyLayout->addStretch(1);
+  emptyLayout->addLayout(emptyRow);
+  emptyLayout->addStretch(2);
+  empty_->hide();  // until the first source list says the database is empty
+
   auto* right = new QWidget(this);
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(0, 0, 0, 0);
   rightLayout->addWidget(filter_);
   rightLayout->addWidget(kernel_table_, 1);
+  rightLayout->addWidget(empty_, 1);
   auto* splitter = new QSplitter(this);
   splitter->addWidget(left);
   splitter->addWidget(right);
@@ -228,6 +279,8 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   progress_timer_->setInterval(100);
   connect(progress_timer_, &QTimer::timeout, this, &TracesView::pollProgress);
   connect(open, &QPushButton::clicked, this, &TracesView::openFiles);
+  connect(emptyOpen, &QPushButton::clicked, this, &TracesView::openFiles);
+  connect(sample_button_, &QPushButton::clicked, this, &TracesView::openSample);
   connect(cancel_, &QPushButton::clicked, this, &TracesView::cancelImport);
   connect(source_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
     open_whatif_->setEnabled(selectedSourceId() != 0);
@@ -254,6 +307,18 @@ void TracesView::openFiles() {
       this, tr("Import traces"), {},
       tr("Traces and kernel data (*.json *.json.gz *.pt.trace.json *.sqlite *.csv);;All files (*)"));
   importFiles(files);
+}
+
+void TracesView::openSample() {
+  const QString path = qs(sample_trace_path().string());
+  if (QFileInfo::exists(path)) {
+    importFiles({path});
+    return;
+  }
+  // A broken install (or $PERFLOOM_RESOURCES elsewhere): say where the file belongs, the way a refused drop is said.
+  const QString why = tr("%1: no such file; the sample trace belongs there (reinstall perfloom, or point "
+                         "$PERFLOOM_RESOURCES at a resources folder that has samples/)").arg(path);
+  importFiles({}, {why});
 }
 
 void TracesView::importFiles(const QStringList& paths, const QStringList& refused) {
@@ -375,6 +440,7 @@ void TracesView::applySources(std::vector<SourceRow> sources, int64_t select_id)
   selecting_ = true;
   sources_->setSources(std::move(sources));
   selecting_ = false;
+  showEmptyState(sources_->rowCount() == 0);
   if (sources_->rowOf(keep) >= 0) {
     selectSource(keep);
   } else if (keep && keep == shown_source_id_) {
@@ -485,6 +551,12 @@ void TracesView::showImportErrors() {
   }
   errors_->setText(tr("%n file(s) could not be imported:", nullptr, static_cast<int>(batch_errors_.size())) + "\n• " +
                    batch_errors_.join("\n• "));
+}
+
+void TracesView::showEmptyState(bool empty) {
+  empty_->setVisible(empty);
+  filter_->setVisible(!empty);
+  kernel_table_->setVisible(!empty);
 }
 
 void TracesView::showStatus(const QString& text, bool error) {

@@ -101,6 +101,10 @@ class TracesView : public QWidget {
   QTableView* kernelTable() const { return kernel_table_; }
   QLineEdit* filterEdit() const { return filter_; }
   QPushButton* cancelButton() const { return cancel_; }
+  // Shown instead of the kernel table while the database has no sources: what to drop or open, and
+  // a button that imports the bundled sample trace.
+  QWidget* emptyState() const { return empty_; }
+  QPushButton* sampleButton() const { return sample_button_; }
   QProgressBar* progressBar() const { return progress_; }
 
  signals:
@@ -115,6 +119,9 @@ class TracesView : public QWidget {
 
  public slots:
   void openFiles();        // Ctrl+O
+  // Imports the bundled sample trace (sample_trace_path()) like a dropped file; content already in the
+  // database selects that source. A missing file is reported as an import error naming where it belongs.
+  void openSample();
   void cancelImport();
   void reload();           // F5: the source list and the selected source's kernels
 
@@ -128,6 +135,7 @@ class TracesView : public QWidget {
   void applyFilter();
   void showStatus(const QString& text, bool error = false);
   void showImportErrors();
+  void showEmptyState(bool empty);
 
   std::shared_ptr<const GpuDatabase> gpus_;  // shared with workers, which may outlive the view
   std::filesystem::path db_path_;
@@ -147,6 +155,8 @@ class TracesView : public QWidget {
   QLabel* errors_;
   QTimer* progress_timer_;
   QAction* open_whatif_;
+  QWidget* empty_;
+  QPushButton* sample_button_;
 
   QStringList pending_;
   QString importing_file_;
