@@ -117,8 +117,9 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
       source_table_(new QTableView(this)), kernel_table_(new QTableView(this)), filter_(new QLineEdit(this)),
       filter_timer_(new QTimer(this)), import_bar_(new QWidget(this)), stage_(new QLabel(this)),
       progress_(new QProgressBar(this)), cancel_(new QPushButton(tr("Cancel"), this)), status_(new QLabel(this)),
-      errors_(new QLabel(this)), progress_timer_(new QTimer(this)), open_whatif_(new QAction(tr("Open in What-if"), this)),
-      empty_(new QWidget(this)), sample_button_(new QPushButton(tr("Open sample trace"), this)) {
+      errors_(new QLabel(this)), progress_timer_(new QTimer(this)),
+      open_whatif_(new QAction(tr("Open in What-if"), this)), empty_(new QWidget(this)),
+      sample_button_(new QPushButton(tr("Open sample trace"), this)) {
   auto* open = new QPushButton(tr("Open…"), this);
   open->setToolTip(tr("Import a torch.profiler trace, an Nsight Systems SQLite export, an Nsight Compute CSV, a "
                       "collector CSV or a dataset folder (Ctrl+O); or drop files anywhere on the window"));

@@ -98,7 +98,8 @@ class TestSampleTrace : public QObject {
     QVERIFY(file->actions().contains(w.openSampleAction()));
 
     // Modest hints: the window keeps its size and fits a small laptop screen.
-    QVERIFY2(fits(view->emptyState()->sizeHint(), QSize(800, 500)), qPrintable(sizeText(view->emptyState()->sizeHint())));
+    const QSize hint = view->emptyState()->sizeHint();
+    QVERIFY2(fits(hint, QSize(800, 500)), qPrintable(sizeText(hint)));
     QVERIFY2(fits(w.minimumSizeHint(), kSmallScreen), qPrintable(sizeText(w.minimumSizeHint())));
     QCOMPARE(w.size(), size);
 
