@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/gpu_database.h"
+#include "model/json_fields.h"
 
 namespace perfloom {
 
@@ -80,70 +81,45 @@ std::map<std::string, double> tensor_rates_by_path(const std::map<std::string, d
 
 }  // namespace
 
-double read_number(const json& obj, const std::string& key, const std::string& prefix, const std::string& file,
-                   bool required, double lo, double hi) {
-  if (!obj.contains(key)) {
-    if (required) throw CalibrationError(file, prefix + key, "is required");
-    return 0;
-  }
-  const json& v = obj.at(key);
-  if (!v.is_number()) throw CalibrationError(file, prefix + key, std::string("expected a number, got ") + v.type_name());
-  const double x = v.get<double>();
-  if (!(x >= lo && x <= hi))
-    throw CalibrationError(file, prefix + key, "must be between " + num(lo) + " and " + num(hi) + " (got " + v.dump() + ")");
-  return x;
-}
-
 Calibration parse_calibration(std::string_view json_text, const std::string& file) {
-  json doc;
-  try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw CalibrationError(file, "", std::string("not valid JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw CalibrationError(file, "", "expected a JSON object at the top level");
-  if (!doc.contains("schema")) throw CalibrationError(file, "schema", "is required (\"" + std::string(kSchema) + "\")");
-  if (doc.at("schema") != kSchema)
-    throw CalibrationError(file, "schema", "must be \"" + std::string(kSchema) + "\" (got " + doc.at("schema").dump() + ")");
+  using R = NumberRange;
+  constexpr FieldErrorFn raise = &throw_field_error<CalibrationError>;
+  const json doc = parse_json_object(json_text, file, raise);
+  // The collector writes more than perfloom reads (clocks, driver, notes): other fields are kept as
+  // they are, not refused.
+  const JsonFields r(doc, file, raise);
+  if (!r.has("schema")) r.fail("schema", "is required (\"" + std::string(kSchema) + "\")");
+  if (const JsonValue schema = r.required("schema"); schema.value() != kSchema)
+    schema.fail("must be \"" + std::string(kSchema) + "\" (got " + json_excerpt(schema.value()) + ")");
   Calibration c;
   c.file = file;
-  if (!doc.contains("gpu_name")) throw CalibrationError(file, "gpu_name", "is required");
-  if (!doc.at("gpu_name").is_string() || doc.at("gpu_name").get<std::string>().empty())
-    throw CalibrationError(file, "gpu_name", "must be a non-empty string (got " + doc.at("gpu_name").dump() + ")");
-  c.gpu_name = doc.at("gpu_name").get<std::string>();
-  const double sms = read_number(doc, "sm_count", "", file, true, 1, 1024);
-  if (sms != std::floor(sms)) throw CalibrationError(file, "sm_count", "must be a whole number (got " + num(sms) + ")");
-  c.sm_count = static_cast<int>(sms);
-  c.clock_mhz_under_load = read_number(doc, "clock_mhz_under_load", "", file, false, 100, 5000);
-  if (!doc.contains("measured")) throw CalibrationError(file, "measured", "is required");
-  const json& m = doc.at("measured");
-  if (!m.is_object()) throw CalibrationError(file, "measured", std::string("expected an object, got ") + m.type_name());
-  const std::string p = "measured.";
-  c.dram_read_gb_s = read_number(m, "dram_read_gb_s", p, file, true, 1, 100000);
-  c.dram_write_gb_s = read_number(m, "dram_write_gb_s", p, file, false, 1, 100000);
-  c.l2_gb_s = read_number(m, "l2_gb_s", p, file, true, 1, 1000000);
-  c.l2_bulk_gb_s = read_number(m, "l2_bulk_gb_s", p, file, false, 1, 1000000);
-  c.fp32_tflops = read_number(m, "fp32_tflops", p, file, true, 0.01, 10000);
-  c.sfu_gops = read_number(m, "sfu_gops", p, file, true, 1, 1000000);
-  c.smem_gb_s_per_sm = read_number(m, "smem_gb_s_per_sm", p, file, true, 1, 100000);
-  // An empty kernel takes 0.5-3 us from Kepler to Blackwell; since session 23 its time also moves every
-  // prediction of the GPU (AchievableRates::launch_offset_us): nanoseconds or milliseconds are refused.
-  c.empty_kernel_us = read_number(m, "empty_kernel_us", p, file, true, 0.05, 20);
-  c.launch_overhead_us = read_number(m, "launch_overhead_us", p, file, false, 0.01, 10000);
-  c.dram_latency_ns = read_number(m, "dram_latency_littles_law_ns", p, file, false, 20, 10000);
-  if (!m.contains("tensor_tflops")) throw CalibrationError(file, p + "tensor_tflops", "is required ({} for a GPU without tensor cores)");
+  c.gpu_name = r.string("gpu_name");
+  c.sm_count = static_cast<int>(r.integer("sm_count", R::between(1, 1024)));
+  c.clock_mhz_under_load = r.number_or("clock_mhz_under_load", 0, R::between(100, 5000));
+  const JsonFields m = r.object("measured");
+  c.dram_read_gb_s = m.number("dram_read_gb_s", R::between(1, 100000));
+  c.dram_write_gb_s = m.number_or("dram_write_gb_s", 0, R::between(1, 100000));
+  c.l2_gb_s = m.number("l2_gb_s", R::between(1, 1000000));
+  c.l2_bulk_gb_s = m.number_or("l2_bulk_gb_s", 0, R::between(1, 1000000));
+  c.fp32_tflops = m.number("fp32_tflops", R::between(0.01, 10000));
+  c.sfu_gops = m.number("sfu_gops", R::between(1, 1000000));
+  c.smem_gb_s_per_sm = m.number("smem_gb_s_per_sm", R::between(1, 100000));
+  // An empty kernel takes 0.5-3 us from Kepler to Blackwell, and its time moves every prediction of
+  // the GPU (AchievableRates::launch_offset_us): nanoseconds or milliseconds are refused.
+  c.empty_kernel_us = m.number("empty_kernel_us", R::between(0.05, 20));
+  c.launch_overhead_us = m.number_or("launch_overhead_us", 0, R::between(0.01, 10000));
+  c.dram_latency_ns = m.number_or("dram_latency_littles_law_ns", 0, R::between(20, 10000));
+  if (!m.has("tensor_tflops")) m.fail("tensor_tflops", "is required ({} for a GPU without tensor cores)");
   // An object of TFLOP/s by dtype, kept by the tensor keys of GpuSpec (other keys are validated, not kept).
-  auto read_tflops = [&](const std::string& field, std::map<std::string, double>& out) {
-    const json& t = m.at(field);
-    if (!t.is_object()) throw CalibrationError(file, p + field, std::string("expected an object, got ") + t.type_name());
-    for (auto it = t.begin(); it != t.end(); ++it) {
-      const double v = read_number(t, it.key(), p + field + ".", file, true, 0.01, 100000);
-      if (auto k = kTensorKeys.find(it.key()); k != kTensorKeys.end()) out[k->second] = v;
+  auto read_tflops = [&](const JsonFields& t, std::map<std::string, double>& out) {
+    for (const std::string& key : t.keys()) {
+      const double v = t.number(key, R::between(0.01, 100000));
+      if (auto k = kTensorKeys.find(key); k != kTensorKeys.end()) out[k->second] = v;
     }
   };
-  read_tflops("tensor_tflops", c.tensor_tflops);
-  if (m.contains("mma_sync_tflops")) read_tflops("mma_sync_tflops", c.mma_sync_tflops);
-  if (doc.contains("sustained_power")) c.sustained_power = parse_sustained_power(doc.at("sustained_power"), file);
+  read_tflops(m.object("tensor_tflops"), c.tensor_tflops);
+  if (const auto mma = m.optional_object("mma_sync_tflops")) read_tflops(*mma, c.mma_sync_tflops);
+  if (r.has("sustained_power")) c.sustained_power = parse_sustained_power(doc.at("sustained_power"), file);
   return c;
 }
 

@@ -59,11 +59,6 @@ class CalibrationError : public InputError {
   using InputError::InputError;
 };
 
-// A number of a calibration file's object `obj` within [lo, hi] (absent and optional: 0); a
-// CalibrationError names `file`, the field `prefix + key` and the reason otherwise.
-double read_number(const nlohmann::json& obj, const std::string& key, const std::string& prefix,
-                   const std::string& file, bool required, double lo, double hi);
-
 // Parses and validates one calibration file. `file_label` names the file in error messages.
 Calibration parse_calibration(std::string_view json_text, const std::string& file_label);
 Calibration read_calibration_file(const std::filesystem::path& path);

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "model/json_fields.h"
 
 namespace perfloom {
 
@@ -25,74 +26,23 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string type_name(const json& v) { return v.type_name(); }
+constexpr FieldErrorFn kRaise = &throw_field_error<GpuSpecError>;
 
-// Reads fields of one object, remembering which were seen so that unknown keys (typos) are refused.
-class FieldReader {
- public:
-  FieldReader(const json& obj, std::string file, std::string prefix)
-      : obj_(obj), file_(std::move(file)), prefix_(std::move(prefix)) {}
+// "[a-z0-9][a-z0-9.-]*", by hand: std::regex recurses per character and a hostile id can be megabytes.
+bool is_gpu_id(std::string_view id) {
+  auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (id.empty() || !lower_or_digit(id[0])) return false;
+  return std::all_of(id.begin(), id.end(), [&](char c) { return lower_or_digit(c) || c == '.' || c == '-'; });
+}
 
-  void mark_seen(const std::string& key) { seen_.insert(key); }
-
-  std::string string(const std::string& key, bool required) {
-    seen_.insert(key);
-    if (!obj_.contains(key)) {
-      if (required) fail(key, "is required");
-      return {};
-    }
-    const json& v = obj_.at(key);
-    if (!v.is_string()) fail(key, "expected a string, got " + type_name(v));
-    std::string s = v.get<std::string>();
-    if (required && s.empty()) fail(key, "must not be empty");
-    return s;
-  }
-
-  // A number within [lo, hi]; absent and optional gives `fallback`.
-  double number(const std::string& key, bool required, double lo, double hi, double fallback) {
-    seen_.insert(key);
-    if (!obj_.contains(key)) {
-      if (required) fail(key, "is required");
-      return fallback;
-    }
-    const json& v = obj_.at(key);
-    if (!v.is_number()) fail(key, "expected a number, got " + type_name(v));
-    double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) {
-      std::ostringstream os;
-      os << "must be between " << lo << " and " << hi << " (got " << v.dump() << ")";
-      fail(key, os.str());
-    }
-    return x;
-  }
-
-  int integer(const std::string& key, bool required, int lo, int hi, int fallback) {
-    double x = number(key, required, lo, hi, fallback);
-    if (x != static_cast<int>(x)) fail(key, "must be a whole number (got " + obj_.at(key).dump() + ")");
-    return static_cast<int>(x);
-  }
-
-  const json& object(const std::string& key) {
-    seen_.insert(key);
-    const json& v = obj_.at(key);
-    if (!v.is_object()) fail(key, "expected an object, got " + type_name(v));
-    return v;
-  }
-
-  void refuse_unknown() const {
-    for (auto it = obj_.begin(); it != obj_.end(); ++it)
-      if (!seen_.count(it.key())) fail(it.key(), "is not a known field (misspelt?)");
-  }
-
-  [[noreturn]] void fail(const std::string& key, const std::string& reason) const {
-    throw GpuSpecError(file_, prefix_ + key, reason);
-  }
-
- private:
-  const json& obj_;
-  std::string file_, prefix_;
-  std::set<std::string> seen_;
-};
+// "[0-9]+[.][0-9]+" ("9.0"), by hand for the same reason.
+bool is_compute_capability(std::string_view cc) {
+  const std::size_t dot = cc.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return dot != std::string_view::npos && digits(cc.substr(0, dot)) && digits(cc.substr(dot + 1));
+}
 
 const std::set<std::string> kArchitectures = {"pascal", "volta",     "turing", "ampere", "ada",
                                               "hopper", "blackwell", "cdna2",  "cdna3",  "cdna4",
@@ -106,99 +56,75 @@ const std::set<std::string> kIdentityFields = {"schema", "id",           "name",
 }  // namespace
 
 GpuSpec parse_gpu_spec(std::string_view json_text, const std::string& file) {
-  json doc;
-  try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw GpuSpecError(file, "", std::string("not valid JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw GpuSpecError(file, "", "expected a JSON object at the top level");
-
-  FieldReader r(doc, file, "");
+  using R = NumberRange;
+  const json doc = parse_json_object(json_text, file, kRaise);
+  const JsonFields r(doc, file, kRaise);
   GpuSpec g;
   g.source_file = file;
-  if (r.string("schema", true) != "perfloom-gpu/1")
-    r.fail("schema", "must be \"perfloom-gpu/1\" (got " + doc.at("schema").dump() + ")");
-  g.id = r.string("id", true);
-  if (!std::regex_match(g.id, std::regex("[a-z0-9][a-z0-9.-]*")))
-    r.fail("id", "must be lowercase letters, digits, '-' and '.' (got \"" + g.id + "\")");
-  g.name = r.string("name", true);
-  g.vendor = r.string("vendor", true);
+  if (const std::string schema = r.string("schema"); schema != "perfloom-gpu/1")
+    r.fail("schema", "must be \"perfloom-gpu/1\" (got " + quote_excerpt(schema) + ")");
+  g.id = r.string("id");
+  if (!is_gpu_id(g.id))
+    r.fail("id", "must be lowercase letters, digits, '-' and '.' (got " + quote_excerpt(g.id) + ")");
+  g.name = r.string("name");
+  g.vendor = r.string("vendor");
   if (g.vendor != "nvidia" && g.vendor != "amd" && g.vendor != "intel")
-    r.fail("vendor", "must be nvidia, amd or intel (got \"" + g.vendor + "\")");
-  g.architecture = r.string("architecture", true);
-  if (!kArchitectures.count(g.architecture)) r.fail("architecture", "unknown architecture \"" + g.architecture + "\"");
-  g.compute_capability = r.string("compute_capability", true);
-  if (!std::regex_match(g.compute_capability, std::regex("[0-9]+\\.[0-9]+")))
-    r.fail("compute_capability", "must look like \"9.0\" (got \"" + g.compute_capability + "\")");
+    r.fail("vendor", "must be nvidia, amd or intel (got " + quote_excerpt(g.vendor) + ")");
+  g.architecture = r.string("architecture");
+  if (!kArchitectures.count(g.architecture))
+    r.fail("architecture", "unknown architecture " + quote_excerpt(g.architecture));
+  g.compute_capability = r.string("compute_capability");
+  if (!is_compute_capability(g.compute_capability))
+    r.fail("compute_capability", "must look like \"9.0\" (got " + quote_excerpt(g.compute_capability) + ")");
+  if (const auto aliases = r.optional("aliases"))
+    for (const JsonValue& a : aliases->array()) g.aliases.push_back(a.string(false));
 
-  if (doc.contains("aliases")) {
-    const json& a = doc.at("aliases");
-    if (!a.is_array()) r.fail("aliases", "expected an array of strings, got " + type_name(a));
-    for (const auto& s : a) {
-      if (!s.is_string() || s.get<std::string>().empty())
-        r.fail("aliases", "every alias must be a non-empty string (got " + s.dump() + ")");
-      g.aliases.push_back(s.get<std::string>());
-    }
-  }
-  r.mark_seen("aliases");
-
-  g.sm_count = r.integer("sm_count", true, 1, 1024, 0);
-  g.boost_clock_mhz = r.number("boost_clock_mhz", true, 100, 5000, 0);
-  g.max_clock_mhz = r.number("max_clock_mhz", false, 100, 5000, 0);
-  if (g.max_clock_mhz > 0 && g.max_clock_mhz < g.boost_clock_mhz)
-    r.fail("max_clock_mhz", "is below boost_clock_mhz");
-  g.fp32_lanes_per_sm = r.integer("fp32_lanes_per_sm", true, 1, 1024, 0);
-  g.fp64_lanes_per_sm = r.integer("fp64_lanes_per_sm", false, 0, 1024, 0);
-  g.sfu_ops_per_sm_per_clock = r.number("sfu_ops_per_sm_per_clock", false, 1, 1024, 16);
-  g.memory_gib = r.number("memory_gib", true, 0.5, 4096, 0);
-  g.memory_type = r.string("memory_type", false);
-  g.memory_bandwidth_gb_s = r.number("memory_bandwidth_gb_s", true, 10, 100000, 0);
-  g.l2_cache_mib = r.number("l2_cache_mib", true, 0.1, 2048, 0);
-  g.shared_memory_per_sm_kib = r.number("shared_memory_per_sm_kib", false, 8, 1024, 64);
+  g.sm_count = static_cast<int>(r.integer("sm_count", R::between(1, 1024)));
+  g.boost_clock_mhz = r.number("boost_clock_mhz", R::between(100, 5000));
+  g.max_clock_mhz = r.number_or("max_clock_mhz", 0, R::between(100, 5000));
+  if (g.max_clock_mhz > 0 && g.max_clock_mhz < g.boost_clock_mhz) r.fail("max_clock_mhz", "is below boost_clock_mhz");
+  g.fp32_lanes_per_sm = static_cast<int>(r.integer("fp32_lanes_per_sm", R::between(1, 1024)));
+  g.fp64_lanes_per_sm = static_cast<int>(r.integer_or("fp64_lanes_per_sm", 0, R::between(0, 1024)));
+  g.sfu_ops_per_sm_per_clock = r.number_or("sfu_ops_per_sm_per_clock", 16, R::between(1, 1024));
+  g.memory_gib = r.number("memory_gib", R::between(0.5, 4096));
+  g.memory_type = r.string_or("memory_type", "");
+  g.memory_bandwidth_gb_s = r.number("memory_bandwidth_gb_s", R::between(10, 100000));
+  g.l2_cache_mib = r.number("l2_cache_mib", R::between(0.1, 2048));
+  g.shared_memory_per_sm_kib = r.number_or("shared_memory_per_sm_kib", 64, R::between(8, 1024));
   g.max_shared_memory_per_block_kib =
-      r.number("max_shared_memory_per_block_kib", false, 8, 1024, g.shared_memory_per_sm_kib);
+      r.number_or("max_shared_memory_per_block_kib", g.shared_memory_per_sm_kib, R::between(8, 1024));
   if (g.max_shared_memory_per_block_kib > g.shared_memory_per_sm_kib)
     r.fail("max_shared_memory_per_block_kib", "exceeds shared_memory_per_sm_kib");
-  g.registers_per_sm = r.integer("registers_per_sm", false, 8192, 1 << 20, 65536);
-  g.max_threads_per_sm = r.integer("max_threads_per_sm", false, 128, 4096, 2048);
-  g.max_blocks_per_sm = r.integer("max_blocks_per_sm", false, 1, 128, 32);
-  g.tdp_w = r.number("tdp_w", false, 1, 5000, 0);
+  g.registers_per_sm = static_cast<int>(r.integer_or("registers_per_sm", 65536, R::between(8192, 1 << 20)));
+  g.max_threads_per_sm = static_cast<int>(r.integer_or("max_threads_per_sm", 2048, R::between(128, 4096)));
+  g.max_blocks_per_sm = static_cast<int>(r.integer_or("max_blocks_per_sm", 32, R::between(1, 128)));
+  g.tdp_w = r.number_or("tdp_w", 0, R::between(1, 5000));
 
-  if (doc.contains("tensor_flops_per_sm_per_clock")) {
-    const json& t = r.object("tensor_flops_per_sm_per_clock");
-    FieldReader tr(t, file, "tensor_flops_per_sm_per_clock.");
-    for (auto it = t.begin(); it != t.end(); ++it) {
-      if (!kTensorKeys.count(it.key()))
-        tr.fail(it.key(), "unknown dtype (expected one of fp16 bf16 tf32 fp8 int8 fp4)");
-      g.tensor_flops_per_sm_per_clock[it.key()] = tr.number(it.key(), true, 1, 65536, 0);
-    }
-  } else {
+  if (!r.has("tensor_flops_per_sm_per_clock"))
     r.fail("tensor_flops_per_sm_per_clock", "is required (use {} for a GPU without tensor cores)");
+  const JsonFields tensor = r.object("tensor_flops_per_sm_per_clock");
+  for (const std::string& key : tensor.keys()) {
+    if (!kTensorKeys.count(key)) tensor.fail(key, "unknown dtype (expected one of fp16 bf16 tf32 fp8 int8 fp4)");
+    g.tensor_flops_per_sm_per_clock[key] = tensor.number(key, R::between(1, 65536));
   }
 
-  if (doc.contains("interconnect")) {
-    const json& ic = r.object("interconnect");
-    FieldReader ir(ic, file, "interconnect.");
-    g.interconnect.nvlink_bandwidth_gb_s = ir.number("nvlink_bandwidth_gb_s", false, 1, 100000, 0);
-    g.interconnect.pcie_gen = ir.integer("pcie_gen", false, 1, 7, 0);
-    g.interconnect.pcie_bandwidth_gb_s = ir.number("pcie_bandwidth_gb_s", false, 1, 10000, 0);
-    ir.refuse_unknown();
+  if (const auto ic = r.optional_object("interconnect")) {
+    g.interconnect.nvlink_bandwidth_gb_s = ic->number_or("nvlink_bandwidth_gb_s", 0, R::between(1, 100000));
+    g.interconnect.pcie_gen = static_cast<int>(ic->integer_or("pcie_gen", 0, R::between(1, 7)));
+    g.interconnect.pcie_bandwidth_gb_s = ic->number_or("pcie_bandwidth_gb_s", 0, R::between(1, 10000));
+    ic->refuse_unknown();
   }
 
-  if (!doc.contains("sources")) r.fail("sources", "is required: every figure needs its source");
-  const json& src = r.object("sources");
-  for (auto it = src.begin(); it != src.end(); ++it) {
-    if (!it.value().is_string() || it.value().get<std::string>().empty())
-      throw GpuSpecError(file, "sources." + it.key(), "must be a non-empty string");
-    if (!doc.contains(it.key()) || kIdentityFields.count(it.key()))
-      throw GpuSpecError(file, "sources." + it.key(), "names no figure of this file");
-    g.sources[it.key()] = it.value().get<std::string>();
+  if (!r.has("sources")) r.fail("sources", "is required: every figure needs its source");
+  const JsonFields src = r.object("sources");
+  for (const std::string& key : src.keys()) {
+    const std::string source = src.string(key);
+    if (!r.has(key) || kIdentityFields.count(key)) src.fail(key, "names no figure of this file");
+    g.sources[key] = source;
   }
   r.refuse_unknown();
-  for (auto it = doc.begin(); it != doc.end(); ++it)
-    if (!kIdentityFields.count(it.key()) && !g.sources.count(it.key()))
-      throw GpuSpecError(file, it.key(), "has no entry in \"sources\"");
+  for (const std::string& key : r.keys())
+    if (!kIdentityFields.count(key) && !g.sources.count(key)) r.fail(key, "has no entry in \"sources\"");
   return g;
 }
 

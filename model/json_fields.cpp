@@ -52,14 +52,26 @@ std::string quote_excerpt(std::string_view text, std::size_t max_chars) {
   return q;
 }
 
+std::string text_excerpt(std::string_view text, std::size_t max_chars) {
+  const std::size_t n = utf8_prefix(text, max_chars);
+  if (n == text.size()) return std::string(text);
+  return std::string(text.substr(0, n)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 std::string json_excerpt(const json& v) {
   switch (v.type()) {
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array of " + std::to_string(v.size()) + (v.size() == 1 ? " entry" : " entries");
-    case json::value_t::string: return quote_excerpt(v.get_ref<const std::string&>());
-    case json::value_t::binary: return "binary data";
-    case json::value_t::discarded: return "nothing";
-    default: return v.dump();  // a number, true, false or null: a few characters, no recursion
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array of " + std::to_string(v.size()) + (v.size() == 1 ? " entry" : " entries");
+    case json::value_t::string:
+      return quote_excerpt(v.get_ref<const std::string&>());
+    case json::value_t::binary:
+      return "binary data";
+    case json::value_t::discarded:
+      return "nothing";
+    default:
+      return v.dump();  // a number, true, false or null: a few characters, no recursion
   }
 }
 
@@ -69,8 +81,10 @@ std::string describe_json(const json& v) {
     case json::value_t::array:
     case json::value_t::null:
     case json::value_t::binary:
-    case json::value_t::discarded: return v.type_name();
-    default: return std::string(v.type_name()) + " " + json_excerpt(v);
+    case json::value_t::discarded:
+      return v.type_name();
+    default:
+      return std::string(v.type_name()) + " " + json_excerpt(v);
   }
 }
 
@@ -81,7 +95,8 @@ json parse_json_object(std::string_view text, const std::string& file, FieldErro
   try {
     // The callback sees each container open at the depth of its parent (0 for the document itself).
     doc = json::parse(text, [max_depth](int depth, json::parse_event_t event, json&) {
-      if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth >= max_depth)
+      if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+          depth >= max_depth)
         throw TooDeep{};
       return true;
     });
@@ -91,23 +106,26 @@ json parse_json_object(std::string_view text, const std::string& file, FieldErro
   } catch (const TooDeep&) {
     refuse(raise, file, "nests deeper than " + std::to_string(max_depth) + " levels");
   }
-  if (!doc.is_object()) refuse(raise, file, "not a JSON object at the top level (got " + describe_json(doc) + ")" + hint);
+  if (!doc.is_object())
+    refuse(raise, file, "not a JSON object at the top level (got " + describe_json(doc) + ")" + hint);
   return doc;
 }
 
-bool NumberRange::contains(double x) const {
-  return (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
-}
+bool NumberRange::contains(double x) const { return (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi); }
 
 std::string NumberRange::describe() const {
   const bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
   std::string r;
-  if (has_lo && has_hi && !lo_open && !hi_open) r = "between " + number_text(lo) + " and " + number_text(hi);
+  if (has_lo && has_hi && !lo_open && !hi_open)
+    r = "between " + number_text(lo) + " and " + number_text(hi);
   else if (has_lo && has_hi)
     r = std::string("in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + (hi_open ? ")" : "]");
-  else if (has_lo && lo_open && lo == 0) r = "positive";
-  else if (has_lo) r = (lo_open ? "above " : "at least ") + number_text(lo);
-  else if (has_hi) r = (hi_open ? "below " : "at most ") + number_text(hi);
+  else if (has_lo && lo_open && lo == 0)
+    r = "positive";
+  else if (has_lo)
+    r = (lo_open ? "above " : "at least ") + number_text(lo);
+  else if (has_hi)
+    r = (hi_open ? "below " : "at most ") + number_text(hi);
   if (what.empty()) return r;
   return std::string(what) + (r.empty() ? "" : " " + r);
 }
@@ -115,7 +133,8 @@ std::string NumberRange::describe() const {
 // ---- JsonValue ----
 
 JsonValue::JsonValue(const json& v, std::string file, FieldErrorFn raise, std::string path, JsonReadOptions options)
-    : v_(&v), source_(std::make_shared<const Source>(Source{std::move(file), raise, std::move(options)})),
+    : v_(&v),
+      source_(std::make_shared<const Source>(Source{std::move(file), raise, std::move(options)})),
       path_(std::move(path)) {}
 
 const std::string& JsonValue::file() const { return source_->file; }
@@ -170,7 +189,8 @@ std::vector<JsonValue> JsonValue::array() const {
   if (!v_->is_array()) fail("expected an array, got " + describe_json(*v_));
   std::vector<JsonValue> out;
   out.reserve(v_->size());
-  for (std::size_t i = 0; i < v_->size(); ++i) out.push_back(JsonValue((*v_)[i], source_, path_ + "[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < v_->size(); ++i)
+    out.push_back(JsonValue((*v_)[i], source_, path_ + "[" + std::to_string(i) + "]"));
   return out;
 }
 
@@ -261,6 +281,8 @@ void JsonFields::refuse_unknown() const {
     if (seen_.find(it.key()) == seen_.end()) fail(it.key(), "is not a known field (misspelt?)");
 }
 
-void JsonFields::fail(std::string_view key, const std::string& reason) const { self_.with_path(path_of(key)).fail(reason); }
+void JsonFields::fail(std::string_view key, const std::string& reason) const {
+  self_.with_path(path_of(key)).fail(reason);
+}
 
 }  // namespace perfloom

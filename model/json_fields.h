@@ -42,6 +42,9 @@ inline constexpr std::size_t kExcerptChars = 80;
 // `text` in double quotes for a message, cut at `max_chars` bytes (on a UTF-8 boundary) and followed by
 // its length when longer.
 std::string quote_excerpt(std::string_view text, std::size_t max_chars = kExcerptChars);
+// The same without the quotes, for a message that quotes otherwise ('MambaForCausalLM'); control
+// characters are kept as they are.
+std::string text_excerpt(std::string_view text, std::size_t max_chars = kExcerptChars);
 // What "(got ...)" says of a value: a number, true/false/null as written, a string quoted and cut,
 // a container only by its type ("an array of 3 entries", "an object").
 std::string json_excerpt(const nlohmann::json& v);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/calibration.h"
+#include "model/json_fields.h"
 
 namespace perfloom {
 
@@ -38,35 +39,33 @@ std::vector<double> isotonic(const std::vector<double>& y) {
 }  // namespace
 
 SustainedPower parse_sustained_power(const json& block, const std::string& file) {
-  const std::string p = "sustained_power.";
-  if (!block.is_object()) throw CalibrationError(file, "sustained_power", std::string("expected an object, got ") + block.type_name());
+  using R = NumberRange;
+  const JsonFields r = JsonValue(block, file, &throw_field_error<CalibrationError>, "sustained_power").object();
   SustainedPower s;
-  s.power_limit_w = read_number(block, "power_limit_w", p, file, false, 1, 10000);
-  if (block.contains("probe") && block.at("probe").is_string()) s.probe = block.at("probe").get<std::string>();
-  if (!block.contains("levels")) throw CalibrationError(file, p + "levels", "is required");
-  const json& levels = block.at("levels");
-  if (!levels.is_array() || levels.size() < 2)
-    throw CalibrationError(file, p + "levels", "expected an array of at least two load levels");
-  for (std::size_t i = 0; i < levels.size(); ++i) {
-    const std::string where = p + "levels[" + std::to_string(i) + "].";
-    const json& l = levels[i];
-    if (!l.is_object()) throw CalibrationError(file, where.substr(0, where.size() - 1), "expected an object");
+  s.power_limit_w = r.number_or("power_limit_w", 0, R::between(1, 10000));
+  s.probe = r.string_or("probe", "");
+  const JsonValue levels = r.required("levels");
+  const std::vector<JsonValue> entries = levels.array();
+  if (entries.size() < 2)
+    levels.fail("expected an array of at least two load levels, got " + json_excerpt(levels.value()));
+  for (const JsonValue& entry : entries) {
+    const JsonFields l = entry.object();
     SustainedPowerLevel lv;
-    if (l.contains("label") && l.at("label").is_string()) lv.label = l.at("label").get<std::string>();
-    lv.tensor_tflops = read_number(l, "tensor_tflops", where, file, true, 0, 100000);
+    lv.label = l.string_or("label", "");
+    lv.tensor_tflops = l.number("tensor_tflops", R::between(0, 100000));
     // A slowdown outside 0.5-3x is a broken measurement, not a power limit.
-    lv.gemm_factor = read_number(l, "gemm_factor", where, file, false, 0.5, 3);
-    lv.memory_factor = read_number(l, "memory_factor", where, file, true, 0.5, 3);
-    lv.sm_clock_mhz = read_number(l, "sm_clock_mhz", where, file, false, 0, 10000);
-    lv.power_w = read_number(l, "power_w", where, file, false, 0, 10000);
+    lv.gemm_factor = l.number_or("gemm_factor", 0, R::between(0.5, 3));
+    lv.memory_factor = l.number("memory_factor", R::between(0.5, 3));
+    lv.sm_clock_mhz = l.number_or("sm_clock_mhz", 0, R::between(0, 10000));
+    lv.power_w = l.number_or("power_w", 0, R::between(0, 10000));
     if (lv.tensor_tflops > 0 && lv.gemm_factor == 0)
-      throw CalibrationError(file, where + "gemm_factor", "is required where tensor_tflops is above 0");
+      l.fail("gemm_factor", "is required where tensor_tflops is above 0");
     s.levels.push_back(lv);
   }
-  s.rise_ms = read_number(block, "rise_ms", p, file, false, 0.1, 100000);
-  s.fall_ms = read_number(block, "fall_ms", p, file, false, 0.1, 100000);
+  s.rise_ms = r.number_or("rise_ms", 0, R::between(0.1, 100000));
+  s.fall_ms = r.number_or("fall_ms", 0, R::between(0.1, 100000));
   if ((s.rise_ms > 0) != (s.fall_ms > 0))
-    throw CalibrationError(file, p + (s.rise_ms > 0 ? "fall_ms" : "rise_ms"), "is required with the other response time");
+    r.fail(s.rise_ms > 0 ? "fall_ms" : "rise_ms", "is required with the other response time");
   return s;
 }
 

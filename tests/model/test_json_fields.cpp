@@ -19,7 +19,9 @@ class TestError : public InputError {
 
 constexpr FieldErrorFn kRaise = &throw_field_error<TestError>;
 
-JsonFields reader(const json& doc, JsonReadOptions options = {}) { return JsonFields(doc, "t.json", kRaise, "", options); }
+JsonFields reader(const json& doc, JsonReadOptions options = {}) {
+  return JsonFields(doc, "t.json", kRaise, "", options);
+}
 
 // The error `f` throws; fails the test when it throws none.
 template <class F>
@@ -95,8 +97,10 @@ TEST(JsonFields, NumbersMustBeFiniteAndWithinTheirBounds) {
   EXPECT_EQ(error_of([&] { r.number("zero", probability); }).reason(), "must be a probability in (0, 1] (got 0)");
   EXPECT_DOUBLE_EQ(r.number("one", probability), 1.0);
   EXPECT_DOUBLE_EQ(r.number("half", probability), 0.5);
-  EXPECT_EQ(error_of([&] { r.integer("half", NumberRange::in(0, 48, false, true)); }).reason(), "must be a whole number (got 0.5)");
-  EXPECT_EQ(error_of([&] { r.integer("one", NumberRange::in(0, 1, false, true)); }).reason(), "must be in [0, 1) (got 1)");
+  EXPECT_EQ(error_of([&] { r.integer("half", NumberRange::in(0, 48, false, true)); }).reason(),
+            "must be a whole number (got 0.5)");
+  EXPECT_EQ(error_of([&] { r.integer("one", NumberRange::in(0, 1, false, true)); }).reason(),
+            "must be in [0, 1) (got 1)");
   EXPECT_EQ(r.number("neg", NumberRange::at_least(-3)), -3);
   // Whole numbers beyond int64_t are refused, not wrapped.
   EXPECT_EQ(error_of([&] { r.integer("huge"); }).reason(), "is too large (got 1e+300)");
@@ -107,7 +111,8 @@ TEST(JsonFields, NumbersMustBeFiniteAndWithinTheirBounds) {
 }
 
 TEST(JsonFields, NestedObjectsAndArraysCarryTheirPath) {
-  const json doc = json::parse(R"({"memory": {"bandwidth_gbps": -3, "levels": [{"f": 1}, {"f": 9}], "rows": [[1, 2], [3, "x"]]}})");
+  const json doc =
+      json::parse(R"({"memory": {"bandwidth_gbps": -3, "levels": [{"f": 1}, {"f": 9}], "rows": [[1, 2], [3, "x"]]}})");
   const JsonFields r = JsonFields(doc, "h100-sxm.json", kRaise);
   const JsonFields memory = r.object("memory");
   EXPECT_EQ(memory.path(), "memory");
@@ -116,7 +121,8 @@ TEST(JsonFields, NestedObjectsAndArraysCarryTheirPath) {
   const auto levels = memory.array("levels");
   ASSERT_EQ(levels.size(), 2u);
   EXPECT_EQ(levels[1].path(), "memory.levels[1]");
-  EXPECT_EQ(error_of([&] { levels[1].object().number("f", NumberRange::between(0.5, 3)); }).field(), "memory.levels[1].f");
+  EXPECT_EQ(error_of([&] { levels[1].object().number("f", NumberRange::between(0.5, 3)); }).field(),
+            "memory.levels[1].f");
   const auto rows = memory.array("rows");
   EXPECT_EQ(error_of([&] { rows[1].array()[1].integer(); }).field(), "memory.rows[1][1]");
   EXPECT_EQ(error_of([&] { rows[0].with_path("memory.rows[0].pair").fail("bad"); }).field(), "memory.rows[0].pair");
@@ -145,7 +151,8 @@ TEST(JsonFields, NullReadsAsAbsentWhereTheFileKindSaysSo) {
   EXPECT_EQ(reader(doc, {true, "missing"}).integer_or("sliding_window", 0), 0);
   EXPECT_FALSE(reader(doc, {true, "missing"}).has("sliding_window"));
   EXPECT_EQ(error_of([&] { reader(doc, {true, "missing"}).integer("sliding_window"); }).reason(), "missing");
-  EXPECT_EQ(error_of([&] { reader(doc).integer_or("sliding_window", 0); }).reason(), "expected a whole number, got null");
+  EXPECT_EQ(error_of([&] { reader(doc).integer_or("sliding_window", 0); }).reason(),
+            "expected a whole number, got null");
 }
 
 TEST(JsonFields, ADeeplyNestedValueInAnErrorIsNamedByItsTypeOnly) {
@@ -192,7 +199,8 @@ TEST(JsonFields, ParsesOneObjectWithBoundedNesting) {
   EXPECT_EQ(e.reason().substr(0, 15), "not valid JSON:");
   e = error_of([&] { parse_json_object("[1, 2]", "t.json", kRaise, "a Hugging Face config.json"); });
   EXPECT_EQ(e.reason(), "not a JSON object at the top level (got array) (expected a Hugging Face config.json)");
-  EXPECT_NE(error_of([&] { parse_json_object("", "t.json", kRaise); }).reason().find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of([&] { parse_json_object("", "t.json", kRaise); }).reason().find("not valid JSON"),
+            std::string::npos);
   // 100,000 levels of text are refused at the limit, without building them.
   const std::string deep = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
   e = error_of([&] { parse_json_object(deep, "t.json", kRaise); });
@@ -200,8 +208,9 @@ TEST(JsonFields, ParsesOneObjectWithBoundedNesting) {
   // Exactly the limit parses: the document is level 1.
   const std::string at_limit = std::string(63, '[');
   EXPECT_NO_THROW(parse_json_object("{\"x\": " + at_limit + std::string(63, ']') + "}", "t.json", kRaise));
-  EXPECT_EQ(error_of([&] { parse_json_object("{\"x\": " + at_limit + "[]" + std::string(63, ']') + "}", "t.json", kRaise); })
-                .reason(),
+  EXPECT_EQ(error_of([&] {
+              parse_json_object("{\"x\": " + at_limit + "[]" + std::string(63, ']') + "}", "t.json", kRaise);
+            }).reason(),
             "nests deeper than 64 levels");
   // An unterminated megabyte string: the parser's excerpt of it is cut.
   const std::string open = "{\"x\": \"" + std::string(1000000, 'a');
