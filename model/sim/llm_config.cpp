@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
+
 namespace perfloom::embedded {
 // Generated from resources/llm/*.json by cmake/EmbedFiles.cmake (model/CMakeLists.txt).
 std::vector<std::pair<std::string_view, std::string_view>> llm_files();
@@ -56,119 +58,76 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
-// Reads fields of one config, naming the file and the field in every error.
-class Reader {
- public:
-  Reader(const json& j, std::string file) : j_(j), file_(std::move(file)) {}
+constexpr FieldErrorFn kRaise = &throw_field_error<LlmConfigError>;
+// A Hugging Face config writes null for "not set"; which fields are required depends on the architecture.
+const JsonReadOptions kHfOptions{true, "missing (required for this architecture)"};
+const NumberRange kPositive = NumberRange::positive();
 
-  [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
-    throw LlmConfigError(file_, field, reason);
-  }
-  bool has(const char* field) const { return j_.contains(field) && !j_.at(field).is_null(); }
-
-  int64_t integer(const char* field) const {
-    if (!has(field)) fail(field, "missing (required for this architecture)");
-    return as_int(j_.at(field), field);
-  }
-  int64_t integer_or(const char* field, int64_t fallback) const {
-    return has(field) ? as_int(j_.at(field), field) : fallback;
-  }
-  int64_t positive(const char* field) const {
-    const int64_t v = integer(field);
-    if (v <= 0) fail(field, "must be positive (got " + std::to_string(v) + ")");
-    return v;
-  }
-  int64_t positive_or(const char* field, int64_t fallback) const {
-    if (!has(field)) return fallback;
-    return positive(field);
-  }
-  bool boolean_or(const char* field, bool fallback) const {
-    if (!has(field)) return fallback;
-    if (!j_.at(field).is_boolean()) fail(field, "must be true or false");
-    return j_.at(field).get<bool>();
-  }
-  std::string string_or(const char* field, const std::string& fallback) const {
-    if (!has(field)) return fallback;
-    if (!j_.at(field).is_string()) fail(field, "must be a string");
-    return j_.at(field).get<std::string>();
-  }
-  const json& at(const char* field) const { return j_.at(field); }
-
- private:
-  int64_t as_int(const json& v, const char* field) const {
-    if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
-    if (v.is_number_float()) {
-      const double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
-    }
-    fail(field, "must be an integer (got " + v.dump() + ")");
-  }
-  const json& j_;
-  std::string file_;
-};
-
-Dtype parse_torch_dtype(const Reader& r) {
+Dtype parse_torch_dtype(const JsonFields& r) {
   // transformers >= 4.56 writes "dtype"; older configs "torch_dtype". Missing: bf16, as vLLM's
   // "auto" would pick on a GPU with bf16. float32 checkpoints are served in bf16 by vLLM as well.
   const char* key = r.has("torch_dtype") ? "torch_dtype" : "dtype";
   const std::string s = r.string_or(key, "bfloat16");
   if (s == "bfloat16" || s == "float32" || s == "auto") return Dtype::bf16;
   if (s == "float16" || s == "half") return Dtype::fp16;
-  r.fail(key, "unsupported dtype '" + s + "' (expected bfloat16, float16 or float32)");
+  r.fail(key, "unsupported dtype " + quote_excerpt(s) + " (expected bfloat16, float16 or float32)");
 }
 
-void parse_quantization(const Reader& r, const std::string& file, LlmConfig& c) {
-  if (!r.has("quantization_config")) return;
-  const json& q = r.at("quantization_config");
-  if (!q.is_object()) r.fail("quantization_config", "must be an object");
-  Reader qr(q, file);
-  const std::string method = qr.string_or("quant_method", "");
-  if (method.empty()) r.fail("quantization_config.quant_method", "missing");
+void parse_quantization(const JsonFields& r, LlmConfig& c) {
+  const auto q = r.optional_object("quantization_config");
+  if (!q) return;
+  if (!q->has("quant_method")) q->fail("quant_method", "missing");
+  const std::string method = q->string("quant_method");
   c.quant_method = method;
+  std::vector<std::string> not_converted_modules;
+  if (const auto m = q->optional("modules_to_not_convert"))
+    for (const JsonValue& name : m->array()) not_converted_modules.push_back(name.string());
   auto not_converted = [&](std::string_view what) {
-    if (!qr.has("modules_to_not_convert") || !q.at("modules_to_not_convert").is_array()) return false;
-    for (const auto& m : q.at("modules_to_not_convert"))
-      if (m.is_string() && m.get<std::string>().find(what) != std::string::npos) return true;
-    return false;
+    return std::any_of(not_converted_modules.begin(), not_converted_modules.end(),
+                       [&](const std::string& m) { return m.find(what) != std::string::npos; });
   };
   auto weight_only = [&](int64_t bits, int64_t group) {
     if (bits == 4) c.quant = WeightQuant::int4;
     else if (bits == 8) c.quant = WeightQuant::int8;
-    else r.fail("quantization_config.bits", "only 4- and 8-bit weights are modelled (got " + std::to_string(bits) + ")");
+    else q->fail("bits", "only 4- and 8-bit weights are modelled (got " + std::to_string(bits) + ")");
     // 16-bit scale per group of weights; per-channel scales (group -1) are negligible.
     c.quant_weight_bytes = static_cast<double>(bits) / 8.0 + (group > 0 ? 2.0 / static_cast<double>(group) : 0.0);
   };
   if (method == "fp8" || method == "fbgemm_fp8") {
     c.quant = WeightQuant::fp8;
     double scale_bytes = 0;
-    if (qr.has("weight_block_size") && q.at("weight_block_size").is_array() && q.at("weight_block_size").size() == 2) {
-      const double b0 = q.at("weight_block_size")[0].get<double>(), b1 = q.at("weight_block_size")[1].get<double>();
-      if (b0 > 0 && b1 > 0) scale_bytes = 4.0 / (b0 * b1);  // one fp32 scale per block
+    if (const auto block = q->optional("weight_block_size")) {
+      const std::vector<JsonValue> dims = block->array();
+      if (dims.size() != 2)
+        block->fail("must be the [rows, columns] of a scale's block, got " + json_excerpt(block->value()));
+      scale_bytes = 4.0 / (dims[0].number(kPositive) * dims[1].number(kPositive));  // one fp32 scale per block
     }
     c.quant_weight_bytes = 1.0 + scale_bytes;
   } else if (method == "awq" || method == "awq_marlin" || method == "gptq" || method == "gptq_marlin") {
-    weight_only(qr.integer_or("bits", qr.integer_or("w_bit", 4)), qr.integer_or("group_size", qr.integer_or("q_group_size", 128)));
+    weight_only(q->integer_or("bits", q->integer_or("w_bit", 4)),
+                q->integer_or("group_size", q->integer_or("q_group_size", 128)));
   } else if (method == "mxfp4") {
     c.quant = WeightQuant::mxfp4;
     c.quant_weight_bytes = 0.5 + 1.0 / 32.0;  // e2m1 pairs per byte, one e8m0 scale per 32 weights
   } else if (method == "compressed-tensors") {
-    if (!qr.has("config_groups") || !q.at("config_groups").is_object() || q.at("config_groups").empty())
-      r.fail("quantization_config.config_groups", "missing (needed to read the weight format)");
-    const json& g = q.at("config_groups").begin().value();
-    if (!g.contains("weights") || !g.at("weights").is_object())
-      r.fail("quantization_config.config_groups.weights", "missing");
-    Reader wr(g.at("weights"), file);
-    const int64_t bits = wr.integer("num_bits");
-    const std::string type = wr.string_or("type", "int");
+    if (!q->has("config_groups")) q->fail("config_groups", "missing (needed to read the weight format)");
+    const JsonFields groups = q->object("config_groups");
+    const std::vector<std::string> names = groups.keys();
+    if (names.empty()) groups.fail("is empty (needed to read the weight format)");
+    const JsonFields g = groups.object(names.front());
+    if (!g.has("weights")) g.fail("weights", "missing");
+    const JsonFields w = g.object("weights");
+    const int64_t bits = w.integer("num_bits");
+    const std::string type = w.string_or("type", "int");
     if (bits == 8 && type == "float") {
       c.quant = WeightQuant::fp8;
       c.quant_weight_bytes = 1.0;
     } else {
-      weight_only(bits, wr.integer_or("group_size", -1));
+      weight_only(bits, w.integer_or("group_size", -1));
     }
   } else {
-    r.fail("quantization_config.quant_method",
-           "unsupported quantization method '" + method + "' (modelled: fp8, fbgemm_fp8, awq, gptq, mxfp4, compressed-tensors)");
+    q->fail("quant_method", "unsupported quantization method " + quote_excerpt(method) +
+                                " (modelled: fp8, fbgemm_fp8, awq, gptq, mxfp4, compressed-tensors)");
   }
   if (not_converted("self_attn") || not_converted("attn")) c.quant_attention = false;
   if (c.quant == WeightQuant::mxfp4) {
@@ -178,19 +137,18 @@ void parse_quantization(const Reader& r, const std::string& file, LlmConfig& c) 
   }
 }
 
-std::vector<bool> layer_types_or_empty(const Reader& r, int64_t layers) {
-  if (!r.has("layer_types")) return {};
-  const json& lt = r.at("layer_types");
-  if (!lt.is_array()) r.fail("layer_types", "must be an array");
-  if (static_cast<int64_t>(lt.size()) != layers)
-    r.fail("layer_types", "has " + std::to_string(lt.size()) + " entries but num_hidden_layers is " + std::to_string(layers));
+std::vector<bool> layer_types_or_empty(const JsonFields& r, int64_t layers) {
+  const auto lt = r.optional("layer_types");
+  if (!lt) return {};
+  const std::vector<JsonValue> types = lt->array();
+  if (static_cast<int64_t>(types.size()) != layers)
+    lt->fail("has " + std::to_string(types.size()) + " entries but num_hidden_layers is " + std::to_string(layers));
   std::vector<bool> sliding;
-  for (const auto& t : lt) {
-    if (!t.is_string()) r.fail("layer_types", "entries must be strings");
-    const std::string s = t.get<std::string>();
+  for (const JsonValue& t : types) {
+    const std::string s = t.string();
     if (s == "sliding_attention") sliding.push_back(true);
     else if (s == "full_attention") sliding.push_back(false);
-    else r.fail("layer_types", "unknown layer type '" + s + "' (expected sliding_attention or full_attention)");
+    else t.fail("unknown layer type " + quote_excerpt(s) + " (expected sliding_attention or full_attention)");
   }
   return sliding;
 }
@@ -198,43 +156,37 @@ std::vector<bool> layer_types_or_empty(const Reader& r, int64_t layers) {
 }  // namespace
 
 LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_label) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw LlmConfigError(file_label, "", std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw LlmConfigError(file_label, "", "not a JSON object (expected a Hugging Face config.json)");
-  Reader r(j, file_label);
+  const json j = parse_json_object(json_text, file_label, kRaise, "a Hugging Face config.json");
+  const JsonFields r(j, file_label, kRaise, "", kHfOptions);
   LlmConfig c;
   c.id = file_label;
   c.source = file_label;
 
   if (!r.has("architectures")) r.fail("architectures", "missing (expected e.g. [\"LlamaForCausalLM\"])");
-  const json& archs = j.at("architectures");
-  if (!archs.is_array() || archs.empty() || !archs[0].is_string())
-    r.fail("architectures", "must be a non-empty array of names");
-  c.architecture = archs[0].get<std::string>();
+  const std::vector<JsonValue> archs = r.array("architectures");
+  if (archs.empty()) r.fail("architectures", "must be a non-empty array of names");
+  c.architecture = archs[0].string();
   const auto& known = known_architectures();
   if (std::find(known.begin(), known.end(), c.architecture) == known.end())
-    r.fail("architectures", "unknown architecture '" + c.architecture + "'; supported: " + join(known, ", "));
+    r.fail("architectures",
+           "unknown architecture '" + text_excerpt(c.architecture) + "'; supported: " + join(known, ", "));
   c.model_type = r.string_or("model_type", "");
   const std::string& a = c.architecture;
   const bool deepseek = a == "DeepseekV2ForCausalLM" || a == "DeepseekV3ForCausalLM";
   const bool gpt_oss = a == "GptOssForCausalLM";
 
-  c.hidden = r.positive("hidden_size");
-  c.layers = r.positive("num_hidden_layers");
-  c.heads = r.positive("num_attention_heads");
-  c.kv_heads = r.positive_or("num_key_value_heads", c.heads);  // transformers' default: MHA
-  c.vocab = r.positive("vocab_size");
-  c.intermediate = r.positive("intermediate_size");
+  c.hidden = r.integer("hidden_size", kPositive);
+  c.layers = r.integer("num_hidden_layers", kPositive);
+  c.heads = r.integer("num_attention_heads", kPositive);
+  c.kv_heads = r.integer_or("num_key_value_heads", c.heads, kPositive);  // transformers' default: MHA
+  c.vocab = r.integer("vocab_size", kPositive);
+  c.intermediate = r.integer("intermediate_size", kPositive);
   c.max_position_embeddings = r.integer_or("max_position_embeddings", 0);
   c.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
   c.dtype = parse_torch_dtype(r);
 
   if (r.has("head_dim")) {
-    c.head_dim = r.positive("head_dim");
+    c.head_dim = r.integer("head_dim", kPositive);
   } else if (!deepseek) {
     if (c.hidden % c.heads != 0)
       r.fail("head_dim", "missing, and hidden_size (" + std::to_string(c.hidden) +
@@ -255,53 +207,52 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
   // Mixture of experts.
   c.moe_layers.assign(static_cast<std::size_t>(c.layers), false);
   if (a == "MixtralForCausalLM") {
-    c.num_experts = r.positive("num_local_experts");
-    c.experts_per_token = r.positive("num_experts_per_tok");
+    c.num_experts = r.integer("num_local_experts", kPositive);
+    c.experts_per_token = r.integer("num_experts_per_tok", kPositive);
     c.moe_intermediate = c.intermediate;
     c.moe_layers.assign(static_cast<std::size_t>(c.layers), true);
   } else if (a == "Qwen3MoeForCausalLM") {
-    c.num_experts = r.positive("num_experts");
-    c.experts_per_token = r.positive("num_experts_per_tok");
-    c.moe_intermediate = r.positive("moe_intermediate_size");
-    const int64_t step = r.positive_or("decoder_sparse_step", 1);
+    c.num_experts = r.integer("num_experts", kPositive);
+    c.experts_per_token = r.integer("num_experts_per_tok", kPositive);
+    c.moe_intermediate = r.integer("moe_intermediate_size", kPositive);
+    const int64_t step = r.integer_or("decoder_sparse_step", 1, kPositive);
     std::vector<bool> mlp_only(static_cast<std::size_t>(c.layers), false);
-    if (r.has("mlp_only_layers")) {
-      if (!j.at("mlp_only_layers").is_array()) r.fail("mlp_only_layers", "must be an array of layer indices");
-      for (const auto& v : j.at("mlp_only_layers")) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.layers)
-          r.fail("mlp_only_layers", "entry " + v.dump() + " is not a layer index in [0, " + std::to_string(c.layers) + ")");
-        mlp_only[static_cast<std::size_t>(v.get<int64_t>())] = true;
+    if (const auto only = r.optional("mlp_only_layers")) {
+      for (const JsonValue& v : only->array()) {
+        const int64_t i = v.integer();
+        if (i < 0 || i >= c.layers)
+          v.fail("is not a layer index in [0, " + std::to_string(c.layers) + ") (got " + std::to_string(i) + ")");
+        mlp_only[static_cast<std::size_t>(i)] = true;
       }
     }
     for (int64_t i = 0; i < c.layers; ++i)
       c.moe_layers[static_cast<std::size_t>(i)] = !mlp_only[static_cast<std::size_t>(i)] && (i + 1) % step == 0;
   } else if (deepseek) {
     if (r.has("n_routed_experts")) {
-      c.num_experts = r.positive("n_routed_experts");
-      c.experts_per_token = r.positive("num_experts_per_tok");
-      c.moe_intermediate = r.positive("moe_intermediate_size");
-      c.shared_experts = r.integer_or("n_shared_experts", 0);
-      if (c.shared_experts < 0) r.fail("n_shared_experts", "must not be negative");
+      c.num_experts = r.integer("n_routed_experts", kPositive);
+      c.experts_per_token = r.integer("num_experts_per_tok", kPositive);
+      c.moe_intermediate = r.integer("moe_intermediate_size", kPositive);
+      c.shared_experts = r.integer_or("n_shared_experts", 0, NumberRange::at_least(0));
       const int64_t first_dense = r.integer_or("first_k_dense_replace", 0);
-      const int64_t freq = r.positive_or("moe_layer_freq", 1);
+      const int64_t freq = r.integer_or("moe_layer_freq", 1, kPositive);
       if (first_dense < 0 || first_dense > c.layers)
         r.fail("first_k_dense_replace", "must be in [0, num_hidden_layers] (got " + std::to_string(first_dense) + ")");
       for (int64_t i = 0; i < c.layers; ++i)
         c.moe_layers[static_cast<std::size_t>(i)] = i >= first_dense && i % freq == 0;
     }
     c.mla = true;
-    c.q_lora_rank = r.integer_or("q_lora_rank", 0);
-    if (c.q_lora_rank < 0) r.fail("q_lora_rank", "must not be negative");
-    c.kv_lora_rank = r.positive("kv_lora_rank");
-    c.qk_nope_head_dim = r.positive("qk_nope_head_dim");
-    c.qk_rope_head_dim = r.positive("qk_rope_head_dim");
-    c.v_head_dim = r.positive("v_head_dim");
+    c.q_lora_rank = r.integer_or("q_lora_rank", 0, NumberRange::at_least(0));
+    c.kv_lora_rank = r.integer("kv_lora_rank", kPositive);
+    c.qk_nope_head_dim = r.integer("qk_nope_head_dim", kPositive);
+    c.qk_rope_head_dim = r.integer("qk_rope_head_dim", kPositive);
+    c.v_head_dim = r.integer("v_head_dim", kPositive);
     c.head_dim = c.v_head_dim;
     c.kv_heads = c.heads;  // MLA: every head reads the shared latent; see the step builder
     c.mtp_layers = r.integer_or("num_nextn_predict_layers", 0);
   } else if (gpt_oss) {
-    c.num_experts = r.positive("num_local_experts");
-    c.experts_per_token = r.has("experts_per_token") ? r.positive("experts_per_token") : r.positive("num_experts_per_tok");
+    c.num_experts = r.integer("num_local_experts", kPositive);
+    c.experts_per_token =
+        r.integer(r.has("experts_per_token") ? "experts_per_token" : "num_experts_per_tok", kPositive);
     c.moe_intermediate = c.intermediate;
     c.moe_layers.assign(static_cast<std::size_t>(c.layers), true);
     c.qkv_bias = c.o_bias = r.boolean_or("attention_bias", true);
@@ -316,15 +267,15 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
   std::vector<bool> sliding = layer_types_or_empty(r, c.layers);
   const bool any_sliding_type = std::find(sliding.begin(), sliding.end(), true) != sliding.end();
   if (any_sliding_type) {
-    c.sliding_window = r.positive("sliding_window");
+    c.sliding_window = r.integer("sliding_window", kPositive);
     c.sliding_layers = sliding;
   } else if (a == "MistralForCausalLM" && r.has("sliding_window")) {
-    c.sliding_window = r.positive("sliding_window");
+    c.sliding_window = r.integer("sliding_window", kPositive);
     c.sliding_layers.assign(static_cast<std::size_t>(c.layers), true);
   } else if ((a == "Qwen2ForCausalLM" || a == "Qwen3ForCausalLM" || a == "Qwen3MoeForCausalLM") &&
              r.boolean_or("use_sliding_window", false) && r.has("sliding_window")) {
     // transformers' Qwen2: layers from max_window_layers on use the window.
-    c.sliding_window = r.positive("sliding_window");
+    c.sliding_window = r.integer("sliding_window", kPositive);
     const int64_t first = r.integer_or("max_window_layers", c.layers);
     c.sliding_layers.assign(static_cast<std::size_t>(c.layers), false);
     for (int64_t i = std::max<int64_t>(0, first); i < c.layers; ++i) c.sliding_layers[static_cast<std::size_t>(i)] = true;
@@ -332,7 +283,7 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
   }
   if (gpt_oss && !any_sliding_type) r.fail("layer_types", "missing: gpt-oss alternates sliding and full attention layers");
 
-  parse_quantization(r, file_label, c);
+  parse_quantization(r, c);
   return c;
 }
 
