@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/compressed_text.h"
+#include "model/json_fields.h"
 #include "model/resources.h"
 #include "model/tuner/acceptance_model.h"
 #include "model/tuner/variant_model.h"
@@ -45,9 +47,14 @@ namespace {
 // grid of schema 1 would rank with coefficients of other features, so it is refused.
 constexpr std::string_view kSchema = "perfloom-tuner/2";
 
-[[noreturn]] void fail(const std::string& label, const std::string& field, const std::string& reason) {
+// "LABEL: field 'FIELD': REASON", as every error of a table reads.
+[[noreturn]] void raise_table_error(const std::string& label, const std::string& field, const std::string& reason) {
   throw TunerTableError(label + (field.empty() ? "" : ": field '" + field + "'") + ": " + reason);
 }
+
+const JsonReadOptions kTableOptions{false, "is missing"};
+// Counts and sizes the table stores as int.
+const NumberRange kCount = NumberRange::between(0, std::numeric_limits<int>::max());
 
 std::optional<int> parse_positive(std::string_view s) {
   int v = 0;
@@ -82,33 +89,18 @@ json coef_json(const Coefficients& c) {
   return a;
 }
 
-Coefficients coef_from(const json& j, const std::string& label, const std::string& field) {
-  if (!j.is_array()) fail(label, field, "is not an array of numbers");
-  if (j.size() != kFeatureCount)
-    fail(label, field, "has " + std::to_string(j.size()) + " coefficients, this build's model has " +
-                           std::to_string(kFeatureCount));
+Coefficients coef_from(const JsonValue& v) {
+  const std::vector<JsonValue> a = v.array();
+  if (a.size() != kFeatureCount)
+    v.fail("has " + std::to_string(a.size()) + " coefficients, this build's model has " +
+           std::to_string(kFeatureCount));
   Coefficients c{};
-  for (std::size_t i = 0; i < kFeatureCount; ++i) {
-    if (!j[i].is_number()) fail(label, field, "coefficient " + std::to_string(i) + " is not a number");
-    c[i] = j[i].get<double>();
-    if (!std::isfinite(c[i])) fail(label, field, "coefficient " + std::to_string(i) + " is not finite");
-  }
+  for (std::size_t i = 0; i < kFeatureCount; ++i) c[i] = a[i].number();
   return c;
 }
 
-const json& need(const json& obj, const char* key, const std::string& label, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end()) fail(label, where.empty() ? key : where + "." + key, "is missing");
-  return *it;
-}
-
-int need_int(const json& obj, const char* key, const std::string& label, const std::string& where, int min) {
-  const json& v = need(obj, key, label, where);
-  const std::string f = where.empty() ? key : where + "." + key;
-  if (!v.is_number_integer()) fail(label, f, "is not an integer");
-  const auto x = v.get<int64_t>();
-  if (x < min) fail(label, f, "is " + std::to_string(x) + ", below " + std::to_string(min));
-  return static_cast<int>(x);
+int count_of(const JsonFields& obj, std::string_view key, int min = 0) {
+  return static_cast<int>(obj.integer(key, NumberRange::between(min, kCount.hi)));
 }
 
 // The names of a model's inputs, as a table stores them.
@@ -119,28 +111,43 @@ json names_json(const Names& names) {
   return a;
 }
 
-// Refuses a model whose stored input names (`field`) are not this build's: it was trained on other features.
-void expect_names(const json& found, const json& expected, const std::string& label, const std::string& field,
-                  const std::string& model) {
-  if (found != expected)
-    fail(label, field, "are " + found.dump() + ", this build's " + model + " uses " + expected.dump() +
-                           "; refit the table with perfloom-tuner-fit");
+// Refuses a model whose stored input names (`found`) are not this build's: it was trained on other
+// features. The message names the first difference, not both lists (dozens of names, and the file's
+// may be anything).
+template <class Names>
+void expect_names(const JsonValue& found, const Names& expected, const std::string& model) {
+  const std::vector<JsonValue> names = found.array();
+  std::size_t i = 0;
+  while (i < names.size() && i < expected.size() && names[i].value().is_string() &&
+         names[i].value().template get_ref<const std::string&>() == expected[i])
+    ++i;
+  if (i == names.size() && i == expected.size()) return;
+  std::string why = "are " + std::to_string(names.size()) + " names where this build's " + model + " uses " +
+                    std::to_string(expected.size()) + ": ";
+  if (i < names.size() && i < expected.size())
+    why += "name " + std::to_string(i) + " is " + json_excerpt(names[i].value()) + ", not \"" +
+           std::string(expected[i]) + "\"";
+  else if (i < expected.size())
+    why += "\"" + std::string(expected[i]) + "\" and after are missing";
+  else
+    why += "name " + std::to_string(i) + " (" + json_excerpt(names[i].value()) + ") and after are extra";
+  found.fail(why + "; refit the table with perfloom-tuner-fit");
 }
 
 // An XGBoost model of a table (the learned residual, the chooser, the variant model): a JSON object
 // that XGBoost loads and that takes `features` inputs; predicted on one thread (a query predicts a few
 // dozen rows: one thread is faster than a team).
-std::shared_ptr<const XgbBooster> load_booster(const json& m, const std::string& label, const std::string& field,
-                                               std::size_t features) {
-  if (!m.is_object()) fail(label, field, "is not an XGBoost model (a JSON object)");
+std::shared_ptr<const XgbBooster> load_booster(const JsonValue& m, std::size_t features) {
+  if (!m.value().is_object()) m.fail("is not an XGBoost model (a JSON object), got " + describe_json(m.value()));
   try {
-    auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.dump(), label + ": " + field));
+    // dump() of a parsed document: parse_json_object bounded its depth.
+    auto b = std::make_shared<XgbBooster>(XgbBooster::load_json(m.value().dump(), m.file() + ": " + m.path()));
     if (b->num_features() != features)
-      fail(label, field, "takes " + std::to_string(b->num_features()) + " features, expected " + std::to_string(features));
+      m.fail("takes " + std::to_string(b->num_features()) + " features, expected " + std::to_string(features));
     b->set_param("nthread", "1");
     return b;
   } catch (const XgbError& e) {
-    fail(label, field, e.what());
+    m.fail(text_excerpt(e.what(), 4 * kExcerptChars));
   }
 }
 
@@ -254,7 +261,7 @@ std::string config_to_string(const TileConfig& t) {
 
 TileConfig config_from_string(std::string_view text) {
   auto bad = [&](const std::string& why) -> TileConfig {
-    throw TunerTableError("configuration '" + std::string(text) + "': " + why +
+    throw TunerTableError("configuration '" + text_excerpt(text) + "': " + why +
                           " (expected MxNxK/sS/cAxB[/stN], e.g. 128x256x64/s1/c1x2)");
   };
   const auto parts = split(text, '/');
@@ -398,220 +405,155 @@ std::string tuner_table_to_json(const TunerTable& table) {
 }
 
 TunerTable parse_tuner_table(std::string_view json_text, const std::string& label) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    fail(label, "", std::string("not valid JSON (") + e.what() + ")");
-  }
-  if (!j.is_object()) fail(label, "", "is not a JSON object");
-  const json& schema = need(j, "schema", label, "");
-  if (!schema.is_string() || schema.get<std::string>() != kSchema)
-    fail(label, "schema", "is " + schema.dump() + ", expected \"" + std::string(kSchema) + "\"");
+  using R = NumberRange;
+  const json j = parse_json_object(json_text, label, &raise_table_error);
+  const JsonFields r(j, label, &raise_table_error, "", kTableOptions);
+  if (const JsonValue schema = r.required("schema"); schema.value() != kSchema)
+    schema.fail("is " + json_excerpt(schema.value()) + ", expected \"" + std::string(kSchema) + "\"");
   TunerTable t;
   t.label = label;
-  const json& gpu = need(j, "gpu", label, "");
-  if (!gpu.is_string() || gpu.get<std::string>().empty()) fail(label, "gpu", "is not a GPU id");
-  t.gpu_id = gpu.get<std::string>();
-  t.sm_count = need_int(j, "sm_count", label, "", 1);
-  if (auto it = j.find("source"); it != j.end() && it->is_string()) t.source = it->get<std::string>();
-  expect_names(need(j, "features", label, ""), names_json(feature_names()), label, "features", "model");
-  const json& pen = need(j, "support_penalty", label, "");
-  if (!pen.is_number() || !std::isfinite(pen.get<double>()) || pen.get<double>() < 0)
-    fail(label, "support_penalty", "must be a non-negative number");
-  t.support_penalty = pen.get<double>();
-  if (auto it = j.find("slots_by_cluster"); it != j.end()) {
-    if (!it->is_object()) fail(label, "slots_by_cluster", "is not an object");
-    for (auto s = it->begin(); s != it->end(); ++s) {
-      auto cs = parse_positive(s.key());
-      if (!cs || !s.value().is_number_integer() || s.value().get<int64_t>() <= 0)
-        fail(label, "slots_by_cluster." + s.key(), "must map a positive cluster size to a positive CTA count");
-      t.slots_by_cluster[*cs] = s.value().get<int>();
+  t.gpu_id = r.string("gpu");
+  t.sm_count = count_of(r, "sm_count", 1);
+  t.source = r.string_or("source", "");
+  expect_names(r.required("features"), feature_names(), "model");
+  t.support_penalty = r.number("support_penalty", R::at_least(0));
+  if (const auto slots = r.optional_object("slots_by_cluster")) {
+    for (const std::string& key : slots->keys()) {
+      const auto cs = parse_positive(key);
+      if (!cs) slots->fail(key, "must map a positive cluster size to a positive CTA count");
+      t.slots_by_cluster[*cs] = count_of(*slots, key, 1);
     }
   }
-  const json& groups = need(j, "groups", label, "");
-  if (!groups.is_object() || groups.empty()) fail(label, "groups", "must be a non-empty object");
-  for (auto g = groups.begin(); g != groups.end(); ++g) {
-    const std::string where = "groups." + g.key();
-    const json& gj = g.value();
-    if (!gj.is_object()) fail(label, where, "is not an object");
+  // A configuration of the table's text; a malformed one is refused at `where`.
+  auto config_at = [](const JsonValue& where, const std::string& text) {
+    try {
+      return config_from_string(text);
+    } catch (const TunerTableError& e) {
+      where.fail(e.what());
+    }
+  };
+  auto configs_from = [&](const std::vector<JsonValue>& entries) {
+    std::vector<TileConfig> out;
+    for (const JsonValue& e : entries) out.push_back(config_at(e, e.string()));
+    return out;
+  };
+  const JsonFields groups = r.object("groups");
+  if (groups.keys().empty()) groups.fail("must be a non-empty object");
+  for (const std::string& name : groups.keys()) {
+    const JsonFields gj = groups.object(name);
     GroupTable gt;
-    gt.shapes = need_int(gj, "shapes", label, where, 0);
-    gt.samples = need_int(gj, "samples", label, where, 0);
-    gt.global = coef_from(need(gj, "global", label, where), label, where + ".global");
-    const json& classes = need(gj, "classes", label, where);
-    if (!classes.is_array()) fail(label, where + ".classes", "is not an array");
-    for (std::size_t i = 0; i < classes.size(); ++i) {
-      const std::string cw = where + ".classes[" + std::to_string(i) + "]";
-      const json& c = classes[i];
-      if (!c.is_object()) fail(label, cw, "is not an object");
-      const json& tile = need(c, "tile", label, cw);
-      if (!tile.is_string()) fail(label, cw + ".tile", "is not a string");
-      TileConfig tc;
-      try {
-        tc = config_from_string(tile.get<std::string>() + "/s1/c1x1");
-      } catch (const TunerTableError& e) {
-        fail(label, cw + ".tile", e.what());
-      }
-      const json& split = need(c, "split", label, cw);
-      if (!split.is_boolean()) fail(label, cw + ".split", "is not true/false");
-      TileClassKey key{tc.tile_m, tc.tile_n, tc.tile_k, split.get<bool>()};
+    gt.shapes = count_of(gj, "shapes");
+    gt.samples = count_of(gj, "samples");
+    gt.global = coef_from(gj.required("global"));
+    for (const JsonValue& entry : gj.array("classes")) {
+      const JsonFields c = entry.object();
+      const JsonValue tile = c.required("tile");
+      const std::string tile_text = tile.string();
+      const TileConfig tc = config_at(tile, tile_text + "/s1/c1x1");
+      TileClassKey key{tc.tile_m, tc.tile_n, tc.tile_k, c.boolean("split")};
       ClassFit fit;
-      fit.samples = need_int(c, "samples", label, cw, 0);
-      fit.coef = coef_from(need(c, "coef", label, cw), label, cw + ".coef");
-      if (!gt.classes.emplace(key, fit).second) fail(label, cw, "repeats class " + tile.get<std::string>());
+      fit.samples = count_of(c, "samples");
+      fit.coef = coef_from(c.required("coef"));
+      if (!gt.classes.emplace(key, fit).second) entry.fail("repeats class " + quote_excerpt(tile_text));
     }
-    auto configs_from = [&](const json& arr, const std::string& w) {
-      if (!arr.is_array()) fail(label, w, "is not an array");
-      std::vector<TileConfig> out;
-      for (std::size_t i = 0; i < arr.size(); ++i) {
-        if (!arr[i].is_string()) fail(label, w + "[" + std::to_string(i) + "]", "is not a string");
-        try {
-          out.push_back(config_from_string(arr[i].get<std::string>()));
-        } catch (const TunerTableError& e) {
-          fail(label, w + "[" + std::to_string(i) + "]", e.what());
-        }
-      }
-      return out;
-    };
-    const json& buckets = need(gj, "buckets", label, where);
-    if (!buckets.is_array()) fail(label, where + ".buckets", "is not an array");
-    for (std::size_t i = 0; i < buckets.size(); ++i) {
-      const std::string bw = where + ".buckets[" + std::to_string(i) + "]";
-      const json& b = buckets[i];
-      if (!b.is_object()) fail(label, bw, "is not an object");
-      BucketKey key{need_int(b, "m", label, bw, 0), need_int(b, "n", label, bw, 0), need_int(b, "k", label, bw, 0)};
-      auto configs = configs_from(need(b, "configs", label, bw), bw + ".configs");
-      if (configs.empty()) fail(label, bw + ".configs", "is empty");
-      if (!gt.buckets.emplace(key, std::move(configs)).second) fail(label, bw, "repeats a bucket");
+    for (const JsonValue& entry : gj.array("buckets")) {
+      const JsonFields b = entry.object();
+      BucketKey key{count_of(b, "m"), count_of(b, "n"), count_of(b, "k")};
+      const JsonValue configs_v = b.required("configs");
+      auto configs = configs_from(configs_v.array());
+      if (configs.empty()) configs_v.fail("is empty");
+      if (!gt.buckets.emplace(key, std::move(configs)).second) entry.fail("repeats a bucket");
     }
-    gt.common = configs_from(need(gj, "common", label, where), where + ".common");
-    if (auto it = gj.find("winners"); it != gj.end()) {
-      if (!it->is_array()) fail(label, where + ".winners", "is not an array");
-      for (std::size_t i = 0; i < it->size(); ++i) {
-        const std::string ww = where + ".winners[" + std::to_string(i) + "]";
-        const json& row = (*it)[i];
-        if (!row.is_array() || row.size() < 4)
-          fail(label, ww, "is not [M, N, K, configuration...] with at least one configuration");
-        for (int d = 0; d < 3; ++d)
-          if (!row[d].is_number_integer() || row[d].get<int64_t>() <= 0)
-            fail(label, ww + "[" + std::to_string(d) + "]", "is not a positive integer");
-        gt.winners.emplace_back(row[0].get<int64_t>(), row[1].get<int64_t>(), row[2].get<int64_t>(),
-                                configs_from(json(row.begin() + 3, row.end()), ww + ".configurations"));
+    gt.common = configs_from(gj.array("common"));
+    if (const auto winners = gj.optional("winners")) {
+      for (const JsonValue& row_v : winners->array()) {
+        const std::vector<JsonValue> row = row_v.array();
+        if (row.size() < 4) row_v.fail("is not [M, N, K, configuration...] with at least one configuration");
+        int64_t dims[3];
+        for (int d = 0; d < 3; ++d) dims[d] = row[static_cast<std::size_t>(d)].integer(R::positive());
+        // The configurations after M, N and K are named as a list of their own in messages.
+        std::vector<JsonValue> configs;
+        for (std::size_t i = 3; i < row.size(); ++i)
+          configs.push_back(row[i].with_path(row_v.path() + ".configurations[" + std::to_string(i - 3) + "]"));
+        gt.winners.emplace_back(dims[0], dims[1], dims[2], configs_from(configs));
       }
     }
-    if (auto it = gj.find("residual"); it != gj.end()) {
-      expect_names(need(gj, "residual_features", label, where), names_json(residual_names()), label,
-                   where + ".residual_features", "model");
-      if (!it->is_array() || it->size() != kResidualCount)
-        fail(label, where + ".residual", "is not an array of " + std::to_string(kResidualCount) + " numbers");
-      for (std::size_t i = 0; i < kResidualCount; ++i) {
-        if (!(*it)[i].is_number() || !std::isfinite((*it)[i].get<double>()))
-          fail(label, where + ".residual", "value " + std::to_string(i) + " is not a finite number");
-        gt.residual[i] = (*it)[i].get<double>();
-      }
+    if (const auto residual = gj.optional("residual")) {
+      expect_names(gj.required("residual_features"), residual_names(), "model");
+      const std::vector<JsonValue> values = residual->array();
+      if (values.size() != kResidualCount)
+        residual->fail("has " + std::to_string(values.size()) + " values, not " + std::to_string(kResidualCount));
+      for (std::size_t i = 0; i < kResidualCount; ++i) gt.residual[i] = values[i].number();
     }
-    if (auto it = gj.find("interval"); it != gj.end()) {
-      const std::string iw = where + ".interval";
-      if (!it->is_object()) fail(label, iw, "is not an object");
-      auto log_ratio = [&](const char* key) {
-        const json& v = need(*it, key, label, iw);
-        if (!v.is_number() || !std::isfinite(v.get<double>()) || std::abs(v.get<double>()) > 5)
-          fail(label, iw + "." + key, "is not a finite log ratio (|x| <= 5)");
-        return v.get<double>();
-      };
-      gt.interval.lo_log = log_ratio("p10_log_ratio");
-      gt.interval.hi_log = log_ratio("p90_log_ratio");
-      gt.interval.rows = need_int(*it, "rows", label, iw, 1);
-      if (gt.interval.lo_log > gt.interval.hi_log) fail(label, iw, "p10_log_ratio is above p90_log_ratio");
+    if (const auto interval = gj.optional_object("interval")) {
+      const R log_ratio = R::between(-5, 5).named("a log ratio");
+      gt.interval.lo_log = interval->number("p10_log_ratio", log_ratio);
+      gt.interval.hi_log = interval->number("p90_log_ratio", log_ratio);
+      gt.interval.rows = count_of(*interval, "rows", 1);
+      if (gt.interval.lo_log > gt.interval.hi_log) interval->fail("p10_log_ratio is above p90_log_ratio");
     }
-    if (auto it = gj.find("learned"); it != gj.end()) {
-      expect_names(need(gj, "learned_features", label, where), names_json(learned_names()), label,
-                   where + ".learned_features", "model");
-      gt.learned = load_booster(*it, label, where + ".learned", kLearnedCount);
+    if (const auto learned = gj.optional("learned")) {
+      expect_names(gj.required("learned_features"), learned_names(), "model");
+      gt.learned = load_booster(*learned, kLearnedCount);
     }
-    if (auto it = gj.find("config_factor"); it != gj.end()) {
-      if (!it->is_object()) fail(label, where + ".config_factor", "is not an object");
-      for (auto c = it->begin(); c != it->end(); ++c) {
-        const std::string cw = where + ".config_factor." + c.key();
-        TileConfig t;
-        try {
-          t = config_from_string(c.key());
-        } catch (const TunerTableError& e) {
-          fail(label, cw, e.what());
-        }
-        if (!c.value().is_number() || !(c.value().get<double>() > 0) || !std::isfinite(c.value().get<double>()))
-          fail(label, cw, "must be a positive number");
-        gt.config_factor[config_key(t)] = c.value().get<double>();
+    if (const auto factors = gj.optional_object("config_factor")) {
+      for (const std::string& key : factors->keys()) {
+        const JsonValue f = factors->required(key);
+        gt.config_factor[config_key(config_at(f, key))] = f.number(R::positive());
       }
     }
     index_catalogue(gt);
-    t.groups.emplace(g.key(), std::move(gt));
+    t.groups.emplace(name, std::move(gt));
   }
-  if (auto it = j.find("ranker"); it != j.end()) {
-    if (!it->is_object()) fail(label, "ranker", "is not an object");
-    expect_names(need(*it, "features", label, "ranker"), names_json(ranker_names()), label, "ranker.features", "chooser");
-    const json& m = need(*it, "model", label, "ranker");
-    t.ranker.booster = load_booster(m, label, "ranker.model", kRankerCount);
-    if (auto o = it->find("objective"); o != it->end() && o->is_string()) t.ranker.objective = o->get<std::string>();
-    if (auto o = it->find("grading"); o != it->end() && o->is_string()) t.ranker.grading = o->get<std::string>();
-    if (auto o = it->find("shapes"); o != it->end() && o->is_number_integer()) t.ranker.shapes = o->get<int>();
+  if (const auto ranker = r.optional_object("ranker")) {
+    expect_names(ranker->required("features"), ranker_names(), "chooser");
+    t.ranker.booster = load_booster(ranker->required("model"), kRankerCount);
+    t.ranker.objective = ranker->string_or("objective", t.ranker.objective);
+    t.ranker.grading = ranker->string_or("grading", t.ranker.grading);
+    t.ranker.shapes = static_cast<int>(ranker->integer_or("shapes", t.ranker.shapes, kCount));
   }
-  if (auto it = j.find("variants"); it != j.end()) {
-    if (!it->is_object()) fail(label, "variants", "is not an object");
-    expect_names(need(*it, "features", label, "variants"), names_json(variant_feature_names()), label, "variants.features",
-                 "variant model");
-    auto option = [&](const json& c, const std::string& where) {
-      if (!c.is_number_integer() || c.get<long long>() < 0 || c.get<long long>() > 63)
-        fail(label, where, "is " + c.dump() + ", not a cuBLASLt custom option (an integer 0..63)");
-      return c.get<int>();
+  if (const auto variants = r.optional_object("variants")) {
+    expect_names(variants->required("features"), variant_feature_names(), "variant model");
+    auto option = [](const JsonValue& c) {
+      if (!c.value().is_number_integer() || c.value().get<long long>() < 0 || c.value().get<long long>() > 63)
+        c.fail("is " + json_excerpt(c.value()) + ", not a cuBLASLt custom option (an integer 0..63)");
+      return c.value().get<int>();
     };
-    const json& acc = need(*it, "accepted", label, "variants");
-    if (!acc.is_object()) fail(label, "variants.accepted", "is not an object of dtype groups");
-    for (const auto& [group, configs] : acc.items()) {
-      const std::string where = "variants.accepted." + group;
-      if (!configs.is_object()) fail(label, where, "is not an object of configurations");
+    const JsonFields accepted = variants->object("accepted");
+    for (const std::string& group : accepted.keys()) {
+      const JsonFields configs = accepted.object(group);
       auto& out = t.variants.accepted[group];
-      for (const auto& [cfg, customs] : configs.items()) {
-        TileConfig tc;
-        try {
-          tc = config_from_string(cfg);
-        } catch (const TunerTableError& e) {
-          fail(label, where, e.what());
-        }
-        if (!customs.is_array() || customs.empty()) fail(label, where + "." + cfg, "is not a list of custom options");
+      for (const std::string& cfg : configs.keys()) {
+        const JsonValue customs = configs.required(cfg);
+        const TileConfig tc = config_at(customs, cfg);
+        const std::vector<JsonValue> entries = customs.array();
+        if (entries.empty()) customs.fail("is not a list of custom options");
         std::vector<int> v;
-        for (std::size_t i = 0; i < customs.size(); ++i) v.push_back(option(customs[i], where + "." + cfg + "[" + std::to_string(i) + "]"));
+        for (const JsonValue& e : entries) v.push_back(option(e));
         std::sort(v.begin(), v.end());
         v.erase(std::unique(v.begin(), v.end()), v.end());
         out[config_key(tc)] = std::move(v);
       }
     }
-    if (auto l = it->find("labels"); l != it->end()) {
-      if (!l->is_object()) fail(label, "variants.labels", "is not an object");
-      for (const auto& [c, text] : l->items()) {
+    if (const auto labels = variants->optional_object("labels")) {
+      for (const std::string& c : labels->keys()) {
         int custom = -1;
-        const auto r = std::from_chars(c.data(), c.data() + c.size(), custom);
-        if (r.ec != std::errc() || r.ptr != c.data() + c.size() || custom < 0 || custom > 63 || !text.is_string())
-          fail(label, "variants.labels." + c, "is not a custom option (0..63) with its label");
-        t.variants.labels[custom] = text.get<std::string>();
+        const auto p = std::from_chars(c.data(), c.data() + c.size(), custom);
+        if (p.ec != std::errc() || p.ptr != c.data() + c.size() || custom < 0 || custom > 63 ||
+            !labels->required(c).value().is_string())
+          labels->fail(c, "is not a custom option (0..63) with its label");
+        t.variants.labels[custom] = labels->string_or(c, "");
       }
     }
-    if (auto o = it->find("points"); o != it->end() && o->is_number_integer()) t.variants.points = o->get<int>();
-    const json& m = need(*it, "model", label, "variants");
-    t.variants.booster = load_booster(m, label, "variants.model", kVariantFeatureCount);
+    t.variants.points = static_cast<int>(variants->integer_or("points", t.variants.points, kCount));
+    t.variants.booster = load_booster(variants->required("model"), kVariantFeatureCount);
   }
-  if (auto it = j.find("acceptance"); it != j.end()) {
-    if (!it->is_object()) fail(label, "acceptance", "is not an object");
-    expect_names(need(*it, "features", label, "acceptance"), names_json(acceptance_feature_names()), label,
-                 "acceptance.features", "acceptance model");
-    const json& thr = need(*it, "threshold", label, "acceptance");
-    if (!thr.is_number() || !(thr.get<double>() > 0) || !(thr.get<double>() <= 1))
-      fail(label, "acceptance.threshold", "is " + thr.dump() + ", not a probability in (0, 1]");
-    t.acceptance.threshold = thr.get<double>();
-    if (auto o = it->find("points"); o != it->end() && o->is_number_integer()) t.acceptance.points = o->get<int>();
-    if (auto o = it->find("refused"); o != it->end() && o->is_number_integer()) t.acceptance.refused = o->get<int>();
-    t.acceptance.booster = load_booster(need(*it, "model", label, "acceptance"), label, "acceptance.model", kAcceptanceFeatureCount);
+  if (const auto acceptance = r.optional_object("acceptance")) {
+    expect_names(acceptance->required("features"), acceptance_feature_names(), "acceptance model");
+    t.acceptance.threshold = acceptance->number("threshold", R::in(0, 1, true, false).named("a probability"));
+    t.acceptance.points = static_cast<int>(acceptance->integer_or("points", t.acceptance.points, kCount));
+    t.acceptance.refused = static_cast<int>(acceptance->integer_or("refused", t.acceptance.refused, kCount));
+    t.acceptance.booster = load_booster(acceptance->required("model"), kAcceptanceFeatureCount);
   }
   return t;
 }

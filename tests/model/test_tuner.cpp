@@ -640,7 +640,7 @@ TEST(TunerLookup, TheNearestMeasuredShapesLendTheirWinners) {
   EXPECT_EQ(back.groups.at("16bit").winners[1].configs, (std::vector<TileConfig>{c, b}));
   EXPECT_EQ(back.groups.at("16bit").winners[1].M, 900);
   for (const auto& [from, to, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"[900,1024,1024,", "[900,-1024,1024,", "groups.16bit.winners[1][1]': is not a positive integer"},
+           {"[900,1024,1024,", "[900,-1024,1024,", "groups.16bit.winners[1][1]': must be positive (got -1024)"},
            {"[4096,4096,4096,\"256x128x64/s1/c1x1\"]", "[4096,4096,4096]", "groups.16bit.winners[2]': is not [M, N, K"},
            {"[900,1024,1024,\"64x64x64", "[900,1024,1024,\"64x6zx64", "groups.16bit.winners[1].configurations[0]'"}}) {
     std::string bad = text;
