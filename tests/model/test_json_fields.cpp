@@ -4,8 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/calibration.h"
+#include "model/gpu_database.h"
 #include "model/input_error.h"
 #include "model/json_fields.h"
+#include "model/sim/llm_config.h"
+#include "model/tuner/tuner_table.h"
 
 using namespace perfloom;
 using nlohmann::json;
@@ -227,4 +231,32 @@ TEST(JsonFields, RangesDescribeThemselves) {
   EXPECT_EQ(NumberRange::any().describe(), "");
   EXPECT_TRUE(NumberRange::any().contains(-1e300));
   EXPECT_FALSE(NumberRange::positive().contains(0));
+}
+
+// Each file kind that reads through JsonFields refuses hostile text with its own error and a short message.
+TEST(JsonFields, EveryValidatedFileRefusesHostileInputWithABoundedMessage) {
+  const std::string deep = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string huge(1000000, 'z');
+  const std::string with_huge = "{\"schema\": \"" + huge + "\", \"id\": \"" + huge + "\", \"gpu_name\": \"" + huge +
+                                "\", \"architectures\": [\"" + huge + "\"]}";
+  auto expect_refused = [&](auto&& parse, const std::string& kind) {
+    for (const std::string* text : {&deep, &with_huge}) {
+      try {
+        parse(*text);
+        ADD_FAILURE() << kind << " accepted hostile text";
+      } catch (const std::exception& e) {
+        EXPECT_LT(std::string(e.what()).size(), 1000u) << kind << ": " << std::string(e.what()).substr(0, 200);
+        if (text == &deep) {
+          EXPECT_NE(std::string(e.what()).find("nests deeper than 64 levels"), std::string::npos) << kind;
+        }
+      }
+    }
+  };
+  expect_refused([](const std::string& t) { parse_gpu_spec(t, "g.json"); }, "GPU spec");
+  expect_refused([](const std::string& t) { parse_calibration(t, "c.json"); }, "calibration");
+  expect_refused([](const std::string& t) { sim::parse_llm_config(t, "config.json"); }, "LLM config");
+  expect_refused([](const std::string& t) { tuner::parse_tuner_table(t, "t.json"); }, "tuner table");
+  // A megabyte GPU id passes its character check without std::regex (which recurses per character).
+  const std::string id = "{\"schema\": \"perfloom-gpu/1\", \"id\": \"" + std::string(1000000, 'a') + "\"}";
+  EXPECT_THROW(parse_gpu_spec(id, "g.json"), GpuSpecError);
 }
