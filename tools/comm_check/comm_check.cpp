@@ -1,4 +1,4 @@
-// The communication model against NCCL measured on 2 and 4 H200s of one host (issue 7):
+// The communication model against NCCL measured on 2 and 4 H200s of one host:
 //   perfloom-comm-check [data/nccl-h200/nccl.csv] > comm_check.md   (a Markdown report on stdout)
 //
 // For every measured all-reduce / all-gather (GPU-side time: CUDA-graph replay up to 64 MiB, eager
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     detail << buf;
   }
 
-  std::cout << "# Collectives: perfloom's communication model vs NCCL on H200s (issue 7)\n\n"
+  std::cout << "# Collectives: perfloom's communication model vs NCCL on H200s\n\n"
             << "Measured: `tools/collector/nccl_torch.py` on 4 H200s of one host (NVLink, every pair NV18; NCCL 2.28.9 "
                "through PyTorch 2.11; NVLink multicast off), bf16, 1 KiB to 1 GiB, 2 and 4 ranks; GPU-side time = "
                "CUDA-graph replay (up to 64 MiB) or eager (above, where the host cost is hidden). Data: "

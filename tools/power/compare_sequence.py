@@ -1,10 +1,8 @@
 #!/usr/bin/env python3
 """`perfloom simulate --clocks sustained` against prefill steps measured in a row (step_sequence.py).
-
-    python3 tools/power/compare_sequence.py [--out REPORT.md]
-
-Writes the Markdown report to REPORT.md (default: stdout) and one MAPE line per GPU to stderr.
-Run from the repo root after building build/bin/perfloom ($PERFLOOM names another binary).
+Usage: python3 tools/power/compare_sequence.py [--out REPORT.md]: the Markdown report to REPORT.md (default:
+stdout), one MAPE line per GPU to stderr. Run from the repo root after building build/bin/perfloom ($PERFLOOM
+names another binary).
 
 Each measured sequence (one Llama-3-8B prefill of 4096 tokens per step, after 3 s idle, back to back
 or with idle gaps) is replayed as a trace: one request per step, arriving when the measured step

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sustained-power probe (issue 7): how much slower kernels run once the GPU sits at its power limit.
+"""Sustained-power probe: how much slower kernels run once the GPU sits at its power limit.
 
 perfloom's kernel models learn from short measurements (10+ repetitions after a warm-up), which
 run at the boost clock. A serving step that keeps the tensor cores busy for hundreds of

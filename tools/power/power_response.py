@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How fast a GPU reaches and leaves its power-limited state (issue 7): the time constant of the
+"""How fast a GPU reaches and leaves its power-limited state: the time constant of the
 sustained-power model (model/power.h) in a serving simulation, where steps come with idle gaps.
 
 ramp:     after IDLE s idle, bf16 GEMMs (M x 28672 x 4096, M = 4096: about 1.2 ms each at burst

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prefill steps in a row, after idle and with idle gaps between them (issue 7): the power limit's
+"""Prefill steps in a row, after idle and with idle gaps between them: the power limit's
 dynamics in a serving-like sequence, to check `perfloom simulate --clocks sustained` against.
 
 The fused Llama-3-8B step of tools/step_check/step_bench.py (random bf16 weights, Inductor-fused

@@ -134,7 +134,7 @@ def pct(m, p):
     return 100.0 * (p - m) / m if m else float("nan")
 
 
-out = ["# Step latency: perfloom vs a measured vLLM-like PyTorch step (issue 7)", "",
+out = ["# Step latency: perfloom vs a measured vLLM-like PyTorch step", "",
        "Measured: `tools/step_check/step_bench.py` (random bf16 weights with the real dims of llama-3-8b and "
        "qwen3-8b; preallocated KV cache; prefill eager, decode replayed from a CUDA graph; median of 30 "
        "(20 for prefills of >= 4096 tokens) CUDA-event timings after warm-up). Kernel families from one "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much time a CUDA graph spends between its kernels (issue 7).
+"""How much time a CUDA graph spends between its kernels.
 
 A decode step replayed from a CUDA graph takes longer than the sum of its kernels' durations: each
 kernel boundary costs the drain of one kernel and the start of the next. perfloom's step model

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""vLLM-like decoder step in plain PyTorch, timed on the GPU (issue 7, "Checked against reality").
+"""vLLM-like decoder step in plain PyTorch, timed on the GPU.
 
 Random bf16 weights with the real dimensions of a model; preallocated KV cache; prefill eager;
 decode captured in a CUDA graph. Whole-step latency = median of CUDA-event timings over REPS

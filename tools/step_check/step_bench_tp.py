@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The decoder step of step_bench.py under tensor parallelism, one process per GPU (issue 7).
+"""The decoder step of step_bench.py under tensor parallelism, one process per GPU.
 
 Each rank holds 1/TP of the attention heads, KV heads and MLP width (random bf16 weights, the
 model's real dimensions) and all-reduces after the attention output and the MLP down projection

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much slower a GEMM runs when the GPU is kept busy (issue 7, the prefill check).
+"""How much slower a GEMM runs when the GPU is kept busy.
 
 The same bf16 GEMMs as one Llama-3-8B layer at 4096 tokens (qkv, o, gate_up, down), timed
 (a) as a burst: 10 repetitions each after 2 s idle, the way the collector times one GEMM, and
