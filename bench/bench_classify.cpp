@@ -41,8 +41,10 @@ int main(int argc, char** argv) {
     in.framework_op = "aten::linear";
     in.input_dims = {{1, 4096}, {3336, 4096}, {}};
     in.input_types = {"c10::BFloat16", "c10::BFloat16", ""};
-    in.launch.grid = {4, 21, 1};
-    in.launch.block = {384, 1, 1};
+    LaunchArgs launch;
+    launch.grid = {4, 21, 1};
+    launch.block = {384, 1, 1};
+    in.launch = launch;
     inputs.push_back(in);
   }
   ClassifyInput longest;

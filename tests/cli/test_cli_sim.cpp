@@ -103,7 +103,7 @@ TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
   auto f = runPerfloom("step --model " + cfg.string() + " --gpu l40s --phase decode --batch 4 --context 100 --json " + kDb);
   ASSERT_EQ(f.exit_code, 0) << f.err;
   for (const auto& k : json::parse(f.out)["kernels"])
-    if (k["label"] == "qkv_proj") EXPECT_EQ(k["count"], 4);
+    if (k["label"] == "qkv_proj") { EXPECT_EQ(k["count"], 4); }
   fs::remove(cfg);
 }
 

@@ -105,7 +105,7 @@ TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
       EXPECT_EQ(scored, i) << "a scored configuration after an unscored one";
       ++scored;
     } else {
-      if (i > scored) EXPECT_GE(configs[i].at("score").get<double>(), previous_score) << i;
+      if (i > scored) { EXPECT_GE(configs[i].at("score").get<double>(), previous_score) << i; }
       previous_score = configs[i].at("score").get<double>();
     }
   }
@@ -202,8 +202,16 @@ TEST(CliTune, ATablelessHopperGpuRanksWithTheLearnedPredictorAndWithoutItFallsBa
   ASSERT_EQ(f.exit_code, 0) << f.err;
   EXPECT_EQ(json::parse(f.out).at("method"), "analytical");
   EXPECT_NE(f.err.find("perfloom tune: learned models not used"), std::string::npos) << f.err;
-  // A GPU with a table never loads them.
-  auto h = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-sxm --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  // A GPU with a table never loads them: resources with the tuner tables and no models.
+  const std::filesystem::path tables_only =
+      std::filesystem::temp_directory_path() / ("perfloom-cli-tune-tables-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tables_only);
+  std::error_code ec;
+  std::filesystem::create_directory_symlink(std::filesystem::path(PERFLOOM_SOURCE_DIR) / "resources" / "tuner",
+                                            tables_only / "tuner", ec);
+  auto h = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-sxm --json " + kDb,
+                       "PERFLOOM_RESOURCES=" + tables_only.string());
+  std::filesystem::remove_all(tables_only, ec);
   ASSERT_EQ(h.exit_code, 0) << h.err;
   EXPECT_EQ(json::parse(h.out).at("method"), "wave-table");
   EXPECT_EQ(h.err.find("perfloom tune:"), std::string::npos) << h.err;

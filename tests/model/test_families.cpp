@@ -628,8 +628,8 @@ TEST(Features, AGemmsMemoryCyclesAreReadAtTheMeanOfItsL2RateAndTheReference) {
     EXPECT_NEAR(feature(f, "log2_cyc_max_tensor"),
                 std::log2(1 + a.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::tensor)]), 1e-4)
         << id << ": the tensor cycles are the GPU's own";
-    if (std::string(id) == "h100-sxm") EXPECT_NEAR(scale, 1.0, 1e-9);
-    if (std::string(id) == "h200") EXPECT_GT(scale, 1.05) << "the H200's bulk-copy L2 is 12.6% faster";
+    if (std::string(id) == "h100-sxm") { EXPECT_NEAR(scale, 1.0, 1e-9); }
+    if (std::string(id) == "h200") { EXPECT_GT(scale, 1.05) << "the H200's bulk-copy L2 is 12.6% faster"; }
   }
 }
 

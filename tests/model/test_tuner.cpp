@@ -468,7 +468,7 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   ASSERT_EQ(ranked.size(), configs.size());
   // Highest first; the configurations beyond the chooser's kChooserRows (NaN: it did not score them) last.
   for (std::size_t i = 1; i < ranked.size(); ++i)
-    if (!std::isnan(ranked[i].rank_score)) EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score) << i;
+    if (!std::isnan(ranked[i].rank_score)) { EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score) << i; }
   EXPECT_EQ(std::count_if(ranked.begin(), ranked.end(), [](const RankedConfig& c) { return std::isnan(c.rank_score); }),
             static_cast<std::ptrdiff_t>(configs.size() - kChooserRows));
   // The latency stays the model's: the same prediction as one configuration alone.
@@ -731,7 +731,7 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
       EXPECT_EQ(tuned[i].config, two_pass[i].config) << i;
       EXPECT_EQ(tuned[i].pred_us, two_pass[i].pred_us) << i;
       EXPECT_EQ(std::isnan(tuned[i].rank_score), std::isnan(two_pass[i].rank_score)) << i;
-      if (!std::isnan(tuned[i].rank_score)) EXPECT_EQ(tuned[i].rank_score, two_pass[i].rank_score) << i;
+      if (!std::isnan(tuned[i].rank_score)) { EXPECT_EQ(tuned[i].rank_score, two_pass[i].rank_score) << i; }
     }
     const auto all = rank_with_table(*table, h100, shape, query_candidates(*table, h100, shape), false, SIZE_MAX);
     std::vector<double> scores;
@@ -742,14 +742,14 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
       if (i < scored) {
         ASSERT_FALSE(std::isnan(tuned[i].rank_score)) << i;
         EXPECT_LE(tuned[i].score, scores[scored - 1]) << i;  // among the model's kChooserRows best
-        if (i > 0) EXPECT_GE(tuned[i - 1].rank_score, tuned[i].rank_score) << i;
+        if (i > 0) { EXPECT_GE(tuned[i - 1].rank_score, tuned[i].rank_score) << i; }
         const auto same = std::find_if(all.begin(), all.end(), [&](const RankedConfig& a) { return a.config == tuned[i].config; });
         ASSERT_NE(same, all.end());
         EXPECT_FLOAT_EQ(static_cast<float>(same->rank_score), static_cast<float>(tuned[i].rank_score)) << i;
       } else {
         ++beyond;
         EXPECT_TRUE(std::isnan(tuned[i].rank_score)) << i;
-        if (i > scored) EXPECT_LE(tuned[i - 1].score, tuned[i].score) << i;  // in the model's order
+        if (i > scored) { EXPECT_LE(tuned[i - 1].score, tuned[i].score) << i; }  // in the model's order
       }
     }
     // With the acceptance model: the same list, those predicted refused moved last, each part in the order above.
@@ -758,7 +758,7 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
     const double thr = bundled->acceptance.threshold;
     for (std::size_t i = 0; i < tuned.size(); ++i) {
       EXPECT_FALSE(std::isnan(accepted[i].refusal_p)) << i;
-      if (i + 1 < tuned.size()) EXPECT_FALSE(accepted[i].refusal_p >= thr && accepted[i + 1].refusal_p < thr) << i;
+      if (i + 1 < tuned.size()) { EXPECT_FALSE(accepted[i].refusal_p >= thr && accepted[i + 1].refusal_p < thr) << i; }
     }
     std::vector<TileConfig> plain_order;
     for (const auto& c : tuned) plain_order.push_back(c.config);
@@ -830,7 +830,7 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
   std::set<std::size_t> seen;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const RankedConfig& c = r.ranked[i];
-    if (i) EXPECT_LE(r.ranked[i - 1].pred_us, c.pred_us);
+    if (i) { EXPECT_LE(r.ranked[i - 1].pred_us, c.pred_us); }
     ASSERT_LT(c.index, candidates.size());
     seen.insert(c.index);
     EXPECT_EQ(c.config.tile_m, candidates[c.index].tile_m);
@@ -1026,7 +1026,7 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
       // One cluster past the boundary, or one per split-K slice when the slices make it come in more.
       EXPECT_GT(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count) << p.why;
       EXPECT_LE(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count + cs * p.config.split_k) << p.why;
-      if (p.config.split_k == 1) EXPECT_EQ(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count + cs) << p.why;
+      if (p.config.split_k == 1) { EXPECT_EQ(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count + cs) << p.why; }
     } else {
       EXPECT_EQ(p.grid.waves, 1);
       EXPECT_NEAR(p.grid.last_wave_fill, 0.5, 0.1);
@@ -1424,8 +1424,9 @@ TEST(TunerVariant, TablesCarryTheModelThroughJsonAndTuneNamesTheOption) {
     if (a.ranked[i].custom_option < 0) continue;
     ++named;
     const auto& acc = bundled->variants.accepted.at("16bit");
-    if (auto it = acc.find(config_key(a.ranked[i].config)); it != acc.end())
+    if (auto it = acc.find(config_key(a.ranked[i].config)); it != acc.end()) {
       EXPECT_NE(std::find(it->second.begin(), it->second.end(), a.ranked[i].custom_option), it->second.end());
+    }
     EXPECT_FALSE(a.ranked[i].variant.empty());
   }
   EXPECT_GT(named, 0);
