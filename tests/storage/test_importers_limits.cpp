@@ -270,9 +270,10 @@ TEST_F(ImportLimits, CollectorCsvWithTheSmClockColumnImports) {
   EXPECT_EQ(s.gpu_id, "h200");
   EXPECT_EQ(s.kernels, 2u);
 
-  s = store_->import_file(source_dir() / "data/h200/lists_settled/lists_s4747.csv.gz", control());
+  // A real settled plan run (the shipped H200 tuner table's check): every row imports.
+  s = store_->import_file(source_dir() / "tests/data/tuner_check/h200_refit9_s10606.csv.gz", control());
   EXPECT_EQ(s.gpu_id, "h200");
-  EXPECT_EQ(s.kernels, 19360u);
+  EXPECT_EQ(s.kernels, 21972u);
 }
 
 // ---------------------------------------------------------------------------------------------
