@@ -321,15 +321,15 @@ int main(int argc, char** argv) {
                                     "; only pairs with it as the target are shown.\n\n")
      << (holdout.empty() ? "**Caveat:** the shipped models were trained on all of these GPUs (rows of both sides of every pair are "
         "in their training data), so the *model* column is an in-sample figure and flatters the direct prediction; "
-        "the held-out accuracy of the model is `perfloom eval --holdout-gpu ID` (bench/results/eval_holdout.md, "
-        "17-40% MAPE per family). *scaled* only needs the model's ratio between two GPUs to be right; its advantage "
-        "is likely larger on a GPU the model never saw (see whatif_eval_holdout_*.md). The models were not retrained "
-        "for this table.\n\n" : "The source GPUs' rows are in the training data (with these very kernels), the target's are "
+        "the held-out accuracy of the model is `perfloom eval --holdout-gpu ID` (the held-out section of this "
+        "report). *scaled* only needs the model's ratio between two GPUs to be right; its advantage is likely "
+        "larger on a GPU the model never saw (`perfloom-whatif-eval --holdout-gpu ID`). The models were not "
+        "retrained for this table.\n\n" : "The source GPUs' rows are in the training data (with these very kernels), the target's are "
         "not: the case of predicting a trace on a GPU the model never saw.\n\n")
      << (holdout.empty()
              ? "**How the rule was chosen.** A profiled trace's kernels are, as a rule, not in the training data. Two "
                "tables here show that case: the torch.profiler trace rows below (shapes the sweeps do not contain) and "
-               "the runs with the target GPU held out (`--holdout-gpu`, bench/results/whatif_eval_holdout_*.md). In "
+               "the runs with the target GPU held out (`perfloom-whatif-eval --holdout-gpu ID`). In "
                "the held-out runs, *scaled* beats *model* for every family on our own H100/H200 data (sweeps and traces), "
                "and ties it within a few points on the public pairs, whose source kernels the retrained model still saw "
                "(their source prediction is then close to the measurement, so both methods give nearly the same "
