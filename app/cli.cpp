@@ -39,13 +39,15 @@ const std::map<QString, Command>& commands() {
         {}}},
       {"train",
        {"perfloom train [--data DIR] [--out DIR] [--rounds N] [--seed N]",
-        "retrain the learned models from every measurement under DIR (default: $PERFLOOM_DATA, else ./data when it holds a MANIFEST.tsv)",
+        "retrain the learned models from every measurement under DIR (default: $PERFLOOM_DATA, else ./data when it "
+        "holds a MANIFEST.tsv)",
         cmdTrain,
         {QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("out", "model folder", "DIR"),
          QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed", "random seed of the row and column subsampling (7)", "N")}}},
       {"eval",
-       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] [--no-target-calibration] [--rows OUT.csv] [--save-models DIR]",
+       {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] "
+        "[--no-target-calibration] [--rows OUT.csv] [--save-models DIR]",
         "leave-one-GPU-out accuracy: retrain without that GPU, report MAPE, median and p90 error per family "
         "next to the roofline and Habitat-style baselines; the held-out GPU uses its calibration if it has one "
         "(target-measured tier), or with --no-target-calibration its datasheet (cross-generation tier)",
@@ -53,11 +55,14 @@ const std::map<QString, Command>& commands() {
         {QCommandLineOption("holdout-gpu", "GPU to hold out", "ID"),
          QCommandLineOption("holdout-arch", "architecture to hold out", "ARCH"),
          QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N"),
-         QCommandLineOption("seed", "random seed of the row and column subsampling (7): how much a result depends on it", "N"),
+         QCommandLineOption("seed",
+                            "random seed of the row and column subsampling (7): how much a result depends on it", "N"),
          QCommandLineOption("no-target-calibration", "evaluate the held-out GPU without its calibration"),
          QCommandLineOption("rows", "write every held-out kernel's measured and predicted time to this CSV", "OUT.csv"),
-         QCommandLineOption("save-models", "also write the models trained without the held-out GPUs to this folder "
-                                           "(what perfloom-tuner-eval --learned-models ranks with)", "DIR")}}},
+         QCommandLineOption("save-models",
+                            "also write the models trained without the held-out GPUs to this folder "
+                            "(what perfloom-tuner-eval --learned-models ranks with)",
+                            "DIR")}}},
       {"predict",
        {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
         "[--source-gpu ID] [--out OUT.csv]",
@@ -69,14 +74,17 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("out", "output CSV", "OUT.csv"), QCommandLineOption("trace", "profiled trace", "FILE"),
          QCommandLineOption("source-gpu", "GPU the trace was recorded on, when the trace does not say", "ID")}}},
       {"step",
-       {"perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C) [--tp N] [--graphs]",
-        "latency of one forward step of an LLM (bundled id or config.json): latency_us and its breakdown per kernel family",
+       {"perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C) [--tp N] "
+        "[--graphs]",
+        "latency of one forward step of an LLM (bundled id or config.json): latency_us and its breakdown per kernel "
+        "family",
         cmdStep,
         {QCommandLineOption("model", "bundled model id or config.json", "M"), QCommandLineOption("gpu", "GPU id", "ID"),
          QCommandLineOption("phase", "prefill or decode", "PHASE"), QCommandLineOption("batch", "sequences", "B"),
          QCommandLineOption("tokens", "prefill tokens per sequence", "T"),
          QCommandLineOption("context", "cached tokens per sequence", "C"),
-         QCommandLineOption("tp", "tensor parallel degree", "N"), QCommandLineOption("pp", "pipeline parallel degree", "N"),
+         QCommandLineOption("tp", "tensor parallel degree", "N"),
+         QCommandLineOption("pp", "pipeline parallel degree", "N"),
          QCommandLineOption("graphs", "decode under CUDA graphs"),
          QCommandLineOption("attention-impl",
                             "attention kernels: serving (vLLM/SGLang's, default), fa2 (FlashAttention-2) or cudnn "
@@ -94,32 +102,41 @@ const std::map<QString, Command>& commands() {
         "trace:FILE.csv): TTFT, TPOT, E2E, throughput",
         cmdSimulate,
         {QCommandLineOption("model", "bundled model id or config.json", "M"), QCommandLineOption("gpu", "GPU id", "ID"),
-         QCommandLineOption("tp", "tensor parallel degree", "N"), QCommandLineOption("pp", "pipeline parallel degree", "N"),
+         QCommandLineOption("tp", "tensor parallel degree", "N"),
+         QCommandLineOption("pp", "pipeline parallel degree", "N"),
          QCommandLineOption("ep", "expert parallel degree (1 or the TP degree)", "N"),
-         QCommandLineOption("workload", "workload spec", "SPEC"), QCommandLineOption("out", "records and timeline", "FILE.json"),
+         QCommandLineOption("workload", "workload spec", "SPEC"),
+         QCommandLineOption("out", "records and timeline", "FILE.json"),
          QCommandLineOption("max-num-seqs", "running sequences at most (256)", "N"),
          QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N"),
          QCommandLineOption("no-chunked-prefill", "schedule whole prompts only"),
-         QCommandLineOption("no-prefix-caching", "no prefix caching"),
-         QCommandLineOption("eager", "no CUDA graphs"),
+         QCommandLineOption("no-prefix-caching", "no prefix caching"), QCommandLineOption("eager", "no CUDA graphs"),
          QCommandLineOption("gpu-memory-utilization", "fraction of GPU memory vLLM may use (0.9)", "F"),
          QCommandLineOption("block-size", "KV-cache block size in tokens (16)", "N"),
          QCommandLineOption("kv-blocks", "KV-cache blocks (instead of the memory estimate)", "N"),
          QCommandLineOption("kv-cache-dtype", "KV-cache element type (default: the model's)", "DT"),
          QCommandLineOption("attention-impl", "attention kernels: serving (default), fa2 or cudnn", "IMPL"),
-         QCommandLineOption("clocks", "burst (default) or sustained: each step slowed as far as its load drives the "
-                                      "GPU into its power limit (needs a sustained-power calibration)", "STATE")}}},
+         QCommandLineOption("clocks",
+                            "burst (default) or sustained: each step slowed as far as its load drives the "
+                            "GPU into its power limit (needs a sustained-power calibration)",
+                            "STATE")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
-        "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out PLAN.csv]",
+        "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out "
+        "PLAN.csv]",
         "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "
         "--plan with --gemm: each GEMM's first K (3) configurations with their custom options as a collector plan, to "
-        "time on the GPU and keep the fastest; --timed: that measurement, each GEMM's fastest; --plan alone: the sparse sampling plan along wave boundaries for the collector",
+        "time on the GPU and keep the fastest; --timed: that measurement, each GEMM's fastest; --plan alone: the "
+        "sparse sampling plan along wave boundaries for the collector",
         cmdTune,
-        {QCommandLineOption("gemm", "GEMM shape (repeatable with --plan)", "M,N,K"), QCommandLineOption("dtype", "element type", "DT"),
-         QCommandLineOption("gpu", "GPU id", "ID"), QCommandLineOption("top", "configurations to print (5; with --plan 3)", "K"),
-         QCommandLineOption("plan", "write the sampling plan instead; with --gemm: its top K as a collector plan, to time them"), QCommandLineOption("out", "plan CSV", "PLAN.csv"),
-         QCommandLineOption("timed", "perfloom-collect's measurement of a --gemm ... --plan plan: each GEMM's fastest", "TIMED.csv"),
+        {QCommandLineOption("gemm", "GEMM shape (repeatable with --plan)", "M,N,K"),
+         QCommandLineOption("dtype", "element type", "DT"), QCommandLineOption("gpu", "GPU id", "ID"),
+         QCommandLineOption("top", "configurations to print (5; with --plan 3)", "K"),
+         QCommandLineOption(
+             "plan", "write the sampling plan instead; with --gemm: its top K as a collector plan, to time them"),
+         QCommandLineOption("out", "plan CSV", "PLAN.csv"),
+         QCommandLineOption("timed", "perfloom-collect's measurement of a --gemm ... --plan plan: each GEMM's fastest",
+                            "TIMED.csv"),
          QCommandLineOption("max-waves", "wave boundaries in the plan (4)", "N"),
          QCommandLineOption("max-configs", "configurations in the plan (64)", "N")}}},
   };
@@ -129,10 +146,10 @@ const std::map<QString, Command>& commands() {
 }  // namespace
 
 QString usageText() {
-  QString text =
-      "perfloom " PERFLOOM_VERSION " - how fast would this LLM workload be on that GPU?\n\n"
-      "Usage:\n"
-      "  perfloom [FILE...]            open the explorer (GUI)\n";
+  QString text = "perfloom " PERFLOOM_VERSION
+                 " - how fast would this LLM workload be on that GPU?\n\n"
+                 "Usage:\n"
+                 "  perfloom [FILE...]            open the explorer (GUI)\n";
   // export-chart needs a QApplication, so main() runs it before the CLI (app/main.cpp); it is
   // listed here, in its alphabetical place, all the same.
   const QString exportChart =

@@ -28,9 +28,10 @@ nlohmann::json learned_coverage(const KernelPredictor& models, const GpuSpec& g)
   for (const auto& c : models.coverage(g.id))
     out[std::string(family_name(c.family))] = {
         {"training_rows", c.training_rows},
-        {"booster", c.one_booster                 ? "the family's one booster, for every GPU"
-                    : c.scope == GpuScope::unseen ? "the booster for GPUs not in training (without the GPU's rate features)"
-                                                  : "the booster for the GPUs in training"}};
+        {"booster", c.one_booster ? "the family's one booster, for every GPU"
+                    : c.scope == GpuScope::unseen
+                        ? "the booster for GPUs not in training (without the GPU's rate features)"
+                        : "the booster for the GPUs in training"}};
   return out;
 }
 
@@ -69,7 +70,9 @@ int cmdGpus(CliContext& ctx, const QStringList& positional) {
         if (it.key() == "sources" || it.key() == "source_file" || it.key() == "id" || it.key() == "name") continue;
         std::cout << "  " << std::left << std::setw(32) << it.key() << it.value().dump();
         auto s = g->sources.find(it.key());
-        if (s != g->sources.end()) std::cout << "\n  " << std::setw(32) << "" << "source: " << s->second;
+        if (s != g->sources.end())
+          std::cout << "\n  " << std::setw(32) << ""
+                    << "source: " << s->second;
         std::cout << "\n";
       }
       if (learned) {
@@ -77,7 +80,8 @@ int cmdGpus(CliContext& ctx, const QStringList& positional) {
         for (const auto& [fam, c] : coverage.items()) {
           const auto rows = c["training_rows"].get<std::size_t>();
           std::cout << "  " << std::left << std::setw(32) << ("learned model, " + fam)
-                    << (rows ? "trained on " + std::to_string(rows) + " of its kernels" : std::string("not in training"))
+                    << (rows ? "trained on " + std::to_string(rows) + " of its kernels"
+                             : std::string("not in training"))
                     << "; answered by " << c["booster"].get<std::string>() << "\n";
         }
       }
@@ -87,7 +91,8 @@ int cmdGpus(CliContext& ctx, const QStringList& positional) {
   std::cout << std::left << std::setw(22) << "id" << std::setw(11) << "arch" << std::setw(5) << "cc" << std::right
             << std::setw(5) << "SMs" << std::setw(7) << "MHz" << std::setw(9) << "bf16TF" << std::setw(9) << "fp8TF"
             << std::setw(8) << "tf32TF" << std::setw(8) << "fp32TF" << std::setw(7) << "GiB" << std::setw(8) << "GB/s"
-            << std::setw(6) << "L2MiB" << "  name\n";
+            << std::setw(6) << "L2MiB"
+            << "  name\n";
   for (const auto* g : chosen) {
     auto half = g->peak_flops_per_s(g->supports(Dtype::bf16) ? Dtype::bf16 : Dtype::fp16);
     auto tf = [](std::optional<double> v) { return v ? std::optional<double>(*v / 1e12) : std::nullopt; };

@@ -2,8 +2,8 @@
 // `perfloom predict --trace FILE --gpu ID[,ID...] [--source-gpu ID] [--out OUT.csv]` (CONTRACT.md).
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +22,8 @@ namespace perfloom::app {
 
 std::vector<const GpuSpec*> gpusFromList(const CliContext& ctx, const QString& list) {
   std::vector<const GpuSpec*> out;
-  for (const QString& id : list.split(',', Qt::SkipEmptyParts)) out.push_back(&ctx.gpus.get(id.trimmed().toStdString()));
+  for (const QString& id : list.split(',', Qt::SkipEmptyParts))
+    out.push_back(&ctx.gpus.get(id.trimmed().toStdString()));
   if (out.empty()) throw std::invalid_argument("--gpu names no GPU");
   return out;
 }
@@ -72,7 +73,8 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
   const storage::KernelList list = storage::read_kernel_list(args.value("kernels").toStdString());
 
   std::vector<std::string> header = list.header;
-  for (const char* c : {"gpu", "pred_us", "lo_us", "hi_us", "ceiling_us", "bound", "method", "error"}) header.push_back(c);
+  for (const char* c : {"gpu", "pred_us", "lo_us", "hi_us", "ceiling_us", "bound", "method", "error"})
+    header.push_back(c);
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
@@ -95,7 +97,8 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
       Prediction p;
       if (error.empty()) {
         p = batch[gpu->id][ki];
-        if (!batch_errors[gpu->id][ki].empty()) error = "line " + std::to_string(row.line) + ": " + batch_errors[gpu->id][ki];
+        if (!batch_errors[gpu->id][ki].empty())
+          error = "line " + std::to_string(row.line) + ": " + batch_errors[gpu->id][ki];
       }
       out.push_back(gpu->id);
       if (error.empty()) {
@@ -114,7 +117,8 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
         for (const char* c : {"pred_us", "lo_us", "hi_us", "ceiling_us"})
           j[c] = error.empty() ? nlohmann::json(std::stod(j[c].get<std::string>())) : nlohmann::json(nullptr);
         // Where the time goes (model/bottleneck.h, what the bottleneck view shows), at full precision.
-        add_bottleneck_json(j, error.empty() ? std::optional<Bottleneck>(bottleneck_of(*row.kernel, *gpu, p)) : std::nullopt);
+        add_bottleneck_json(
+            j, error.empty() ? std::optional<Bottleneck>(bottleneck_of(*row.kernel, *gpu, p)) : std::nullopt);
         json_rows.push_back(j);
       }
       rows.push_back(std::move(out));
@@ -144,7 +148,6 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
   return 0;
 }
 
-
 // ---- predict --trace: the what-if of a profiled trace (storage/trace_whatif.h) ----
 
 namespace {
@@ -163,9 +166,9 @@ std::string methods_text(const std::map<std::string, std::size_t>& m) {
 }
 
 const std::vector<std::string>& trace_header() {
-  static const std::vector<std::string> h = {"row_type", "seq",     "name",  "family",     "op",    "dtype",
-                                             "shape",    "source_gpu", "measured_us", "gpu", "pred_us", "lo_us",
-                                             "hi_us",    "ceiling_us", "bound", "method", "error"};
+  static const std::vector<std::string> h = {"row_type", "seq",        "name",        "family", "op",      "dtype",
+                                             "shape",    "source_gpu", "measured_us", "gpu",    "pred_us", "lo_us",
+                                             "hi_us",    "ceiling_us", "bound",       "method", "error"};
   return h;
 }
 
@@ -193,8 +196,12 @@ std::vector<std::string> total_row(const storage::TraceWhatIf& r, const storage:
 }
 
 nlohmann::json total_json(const storage::WhatIfTotal& tot) {
-  return {{"kernels", tot.kernels}, {"errors", tot.errors},    {"measured_us", tot.measured_us},
-          {"pred_us", tot.pred_us}, {"lo_us", tot.lo_us},      {"hi_us", tot.hi_us},
+  return {{"kernels", tot.kernels},
+          {"errors", tot.errors},
+          {"measured_us", tot.measured_us},
+          {"pred_us", tot.pred_us},
+          {"lo_us", tot.lo_us},
+          {"hi_us", tot.hi_us},
           {"speedup", tot.pred_us > 0 ? nlohmann::json(tot.measured_us / tot.pred_us) : nlohmann::json(nullptr)},
           {"methods", tot.methods}};
 }
@@ -263,9 +270,10 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
   nlohmann::json cache = nlohmann::json::object();
   for (const auto& t : r.targets)
     cache[t.gpu->id] = {{"from_cache", t.from_cache}, {"predicted_kernels", t.predicted_kernels}};
-  nlohmann::json source_json{{"id", r.source.id},       {"path", r.source.path},        {"format", r.source.format},
-                             {"gpu_id", source_gpu->id}, {"kernels", r.kernels.size()},
-                             {"distinct_kernels", r.distinct_kernels}, {"imported_now", imported}};
+  nlohmann::json source_json{{"id", r.source.id},           {"path", r.source.path},
+                             {"format", r.source.format},   {"gpu_id", source_gpu->id},
+                             {"kernels", r.kernels.size()}, {"distinct_kernels", r.distinct_kernels},
+                             {"imported_now", imported}};
 
   const bool csv_out = args.isSet("out");  // every row to the file; stdout gets the JSON or the table
   const bool table = !ctx.json;            // human: a totals table, not 100k kernel rows
@@ -306,7 +314,8 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
           for (std::size_t c2 = 0; c2 < h.size(); ++c2) j[h[c2]] = row[c2];
           j["seq"] = k.seq;
           for (const char* col : {"measured_us", "pred_us", "lo_us", "hi_us", "ceiling_us"})
-            j[col] = j[col].get<std::string>().empty() ? nlohmann::json(nullptr) : nlohmann::json(std::stod(j[col].get<std::string>()));
+            j[col] = j[col].get<std::string>().empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(std::stod(j[col].get<std::string>()));
           rows.push_back(std::move(j));
         }
       }
@@ -328,17 +337,23 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
       totals.push_back(std::move(j));
     }
     if (ctx.json) {
-      nlohmann::json doc{{"source", source_json},   {"source_gpu", source_gpu->id}, {"model_version", r.model_version},
-                         {"cache", cache},          {"totals", totals},             {"errors", errors}};
-      if (args.isSet("out")) doc["out"] = args.value("out").toStdString();
-      else doc["rows"] = std::move(rows);
+      nlohmann::json doc{{"source", source_json},
+                         {"source_gpu", source_gpu->id},
+                         {"model_version", r.model_version},
+                         {"cache", cache},
+                         {"totals", totals},
+                         {"errors", errors}};
+      if (args.isSet("out"))
+        doc["out"] = args.value("out").toStdString();
+      else
+        doc["rows"] = std::move(rows);
       std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     if (args.isSet("out")) {
       out_file.flush();
       if (!out_file) throw std::runtime_error(args.value("out").toStdString() + ": write failed");
-      std::cerr << "perfloom predict: " << r.kernels.size() * r.targets.size() << " kernel rows and the totals written to "
-                << args.value("out").toStdString() << "\n";
+      std::cerr << "perfloom predict: " << r.kernels.size() * r.targets.size()
+                << " kernel rows and the totals written to " << args.value("out").toStdString() << "\n";
     }
   }
   if (table) {

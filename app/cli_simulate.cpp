@@ -39,7 +39,9 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   }
   if (args.isSet("kv-cache-dtype")) {
     const auto d = parse_dtype(args.value("kv-cache-dtype").toStdString());
-    if (!d) throw std::invalid_argument("--kv-cache-dtype: unknown dtype \"" + args.value("kv-cache-dtype").toStdString() + "\"");
+    if (!d)
+      throw std::invalid_argument("--kv-cache-dtype: unknown dtype \"" + args.value("kv-cache-dtype").toStdString() +
+                                  "\"");
     sc.memory.kv_dtype = *d;
     sc.memory.kv_dtype_set = true;
   }
@@ -73,12 +75,13 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     return 0;
   }
   std::printf("%s on %s, TP %d, PP %d%s: KV cache %lld tokens (%lld blocks of %lld), weights %.1f GiB per GPU\n",
-              r.model.c_str(), r.gpu.c_str(), r.par.tp, r.par.pp, r.par.ep > 1 ? (", EP " + std::to_string(r.par.ep)).c_str() : "",
+              r.model.c_str(), r.gpu.c_str(), r.par.tp, r.par.pp,
+              r.par.ep > 1 ? (", EP " + std::to_string(r.par.ep)).c_str() : "",
               static_cast<long long>(r.memory.kv_tokens()), static_cast<long long>(r.memory.num_blocks),
               static_cast<long long>(r.memory.block_size), r.memory.weights_gib);
   std::printf("%zu requests in %.3f s, %lld steps, %lld preemptions, %lld prompt tokens from the prefix cache\n",
-              r.requests.size(), r.duration_s, static_cast<long long>(r.step_count), static_cast<long long>(r.preemptions),
-              static_cast<long long>(r.cached_tokens));
+              r.requests.size(), r.duration_s, static_cast<long long>(r.step_count),
+              static_cast<long long>(r.preemptions), static_cast<long long>(r.cached_tokens));
   if (workload.kind == sim::WorkloadKind::batch) {
     std::printf("prefill_ms: %.3f\n", r.prefill_ms);
     std::printf("median_decode_ms: %.3f\n", r.median_decode_ms);
@@ -101,7 +104,9 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     if (us > 0) std::printf(" %s %.0f (%.1f%%)", sim::breakdown_name(i), us, total > 0 ? 100.0 * us / total : 0.0);
   }
   std::printf("\n");
-  if (args.isSet("out")) std::fprintf(stderr, "perfloom simulate: records and timeline written to %s\n", args.value("out").toStdString().c_str());
+  if (args.isSet("out"))
+    std::fprintf(stderr, "perfloom simulate: records and timeline written to %s\n",
+                 args.value("out").toStdString().c_str());
   return 0;
 }
 

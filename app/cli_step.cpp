@@ -27,7 +27,9 @@ int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t 
 sim::ClockState cliClockState(const QCommandLineParser& args) {
   if (!args.isSet("clocks")) return sim::ClockState::burst;
   const auto c = sim::parse_clock_state(args.value("clocks").toStdString());
-  if (!c) throw std::invalid_argument("--clocks must be burst or sustained (got \"" + args.value("clocks").toStdString() + "\")");
+  if (!c)
+    throw std::invalid_argument("--clocks must be burst or sustained (got \"" + args.value("clocks").toStdString() +
+                                "\")");
   return *c;
 }
 
@@ -40,8 +42,10 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
     }
   sim::StepQuery q;
   const QString phase = args.value("phase");
-  if (phase == "prefill") q.phase = sim::Phase::prefill;
-  else if (phase == "decode") q.phase = sim::Phase::decode;
+  if (phase == "prefill")
+    q.phase = sim::Phase::prefill;
+  else if (phase == "decode")
+    q.phase = sim::Phase::decode;
   else {
     std::cerr << "perfloom step: --phase must be prefill or decode (got \"" << phase.toStdString() << "\")\n";
     return 2;
@@ -97,11 +101,11 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
     return 0;
   }
   std::printf("latency_us: %.1f\n", p.cost.latency_us);
-  std::printf("%s on %s, %s, batch %lld, %s %lld, TP %d%s, %s\n", cfg.id.c_str(), gpu.id.c_str(), phase.toStdString().c_str(),
-              static_cast<long long>(q.batch), q.phase == sim::Phase::prefill ? "tokens" : "context",
-              static_cast<long long>(q.phase == sim::Phase::prefill ? q.tokens : q.context), q.par.tp,
-              q.par.pp > 1 ? (", PP " + std::to_string(q.par.pp)).c_str() : "",
-              p.cost.graphs ? "CUDA graphs" : "eager");
+  std::printf(
+      "%s on %s, %s, batch %lld, %s %lld, TP %d%s, %s\n", cfg.id.c_str(), gpu.id.c_str(), phase.toStdString().c_str(),
+      static_cast<long long>(q.batch), q.phase == sim::Phase::prefill ? "tokens" : "context",
+      static_cast<long long>(q.phase == sim::Phase::prefill ? q.tokens : q.context), q.par.tp,
+      q.par.pp > 1 ? (", PP " + std::to_string(q.par.pp)).c_str() : "", p.cost.graphs ? "CUDA graphs" : "eager");
   if (p.cost.clocks == sim::ClockState::sustained)
     std::printf("clocks: sustained (tensor utilisation %.2f: compute x%.3f, memory x%.3f; %s)\n",
                 p.cost.tensor_utilization, p.cost.power.compute, p.cost.power.memory, gpu.sustained->origin().c_str());
@@ -114,8 +118,8 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
   std::printf("kernels (per layer kind; count = layers):\n");
   for (const sim::KernelTime& kt : p.cost.kernels)
     std::printf("  %-22s %-18s x%-4lld %10.2f us each %12.1f us\n", kt.kernel->label,
-                std::string(op_name(kt.kernel->kernel.op)).c_str(), static_cast<long long>(kt.kernel->count), kt.us_each,
-                kt.us_each * static_cast<double>(kt.kernel->count));
+                std::string(op_name(kt.kernel->kernel.op)).c_str(), static_cast<long long>(kt.kernel->count),
+                kt.us_each, kt.us_each * static_cast<double>(kt.kernel->count));
   return 0;
 }
 

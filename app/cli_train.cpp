@@ -79,29 +79,30 @@ int cmdTrain(CliContext& ctx, const QCommandLineParser& args) {
   auto models = train_family_models(rows, opts);
   std::set<std::string> gpus_used;
   for (const auto& r : rows) gpus_used.insert(r.gpu_id);
-  nlohmann::json extra = {{"data_hash", training_data_hash(rows)},
-                          {"data_root", root.filename().empty() ? root.parent_path().filename().string()
-                                                                : root.filename().string()},
-                          {"training_gpus", gpus_used},
-                          {"skipped", skipped},
-                          {"achievable_defaults", [&] {
-                             // The cross-generation tier's fractions these models were trained with.
-                             const AchievableFractions& f = ctx.gpus.default_fractions();
-                             return nlohmann::json{{"from", f.from}, {"dram", f.dram}, {"l2", f.l2},
-                                                   {"fma", f.fma},   {"sfu", f.sfu},   {"smem", f.smem},
-                                                   {"launch", f.launch}, {"tensor", f.tensor},
-                                                   {"tensor_any", f.tensor_any}};
-                           }()},
-                          {"calibrated_gpus", [&] {
-                             nlohmann::json c = nlohmann::json::object();
-                             for (const auto& g : ctx.gpus.all())
-                               if (const Calibration* cal = ctx.gpus.calibration(g.id)) c[g.id] = cal->file;
-                             return c;
-                           }()},
-                          {"options", {{"rounds", opts.rounds}, {"seed", opts.seed}, {"max_depth", 8}, {"eta", 0.08}}}};
+  nlohmann::json extra = {
+      {"data_hash", training_data_hash(rows)},
+      {"data_root", root.filename().empty() ? root.parent_path().filename().string() : root.filename().string()},
+      {"training_gpus", gpus_used},
+      {"skipped", skipped},
+      {"achievable_defaults",
+       [&] {
+         // The cross-generation tier's fractions these models were trained with.
+         const AchievableFractions& f = ctx.gpus.default_fractions();
+         return nlohmann::json{{"from", f.from},     {"dram", f.dram},     {"l2", f.l2},
+                               {"fma", f.fma},       {"sfu", f.sfu},       {"smem", f.smem},
+                               {"launch", f.launch}, {"tensor", f.tensor}, {"tensor_any", f.tensor_any}};
+       }()},
+      {"calibrated_gpus",
+       [&] {
+         nlohmann::json c = nlohmann::json::object();
+         for (const auto& g : ctx.gpus.all())
+           if (const Calibration* cal = ctx.gpus.calibration(g.id)) c[g.id] = cal->file;
+         return c;
+       }()},
+      {"options", {{"rounds", opts.rounds}, {"seed", opts.seed}, {"max_depth", 8}, {"eta", 0.08}}}};
   LearnedPredictor predictor(std::move(models), {});
-  const std::filesystem::path out = args.isSet("out") ? std::filesystem::path(args.value("out").toStdString())
-                                                      : resources_dir() / "models";
+  const std::filesystem::path out =
+      args.isSet("out") ? std::filesystem::path(args.value("out").toStdString()) : resources_dir() / "models";
   predictor.save(out, extra);
   auto saved = LearnedPredictor::load(out);  // what the tools will read, checked
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -201,23 +202,27 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     for (const auto* r : rs) X.insert(X.end(), r->features.begin(), r->features.end());
     std::vector<float> y;
     // Every held-out GPU is absent from training: the booster that serves such GPUs answers.
-    if (by_family.count(fam)) y = by_family[fam]->fit_for(rs.front()->gpu_id).booster.predict(X.data(), rs.size(), cols);
+    if (by_family.count(fam))
+      y = by_family[fam]->fit_for(rs.front()->gpu_id).booster.predict(X.data(), rs.size(), cols);
     for (std::size_t i = 0; i < rs.size(); ++i) {
       const PreparedRow& r = *rs[i];
       a.measured.push_back(r.measured_us);
       const double roof = r.roofline_us / (eff_median.count(fam) ? eff_median[fam] : 0.5);
       a.roofline.push_back(roof);
-      a.learned.push_back(
-          y.empty() ? roof
-                    : std::max(r.ceiling_us, learned_time_us(r.achievable_roofline_us, r.launch_offset_us, static_cast<double>(y[i]))));
+      a.learned.push_back(y.empty()
+                              ? roof
+                              : std::max(r.ceiling_us, learned_time_us(r.achievable_roofline_us, r.launch_offset_us,
+                                                                       static_cast<double>(y[i]))));
       // key: "op|dtype|shape..." (training.h)
-      const std::string dtype = r.key.substr(r.key.find('|') + 1, r.key.find('|', r.key.find('|') + 1) - r.key.find('|') - 1);
+      const std::string dtype =
+          r.key.substr(r.key.find('|') + 1, r.key.find('|', r.key.find('|') + 1) - r.key.find('|') - 1);
       auto& src = by_source[std::string(family_name(fam)) + " " + r.dataset + " " + dtype];
       src.first.push_back(a.learned.back());
       src.second.push_back(r.measured_us);
       if (rows_out.is_open()) {
-        rows_out << r.gpu_id << ',' << r.dataset << ',' << family_name(fam) << ',' << r.key << ',' << r.measured_us << ','
-                 << a.learned.back() << ',' << r.roofline_us << ',' << r.achievable_roofline_us << ',' << r.ceiling_us;
+        rows_out << r.gpu_id << ',' << r.dataset << ',' << family_name(fam) << ',' << r.key << ',' << r.measured_us
+                 << ',' << a.learned.back() << ',' << r.roofline_us << ',' << r.achievable_roofline_us << ','
+                 << r.ceiling_us;
         for (float v : r.features) rows_out << ',' << v;
         rows_out << '\n';
       }
@@ -229,20 +234,25 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     }
   }
   const std::string tier = calibrated.empty() ? "cross-generation" : "target-measured";
-  nlohmann::json out = {{"holdout", what},           {"held_out_gpus", held},
-                        {"train_rows", train.size()}, {"test_rows", test.size()},
-                        {"tier", tier},               {"target_calibrations", calibrated},
+  nlohmann::json out = {{"holdout", what},
+                        {"held_out_gpus", held},
+                        {"train_rows", train.size()},
+                        {"test_rows", test.size()},
+                        {"tier", tier},
+                        {"target_calibrations", calibrated},
                         {"default_fractions_from", gpus.default_fractions().from},
                         {"families", nlohmann::json::object()}};
   if (!ctx.json)
     std::cout << "held out: " << what << " (" << test.size() << " kernels; trained on " << train.size() << ")\n"
               << "tier: " << tier
               << (calibrated.empty() ? std::string(" (datasheet x the default fractions)")
-                                     : " (" + [&] {
-                                         std::string j;
-                                         for (const auto& c : calibrated) j += (j.empty() ? "" : "; ") + c;
-                                         return j;
-                                       }() + ")")
+                                     : " (" +
+                                           [&] {
+                                             std::string j;
+                                             for (const auto& c : calibrated) j += (j.empty() ? "" : "; ") + c;
+                                             return j;
+                                           }() +
+                                           ")")
               << "\n"
               << std::left << std::setw(13) << "family" << std::right << std::setw(8) << "kernels" << std::setw(10)
               << "MAPE" << std::setw(10) << "median" << std::setw(10) << "p90" << std::setw(12) << "roofline"
@@ -275,7 +285,9 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     for (const auto& r : train) gpus_used.insert(r.gpu_id);
     const std::filesystem::path dir = args.value("save-models").toStdString();
     LearnedPredictor(std::move(models), {})
-        .save(dir, {{"data_hash", training_data_hash(train)}, {"training_gpus", gpus_used}, {"held_out", held},
+        .save(dir, {{"data_hash", training_data_hash(train)},
+                    {"training_gpus", gpus_used},
+                    {"held_out", held},
                     {"options", {{"rounds", opts.rounds}, {"seed", opts.seed}, {"max_depth", 8}, {"eta", 0.08}}}});
     LearnedPredictor::load(dir);  // refuses what it cannot read back
     if (!ctx.json) std::cout << "models trained without " << what << " written to " << dir.string() << "\n";

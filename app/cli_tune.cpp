@@ -9,8 +9,8 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
-#include <map>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -20,8 +20,8 @@
 #include "app/cli_commands.h"
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
-#include "model/tuner/sampling_plan.h"
 #include "model/learned_predictor.h"
+#include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
 #include "storage/collector_csv.h"
 
@@ -119,7 +119,8 @@ int runPlan(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu,
   if (configs.size() > max_configs) configs.resize(max_configs);
   tuner::PlanOptions opt;
   opt.max_waves = static_cast<int>(cliInteger(args, "max-waves", opt.max_waves, 1));
-  const auto plan = tuner::plan_wave_samples(gpu, dtype, configs, opt, table ? table->slots_by_cluster : tuner::SlotsByCluster{});
+  const auto plan =
+      tuner::plan_wave_samples(gpu, dtype, configs, opt, table ? table->slots_by_cluster : tuner::SlotsByCluster{});
   writePlan(args, tuner::plan_to_csv(plan));
   std::cerr << "perfloom tune: " << plan.size() << " points for " << configs.size() << " configurations (" << origin
             << "), " << opt.k_iters.size() << " K-loop lengths at " << opt.max_waves << " wave boundaries each\n";
@@ -148,11 +149,13 @@ int runTopPlan(const QCommandLineParser& args, const GpuSpec& gpu, Dtype dtype, 
   }
   writePlan(args, tuner::plan_to_csv(points));
   const std::string file = args.isSet("out") ? args.value("out").toStdString() : "PLAN.csv";
-  std::cerr << "perfloom tune: " << points.size() << " configurations of " << shapes.size() << " GEMM" << (shapes.size() == 1 ? "" : "s")
-            << " on " << gpu.id << " (the first " << top << " of each, method " << method
+  std::cerr << "perfloom tune: " << points.size() << " configurations of " << shapes.size() << " GEMM"
+            << (shapes.size() == 1 ? "" : "s") << " on " << gpu.id << " (the first " << top << " of each, method "
+            << method
             << ", with the custom options named), a collector plan; time them on the GPU with\n"
                "  perfloom-collect --sweep plan --plan "
-            << file << " --heuristic-n 1 --repeat 3 --out timed.csv\n"
+            << file
+            << " --heuristic-n 1 --repeat 3 --out timed.csv\n"
                "and read each GEMM's fastest back with perfloom tune --timed timed.csv\n";
   return 0;
 }
@@ -168,37 +171,42 @@ int runTimed(CliContext& ctx, const QCommandLineParser& args) {
     std::map<std::string, std::vector<double>> runs;  // "CONFIG cC" (tune K's) or "heuristic R"
     std::map<std::string, int> tune_rank;             // "CONFIG cC" -> K
   };
-  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Timed> shapes;  // (dtype, M, N, K), file order kept below
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Timed>
+      shapes;  // (dtype, M, N, K), file order kept below
   std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> order;
   storage::DatasetLoadReport report;
-  storage::visit_collector_csv(path, ctx.gpus, [&](storage::MeasuredKernel&& m) {
-    if (m.kernel.op != Op::gemm) return;
-    auto field = [&](const std::string& key) {
-      const std::size_t at = m.note.find(key + "=");
-      if (at == std::string::npos) return std::string();
-      const std::size_t from = at + key.size() + 1;
-      return m.note.substr(from, m.note.find(';', from) - from);
-    };
-    const std::string source = field("source");
-    if (source.rfind("plan:", 0) != 0) return;
-    const std::tuple<std::string, int64_t, int64_t, int64_t> key{std::string(dtype_name(m.kernel.dtype)), m.kernel.shape.M,
-                                                                  m.kernel.shape.N, m.kernel.shape.K};
-    auto [it, fresh] = shapes.try_emplace(key);
-    if (fresh) order.push_back(key);
-    Timed& t = it->second;
-    t.gpu = m.gpu_id;
-    if (source.rfind("plan:heuristic", 0) == 0) {
-      t.runs["heuristic " + field("heuristic_rank")].push_back(m.latency_us);
-      return;
-    }
-    const std::string config = source.substr(5, source.find(' ', 5) - 5);
-    const std::size_t tune = source.find(" tune ");
-    if (tune == std::string::npos) return;  // another plan's configuration
-    const std::size_t c = source.find(" custom=");
-    const std::string name = config + (c == std::string::npos ? "" : " c" + source.substr(c + 8, source.find(' ', c + 8) - c - 8));
-    t.runs[name].push_back(m.latency_us);
-    t.tune_rank[name] = std::atoi(source.c_str() + tune + 6);
-  }, &report);
+  storage::visit_collector_csv(
+      path, ctx.gpus,
+      [&](storage::MeasuredKernel&& m) {
+        if (m.kernel.op != Op::gemm) return;
+        auto field = [&](const std::string& key) {
+          const std::size_t at = m.note.find(key + "=");
+          if (at == std::string::npos) return std::string();
+          const std::size_t from = at + key.size() + 1;
+          return m.note.substr(from, m.note.find(';', from) - from);
+        };
+        const std::string source = field("source");
+        if (source.rfind("plan:", 0) != 0) return;
+        const std::tuple<std::string, int64_t, int64_t, int64_t> key{
+            std::string(dtype_name(m.kernel.dtype)), m.kernel.shape.M, m.kernel.shape.N, m.kernel.shape.K};
+        auto [it, fresh] = shapes.try_emplace(key);
+        if (fresh) order.push_back(key);
+        Timed& t = it->second;
+        t.gpu = m.gpu_id;
+        if (source.rfind("plan:heuristic", 0) == 0) {
+          t.runs["heuristic " + field("heuristic_rank")].push_back(m.latency_us);
+          return;
+        }
+        const std::string config = source.substr(5, source.find(' ', 5) - 5);
+        const std::size_t tune = source.find(" tune ");
+        if (tune == std::string::npos) return;  // another plan's configuration
+        const std::size_t c = source.find(" custom=");
+        const std::string name =
+            config + (c == std::string::npos ? "" : " c" + source.substr(c + 8, source.find(' ', c + 8) - c - 8));
+        t.runs[name].push_back(m.latency_us);
+        t.tune_rank[name] = std::atoi(source.c_str() + tune + 6);
+      },
+      &report);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -219,7 +227,9 @@ int runTimed(CliContext& ctx, const QCommandLineParser& args) {
       if (name.rfind("heuristic ", 0) == 0) heuristics_us = std::min(heuristics_us, us);
     }
     const auto& [dt, M, N, K] = key;
-    nlohmann::json j = {{"gpu", t.gpu}, {"gemm", {{"M", M}, {"N", N}, {"K", K}, {"dtype", dt}}}, {"fastest", best},
+    nlohmann::json j = {{"gpu", t.gpu},
+                        {"gemm", {{"M", M}, {"N", N}, {"K", K}, {"dtype", dt}}},
+                        {"fastest", best},
                         {"fastest_us", best_us}};
     if (auto r = t.tune_rank.find(best); r != t.tune_rank.end()) j["fastest_tune_rank"] = r->second;
     if (std::isfinite(first_us)) j["first_choice"] = first, j["first_choice_us"] = first_us;
@@ -228,32 +238,40 @@ int runTimed(CliContext& ctx, const QCommandLineParser& args) {
     out.push_back(j);
   }
   if (with_tune == 0)
-    throw std::invalid_argument(path + ": no row of a timing plan (source \"plan:CONFIG tune K ...\"); time the plan of "
+    throw std::invalid_argument(path +
+                                ": no row of a timing plan (source \"plan:CONFIG tune K ...\"); time the plan of "
                                 "`perfloom tune --gemm ... --plan` with perfloom-collect --sweep plan --plan PLAN.csv");
   if (ctx.json) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  auto us = [](const nlohmann::json& j, const char* k) { return j.contains(k) ? fixed(j[k].get<double>(), 2) : std::string("-"); };
-  std::cout << std::left << std::setw(9) << "gpu" << std::setw(9) << "dtype" << std::setw(22) << "M x N x K" << std::setw(36)
-            << "fastest timed" << std::right << std::setw(10) << "us" << std::setw(12) << "first us" << std::setw(12)
-            << "default us" << std::setw(10) << "vs dflt" << "\n";
+  auto us = [](const nlohmann::json& j, const char* k) {
+    return j.contains(k) ? fixed(j[k].get<double>(), 2) : std::string("-");
+  };
+  std::cout << std::left << std::setw(9) << "gpu" << std::setw(9) << "dtype" << std::setw(22) << "M x N x K"
+            << std::setw(36) << "fastest timed" << std::right << std::setw(10) << "us" << std::setw(12) << "first us"
+            << std::setw(12) << "default us" << std::setw(10) << "vs dflt"
+            << "\n";
   for (const auto& j : out) {
     const auto& g = j["gemm"];
-    const std::string shape = std::to_string(g["M"].get<int64_t>()) + "x" + std::to_string(g["N"].get<int64_t>()) + "x" +
-                              std::to_string(g["K"].get<int64_t>());
+    const std::string shape = std::to_string(g["M"].get<int64_t>()) + "x" + std::to_string(g["N"].get<int64_t>()) +
+                              "x" + std::to_string(g["K"].get<int64_t>());
     std::string fastest = j["fastest"].get<std::string>();
-    if (fastest.rfind("heuristic ", 0) == 0) fastest = "cuBLASLt " + fastest;
-    else if (j.contains("fastest_tune_rank")) fastest += " (tune " + std::to_string(j["fastest_tune_rank"].get<int>()) + ")";
-    std::cout << std::left << std::setw(9) << j["gpu"].get<std::string>() << std::setw(9) << g["dtype"].get<std::string>()
-              << std::setw(22) << shape << std::setw(36) << fastest << std::right << std::setw(10) << us(j, "fastest_us")
-              << std::setw(12) << us(j, "first_choice_us") << std::setw(12) << us(j, "cublaslt_default_us") << std::setw(10)
+    if (fastest.rfind("heuristic ", 0) == 0)
+      fastest = "cuBLASLt " + fastest;
+    else if (j.contains("fastest_tune_rank"))
+      fastest += " (tune " + std::to_string(j["fastest_tune_rank"].get<int>()) + ")";
+    std::cout << std::left << std::setw(9) << j["gpu"].get<std::string>() << std::setw(9)
+              << g["dtype"].get<std::string>() << std::setw(22) << shape << std::setw(36) << fastest << std::right
+              << std::setw(10) << us(j, "fastest_us") << std::setw(12) << us(j, "first_choice_us") << std::setw(12)
+              << us(j, "cublaslt_default_us") << std::setw(10)
               << (j.contains("cublaslt_default_us")
                       ? fixed(j["cublaslt_default_us"].get<double>() / j["fastest_us"].get<double>(), 3) + "x"
                       : std::string("-"))
               << "\n";
   }
-  std::cout << "(configurations in perfloom's orientation, M first, \" cC\" the custom option they were timed with; the median of\n"
+  std::cout << "(configurations in perfloom's orientation, M first, \" cC\" the custom option they were timed with; "
+               "the median of\n"
                " each one's runs; \"default\": cuBLASLt's first heuristic result, where the run timed it)\n";
   if (report.skipped) std::cerr << "perfloom tune: " << path << ": " << report.skipped << " rows skipped\n";
   return 0;
@@ -275,7 +293,9 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
   if (!args.isSet("dtype")) return usage("needs --dtype (fp16, bf16, fp8e4m3, tf32, ...)");
   if (!args.isSet("gpu")) return usage("needs --gpu ID; perfloom gpus lists the ids");
   const auto dtype = parse_dtype(args.value("dtype").toStdString());
-  if (!dtype) return usage("unknown --dtype '" + args.value("dtype").toStdString() + "' (fp32 tf32 fp16 bf16 fp8e4m3 fp8e5m2 int8)");
+  if (!dtype)
+    return usage("unknown --dtype '" + args.value("dtype").toStdString() +
+                 "' (fp32 tf32 fp16 bf16 fp8e4m3 fp8e5m2 int8)");
   const GpuSpec* gpu = nullptr;
   try {
     gpu = &ctx.gpus.get(args.value("gpu").toStdString());
@@ -284,10 +304,12 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     return 2;
   }
   try {
-    if (plan && args.isSet("gemm")) return runTopPlan(args, *gpu, *dtype, static_cast<std::size_t>(cliInteger(args, "top", 3, 1)));
+    if (plan && args.isSet("gemm"))
+      return runTopPlan(args, *gpu, *dtype, static_cast<std::size_t>(cliInteger(args, "top", 3, 1)));
     if (plan) return runPlan(ctx, args, *gpu, *dtype);
     const auto mnk = parseGemm(args.value("gemm"));
-    if (!mnk) return usage("--gemm wants three positive integers M,N,K, got '" + args.value("gemm").toStdString() + "'");
+    if (!mnk)
+      return usage("--gemm wants three positive integers M,N,K, got '" + args.value("gemm").toStdString() + "'");
     const int64_t top = cliInteger(args, "top", 5, 1);
     const tuner::GemmShape shape{(*mnk)[0], (*mnk)[1], (*mnk)[2], *dtype};
     const tuner::TunerTable* table = tuner::bundled_tuner_table(*gpu);
@@ -343,25 +365,28 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
       std::cout << j.dump(2) << "\n";
       return 0;
     }
-    std::cout << "GEMM " << shape.M << "x" << shape.N << "x" << shape.K << " " << dtype_name(shape.dtype) << " on " << gpu->id
-              << " (" << gpu->name << "), method: " << r.method << "\n  " << r.note << "\n";
+    std::cout << "GEMM " << shape.M << "x" << shape.N << "x" << shape.K << " " << dtype_name(shape.dtype) << " on "
+              << gpu->id << " (" << gpu->name << "), method: " << r.method << "\n  " << r.note << "\n";
     // The custom option column where the table's variant model names one (variant_model.h).
-    const bool options = std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return c.custom_option >= 0; });
+    const bool options =
+        std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return c.custom_option >= 0; });
     std::cout << std::left << std::setw(6) << "rank" << std::setw(15) << "tile MxNxK" << std::setw(7) << "split"
-              << std::setw(9) << "cluster" << std::right << std::setw(11) << "pred_us" << std::setw(18) << "80% range" << std::setw(7) << "waves"
-              << std::setw(7) << "fill" << (options ? "  option" : "") << "  reason\n";
+              << std::setw(9) << "cluster" << std::right << std::setw(11) << "pred_us" << std::setw(18) << "80% range"
+              << std::setw(7) << "waves" << std::setw(7) << "fill" << (options ? "  option" : "") << "  reason\n";
     int rank = 1;
     for (const auto& c : r.ranked) {
       const TileConfig& t = c.config;
-      std::cout << std::left << std::setw(6) << rank++
-                << std::setw(15) << (std::to_string(t.tile_m) + "x" + std::to_string(t.tile_n) + "x" + std::to_string(t.tile_k))
-                << std::setw(7) << std::max(1, t.split_k)
-                << std::setw(9) << (std::to_string(std::max(1, t.cluster_m)) + "x" + std::to_string(std::max(1, t.cluster_n)))
+      std::cout << std::left << std::setw(6) << rank++ << std::setw(15)
+                << (std::to_string(t.tile_m) + "x" + std::to_string(t.tile_n) + "x" + std::to_string(t.tile_k))
+                << std::setw(7) << std::max(1, t.split_k) << std::setw(9)
+                << (std::to_string(std::max(1, t.cluster_m)) + "x" + std::to_string(std::max(1, t.cluster_n)))
                 << std::right << std::setw(11) << fixed(c.pred_us, 2) << std::setw(18)
-                << (std::isfinite(c.lo_us) && std::isfinite(c.hi_us) ? fixed(c.lo_us, 1) + "-" + fixed(c.hi_us, 1) : std::string("-"))
+                << (std::isfinite(c.lo_us) && std::isfinite(c.hi_us) ? fixed(c.lo_us, 1) + "-" + fixed(c.hi_us, 1)
+                                                                     : std::string("-"))
                 << std::setw(7) << c.grid.waves << std::setw(6)
                 << static_cast<int>(std::lround(c.grid.last_wave_fill * 100)) << "%  ";
-      if (options) std::cout << std::left << std::setw(8) << (c.custom_option >= 0 ? "c" + std::to_string(c.custom_option) : "-");
+      if (options)
+        std::cout << std::left << std::setw(8) << (c.custom_option >= 0 ? "c" + std::to_string(c.custom_option) : "-");
       std::cout << c.reason << "\n";
     }
     if (options) {
@@ -369,25 +394,35 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
       for (const auto& c : r.ranked)
         if (c.custom_option >= 0) shown[c.custom_option] = c.variant;
       std::string legend;
-      for (const auto& [o, v] : shown) legend += (legend.empty() ? "" : "; ") + ("c" + std::to_string(o)) + (v.empty() ? "" : " " + v);
-      std::cout << "(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, the kernel variant the\n"
-                   " table's variant model predicts fastest; its kernels showed: " << legend << ")\n";
+      for (const auto& [o, v] : shown)
+        legend += (legend.empty() ? "" : "; ") + ("c" + std::to_string(o)) + (v.empty() ? "" : " " + v);
+      std::cout
+          << "(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, the kernel variant the\n"
+             " table's variant model predicts fastest; its kernels showed: "
+          << legend << ")\n";
     }
-    std::cout << "(tile and cluster in perfloom's orientation, M first; cuBLASLt names them N first: --json gives both)\n";
+    std::cout
+        << "(tile and cluster in perfloom's orientation, M first; cuBLASLt names them N first: --json gives both)\n";
     if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return std::isfinite(c.lo_us); }))
-      std::cout << (r.method == "wave-table"
-                        ? "(80% range: where 80% of measured latencies fell around the table's predictions of near-best\n"
-                          " configurations at shapes it had not seen)\n"
-                        : "(80% range: the predictor's interval, p10..p90 of measured over predicted)\n");
+      std::cout
+          << (r.method == "wave-table"
+                  ? "(80% range: where 80% of measured latencies fell around the table's predictions of near-best\n"
+                    " configurations at shapes it had not seen)\n"
+                  : "(80% range: the predictor's interval, p10..p90 of measured over predicted)\n");
     if (r.ranked_by == "chooser")
-      std::cout << "(ranked by the table's learned chooser, not by pred_us: configurations predicted within a few percent\n"
-                   " of each other are a tie to time, not an order)\n";
+      std::cout
+          << "(ranked by the table's learned chooser, not by pred_us: configurations predicted within a few percent\n"
+             " of each other are a tie to time, not an order)\n";
     if (r.method == "wave-table")
-      std::cout << "(cuBLASLt may refuse a configuration set on its first heuristic result and take it on a later one:\n"
-                   " docs/cli.md, \"Running a tuner configuration with cuBLASLt\")\n";
-    if (std::any_of(r.ranked.begin(), r.ranked.end(), [&](const auto& c) { return tuner::likely_refused(c, r.refusal_threshold); }))
-      std::cout << "(likely refuses: the table's acceptance model, learned from the collector's runs, predicts that cuBLASLt\n"
-                   " refuses the configuration at this shape; such configurations rank after the others; --json: refusal_p)\n";
+      std::cout
+          << "(cuBLASLt may refuse a configuration set on its first heuristic result and take it on a later one:\n"
+             " docs/cli.md, \"Running a tuner configuration with cuBLASLt\")\n";
+    if (std::any_of(r.ranked.begin(), r.ranked.end(),
+                    [&](const auto& c) { return tuner::likely_refused(c, r.refusal_threshold); }))
+      std::cout << "(likely refuses: the table's acceptance model, learned from the collector's runs, predicts that "
+                   "cuBLASLt\n"
+                   " refuses the configuration at this shape; such configurations rank after the others; --json: "
+                   "refusal_p)\n";
     return 0;
   } catch (const std::invalid_argument& e) {
     std::cerr << "perfloom tune: " << e.what() << "\n";

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     for (const auto& in : inputs) sink += classify_kernel(in).reason.size();
   const auto t1 = std::chrono::steady_clock::now();
   const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / double(rounds * inputs.size());
-  std::printf("classify_kernel: %.3f us per call over %zu calls (sink %zu)\n", us, std::size_t(rounds) * inputs.size(), sink);
+  std::printf("classify_kernel: %.3f us per call over %zu calls (sink %zu)\n", us, std::size_t(rounds) * inputs.size(),
+              sink);
   return 0;
 }

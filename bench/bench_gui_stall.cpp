@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include <QApplication>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QLineEdit>
+#include <QRegularExpression>
 #include <QTableView>
 #include <QTimer>
-#include <QDir>
-#include <QRegularExpression>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -78,10 +78,14 @@ int main(int argc, char** argv) {
   std::filesystem::path dir = "/tmp";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--mb" && i + 1 < argc) mb = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--gzip") gzip = true;
-    else if (a == "--keep") keep = true;
-    else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    if (a == "--mb" && i + 1 < argc)
+      mb = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--gzip")
+      gzip = true;
+    else if (a == "--keep")
+      keep = true;
+    else if (a == "--dir" && i + 1 < argc)
+      dir = argv[++i];
     else {
       std::cerr << "usage: perfloom-bench-gui-stall [--mb N] [--gzip] [--dir DIR] [--keep]\n";
       return 2;
@@ -100,8 +104,9 @@ int main(int argc, char** argv) {
   QElapsedTimer writing;
   writing.start();
   const perfloom::storage::SyntheticTraceStats stats = perfloom::storage::write_synthetic_trace(trace, mb << 20, gzip);
-  std::printf("wrote %s: %.1f MB, %llu kernels in %.1f s\n", trace.c_str(), static_cast<double>(stats.bytes) / 1048576.0,
-              static_cast<unsigned long long>(stats.kernels), static_cast<double>(writing.elapsed()) / 1000.0);
+  std::printf("wrote %s: %.1f MB, %llu kernels in %.1f s\n", trace.c_str(),
+              static_cast<double>(stats.bytes) / 1048576.0, static_cast<unsigned long long>(stats.kernels),
+              static_cast<double>(writing.elapsed()) / 1000.0);
 
   perfloom::ui::MainWindow window(perfloom::GpuDatabase::builtin(), work / "bench.db");
   window.show();
@@ -116,14 +121,13 @@ int main(int argc, char** argv) {
   double import_s = 0, table_s = 0;
   int rows = 0;
   QString error;
-  QObject::connect(view, &perfloom::ui::TracesView::importFinished, &app,
-                   [&](const perfloom::ui::ImportOutcome& o) {
-                     import_s = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-                     if (!o.error.isEmpty() || o.cancelled) {
-                       error = o.error.isEmpty() ? o.summary : o.error;
-                       app.quit();
-                     }
-                   });
+  QObject::connect(view, &perfloom::ui::TracesView::importFinished, &app, [&](const perfloom::ui::ImportOutcome& o) {
+    import_s = static_cast<double>(clock.nsecsElapsed()) / 1e9;
+    if (!o.error.isEmpty() || o.cancelled) {
+      error = o.error.isEmpty() ? o.summary : o.error;
+      app.quit();
+    }
+  });
   QObject::connect(view, &perfloom::ui::TracesView::kernelsLoaded, &app, [&](qint64, int n) {
     table_s = static_cast<double>(clock.nsecsElapsed()) / 1e9;
     rows = n;
@@ -150,7 +154,8 @@ int main(int argc, char** argv) {
   };
   std::vector<Step> steps;
   auto measure = [&](const char* what, const std::function<void()>& trigger) {
-    QMetaObject::Connection done = QObject::connect(proxy, &perfloom::ui::KernelFilterProxy::orderApplied, &app, [&app] { app.quit(); });
+    QMetaObject::Connection done =
+        QObject::connect(proxy, &perfloom::ui::KernelFilterProxy::orderApplied, &app, [&app] { app.quit(); });
     meter.start();
     clock.restart();
     trigger();
@@ -165,8 +170,10 @@ int main(int argc, char** argv) {
     steps.push_back({what, meter.longest_ms(), until_ms, proxy->lastApplyMs(), proxy->rowCount(), meter.ticks()});
   };
   QTableView* table = view->kernelTable();
-  measure("sort by kernel name (header click)", [&] { table->sortByColumn(perfloom::ui::KernelTableModel::Name, Qt::AscendingOrder); });
-  measure("sort by measured time, descending", [&] { table->sortByColumn(perfloom::ui::KernelTableModel::MeasuredUs, Qt::DescendingOrder); });
+  measure("sort by kernel name (header click)",
+          [&] { table->sortByColumn(perfloom::ui::KernelTableModel::Name, Qt::AscendingOrder); });
+  measure("sort by measured time, descending",
+          [&] { table->sortByColumn(perfloom::ui::KernelTableModel::MeasuredUs, Qt::DescendingOrder); });
   measure("filter \"gemm\" typed (300 ms debounce)", [&] { view->filterEdit()->setText("gemm"); });
   measure("filter cleared", [&] { view->filterEdit()->clear(); });
 
@@ -174,16 +181,20 @@ int main(int argc, char** argv) {
   std::printf("import through the Traces view: %.1f MB%s in %.2f s (%.1f MB/s), %d kernels\n", mb_read,
               gzip ? " (compressed)" : "", import_s, mb_read / import_s, rows);
   std::printf("kernel table filled (ceilings on the source's GPU) after %.2f s\n", table_s);
-  std::printf("longest GUI-thread stall: %.1f ms (10 ms timer, %ld ticks, %d gaps over 50 ms)\n", longest, meter.ticks(),
-              meter.over_50ms());
+  std::printf("longest GUI-thread stall: %.1f ms (10 ms timer, %ld ticks, %d gaps over 50 ms)\n", longest,
+              meter.ticks(), meter.over_50ms());
   double worst = 0;
   for (const Step& st : steps) {
-    std::printf("%s: shown after %.0f ms, %d rows; GUI thread swapping the order in: %.2f ms; longest GUI-thread stall: %.1f ms (%ld ticks)\n",
-                st.what, st.until_ms, st.rows, st.apply_ms, st.longest_ms, st.ticks);
+    std::printf(
+        "%s: shown after %.0f ms, %d rows; GUI thread swapping the order in: %.2f ms; longest GUI-thread stall: %.1f "
+        "ms (%ld ticks)\n",
+        st.what, st.until_ms, st.rows, st.apply_ms, st.longest_ms, st.ticks);
     worst = std::max(worst, st.longest_ms);
   }
   std::printf("longest GUI-thread stall while sorting and filtering %d rows: %.1f ms\n", rows, worst);
-  if (!keep) std::filesystem::remove_all(work);
-  else std::printf("kept %s\n", work.c_str());
+  if (!keep)
+    std::filesystem::remove_all(work);
+  else
+    std::printf("kept %s\n", work.c_str());
   return 0;
 }

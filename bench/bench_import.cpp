@@ -9,6 +9,7 @@
 //   perfloom-bench-import [--mb N] [--gzip] [--dir DIR] [--keep]
 #include <sys/resource.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,6 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
-#include <unistd.h>
 
 #include "model/gpu_database.h"
 #include "storage/database.h"
@@ -70,9 +70,10 @@ int main(int argc, char** argv) {
   auto t0 = clock::now();
   const auto stats = perfloom::storage::write_synthetic_trace(trace, mb * 1000 * 1000, gzip);
   double gen_s = std::chrono::duration<double>(clock::now() - t0).count();
-  std::printf("trace: %s, %.1f MB on disk, %llu events, %llu kernels (%llu GEMMs), written in %.1f s\n",
-              trace.c_str(), static_cast<double>(stats.bytes) / 1e6, static_cast<unsigned long long>(stats.events),
-              static_cast<unsigned long long>(stats.kernels), static_cast<unsigned long long>(stats.gemm_kernels), gen_s);
+  std::printf("trace: %s, %.1f MB on disk, %llu events, %llu kernels (%llu GEMMs), written in %.1f s\n", trace.c_str(),
+              static_cast<double>(stats.bytes) / 1e6, static_cast<unsigned long long>(stats.events),
+              static_cast<unsigned long long>(stats.kernels), static_cast<unsigned long long>(stats.gemm_kernels),
+              gen_s);
   const double rss_before = current_rss_mb();
 
   int status = 0;

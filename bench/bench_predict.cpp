@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -55,9 +55,10 @@ int bench_trace(std::size_t mb, std::size_t n_gpus) {
     std::vector<const GpuSpec*> targets;
     for (const auto& g : gpus.all())
       if (targets.size() < n_gpus && g.supports(Dtype::bf16) && g.id != source.id) targets.push_back(&g);
-    std::printf("synthetic trace: %.0f MB, %llu kernels on %s (written in %.2f s, imported in %.2f s); %zu target GPUs\n",
-                static_cast<double>(stats.bytes) / 1048576.0, static_cast<unsigned long long>(summary.kernels),
-                source.id.c_str(), write_s, import_s, targets.size());
+    std::printf(
+        "synthetic trace: %.0f MB, %llu kernels on %s (written in %.2f s, imported in %.2f s); %zu target GPUs\n",
+        static_cast<double>(stats.bytes) / 1048576.0, static_cast<unsigned long long>(summary.kernels),
+        source.id.c_str(), write_s, import_s, targets.size());
     auto run = [&](const char* what, bool cache) {
       storage::WhatIfOptions o;
       o.use_cache = cache;
@@ -72,9 +73,10 @@ int bench_trace(std::size_t mb, std::size_t n_gpus) {
         cached += tg.from_cache;
         errors += tg.total.errors;
       }
-      std::printf("  %-38s %6.2f s  (%zu kernels x %zu GPUs; model predictions made %zu, GPUs from cache %zu, "
-                  "errors %zu, checksum %.6g us)\n",
-                  what, secs, r.kernels.size(), r.targets.size(), predicted, cached, errors, total);
+      std::printf(
+          "  %-38s %6.2f s  (%zu kernels x %zu GPUs; model predictions made %zu, GPUs from cache %zu, "
+          "errors %zu, checksum %.6g us)\n",
+          what, secs, r.kernels.size(), r.targets.size(), predicted, cached, errors, total);
       return total;
     };
     const double a = run("predict, no cache:", false);
@@ -95,7 +97,8 @@ int bench_trace(std::size_t mb, std::size_t n_gpus) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--trace")
-    return bench_trace(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 175, argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 20);
+    return bench_trace(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 175,
+                       argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 20);
   const std::size_t n = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 100000;
   const std::size_t n_gpus = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 20;
   const GpuDatabase gpus = GpuDatabase::builtin();
@@ -157,14 +160,17 @@ int main(int argc, char** argv) {
     std::vector<std::string> errs;
     auto preds = predictor->predict_batch(kernels, *g, &errs);
     for (std::size_t i = 0; i < preds.size(); ++i) {
-      if (errs[i].empty()) total_us += preds[i].pred_us;
-      else ++errors;
+      if (errs[i].empty())
+        total_us += preds[i].pred_us;
+      else
+        ++errors;
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double predictions = static_cast<double>(n * targets.size());
-  std::printf("%zu kernels x %zu GPUs = %.0f predictions in %.2f s: %.0f kernels/s (model load %.2f s, %zu errors, "
-              "checksum %.3g us)\n",
-              n, targets.size(), predictions, secs, predictions / secs, load_s, errors, total_us);
+  std::printf(
+      "%zu kernels x %zu GPUs = %.0f predictions in %.2f s: %.0f kernels/s (model load %.2f s, %zu errors, "
+      "checksum %.3g us)\n",
+      n, targets.size(), predictions, secs, predictions / secs, load_s, errors, total_us);
   return 0;
 }

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
   char rate_text[32];
   std::snprintf(rate_text, sizeof rate_text, "%g", rate);
-  const std::string spec = std::string("poisson:rate=") + rate_text + ",n=" + std::to_string(n) + ",input=1024,output=256,seed=1";
+  const std::string spec =
+      std::string("poisson:rate=") + rate_text + ",n=" + std::to_string(n) + ",input=1024,output=256,seed=1";
   try {
     const auto t0 = std::chrono::steady_clock::now();
     const GpuDatabase gpus = GpuDatabase::builtin();

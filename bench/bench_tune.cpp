@@ -4,10 +4,10 @@
 // that answer timed on their own: the candidates (query_candidates: the nearest shapes' winners and the latency
 // model's best of the table's catalogue), their ranking (rank_with_table: the latency model, then the chooser's
 // trees) and naming each of the first 3's cuBLASLt option (name_variants); beside it the same answer computed as before
-// session 38 (query_candidates, then rank_with_table with the chooser on every candidate), and the chooser's trees alone
-// on the whole list and on the kChooserRows it scores now. Prints the median, the 90th percentile and
-// the largest per-query time of each, in microseconds, on one thread. Exits 1 where tune_gemm's whole ranking differs
-// from rank_with_table(query_candidates) (it computes the same in one pass).
+// session 38 (query_candidates, then rank_with_table with the chooser on every candidate), and the chooser's trees
+// alone on the whole list and on the kChooserRows it scores now. Prints the median, the 90th percentile and the largest
+// per-query time of each, in microseconds, on one thread. Exits 1 where tune_gemm's whole ranking differs from
+// rank_with_table(query_candidates) (it computes the same in one pass).
 //   perfloom-bench-tune [--count N] [--seed S] [--repeat R] [GPU...]
 #include <algorithm>
 #include <chrono>
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "tools/tuner_sweep.h"
 #include "model/gpu_database.h"
 #include "model/tuner/acceptance_model.h"
 #include "model/tuner/tuner.h"
+#include "tools/tuner_sweep.h"
 
 using namespace perfloom;
 
@@ -52,13 +52,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> ids;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--count" && i + 1 < argc) count = std::atoi(argv[++i]);
-    else if (a == "--seed" && i + 1 < argc) seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
-    else if (a == "--repeat" && i + 1 < argc) repeat = std::atoi(argv[++i]);
+    if (a == "--count" && i + 1 < argc)
+      count = std::atoi(argv[++i]);
+    else if (a == "--seed" && i + 1 < argc)
+      seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+    else if (a == "--repeat" && i + 1 < argc)
+      repeat = std::atoi(argv[++i]);
     else if (a == "--help" || a == "-h" || (!a.empty() && a[0] == '-')) {
       std::fprintf(stderr, "usage: perfloom-bench-tune [--count N] [--seed S] [--repeat R] [GPU...]\n");
       return a[0] == '-' && a != "--help" && a != "-h" ? 2 : 0;
-    } else ids.push_back(a);
+    } else
+      ids.push_back(a);
   }
   if (count <= 0 || repeat <= 0) {
     std::fprintf(stderr, "perfloom-bench-tune: --count and --repeat must be positive\n");
@@ -86,7 +90,8 @@ int main(int argc, char** argv) {
       total.push_back(time_us(repeat, [&] { ranked += tuner::tune_gemm(shape, *gpu, 3, table).ranked.size(); }));
       // The same answer as before session 38: the candidates, then their ranking with the chooser on every one.
       before.push_back(time_us(repeat, [&] {
-        auto r = tuner::rank_with_table(*table, *gpu, shape, tuner::query_candidates(*table, *gpu, shape), false, SIZE_MAX);
+        auto r =
+            tuner::rank_with_table(*table, *gpu, shape, tuner::query_candidates(*table, *gpu, shape), false, SIZE_MAX);
         r.resize(std::min<std::size_t>(3, r.size()));
         for (auto& c : r) c.reason = tuner::describe_grid(c.grid);
         tuner::name_variants(*table, *gpu, shape, r);
@@ -116,14 +121,16 @@ int main(int argc, char** argv) {
         }));
         // The acceptance model's trees on the whole list (session 44: every configuration a query ranks).
         if (table->acceptance.booster)
-          acceptance.push_back(time_us(repeat, [&] { tuner::refusal_probabilities(table->acceptance, shape, listed, feats); }));
+          acceptance.push_back(
+              time_us(repeat, [&] { tuner::refusal_probabilities(table->acceptance, shape, listed, feats); }));
       }
       // tune_gemm ranks in one pass what these two stages rank: the same list, the same order and latencies.
       const auto whole = tuner::tune_gemm(shape, *gpu, 1000, table).ranked;
       bool same = whole.size() == r.size();
       for (std::size_t i = 0; same && i < r.size(); ++i)
         same = whole[i].config == r[i].config && whole[i].pred_us == r[i].pred_us &&
-               (whole[i].rank_score == r[i].rank_score || (std::isnan(whole[i].rank_score) && std::isnan(r[i].rank_score)));
+               (whole[i].rank_score == r[i].rank_score ||
+                (std::isnan(whole[i].rank_score) && std::isnan(r[i].rank_score)));
       differ += !same;
       r.resize(std::min<std::size_t>(3, r.size()));
       variants.push_back(time_us(repeat, [&] {
@@ -131,8 +138,8 @@ int main(int argc, char** argv) {
         tuner::name_variants(*table, *gpu, shape, named);
       }));
     }
-    std::printf("%s: %zu GEMMs (seed %u, best of %d), table loaded in %.0f ms; per query, us: median / p90 / max\n", id.c_str(),
-                total.size(), seed, repeat, load_ms);
+    std::printf("%s: %zu GEMMs (seed %u, best of %d), table loaded in %.0f ms; per query, us: median / p90 / max\n",
+                id.c_str(), total.size(), seed, repeat, load_ms);
     auto row = [](const char* what, const std::vector<double>& v) {
       std::printf("  %-44s %7.0f %7.0f %7.0f\n", what, quantile(v, 0.5), quantile(v, 0.9), quantile(v, 1.0));
     };
@@ -145,7 +152,8 @@ int main(int argc, char** argv) {
     row("chooser's trees on kChooserRows of it", chooser_rows);
     if (!acceptance.empty()) row("acceptance model's trees on the whole list", acceptance);
     if (ranked == 0) std::printf("  (no configuration ranked)\n");
-    if (differ) std::printf("  tune_gemm's ranking differs from rank_with_table(query_candidates) at %zu GEMMs\n", differ);
+    if (differ)
+      std::printf("  tune_gemm's ranking differs from rank_with_table(query_candidates) at %zu GEMMs\n", differ);
     status |= differ ? 1 : 0;
   }
   return status;

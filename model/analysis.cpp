@@ -55,7 +55,7 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.l2_bytes_per_clk = datasheet_l2_bytes_per_clk_per_sm(gpu.architecture) * gpu.sm_count;
   hw.smem_bytes_per_clk = kSmemBytesPerClkPerSm;
   const double link_gb_s = gpu.interconnect.nvlink_bandwidth_gb_s > 0 ? gpu.interconnect.nvlink_bandwidth_gb_s
-                                                                       : gpu.interconnect.pcie_bandwidth_gb_s;
+                                                                      : gpu.interconnect.pcie_bandwidth_gb_s;
   hw.link_bytes_per_s = link_gb_s > 0 ? link_gb_s * 1e9 / 2.0 : 16e9;  // datasheets give both directions
   hw.launch_floor_us = kDatasheetLaunchFloorUs;
   hw.max_smem_per_sm_bytes = gpu.shared_memory_per_sm_kib * 1024.0;
@@ -75,7 +75,8 @@ HardwareRates hardware_rates(const GpuSpec& gpu, Dtype dtype) {
   hw.achievable.dram_bytes_per_clk = r.dram_bytes_per_s / hw.clock_hz;
   hw.achievable.dram_write_bytes_per_clk = r.dram_write_bytes_per_s / hw.clock_hz;
   hw.achievable.l2_bytes_per_clk = r.l2_bytes_per_s / hw.clock_hz;
-  hw.achievable.l2_bulk_bytes_per_clk = (r.l2_bulk_bytes_per_s > 0 ? r.l2_bulk_bytes_per_s : r.l2_bytes_per_s) / hw.clock_hz;
+  hw.achievable.l2_bulk_bytes_per_clk =
+      (r.l2_bulk_bytes_per_s > 0 ? r.l2_bulk_bytes_per_s : r.l2_bytes_per_s) / hw.clock_hz;
   hw.achievable.smem_bytes_per_clk = r.smem_bytes_per_s_per_sm / hw.clock_hz;
   hw.achievable.launch_floor_us = r.launch_floor_us;
   hw.achievable.launch_offset_us = ach.launch_offset_us;
@@ -89,8 +90,8 @@ int occupancy(int threads_per_cta, int registers_per_thread, double smem_bytes_p
   int by_regs = registers_per_thread > 0 && threads_per_cta > 0
                     ? hw.registers_per_sm / (registers_per_thread * threads_per_cta)
                     : hw.max_blocks_per_sm;
-  int by_smem = smem_bytes_per_cta > 0 ? static_cast<int>(hw.max_smem_per_sm_bytes / smem_bytes_per_cta)
-                                       : hw.max_blocks_per_sm;
+  int by_smem =
+      smem_bytes_per_cta > 0 ? static_cast<int>(hw.max_smem_per_sm_bytes / smem_bytes_per_cta) : hw.max_blocks_per_sm;
   return std::max(1, std::min({by_threads, by_regs, by_smem, hw.max_blocks_per_sm}));
 }
 
@@ -122,24 +123,37 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // achievable rates (`hw.achievable`), which name their fields alike.
   auto rate_in = [](const auto& rates, Pipe p) {
     switch (p) {
-      case Pipe::tensor: return rates.tensor_flops_per_clk > 0 ? rates.tensor_flops_per_clk : 1e-9;
-      case Pipe::fma: return rates.fma_flops_per_clk;
-      case Pipe::sfu: return rates.sfu_ops_per_clk;
-      case Pipe::smem: return rates.smem_bytes_per_clk;
-      default: return 1.0;
+      case Pipe::tensor:
+        return rates.tensor_flops_per_clk > 0 ? rates.tensor_flops_per_clk : 1e-9;
+      case Pipe::fma:
+        return rates.fma_flops_per_clk;
+      case Pipe::sfu:
+        return rates.sfu_ops_per_clk;
+      case Pipe::smem:
+        return rates.smem_bytes_per_clk;
+      default:
+        return 1.0;
     }
   };
   auto rate_of = [&](Pipe p) { return rate_in(hw, p); };
   auto work_of = [](const PipeDemand& x, Pipe p) {
     switch (p) {
-      case Pipe::tensor: return x.tensor_flops;
-      case Pipe::fma: return x.fma_flops;
-      case Pipe::sfu: return x.sfu_ops;
-      case Pipe::smem: return x.smem_bytes;
-      case Pipe::dram: return x.dram_bytes;
-      case Pipe::l2: return x.l2_bytes;
-      case Pipe::link: return x.link_bytes;
-      default: return 0.0;
+      case Pipe::tensor:
+        return x.tensor_flops;
+      case Pipe::fma:
+        return x.fma_flops;
+      case Pipe::sfu:
+        return x.sfu_ops;
+      case Pipe::smem:
+        return x.smem_bytes;
+      case Pipe::dram:
+        return x.dram_bytes;
+      case Pipe::l2:
+        return x.l2_bytes;
+      case Pipe::link:
+        return x.link_bytes;
+      default:
+        return 0.0;
     }
   };
   constexpr Pipe kOnSm[] = {Pipe::tensor, Pipe::fma, Pipe::sfu, Pipe::smem};
@@ -198,9 +212,9 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
     const double in_flight = resident * a.plan.threads_per_cta * a.bytes_in_flight_per_thread;
     for (auto* c : {&a.achievable_cycles_balanced, &a.achievable_cycles_busiest}) {
       double& dram = (*c)[idx(Pipe::dram)];
-      dram = dram_time_with_latency(dram, loaded, in_flight, ach.dram_latency_cycles,
-                                    std::max(0.0, a.plan.waves - 1) * a.chain_round_trips_per_wave *
-                                        ach.dram_latency_cycles);
+      dram = dram_time_with_latency(
+          dram, loaded, in_flight, ach.dram_latency_cycles,
+          std::max(0.0, a.plan.waves - 1) * a.chain_round_trips_per_wave * ach.dram_latency_cycles);
     }
   }
   double ach_worst = 0;
@@ -226,8 +240,9 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // (matched kernels of the H100 and H200: 0.19 us of the 0.255 us difference at the floor, ~0.07 us
   // for 2 us GEMMs; held out, the whole difference put small norms and GEMMs 5-10% low and this
   // share none: bench/results/eval_holdout.md, "Session 23").
-  a.launch_offset_us =
-      a.achievable_roofline_us > 0 ? ach.launch_offset_us * std::min(1.0, ach.launch_floor_us / a.achievable_roofline_us) : 0.0;
+  a.launch_offset_us = a.achievable_roofline_us > 0
+                           ? ach.launch_offset_us * std::min(1.0, ach.launch_floor_us / a.achievable_roofline_us)
+                           : 0.0;
 
   // The bound: the slowest pipe with cold caches on the busiest SM.
   Pipe bound = Pipe::launch;

@@ -31,12 +31,12 @@ inline constexpr double kGemmOverlapNorm = 4;
 
 // How the kernel's CTAs fill the GPU.
 struct CtaPlan {
-  double ctas = 0;            // CTAs launched
-  int ctas_per_sm = 1;        // concurrent CTAs per SM (occupancy)
+  double ctas = 0;      // CTAs launched
+  int ctas_per_sm = 1;  // concurrent CTAs per SM (occupancy)
   int threads_per_cta = 128;
-  double waves = 0;           // ceil(ctas / (SMs x ctas_per_sm))
-  double last_wave_fill = 1;  // fraction of the slots the last wave uses, (0, 1]
-  double busiest_sm_share = 0;  // fraction of all per-SM work that the busiest SM does (1/SMs when balanced)
+  double waves = 0;               // ceil(ctas / (SMs x ctas_per_sm))
+  double last_wave_fill = 1;      // fraction of the slots the last wave uses, (0, 1]
+  double busiest_sm_share = 0;    // fraction of all per-SM work that the busiest SM does (1/SMs when balanced)
   double active_sm_fraction = 1;  // SMs with any work / SMs
 };
 
@@ -44,7 +44,7 @@ struct Analysis {
   Family family = Family::unknown;
   Op op = Op::unknown;
   PipeDemand demand;
-  double useful_flops = 0;   // the op's arithmetic without tile padding (for TFLOP/s reports)
+  double useful_flops = 0;  // the op's arithmetic without tile padding (for TFLOP/s reports)
   CtaPlan plan;
   // The least work any implementation must do, for the ceiling when the CTA schedule is not known
   // exactly (a library may pick another tile, split-K or stream-K): FLOPs padded only to the MMA
@@ -111,7 +111,7 @@ struct Analysis {
   // floor, floor / achievable_roofline_us of it above. The learned model's time is
   // achievable_roofline_us x its factor + this.
   double launch_offset_us = 0;
-  double extra_us = 0;       // fixed latencies outside the pipes (communication steps)
+  double extra_us = 0;  // fixed latencies outside the pipes (communication steps)
   // SM cycles (at the boost clock) the kernel spends in series with its pipes, which overlap each
   // other: a GEMM's pipeline fill and epilogue (kGemmFixedCycles, families/gemm/gemm_model.h), an
   // attention kernel's first loads and epilogue (kAttentionFixedCycles, families/family_models.h). Part of
@@ -132,15 +132,15 @@ struct Analysis {
 struct HardwareRates {
   double clock_hz = 0;
   int sms = 0;
-  double tensor_flops_per_clk = 0;  // per SM, for the kernel's dtype; 0 if none
-  double fma_flops_per_clk = 0;     // per SM
-  double sfu_ops_per_clk = 0;       // per SM
-  double dram_bytes_per_clk = 0;    // whole GPU
+  double tensor_flops_per_clk = 0;      // per SM, for the kernel's dtype; 0 if none
+  double fma_flops_per_clk = 0;         // per SM
+  double sfu_ops_per_clk = 0;           // per SM
+  double dram_bytes_per_clk = 0;        // whole GPU
   double dram_write_bytes_per_clk = 0;  // whole GPU, stores
-  double l2_bytes_per_clk = 0;      // whole GPU
-  double smem_bytes_per_clk = 0;    // per SM
-  double link_bytes_per_s = 0;      // one direction, per GPU
-  double launch_floor_us = 0;       // shortest duration any kernel has
+  double l2_bytes_per_clk = 0;          // whole GPU
+  double smem_bytes_per_clk = 0;        // per SM
+  double link_bytes_per_s = 0;          // one direction, per GPU
+  double launch_floor_us = 0;           // shortest duration any kernel has
   double max_smem_per_sm_bytes = 0, max_smem_per_block_bytes = 0;
   int max_threads_per_sm = 2048, max_blocks_per_sm = 32, registers_per_sm = 65536;
   double l2_bytes = 0;
@@ -151,7 +151,7 @@ struct HardwareRates {
     double tensor_flops_per_clk = 0, fma_flops_per_clk = 0, sfu_ops_per_clk = 0;
     double dram_bytes_per_clk = 0, dram_write_bytes_per_clk = 0, l2_bytes_per_clk = 0, smem_bytes_per_clk = 0;
     double launch_floor_us = 0;
-    double launch_offset_us = 0;  // AchievableRates::launch_offset_us
+    double launch_offset_us = 0;     // AchievableRates::launch_offset_us
     double dram_latency_cycles = 0;  // 0: unknown
     // Warp-level MMA (PipeRates::mma_sync_flops_per_s) per SM and clock; 0: the tensor rate.
     double mma_sync_flops_per_clk = 0;

@@ -47,7 +47,8 @@ Bottleneck bottleneck_of(const KernelDesc& k, const GpuSpec& gpu, const Predicti
                   format_duration_us(p.pred_us) + ", 80% interval " + format_duration_us(p.lo_us) + "–" +
                   format_duration_us(p.hi_us) + ")";
   if (a.plan.waves > 0) {
-    s += "; " + fixed(a.plan.ctas, 0) + " CTAs run in " + fixed(a.plan.waves, 0) + " wave" + (a.plan.waves == 1 ? "" : "s");
+    s += "; " + fixed(a.plan.ctas, 0) + " CTAs run in " + fixed(a.plan.waves, 0) + " wave" +
+         (a.plan.waves == 1 ? "" : "s");
     if (a.plan.last_wave_fill < 0.999) {
       // The last wave's empty slots, as a share of all the waves' SM time.
       const double idle = 100.0 * (1.0 - a.plan.last_wave_fill) / a.plan.waves;

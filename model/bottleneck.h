@@ -23,11 +23,11 @@ struct PipeBusy {
 struct Bottleneck {
   std::vector<PipeBusy> pipes;  // every pipe, in Pipe order
   double pred_us = 0, lo_us = 0, hi_us = 0;
-  double ceiling_us = 0;        // the roofline ceiling: a lower bound whatever the caches hold
+  double ceiling_us = 0;             // the roofline ceiling: a lower bound whatever the caches hold
   Pipe ceiling_pipe = Pipe::launch;  // the pipe that contributes most to the ceiling
-  double ceiling_share = 0;     // ceiling_us / pred_us: how near the prediction is to the ceiling
-  Pipe bound = Pipe::launch;    // the pipe that limits the kernel with cold caches (Analysis::bound)
-  std::string headroom;         // one sentence, UTF-8
+  double ceiling_share = 0;          // ceiling_us / pred_us: how near the prediction is to the ceiling
+  Pipe bound = Pipe::launch;         // the pipe that limits the kernel with cold caches (Analysis::bound)
+  std::string headroom;              // one sentence, UTF-8
 };
 
 // The bottleneck of `k` on `gpu` from its prediction there (KernelPredictor::predict).

@@ -48,8 +48,9 @@ std::string num(double x) {
 }
 
 // The calibration's dtype names -> GpuSpec's tensor keys. Others (fp32_sgemm) are not tensor-core rates.
-const std::map<std::string, std::string> kTensorKeys = {
-    {"bf16", "bf16"}, {"fp16", "fp16"}, {"tf32", "tf32"}, {"fp8e4m3", "fp8"}, {"fp8", "fp8"}, {"int8", "int8"}, {"fp4", "fp4"}};
+const std::map<std::string, std::string> kTensorKeys = {{"bf16", "bf16"},   {"fp16", "fp16"}, {"tf32", "tf32"},
+                                                        {"fp8e4m3", "fp8"}, {"fp8", "fp8"},   {"int8", "int8"},
+                                                        {"fp4", "fp4"}};
 
 // A calibration's tensor rates with one rate per tensor path: the floating-point dtypes the datasheet
 // gives the same peak on this GPU (fp16 and bf16) run on one path, and our sweeps time them alike
@@ -135,8 +136,9 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
   bool named = lower(c.gpu_name) == lower(gpu.id) || lower(c.gpu_name) == lower(gpu.name);
   for (const auto& a : gpu.aliases) named = named || lower(c.gpu_name) == lower(a);
   if (!named)
-    throw CalibrationError(c.file, "gpu_name",
-                           "\"" + c.gpu_name + "\" is not GPU '" + gpu.id + "' (" + gpu.name + ") nor one of its aliases");
+    throw CalibrationError(
+        c.file, "gpu_name",
+        "\"" + c.gpu_name + "\" is not GPU '" + gpu.id + "' (" + gpu.name + ") nor one of its aliases");
   if (c.sm_count != gpu.sm_count)
     throw CalibrationError(c.file, "sm_count",
                            "is " + std::to_string(c.sm_count) + ", but GPU '" + gpu.id + "' has " +
@@ -146,8 +148,8 @@ AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gp
     const double f = measured / datasheet;
     if (!(f >= 0.05 && f <= 2.0))
       throw CalibrationError(c.file, field,
-                             "is " + num(measured) + " " + unit + ", " + num(f) + "x the datasheet's " + num(datasheet) +
-                                 " for '" + gpu.id + "' (another GPU, or other units?)");
+                             "is " + num(measured) + " " + unit + ", " + num(f) + "x the datasheet's " +
+                                 num(datasheet) + " for '" + gpu.id + "' (another GPU, or other units?)");
     return f;
   };
   AchievableFractions out;
@@ -300,7 +302,8 @@ std::optional<SustainedPowerCurve> sustained_power_curve(const Calibration& c, c
 
 std::vector<Calibration> bundled_calibrations() {
   std::vector<Calibration> out;
-  for (const auto& [path, text] : embedded::calibration_files()) out.push_back(parse_calibration(text, std::string(path)));
+  for (const auto& [path, text] : embedded::calibration_files())
+    out.push_back(parse_calibration(text, std::string(path)));
   return out;
 }
 
@@ -309,6 +312,8 @@ const AchievableFractions& bundled_default_fractions() {
   return f;
 }
 
-AchievableRates default_achievable_rates(const GpuSpec& gpu) { return estimated_rates(gpu, bundled_default_fractions()); }
+AchievableRates default_achievable_rates(const GpuSpec& gpu) {
+  return estimated_rates(gpu, bundled_default_fractions());
+}
 
 }  // namespace perfloom

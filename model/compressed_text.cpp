@@ -9,7 +9,8 @@ constexpr int kGzipWindow = 15 + 16;  // zlib: windowBits 15, +16 for a gzip hea
 }
 
 bool is_gzip(std::string_view bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
 std::string gunzip_if_compressed(std::string_view bytes, const std::string& label) {
@@ -37,7 +38,8 @@ std::string gunzip_if_compressed(std::string_view bytes, const std::string& labe
       break;
     }
   }
-  const std::string reason = zs.msg ? zs.msg : (rc == Z_BUF_ERROR ? "the stream is cut short" : "zlib error " + std::to_string(rc));
+  const std::string reason =
+      zs.msg ? zs.msg : (rc == Z_BUF_ERROR ? "the stream is cut short" : "zlib error " + std::to_string(rc));
   inflateEnd(&zs);
   if (rc != Z_STREAM_END) throw CompressedTextError(label + ": corrupt gzip data (" + reason + ")");
   return out;

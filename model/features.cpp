@@ -30,16 +30,52 @@ double operand_load_bytes(const KernelDesc& k) {
 }
 
 const std::vector<std::string_view>& feature_names() {
-  static const std::vector<std::string_view> names = {
-      "log2_cyc_bal_tensor", "log2_cyc_bal_fma", "log2_cyc_bal_sfu", "log2_cyc_bal_dram", "log2_cyc_bal_l2",
-      "log2_cyc_bal_smem", "log2_cyc_max_tensor", "log2_cyc_max_fma", "log2_cyc_max_sfu", "log2_cyc_max_dram",
-      "log2_cyc_max_l2", "log2_cyc_max_smem", "log2_cyc_work", "log2_waves", "last_wave_fill", "log2_ctas",
-      "ctas_per_sm", "imbalance", "active_sm_fraction", "dtype_bytes",
-      "log2_arith_intensity", "tile_m", "tile_n", "tile_k", "split_k", "bound", "log2_dim0", "log2_dim1",
-      "log2_dim2", "log2_dim3", "log2_dim4", "op", "log2_dram_bytes_per_clk", "log2_tensor_flops_per_clk_sm",
-      "log2_l2_mib", "log2_launch_floor_cycles", "impl_class", "act_quant_share", "tile_known",
-      "log2_share_tensor", "log2_share_fma", "log2_share_sfu", "log2_share_dram", "log2_share_l2", "log2_share_smem",
-      "operand_load_bytes"};
+  static const std::vector<std::string_view> names = {"log2_cyc_bal_tensor",
+                                                      "log2_cyc_bal_fma",
+                                                      "log2_cyc_bal_sfu",
+                                                      "log2_cyc_bal_dram",
+                                                      "log2_cyc_bal_l2",
+                                                      "log2_cyc_bal_smem",
+                                                      "log2_cyc_max_tensor",
+                                                      "log2_cyc_max_fma",
+                                                      "log2_cyc_max_sfu",
+                                                      "log2_cyc_max_dram",
+                                                      "log2_cyc_max_l2",
+                                                      "log2_cyc_max_smem",
+                                                      "log2_cyc_work",
+                                                      "log2_waves",
+                                                      "last_wave_fill",
+                                                      "log2_ctas",
+                                                      "ctas_per_sm",
+                                                      "imbalance",
+                                                      "active_sm_fraction",
+                                                      "dtype_bytes",
+                                                      "log2_arith_intensity",
+                                                      "tile_m",
+                                                      "tile_n",
+                                                      "tile_k",
+                                                      "split_k",
+                                                      "bound",
+                                                      "log2_dim0",
+                                                      "log2_dim1",
+                                                      "log2_dim2",
+                                                      "log2_dim3",
+                                                      "log2_dim4",
+                                                      "op",
+                                                      "log2_dram_bytes_per_clk",
+                                                      "log2_tensor_flops_per_clk_sm",
+                                                      "log2_l2_mib",
+                                                      "log2_launch_floor_cycles",
+                                                      "impl_class",
+                                                      "act_quant_share",
+                                                      "tile_known",
+                                                      "log2_share_tensor",
+                                                      "log2_share_fma",
+                                                      "log2_share_sfu",
+                                                      "log2_share_dram",
+                                                      "log2_share_l2",
+                                                      "log2_share_smem",
+                                                      "operand_load_bytes"};
   return names;
 }
 
@@ -86,8 +122,7 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // its own it only names the architecture. Ampere's FlashAttention-2 tile (128x64 at head dim
   // 128) sent a held-out A100's prefill rows to the leaves of Blackwell's head-dim-256 kernels
   // (128x80): 2-8x over-predicted. A GEMM's tile, given or chosen per shape, stays.
-  const TileConfig t =
-      a.tile_origin == "architecture default" ? TileConfig{} : a.tile.value_or(TileConfig{});
+  const TileConfig t = a.tile_origin == "architecture default" ? TileConfig{} : a.tile.value_or(TileConfig{});
   f.push_back(static_cast<float>(t.tile_m));
   f.push_back(static_cast<float>(t.tile_n));
   f.push_back(static_cast<float>(t.tile_k));
@@ -120,7 +155,7 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // An attention kernel's tile that its implementation fixes for the shape ("implementation":
   // PyTorch SDPA's FlashAttention-2 and cuDNN kernels named without their tile) counts as known.
   f.push_back(a.tile_origin == "given" || a.tile_origin == "kernel name" || a.tile_origin == "implementation" ? 1.0f
-                                                                                                             : 0.0f);
+                                                                                                              : 0.0f);
   // Each pipe's busiest-SM cycles over the binding pipe's (log2, <= 0): how close to the bound the
   // other pipes are. A GPU changes the absolute cycles of each pipe by its own rates but a kernel's
   // efficiency follows its balance, which the trees could otherwise only piece together from

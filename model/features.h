@@ -17,8 +17,8 @@ namespace perfloom {
 // estimated time over the GEMM's roofline) instead of the act_quant flag, and impl_class 3
 // (Sarathi-Serve's non-GEMM kernels in Vidur's profiles); 9: an attention kernel whose name gives
 // its tile (FlashAttention-2, cuDNN) is analysed with that tile, its query rows padded to it, and
-// each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention); 10: the DRAM cycles of
-// norm and elementwise kernels include the latency their bytes in flight leave exposed (Little's law,
+// each pipe's share of the bound (log2_share_<pipe>, learned by GEMMs and, tensor and DRAM, attention); 10: the DRAM
+// cycles of norm and elementwise kernels include the latency their bytes in flight leave exposed (Little's law,
 // Analysis::bytes_in_flight_per_thread), which also moves their label; an embedding is PyTorch's
 // index_select whatever the engine; 11: on Hopper the achievable tensor cycles of a kernel on warp-level
 // MMA (FlashAttention-2, sm80 kernels: warp_level_mma_kernel) at the calibrated mma.sync rate plus the

@@ -44,14 +44,12 @@ bool is_compute_capability(std::string_view cc) {
   return dot != std::string_view::npos && digits(cc.substr(0, dot)) && digits(cc.substr(dot + 1));
 }
 
-const std::set<std::string> kArchitectures = {"pascal", "volta",     "turing", "ampere", "ada",
-                                              "hopper", "blackwell", "cdna2",  "cdna3",  "cdna4",
-                                              "xe-hpc", "xe2"};
+const std::set<std::string> kArchitectures = {"pascal",    "volta", "turing", "ampere", "ada",    "hopper",
+                                              "blackwell", "cdna2", "cdna3",  "cdna4",  "xe-hpc", "xe2"};
 const std::set<std::string> kTensorKeys = {"fp16", "bf16", "tf32", "fp8", "int8", "fp4"};
 // Fields that are identity, not measured figures: they need no source.
-const std::set<std::string> kIdentityFields = {"schema", "id",           "name",   "vendor",
-                                               "aliases", "architecture", "compute_capability",
-                                               "sources"};
+const std::set<std::string> kIdentityFields = {
+    "schema", "id", "name", "vendor", "aliases", "architecture", "compute_capability", "sources"};
 
 }  // namespace
 
@@ -169,7 +167,8 @@ json gpu_spec_to_json(const GpuSpec& g) {
     json out = json::object();
     for (Dtype d : kAllDtypes)
       if (auto key = tensor_rate_key(d))
-        if (auto it = by_key.find(std::string(*key)); it != by_key.end()) out[std::string(dtype_name(d))] = it->second / 1e12;
+        if (auto it = by_key.find(std::string(*key)); it != by_key.end())
+          out[std::string(dtype_name(d))] = it->second / 1e12;
     return out;
   };
   const json tensor = tflops_by_dtype(ach.rates.tensor_flops_per_s);
@@ -191,7 +190,8 @@ json gpu_spec_to_json(const GpuSpec& g) {
   if (g.sustained) {
     nlohmann::json pts = nlohmann::json::array();
     for (const auto& pt : g.sustained->points())
-      pts.push_back({{"tensor_utilization", pt.utilization}, {"compute", pt.factors.compute}, {"memory", pt.factors.memory}});
+      pts.push_back(
+          {{"tensor_utilization", pt.utilization}, {"compute", pt.factors.compute}, {"memory", pt.factors.memory}});
     j["sustained_power"] = {{"origin", g.sustained->origin()}, {"slowdown_by_tensor_utilization", pts}};
   }
   j["sources"] = g.sources;
@@ -216,7 +216,7 @@ std::string GpuDatabase::add_calibration(Calibration c) {
   if (!gpu)
     throw CalibrationError(c.file, "gpu_name",
                            "\"" + c.gpu_name + "\" names no known GPU (`perfloom gpus` lists them with their aliases)");
-  achievable_fractions(c, *gpu);  // validates it against the spec
+  achievable_fractions(c, *gpu);   // validates it against the spec
   sustained_power_curve(c, *gpu);  // and its sustained-power block, if any
   const std::string id = gpu->id;
   calibrations_[id] = std::move(c);
@@ -254,8 +254,7 @@ void GpuDatabase::refresh_achievable() {
         g.achievable = measured_rates(it->second, g, defaults_);
         measured = true;
         g.sustained = sustained_power_curve(it->second, g);
-      } catch (const CalibrationError&) {
-      }
+      } catch (const CalibrationError&) {}
     }
     if (!measured) g.achievable = estimated_rates(g, defaults_);
   }
@@ -285,8 +284,7 @@ void GpuDatabase::add_json(std::string_view json_text, const std::string& file_l
 }
 
 void GpuDatabase::add_directory(const std::filesystem::path& dir) {
-  if (!std::filesystem::is_directory(dir))
-    throw GpuSpecError(dir.string(), "", "is not a folder");
+  if (!std::filesystem::is_directory(dir)) throw GpuSpecError(dir.string(), "", "is not a folder");
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
@@ -322,9 +320,9 @@ const GpuSpec& GpuDatabase::get(std::string_view key) const {
     for (const auto& a : g.aliases) close = close || lower(a).find(k) != std::string::npos;
     if (close && !k.empty()) hint += (hint.empty() ? "" : ", ") + g.id;
   }
-  throw std::invalid_argument("unknown GPU \"" + std::string(key) + "\"" +
-                              (hint.empty() ? std::string("; `perfloom gpus` lists the known ones")
-                                            : "; did you mean: " + hint + "?"));
+  throw std::invalid_argument(
+      "unknown GPU \"" + std::string(key) + "\"" +
+      (hint.empty() ? std::string("; `perfloom gpus` lists the known ones") : "; did you mean: " + hint + "?"));
 }
 
 }  // namespace perfloom

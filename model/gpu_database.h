@@ -67,7 +67,7 @@ class GpuDatabase {
  private:
   void refresh_achievable();
   std::vector<GpuSpec> gpus_;
-  std::map<std::string, Calibration> calibrations_;           // by GPU id
+  std::map<std::string, Calibration> calibrations_;               // by GPU id
   std::map<std::string, AchievableFractions> bundled_fractions_;  // by GPU id
   std::set<std::string> excluded_from_defaults_;
   AchievableFractions defaults_;

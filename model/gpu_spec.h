@@ -13,7 +13,7 @@ namespace perfloom {
 struct Interconnect {
   double nvlink_bandwidth_gb_s = 0.0;  // total, both directions, as datasheets state it; 0: none
   int pcie_gen = 0;
-  double pcie_bandwidth_gb_s = 0.0;    // x16, both directions
+  double pcie_bandwidth_gb_s = 0.0;  // x16, both directions
 };
 
 // A GPU's pipe rates per second: whole GPU, except shared memory (per SM). Tensor rates by the keys
@@ -57,19 +57,19 @@ struct AchievableRates {
 };
 
 struct GpuSpec {
-  std::string id;                  // short id, e.g. "h100-sxm"
-  std::string name;                // marketing name
-  std::string vendor;              // "nvidia", "amd", "intel"
+  std::string id;                    // short id, e.g. "h100-sxm"
+  std::string name;                  // marketing name
+  std::string vendor;                // "nvidia", "amd", "intel"
   std::vector<std::string> aliases;  // driver-reported names and common short names
-  std::string architecture;        // "hopper", "ampere", ...
-  std::string compute_capability;  // "9.0"
+  std::string architecture;          // "hopper", "ampere", ...
+  std::string compute_capability;    // "9.0"
 
   int sm_count = 0;
-  double boost_clock_mhz = 0.0;    // the clock the vendor's peak rates are computed at
-  double max_clock_mhz = 0.0;      // 0: not given
+  double boost_clock_mhz = 0.0;                                 // the clock the vendor's peak rates are computed at
+  double max_clock_mhz = 0.0;                                   // 0: not given
   std::map<std::string, double> tensor_flops_per_sm_per_clock;  // keys: fp16 bf16 tf32 fp8 int8 fp4
   int fp32_lanes_per_sm = 0;
-  int fp64_lanes_per_sm = 0;       // 0: not given
+  int fp64_lanes_per_sm = 0;  // 0: not given
   double sfu_ops_per_sm_per_clock = 16.0;
 
   double memory_gib = 0.0;
@@ -82,7 +82,7 @@ struct GpuSpec {
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
   Interconnect interconnect;
-  double tdp_w = 0.0;              // 0: not given
+  double tdp_w = 0.0;  // 0: not given
 
   // Set by GpuDatabase (a calibration of this GPU, else the default fractions); unset: the bundled
   // calibrations' default fractions (hardware_rates in model/analysis.h).

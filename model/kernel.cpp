@@ -54,13 +54,20 @@ const OpInfo& info(Op op) {
 
 std::string_view family_name(Family f) {
   switch (f) {
-    case Family::gemm: return "gemm";
-    case Family::attention: return "attention";
-    case Family::norm: return "norm";
-    case Family::elementwise: return "elementwise";
-    case Family::moe: return "moe";
-    case Family::communication: return "communication";
-    case Family::unknown: return "unknown";
+    case Family::gemm:
+      return "gemm";
+    case Family::attention:
+      return "attention";
+    case Family::norm:
+      return "norm";
+    case Family::elementwise:
+      return "elementwise";
+    case Family::moe:
+      return "moe";
+    case Family::communication:
+      return "communication";
+    case Family::unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -84,14 +91,22 @@ Family family_of(Op op) { return info(op).family; }
 
 std::string_view pipe_name(Pipe p) {
   switch (p) {
-    case Pipe::tensor: return "tensor";
-    case Pipe::fma: return "fma";
-    case Pipe::sfu: return "sfu";
-    case Pipe::dram: return "dram";
-    case Pipe::l2: return "l2";
-    case Pipe::smem: return "smem";
-    case Pipe::launch: return "launch";
-    case Pipe::link: return "link";
+    case Pipe::tensor:
+      return "tensor";
+    case Pipe::fma:
+      return "fma";
+    case Pipe::sfu:
+      return "sfu";
+    case Pipe::dram:
+      return "dram";
+    case Pipe::l2:
+      return "l2";
+    case Pipe::smem:
+      return "smem";
+    case Pipe::launch:
+      return "launch";
+    case Pipe::link:
+      return "link";
   }
   return "?";
 }
@@ -100,18 +115,15 @@ const std::vector<std::string_view>& shape_columns(Op op) { return info(op).colu
 
 int64_t* shape_field(Shape& s, std::string_view n) {
   static const std::map<std::string_view, int64_t Shape::*> fields = {
-      {"M", &Shape::M},   {"N", &Shape::N},     {"K", &Shape::K},       {"Bt", &Shape::Bt},
-      {"B", &Shape::B},   {"S", &Shape::S},     {"L", &Shape::L},       {"Hq", &Shape::Hq},
-      {"Hkv", &Shape::Hkv}, {"D", &Shape::D},   {"T", &Shape::T},       {"H", &Shape::H},
-      {"I", &Shape::I},   {"V", &Shape::V},     {"E", &Shape::E},       {"topk", &Shape::topk},
-      {"bytes", &Shape::bytes}, {"ranks", &Shape::ranks}};
+      {"M", &Shape::M},       {"N", &Shape::N},         {"K", &Shape::K},        {"Bt", &Shape::Bt},   {"B", &Shape::B},
+      {"S", &Shape::S},       {"L", &Shape::L},         {"Hq", &Shape::Hq},      {"Hkv", &Shape::Hkv}, {"D", &Shape::D},
+      {"T", &Shape::T},       {"H", &Shape::H},         {"I", &Shape::I},        {"V", &Shape::V},     {"E", &Shape::E},
+      {"topk", &Shape::topk}, {"bytes", &Shape::bytes}, {"ranks", &Shape::ranks}};
   auto it = fields.find(n);
   return it == fields.end() ? nullptr : &(s.*(it->second));
 }
 
-int64_t shape_value(const Shape& s, std::string_view n) {
-  return *shape_field(const_cast<Shape&>(s), n);
-}
+int64_t shape_value(const Shape& s, std::string_view n) { return *shape_field(const_cast<Shape&>(s), n); }
 
 std::optional<std::string> validate_shape(Op op, const Shape& s) {
   if (op == Op::unknown) return std::string("unknown op");
@@ -156,8 +168,10 @@ std::string kernel_key(const KernelDesc& k, KernelKeyDetail detail) {
   }
   const bool named_attention_tile =
       (k.op == Op::attn_prefill || k.op == Op::attn_decode) && attention_tile_from_name(k.name).has_value();
-  if (k.op == Op::unknown || (k.tile && !k.name.empty()) || named_attention_tile) key += '#' + k.name;
-  else if (const int impl = implementation_class(k.name)) key += "#impl" + std::to_string(impl);  // a feature
+  if (k.op == Op::unknown || (k.tile && !k.name.empty()) || named_attention_tile)
+    key += '#' + k.name;
+  else if (const int impl = implementation_class(k.name))
+    key += "#impl" + std::to_string(impl);  // a feature
   return key;
 }
 

@@ -17,12 +17,28 @@ enum class Family { gemm, attention, norm, elementwise, moe, communication, unkn
 
 // What a kernel computes. Names match the kernel-list CSV of CONTRACT.md where it has them.
 enum class Op {
-  gemm, bmm,
-  attn_prefill, attn_decode,
-  rmsnorm, fused_add_rmsnorm, layernorm, fused_add_layernorm,
-  silu_mul, gelu_mul, add, softmax, rotary, embedding, kv_cache_write, copy,
+  gemm,
+  bmm,
+  attn_prefill,
+  attn_decode,
+  rmsnorm,
+  fused_add_rmsnorm,
+  layernorm,
+  fused_add_layernorm,
+  silu_mul,
+  gelu_mul,
+  add,
+  softmax,
+  rotary,
+  embedding,
+  kv_cache_write,
+  copy,
   moe,
-  allreduce, allgather, reducescatter, sendrecv, alltoall,
+  allreduce,
+  allgather,
+  reducescatter,
+  sendrecv,
+  alltoall,
   unknown,
 };
 
@@ -64,7 +80,7 @@ int64_t shape_value(const Shape& s, std::string_view name);
 struct TileConfig {
   int tile_m = 0, tile_n = 0, tile_k = 0;
   int cluster_m = 1, cluster_n = 1;
-  int stages = 0;        // 0: unknown
+  int stages = 0;  // 0: unknown
   int split_k = 1;
   bool stream_k = false;  // persistent stream-K / tile scheduler
   bool operator==(const TileConfig&) const = default;
@@ -85,9 +101,7 @@ struct LaunchArgs {
   int registers_per_thread = 0;
   int64_t shared_memory_bytes = 0;  // static + dynamic
   int64_t ctas() const { return grid[0] * std::max<int64_t>(grid[1], 1) * std::max<int64_t>(grid[2], 1); }
-  int64_t threads_per_cta() const {
-    return block[0] * std::max<int64_t>(block[1], 1) * std::max<int64_t>(block[2], 1);
-  }
+  int64_t threads_per_cta() const { return block[0] * std::max<int64_t>(block[1], 1) * std::max<int64_t>(block[2], 1); }
   bool known() const { return grid[0] > 0 && block[0] > 0; }
 };
 
@@ -95,9 +109,9 @@ struct KernelDesc {
   Op op = Op::unknown;
   Dtype dtype = Dtype::bf16;
   Shape shape;
-  std::optional<TileConfig> tile;     // from the kernel name or a tuner; else the model picks
-  std::optional<LaunchArgs> launch;   // from a trace
-  std::string name;                   // kernel name as profiled, if any
+  std::optional<TileConfig> tile;    // from the kernel name or a tuner; else the model picks
+  std::optional<LaunchArgs> launch;  // from a trace
+  std::string name;                  // kernel name as profiled, if any
   // The time includes the activation quantisation in front of a low-precision GEMM (a serving
   // framework's fp8/fp4 linear layer, as the public aiconfigurator tables measure it); false: the
   // GEMM kernel alone.

@@ -85,7 +85,8 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
     throw ModelLoadError(manifest_path.string() + ": not valid JSON: " + e.what());
   }
   if (!manifest.is_object() || !manifest.contains("families") || !manifest["families"].is_object())
-    throw ModelLoadError(manifest_path.string() + ": not a perfloom model manifest (expected an object with \"families\")");
+    throw ModelLoadError(manifest_path.string() +
+                         ": not a perfloom model manifest (expected an object with \"families\")");
   if (manifest.value("schema", "") != kSchema)
     throw ModelLoadError(manifest_path.string() + ": schema is " + manifest.value("schema", "missing") + ", expected " +
                          kSchema);
@@ -96,7 +97,8 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
   std::vector<std::string> names;
   for (auto n : feature_names()) names.emplace_back(n);
   if (manifest.value("features", nlohmann::json::array()) != nlohmann::json(names))
-    throw ModelLoadError(manifest_path.string() + ": trained on other features than this build computes; run `perfloom train`");
+    throw ModelLoadError(manifest_path.string() +
+                         ": trained on other features than this build computes; run `perfloom train`");
   // Every booster file is inflated and parsed on its own thread (7 files, ~1 s in series here);
   // the first failure is reported once all have finished.
   struct Pending {
@@ -117,7 +119,8 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
                                                       info["unseen_gpu_log_residual_q90"].get<double>());
     p.trained = std::async(std::launch::async, load_fit, dir, info, fname + ".json", names.size());
     if (info.contains("unseen_gpus"))
-      p.unseen = std::async(std::launch::async, load_fit, dir, info["unseen_gpus"], fname + "_unseen_gpus.json", names.size());
+      p.unseen =
+          std::async(std::launch::async, load_fit, dir, info["unseen_gpus"], fname + "_unseen_gpus.json", names.size());
     pending.push_back(std::move(p));
   }
   std::vector<FamilyModel> models;
@@ -209,7 +212,8 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(std::span<const Kerne
     } else {
       // No measurements of this family trained a model: the roofline baseline answers.
       Prediction r = predict_roofline(kernels[i], gpu);
-      if (r.method == "roofline") r.method = "roofline (no learned model for " + std::string(family_name(p.family)) + ")";
+      if (r.method == "roofline")
+        r.method = "roofline (no learned model for " + std::string(family_name(p.family)) + ")";
       p = std::move(r);
     }
   }
@@ -255,7 +259,8 @@ std::shared_ptr<const KernelPredictor> make_default_predictor(std::string* warni
   try {
     return LearnedPredictor::load(dir);
   } catch (const std::exception& e) {
-    if (warning) *warning = std::string("learned models not used (") + e.what() + "); predictions are the roofline baseline";
+    if (warning)
+      *warning = std::string("learned models not used (") + e.what() + "); predictions are the roofline baseline";
     return std::make_shared<RooflinePredictor>();
   }
 }

@@ -81,8 +81,10 @@ SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, dou
     const double slowdown = l.gemm_factor > 0 ? l.gemm_factor : l.memory_factor;
     const double u = l.tensor_tflops * 1e12 * slowdown / bf16_peak;
     const bool at_max_clock = max_clock_mhz > 0 && l.sm_clock_mhz >= 0.99 * max_clock_mhz;
-    if (at_max_clock) raw.push_back({u, l.gemm_factor > 0 ? 1.0 : 0.0, 1.0});
-    else raw.push_back({u, l.gemm_factor > 0 ? l.gemm_factor : 0.0, l.memory_factor});
+    if (at_max_clock)
+      raw.push_back({u, l.gemm_factor > 0 ? 1.0 : 0.0, 1.0});
+    else
+      raw.push_back({u, l.gemm_factor > 0 ? l.gemm_factor : 0.0, l.memory_factor});
   }
   std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.u < b.u; });
   if (std::count_if(raw.begin(), raw.end(), [](const Raw& r) { return r.compute > 0; }) < 2)
@@ -116,8 +118,8 @@ PowerFactors SustainedPowerCurve::at(double u) const {
   if (points_.empty()) return {};
   if (u <= points_.front().utilization) return points_.front().factors;
   if (u >= points_.back().utilization) return points_.back().factors;
-  auto hi = std::upper_bound(points_.begin(), points_.end(), u,
-                             [](double x, const Point& p) { return x < p.utilization; });
+  auto hi =
+      std::upper_bound(points_.begin(), points_.end(), u, [](double x, const Point& p) { return x < p.utilization; });
   auto lo = hi - 1;
   const double span = hi->utilization - lo->utilization;
   const double t = span > 0 ? (u - lo->utilization) / span : 1.0;
@@ -125,7 +127,8 @@ PowerFactors SustainedPowerCurve::at(double u) const {
           lo->factors.memory + t * (hi->factors.memory - lo->factors.memory)};
 }
 
-SustainedPowerCurve::Lagged SustainedPowerCurve::lag(double before, double idle_us, double load, double duration_us) const {
+SustainedPowerCurve::Lagged SustainedPowerCurve::lag(double before, double idle_us, double load,
+                                                     double duration_us) const {
   const double start = before * std::exp(-std::max(0.0, idle_us) / (fall_ms_ * 1e3));
   const double tau_us = (load >= start ? rise_ms_ : fall_ms_) * 1e3;
   if (!(duration_us > 0)) return {start, start};

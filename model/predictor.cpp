@@ -10,15 +10,22 @@ FamilyEfficiency roofline_efficiency(Family f) {
   // p10 / p50 / p90 of roofline time / measured over the public datasets, every GPU together:
   // `perfloom-roofline-check`, bench/results/roofline_baseline.md.
   switch (f) {
-    case Family::gemm: return {0.569, 0.203, 0.847};
-    case Family::attention: return {0.206, 0.095, 0.625};
-    case Family::norm: return {0.452, 0.341, 0.611};
-    case Family::elementwise: return {0.559, 0.190, 1.030};
+    case Family::gemm:
+      return {0.569, 0.203, 0.847};
+    case Family::attention:
+      return {0.206, 0.095, 0.625};
+    case Family::norm:
+      return {0.452, 0.341, 0.611};
+    case Family::elementwise:
+      return {0.559, 0.190, 1.030};
     // No public measurements yet: MoE as a GEMM pair, collectives from NCCL's typical bus
     // efficiency. Not fitted; the collector's data will replace them.
-    case Family::moe: return {0.45, 0.2, 0.8};
-    case Family::communication: return {0.7, 0.4, 0.9};
-    case Family::unknown: return {1.0, 1.0, 1.0};
+    case Family::moe:
+      return {0.45, 0.2, 0.8};
+    case Family::communication:
+      return {0.7, 0.4, 0.9};
+    case Family::unknown:
+      return {1.0, 1.0, 1.0};
   }
   return {};
 }

@@ -24,7 +24,7 @@ struct Prediction {
   double ceiling_us = 0;
   Pipe bound = Pipe::launch;
   Family family = Family::unknown;
-  std::string method;           // "roofline"
+  std::string method;  // "roofline"
   Analysis analysis;
 };
 
@@ -50,7 +50,7 @@ struct GpuCoverage {
   Family family = Family::unknown;
   std::size_t training_rows = 0;  // the GPU's measured kernels that trained the family (0: none)
   GpuScope scope = GpuScope::trained;
-  bool one_booster = false;       // the family has no separate booster for GPUs not in training
+  bool one_booster = false;  // the family has no separate booster for GPUs not in training
 };
 
 // What the CLI, the GUI, the simulator and the tuner hold: one interface, several models behind it.

@@ -29,8 +29,9 @@ double quantile(std::vector<double> v, double q) {
 // so that no tree splits on them and a prediction never reads them; its interval and error from
 // the held-out calibration rows (Xc, yc).
 BoosterFit fit_booster(std::vector<float> X, const std::vector<float>& y, const std::vector<float>& w,
-                       std::vector<float> Xc, const std::vector<float>& yc, const std::vector<const PreparedRow*>& calib,
-                       const std::vector<std::string_view>& not_learned, const TrainOptions& o) {
+                       std::vector<float> Xc, const std::vector<float>& yc,
+                       const std::vector<const PreparedRow*>& calib, const std::vector<std::string_view>& not_learned,
+                       const TrainOptions& o) {
   BoosterFit fit;
   const auto& names = feature_names();
   const std::size_t cols = names.size();
@@ -41,11 +42,17 @@ BoosterFit fit_booster(std::vector<float> X, const std::vector<float>& y, const 
     for (std::size_t i = 0; i < yc.size(); ++i) Xc[i * cols + c] = 0;
     fit.features_not_learned.emplace_back(n);
   }
-  std::map<std::string, std::string> params = {
-      {"objective", "reg:squarederror"}, {"tree_method", "hist"},       {"max_depth", std::to_string(o.max_depth)},
-      {"eta", std::to_string(o.eta)},    {"subsample", "0.8"},           {"colsample_bytree", "0.8"},
-      {"min_child_weight", "2"},         {"seed", std::to_string(o.seed)}, {"nthread", std::to_string(o.threads)},
-      {"max_bin", "256"},                {"verbosity", "0"}};
+  std::map<std::string, std::string> params = {{"objective", "reg:squarederror"},
+                                               {"tree_method", "hist"},
+                                               {"max_depth", std::to_string(o.max_depth)},
+                                               {"eta", std::to_string(o.eta)},
+                                               {"subsample", "0.8"},
+                                               {"colsample_bytree", "0.8"},
+                                               {"min_child_weight", "2"},
+                                               {"seed", std::to_string(o.seed)},
+                                               {"nthread", std::to_string(o.threads)},
+                                               {"max_bin", "256"},
+                                               {"verbosity", "0"}};
   fit.booster = XgbBooster::train(X, y.size(), cols, y, w, params, o.rounds);
   if (!yc.empty()) {
     auto pred = fit.booster.predict(Xc.data(), yc.size(), cols);
@@ -169,7 +176,8 @@ double dataset_row_weight(std::string_view dataset, std::size_t rows) {
 
 std::optional<std::string_view> predictor_training_exclusion(std::string_view note) {
   if (note.find("kv_cache_dtype=fp8") != std::string_view::npos) return "fp8 KV cache (not modelled yet)";
-  if (const auto v = note.find(" variant=c"); v != std::string_view::npos && note.find(" base", v) == std::string_view::npos)
+  if (const auto v = note.find(" variant=c");
+      v != std::string_view::npos && note.find(" base", v) == std::string_view::npos)
     return "cuBLASLt custom option other than the configuration's own (the tuner's variant model)";
   return std::nullopt;
 }
@@ -204,8 +212,14 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
   };
   for (const auto& s : samples) {
     const GpuSpec* gpu = gpus.find(s.gpu_id);
-    if (!gpu) { skip("unknown GPU " + s.gpu_id); continue; }
-    if (!(s.measured_us > 0)) { skip("no positive measurement"); continue; }
+    if (!gpu) {
+      skip("unknown GPU " + s.gpu_id);
+      continue;
+    }
+    if (!(s.measured_us > 0)) {
+      skip("no positive measurement");
+      continue;
+    }
     // A configuration sweep's row without a tile ran a kernel the collector could not describe
     // (cuBLAS's SIMT fallbacks magma_sgemmEx and gemmSN for bf16 and fp16, 10-30x the tensor-core
     // time). It is neither a measured configuration nor the library's own choice for the shape,
@@ -217,7 +231,8 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
     }
     try {
       Analysis a = analyze_kernel(s.kernel, *gpu);
-      if (auto peak = gpu->peak_flops_per_s(s.kernel.dtype); peak && a.useful_flops / *peak * 1e6 > s.measured_us * 1.02) {
+      if (auto peak = gpu->peak_flops_per_s(s.kernel.dtype);
+          peak && a.useful_flops / *peak * 1e6 > s.measured_us * 1.02) {
         skip("faster than the useful FLOPs at the dense peak (impossible data)");
         continue;
       }
@@ -242,8 +257,8 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
 
 std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& o) {
   std::vector<FamilyModel> out;
-  for (Family fam : {Family::gemm, Family::attention, Family::norm, Family::elementwise, Family::moe,
-                     Family::communication}) {
+  for (Family fam :
+       {Family::gemm, Family::attention, Family::norm, Family::elementwise, Family::moe, Family::communication}) {
     // The dataset (source and table) of each row, for its weight (dataset_row_weight).
     std::map<std::string, std::size_t> per_dataset;
     std::vector<const PreparedRow*> fam_rows;
@@ -260,7 +275,8 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
     for (const PreparedRow* r : fam_rows) {
       // Deterministic split by the kernel's key and GPU: the same kernel never lands on both sides.
       const bool is_calib = static_cast<double>(fnv1a(r->key + r->gpu_id) % 10000) / 10000.0 < o.calibration_fraction;
-      const float label = static_cast<float>(learned_label(r->measured_us, r->achievable_roofline_us, r->launch_offset_us));
+      const float label =
+          static_cast<float>(learned_label(r->measured_us, r->achievable_roofline_us, r->launch_offset_us));
       if (is_calib) {
         Xc.insert(Xc.end(), r->features.begin(), r->features.end());
         yc.push_back(label);

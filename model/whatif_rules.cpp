@@ -8,11 +8,16 @@ namespace perfloom {
 
 std::string_view whatif_method_name(WhatIfMethod m) {
   switch (m) {
-    case WhatIfMethod::measured: return "measured";
-    case WhatIfMethod::scaled: return "scaled";
-    case WhatIfMethod::model: return "model";
-    case WhatIfMethod::scaled_spec: return "scaled-spec";
-    case WhatIfMethod::error: return "error";
+    case WhatIfMethod::measured:
+      return "measured";
+    case WhatIfMethod::scaled:
+      return "scaled";
+    case WhatIfMethod::model:
+      return "model";
+    case WhatIfMethod::scaled_spec:
+      return "scaled-spec";
+    case WhatIfMethod::error:
+      return "error";
   }
   return "error";
 }
@@ -28,13 +33,18 @@ WhatIfMethod whatif_family_rule(Family f) {
   // memorised both sides. Families without measurements on two GPUs (moe, communication, unknown)
   // follow: the ratio also cancels a fixed per-family efficiency (the roofline baseline) exactly.
   switch (f) {
-    case Family::gemm: return WhatIfMethod::scaled;
-    case Family::attention: return WhatIfMethod::scaled;
-    case Family::norm: return WhatIfMethod::scaled;
-    case Family::elementwise: return WhatIfMethod::scaled;
+    case Family::gemm:
+      return WhatIfMethod::scaled;
+    case Family::attention:
+      return WhatIfMethod::scaled;
+    case Family::norm:
+      return WhatIfMethod::scaled;
+    case Family::elementwise:
+      return WhatIfMethod::scaled;
     case Family::moe:
     case Family::communication:
-    case Family::unknown: return WhatIfMethod::scaled;
+    case Family::unknown:
+      return WhatIfMethod::scaled;
   }
   return WhatIfMethod::scaled;
 }
@@ -54,7 +64,8 @@ std::optional<double> whatif_spec_ratio(Family family, std::optional<Dtype> dtyp
       if (!ps || !pt || *pt <= 0) return std::nullopt;
       return *ps / *pt;
     }
-    case Family::communication: return 1.0;
+    case Family::communication:
+      return 1.0;
     case Family::norm:
     case Family::elementwise:
     case Family::unknown:
@@ -80,7 +91,8 @@ std::optional<double> whatif_memory_kernel_us(const WhatIfKernel& k, double sour
     floor_us = hw.achievable.launch_floor_us;
     const double bandwidth = hw.achievable.dram_bytes_per_clk * hw.clock_hz;
     if (bandwidth <= 0 || threads <= 0) return std::nullopt;
-    const int per_sm = occupancy(threads, launch.registers_per_thread, static_cast<double>(launch.shared_memory_bytes), hw);
+    const int per_sm =
+        occupancy(threads, launch.registers_per_thread, static_cast<double>(launch.shared_memory_bytes), hw);
     const double resident = std::min(static_cast<double>(launch.ctas()), static_cast<double>(per_sm) * hw.sms);
     return dram_time_with_latency(1.0 / bandwidth, 1.0, resident * threads * 16.0,
                                   hw.achievable.dram_latency_cycles / hw.clock_hz);
@@ -91,8 +103,8 @@ std::optional<double> whatif_memory_kernel_us(const WhatIfKernel& k, double sour
   return floor_dst + std::max(0.0, source_us - floor_src) * *kd / *ks;
 }
 
-WhatIfCell whatif_cell(const WhatIfKernel& k, const GpuSpec& source, const GpuSpec& target,
-                       const WhatIfPrediction& rt, const WhatIfPrediction* rs) {
+WhatIfCell whatif_cell(const WhatIfKernel& k, const GpuSpec& source, const GpuSpec& target, const WhatIfPrediction& rt,
+                       const WhatIfPrediction* rs) {
   WhatIfCell c;
   const bool is_source = target.id == source.id;
   if (rt.error.empty()) {

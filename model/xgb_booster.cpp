@@ -1,9 +1,9 @@
 #include "model/xgb_booster.h"
 
+#include <xgboost/c_api.h>
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <xgboost/c_api.h>
 
 namespace perfloom {
 
@@ -17,7 +17,9 @@ XgbBooster::XgbBooster() : mutex_(std::make_unique<std::mutex>()) {}
 XgbBooster::~XgbBooster() {
   if (handle_) XGBoosterFree(handle_);
 }
-XgbBooster::XgbBooster(XgbBooster&& o) noexcept : handle_(o.handle_), mutex_(std::move(o.mutex_)) { o.handle_ = nullptr; }
+XgbBooster::XgbBooster(XgbBooster&& o) noexcept : handle_(o.handle_), mutex_(std::move(o.mutex_)) {
+  o.handle_ = nullptr;
+}
 XgbBooster& XgbBooster::operator=(XgbBooster&& o) noexcept {
   if (this != &o) {
     if (handle_) XGBoosterFree(handle_);
@@ -33,8 +35,8 @@ XgbBooster XgbBooster::train(const std::vector<float>& features, std::size_t row
                              const std::map<std::string, std::string>& params, int rounds,
                              const std::vector<unsigned>& groups) {
   if (rows == 0 || features.size() != rows * cols || labels.size() != rows)
-    throw XgbError("XGBoost training: inconsistent matrix (" + std::to_string(rows) + " rows, " +
-                   std::to_string(cols) + " columns, " + std::to_string(features.size()) + " values)");
+    throw XgbError("XGBoost training: inconsistent matrix (" + std::to_string(rows) + " rows, " + std::to_string(cols) +
+                   " columns, " + std::to_string(features.size()) + " values)");
   DMatrixHandle dm = nullptr;
   check(XGDMatrixCreateFromMat(features.data(), rows, cols, NAN, &dm), "matrix");
   std::unique_ptr<void, int (*)(DMatrixHandle)> dm_guard(dm, XGDMatrixFree);
@@ -43,7 +45,9 @@ XgbBooster XgbBooster::train(const std::vector<float>& features, std::size_t row
   if (!groups.empty()) {
     std::size_t total = 0;
     for (unsigned g : groups) total += g;
-    if (total != rows) throw XgbError("XGBoost training: query groups cover " + std::to_string(total) + " of " + std::to_string(rows) + " rows");
+    if (total != rows)
+      throw XgbError("XGBoost training: query groups cover " + std::to_string(total) + " of " + std::to_string(rows) +
+                     " rows");
     check(XGDMatrixSetUIntInfo(dm, "group", groups.data(), groups.size()), "groups");
   }
   XgbBooster b;
@@ -74,7 +78,8 @@ std::vector<float> XgbBooster::predict(const float* features, std::size_t rows, 
   const std::string array = R"({"data": [)" + std::to_string(reinterpret_cast<std::uintptr_t>(features)) +
                             R"(, true], "shape": [)" + std::to_string(rows) + ", " + std::to_string(cols) +
                             R"(], "typestr": "<f4", "version": 3})";
-  const char* config = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false, "cache_id": 0, "missing": -3.4e38})";
+  const char* config =
+      R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false, "cache_id": 0, "missing": -3.4e38})";
   const bst_ulong* shape = nullptr;
   bst_ulong dim = 0;
   const float* out = nullptr;

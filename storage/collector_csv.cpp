@@ -1,8 +1,8 @@
 #include "storage/collector_csv.h"
 
+#include <zlib.h>
 #include <algorithm>
 #include <stdexcept>
-#include <zlib.h>
 
 #include "storage/csv_reader.h"
 #include "storage/importers/input_file.h"
@@ -50,7 +50,8 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
     ++line_no;
     std::string line(buf);
     if (line_no == 1 && !sniff_collector_csv(line))
-      throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) + "\")");
+      throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) +
+                               "\")");
     if (line.rfind("#", 0) != 0) {
       pending = line;
       break;
@@ -117,9 +118,18 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
     auto op = parse_op(f[c_op]);
     auto dt = parse_dtype(f[c_dtype]);
     auto lat = parse_double(f[c_lat]);
-    if (!op || *op == Op::unknown) { skip("unknown op " + f[c_op]); continue; }
-    if (!dt) { skip("unknown dtype " + f[c_dtype]); continue; }
-    if (!lat || *lat <= 0) { skip("latency_us is not a positive number"); continue; }
+    if (!op || *op == Op::unknown) {
+      skip("unknown op " + f[c_op]);
+      continue;
+    }
+    if (!dt) {
+      skip("unknown dtype " + f[c_dtype]);
+      continue;
+    }
+    if (!lat || *lat <= 0) {
+      skip("latency_us is not a positive number");
+      continue;
+    }
     MeasuredKernel m;
     m.kernel.op = *op;
     m.kernel.dtype = *dt;
@@ -127,11 +137,18 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
     for (auto col : shape_columns(*op)) {
       auto c = reader.column(col);
       auto v = c ? parse_int(f[*c]) : std::nullopt;
-      if (!v) { skip(std::string("missing or bad ") + std::string(col)); bad = true; break; }
+      if (!v) {
+        skip(std::string("missing or bad ") + std::string(col));
+        bad = true;
+        break;
+      }
       *shape_field(m.kernel.shape, col) = *v;
     }
     if (bad) continue;
-    if (auto why = validate_shape(*op, m.kernel.shape)) { skip(*why); continue; }
+    if (auto why = validate_shape(*op, m.kernel.shape)) {
+      skip(*why);
+      continue;
+    }
     if (c_name) m.kernel.name = f[*c_name];
     if (c_tile && (*op == Op::gemm || *op == Op::bmm)) {
       // cuBLASLt orientation: first number along N, second along M, third along K.

@@ -27,14 +27,12 @@ std::string_view trim(std::string_view s) {
 CsvReader CsvReader::open_file(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw std::runtime_error("cannot open " + name + ": no such file");
+  if (!std::filesystem::exists(path, ec)) throw std::runtime_error("cannot open " + name + ": no such file");
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error("cannot open " + name + ": not a regular file");
   // gzopen reads gzip members and, transparently, plain files: the magic bytes decide.
   gzFile gz = gzopen(name.c_str(), "rb");
-  if (gz == nullptr)
-    throw std::runtime_error("cannot open " + name + ": " + std::strerror(errno));
+  if (gz == nullptr) throw std::runtime_error("cannot open " + name + ": " + std::strerror(errno));
   std::shared_ptr<void> owner(static_cast<void*>(gz), [](void* p) { gzclose(static_cast<gzFile>(p)); });
   ByteSource source = [gz, name](char* buf, std::size_t cap) -> std::size_t {
     const unsigned ask = static_cast<unsigned>(std::min<std::size_t>(cap, 1u << 30));
@@ -125,8 +123,10 @@ bool CsvReader::next(std::vector<std::string>& fields) {
   // Blank lines between records carry nothing; skip them rather than report one empty field.
   for (int c = peek(); c == '\n' || c == '\r'; c = peek()) {
     get();
-    if (c == '\n') ++line_;
-    else if (peek() != '\n') ++line_;  // a lone CR ends a line too
+    if (c == '\n')
+      ++line_;
+    else if (peek() != '\n')
+      ++line_;  // a lone CR ends a line too
   }
   if (peek() == EOF) return false;
 
@@ -135,8 +135,8 @@ bool CsvReader::next(std::vector<std::string>& fields) {
   std::size_t record_bytes = 0;  // of the fields finished so far, with their separators
   const std::size_t max_field = limits_.max_field_bytes;
   auto too_long = [&](bool quoted) {
-    refuse(record_line_, "field longer than " + std::to_string(max_field) + " bytes (column " + std::to_string(n) + ")" +
-                             (quoted ? "; a quote opened there may never be closed" : ""));
+    refuse(record_line_, "field longer than " + std::to_string(max_field) + " bytes (column " + std::to_string(n) +
+                             ")" + (quoted ? "; a quote opened there may never be closed" : ""));
   };
   for (;;) {
     if (n == limits_.max_fields) refuse(record_line_, "more than " + std::to_string(limits_.max_fields) + " fields");
@@ -149,8 +149,7 @@ bool CsvReader::next(std::vector<std::string>& fields) {
       quoted = true;
       for (;;) {
         const int c = get();
-        if (c == EOF)
-          refuse(record_line_, "a quoted field is not closed before the end of the file");
+        if (c == EOF) refuse(record_line_, "a quoted field is not closed before the end of the file");
         if (c == '"') {
           if (peek() == '"') {
             get();

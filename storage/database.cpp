@@ -1,9 +1,9 @@
 #include "storage/database.h"
 
+#include <sqlite3.h>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
-#include <sqlite3.h>
 
 #include "storage/schema.h"
 

@@ -73,8 +73,10 @@ KernelList read(CsvReader reader) {
           t.tile_n = static_cast<int>(*tn);
           t.tile_k = static_cast<int>(get("tile_k").value_or(64));
           t.split_k = static_cast<int>(get("split_k").value_or(1));
-          if (t.tile_m > 0 && t.tile_n > 0 && t.tile_k > 0 && t.split_k > 0) k.tile = t;
-          else fail("tile_m, tile_n, tile_k and split_k must be positive");
+          if (t.tile_m > 0 && t.tile_n > 0 && t.tile_k > 0 && t.split_k > 0)
+            k.tile = t;
+          else
+            fail("tile_m, tile_n, tile_k and split_k must be positive");
         }
         if (auto n = col("name")) k.name = row.fields[*n];
         if (auto why = validate_shape(k.op, k.shape)) fail(*why);

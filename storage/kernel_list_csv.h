@@ -12,10 +12,10 @@
 namespace perfloom::storage {
 
 struct KernelListRow {
-  std::size_t line = 0;             // line in the file, for messages
-  std::vector<std::string> fields;  // as read, in header order
-  std::optional<KernelDesc> kernel; // empty when the row is invalid
-  std::string error;                // why the row cannot be predicted
+  std::size_t line = 0;              // line in the file, for messages
+  std::vector<std::string> fields;   // as read, in header order
+  std::optional<KernelDesc> kernel;  // empty when the row is invalid
+  std::string error;                 // why the row cannot be predicted
 };
 
 struct KernelList {

@@ -1,13 +1,13 @@
 #include "storage/kernel_store.h"
 
+#include <sqlite3.h>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
-#include <thread>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
+#include <thread>
 
 #include "storage/importers/content_hash.h"
 #include "storage/importers/scratch_db.h"
@@ -21,9 +21,9 @@ struct ShapeField {
   int64_t Shape::*member;
 };
 constexpr ShapeField kShapeFields[] = {
-    {"M", &Shape::M},     {"N", &Shape::N},     {"K", &Shape::K},         {"Bt", &Shape::Bt},       {"B", &Shape::B},
-    {"S", &Shape::S},     {"L", &Shape::L},     {"Hq", &Shape::Hq},       {"Hkv", &Shape::Hkv},     {"D", &Shape::D},
-    {"T", &Shape::T},     {"H", &Shape::H},     {"I", &Shape::I},         {"V", &Shape::V},         {"E", &Shape::E},
+    {"M", &Shape::M},       {"N", &Shape::N},         {"K", &Shape::K},        {"Bt", &Shape::Bt},   {"B", &Shape::B},
+    {"S", &Shape::S},       {"L", &Shape::L},         {"Hq", &Shape::Hq},      {"Hkv", &Shape::Hkv}, {"D", &Shape::D},
+    {"T", &Shape::T},       {"H", &Shape::H},         {"I", &Shape::I},        {"V", &Shape::V},     {"E", &Shape::E},
     {"topk", &Shape::topk}, {"bytes", &Shape::bytes}, {"ranks", &Shape::ranks}};
 
 std::string col_text(sqlite3_stmt* st, int c) {
@@ -62,8 +62,10 @@ void bind_text(sqlite3_stmt* st, int i, const std::string& s, bool null_if_empty
   }
 }
 void bind_opt(sqlite3_stmt* st, int i, const std::optional<double>& v) {
-  if (v) sqlite3_bind_double(st, i, *v);
-  else sqlite3_bind_null(st, i);
+  if (v)
+    sqlite3_bind_double(st, i, *v);
+  else
+    sqlite3_bind_null(st, i);
 }
 
 std::string dim3(const std::array<int64_t, 3>& d) {
@@ -258,7 +260,8 @@ SourceRecord read_source(sqlite3_stmt* st) {
   return s;
 }
 constexpr const char* kSourceCols =
-    "SELECT id, path, format, content_hash, gpu_id, gpu_name, bytes, imported_at, provenance, kernel_count FROM sources";
+    "SELECT id, path, format, content_hash, gpu_id, gpu_name, bytes, imported_at, provenance, kernel_count FROM "
+    "sources";
 
 }  // namespace
 
@@ -305,10 +308,10 @@ Shape shape_from_json(const std::string& json) {
 }
 
 std::string tile_to_json(const TileConfig& t) {
-  return "{\"m\":" + std::to_string(t.tile_m) + ",\"n\":" + std::to_string(t.tile_n) + ",\"k\":" +
-         std::to_string(t.tile_k) + ",\"cluster_m\":" + std::to_string(t.cluster_m) + ",\"cluster_n\":" +
-         std::to_string(t.cluster_n) + ",\"stages\":" + std::to_string(t.stages) + ",\"split_k\":" +
-         std::to_string(t.split_k) + ",\"stream_k\":" + (t.stream_k ? "true" : "false") + "}";
+  return "{\"m\":" + std::to_string(t.tile_m) + ",\"n\":" + std::to_string(t.tile_n) +
+         ",\"k\":" + std::to_string(t.tile_k) + ",\"cluster_m\":" + std::to_string(t.cluster_m) +
+         ",\"cluster_n\":" + std::to_string(t.cluster_n) + ",\"stages\":" + std::to_string(t.stages) +
+         ",\"split_k\":" + std::to_string(t.split_k) + ",\"stream_k\":" + (t.stream_k ? "true" : "false") + "}";
 }
 
 std::optional<TileConfig> tile_from_json(const std::string& json) {
@@ -376,7 +379,8 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
     sink.finish();
     control.check_cancel(label);
 
-    Stmt upd = prepare(db_, "UPDATE sources SET gpu_id = ?1, gpu_name = ?2, provenance = ?3, kernel_count = ?4 WHERE id = ?5");
+    Stmt upd =
+        prepare(db_, "UPDATE sources SET gpu_id = ?1, gpu_name = ?2, provenance = ?3, kernel_count = ?4 WHERE id = ?5");
     bind_text(upd, 1, sink.gpu_id_);
     bind_text(upd, 2, sink.gpu_name_);
     bind_text(upd, 3, sink.provenance_);
@@ -423,12 +427,13 @@ void KernelStore::remove_source(int64_t id) {
 }
 
 void KernelStore::visit_kernels(int64_t source_id, const std::function<void(StoredKernel&&)>& visit) const {
-  Stmt st = prepare(db_,
-                    "SELECT k.id, k.seq, k.name, k.family, k.op, k.dtype, k.shape_json, k.grid, k.block, "
-                    "k.registers_per_thread, k.shared_memory_bytes, k.launched_by, k.start_us, k.library, k.tile_json, "
-                    "m.id, m.latency_us, m.method, m.repetitions, m.p10_us, m.p90_us, m.gpu_id, m.counters_json, m.note "
-                    "FROM kernels k LEFT JOIN measurements m ON m.kernel_id = k.id "
-                    "WHERE k.source_id = ?1 ORDER BY k.seq, m.id");
+  Stmt st =
+      prepare(db_,
+              "SELECT k.id, k.seq, k.name, k.family, k.op, k.dtype, k.shape_json, k.grid, k.block, "
+              "k.registers_per_thread, k.shared_memory_bytes, k.launched_by, k.start_us, k.library, k.tile_json, "
+              "m.id, m.latency_us, m.method, m.repetitions, m.p10_us, m.p90_us, m.gpu_id, m.counters_json, m.note "
+              "FROM kernels k LEFT JOIN measurements m ON m.kernel_id = k.id "
+              "WHERE k.source_id = ?1 ORDER BY k.seq, m.id");
   sqlite3_bind_int64(st, 1, source_id);
   std::optional<StoredKernel> cur;
   int rc;
@@ -542,9 +547,10 @@ std::vector<CachedPrediction> KernelStore::predictions(int64_t source_id, const 
   return out;
 }
 
-bool KernelStore::has_predictions(int64_t source_id, const std::string& gpu_id, const std::string& model_version) const {
-  Stmt st = prepare(db_,
-                    "SELECT 1 FROM predictions WHERE source_id = ?1 AND gpu_id = ?2 AND model_version = ?3 LIMIT 1");
+bool KernelStore::has_predictions(int64_t source_id, const std::string& gpu_id,
+                                  const std::string& model_version) const {
+  Stmt st =
+      prepare(db_, "SELECT 1 FROM predictions WHERE source_id = ?1 AND gpu_id = ?2 AND model_version = ?3 LIMIT 1");
   sqlite3_bind_int64(st, 1, source_id);
   sqlite3_bind_text(st, 2, gpu_id.data(), static_cast<int>(gpu_id.size()), SQLITE_STATIC);
   sqlite3_bind_text(st, 3, model_version.data(), static_cast<int>(model_version.size()), SQLITE_STATIC);

@@ -32,8 +32,8 @@ struct StoredMeasurement {
   std::string method;
   int repetitions = 1;
   std::optional<double> p10_us, p90_us;
-  std::string gpu_id;          // empty: the source's GPU
-  std::string counters_json;   // empty when none
+  std::string gpu_id;         // empty: the source's GPU
+  std::string counters_json;  // empty when none
   std::string note;
 };
 
@@ -41,7 +41,7 @@ struct StoredKernel {
   int64_t id = 0;
   int64_t source_id = 0;
   int64_t seq = 0;
-  KernelDesc desc;             // op, dtype, shape, tile, launch, name as imported
+  KernelDesc desc;  // op, dtype, shape, tile, launch, name as imported
   Family family = Family::unknown;
   bool dtype_known = false;
   bool shape_known = false;
@@ -69,7 +69,8 @@ struct ImportSummary {
 // The file's content is in the database already.
 class AlreadyImported : public ImportError {
  public:
-  AlreadyImported(const std::string& file, int64_t source_id, const std::string& imported_at, const std::string& as_path);
+  AlreadyImported(const std::string& file, int64_t source_id, const std::string& imported_at,
+                  const std::string& as_path);
   int64_t source_id() const { return source_id_; }
 
  private:

@@ -93,8 +93,10 @@ struct Row {
 // Splits "bad number in 'latency': 'abc'" into the counted reason and the detail.
 void skip_malformed(FileContext& ctx, std::size_t line, const std::string& error) {
   const auto colon = error.find(": ");
-  if (colon == std::string::npos) ctx.skip(line, error);
-  else ctx.skip(line, error.substr(0, colon), error.substr(colon + 2));
+  if (colon == std::string::npos)
+    ctx.skip(line, error);
+  else
+    ctx.skip(line, error.substr(0, colon), error.substr(colon + 2));
 }
 
 CsvReader open_with_header(const std::filesystem::path& file) {
@@ -183,8 +185,8 @@ class DatasetCache {
 
 struct GemmDtype {
   std::optional<Dtype> dtype;
-  std::string note;   // what the latency includes beyond the GEMM
-  std::string skip;   // why the row is skipped, when dtype is empty
+  std::string note;  // what the latency includes beyond the GEMM
+  std::string skip;  // why the row is skipped, when dtype is empty
 };
 
 // The contract's gemm is a plain GEMM of one dtype. Quantized paths that fuse scaling into a
@@ -194,15 +196,14 @@ GemmDtype map_gemm_dtype(const std::string& text) {
   const std::string t = lower(text);
   if (t == "bfloat16" || t == "bf16") return {Dtype::bf16, "", ""};
   if (t == "float16" || t == "fp16" || t == "half") return {Dtype::fp16, "", ""};
-  if (t == "fp8" || t == "fp8_e4m3" || t == "float8_e4m3fn")
-    return {Dtype::fp8e4m3, "act_quant=included", ""};
+  if (t == "fp8" || t == "fp8_e4m3" || t == "float8_e4m3fn") return {Dtype::fp8e4m3, "act_quant=included", ""};
   if (t == "nvfp4") return {Dtype::fp4, "act_quant=included;block_scale=16", ""};
   if (t == "fp8_block")
     return {std::nullopt, "", "gemm_dtype fp8_block: 128x128 block-scaled fp8 (DeepGEMM) is not a plain GEMM"};
   if (t.size() > 3 && t.compare(t.size() - 3, 3, "_wo") == 0)
     return {std::nullopt, "", "weight-only quantized GEMM: no perfloom dtype"};
-  if (t.find("int4") != std::string::npos || t.find("w4a") != std::string::npos ||
-      t.find("awq") != std::string::npos || t.find("gptq") != std::string::npos)
+  if (t.find("int4") != std::string::npos || t.find("w4a") != std::string::npos || t.find("awq") != std::string::npos ||
+      t.find("gptq") != std::string::npos)
     return {std::nullopt, "", "weight-only quantized GEMM: no perfloom dtype"};
   return {std::nullopt, "", "gemm_dtype not mapped to a perfloom dtype"};
 }
@@ -360,9 +361,9 @@ void visit_aiconfigurator_attention(const std::filesystem::path& csv, const GpuD
     ctx.row();
     Row row{f, {}};
     const std::string* device = row.text(c_device, "device");
-    auto b = row.integer(c_b, "batch_size"), isl = row.integer(c_isl, "isl"),
-         hq = row.integer(c_hq, "num_heads"), hkv = row.integer(c_hkv, "num_key_value_heads"),
-         d = row.integer(c_d, "head_dim"), step = row.integer(c_step, "step");
+    auto b = row.integer(c_b, "batch_size"), isl = row.integer(c_isl, "isl"), hq = row.integer(c_hq, "num_heads"),
+         hkv = row.integer(c_hkv, "num_key_value_heads"), d = row.integer(c_d, "head_dim"),
+         step = row.integer(c_step, "step");
     const std::string* dtype_text = row.text(c_dtype, "attn_dtype");
     const std::string* kv_text = row.text(c_kv, "kv_cache_dtype");
     auto lat = row.number(c_lat, "latency");
@@ -375,8 +376,10 @@ void visit_aiconfigurator_attention(const std::filesystem::path& csv, const GpuD
     }
     const std::string& op_text = op_name.get(f);
     std::optional<bool> is_context = file_is_context;
-    if (op_text == "context_attention") is_context = true;
-    else if (op_text == "generation_attention") is_context = false;
+    if (op_text == "context_attention")
+      is_context = true;
+    else if (op_text == "generation_attention")
+      is_context = false;
     if (!is_context) {
       ctx.skip(r.line(), "op_name is neither context_attention nor generation_attention", op_text);
       continue;
@@ -457,17 +460,18 @@ void visit_neusight(const std::filesystem::path& csv, const GpuDatabase& gpus, c
   CsvReader r = open_with_header(csv);
   const std::size_t c_op = r.require_column("OPName"), c_lat = r.require_column("Latency"),
                     c_device = r.require_column("Device");
-  const auto c_b = r.column("B"), c_m = r.column("M"), c_n = r.column("N"), c_k = r.column("K"),
-             c_h = r.column("H");
+  const auto c_b = r.column("B"), c_m = r.column("M"), c_n = r.column("N"), c_k = r.column("K"), c_h = r.column("H");
   const OptionalText kname{r.column("Kernel Name")};
-  const std::array<std::optional<std::size_t>, 6> c_launch = {
-      r.column("Grid x"), r.column("Grid y"), r.column("Grid z"),
-      r.column("Block x"), r.column("Block y"), r.column("Block z")};
+  const std::array<std::optional<std::size_t>, 6> c_launch = {r.column("Grid x"),  r.column("Grid y"),
+                                                              r.column("Grid z"),  r.column("Block x"),
+                                                              r.column("Block y"), r.column("Block z")};
 
   std::string split;
   for (const auto& part : csv) {
-    if (part == "train") split = "train";
-    else if (part == "test") split = "test";
+    if (part == "train")
+      split = "train";
+    else if (part == "test")
+      split = "test";
   }
   auto dataset_for = [&](std::string_view table) {
     return "neusight/" + (split.empty() ? std::string() : split + "/") + std::string(table);
@@ -648,11 +652,10 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
   CsvReader r = open_with_header(csv);
   if (!r.column("time_stats.mlp_up_proj.median"))
     throw std::runtime_error(csv.string() + ": not a Vidur mlp.csv profile (no time_stats.mlp_up_proj.median)");
-  const std::size_t c_tokens = r.require_column("num_tokens"),
-                    c_tp = r.require_column("num_tensor_parallel_workers"), c_heads = r.require_column("n_head"),
-                    c_kv = r.require_column("n_kv_head"), c_embd = r.require_column("n_embd"),
-                    c_mlp = r.require_column("n_expanded_embd"), c_vocab = r.require_column("vocab_size"),
-                    c_gated = r.require_column("use_gated_mlp");
+  const std::size_t c_tokens = r.require_column("num_tokens"), c_tp = r.require_column("num_tensor_parallel_workers"),
+                    c_heads = r.require_column("n_head"), c_kv = r.require_column("n_kv_head"),
+                    c_embd = r.require_column("n_embd"), c_mlp = r.require_column("n_expanded_embd"),
+                    c_vocab = r.require_column("vocab_size"), c_gated = r.require_column("use_gated_mlp");
 
   const VidurModel* model = nullptr;
   for (const auto& m : kVidurModels)
@@ -667,11 +670,16 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
     std::optional<std::size_t> col;
   };
   std::vector<OpColumn> ops = {
-      {VOp::emb, "emb", {}},           {VOp::input_norm, "input_layernorm", {}},
-      {VOp::qkv, "attn_pre_proj", {}}, {VOp::rope, "attn_rope", {}},
-      {VOp::o, "attn_post_proj", {}},  {VOp::post_norm, "post_attention_layernorm", {}},
-      {VOp::up, "mlp_up_proj", {}},    {VOp::act, "mlp_act", {}},
-      {VOp::down, "mlp_down_proj", {}}, {VOp::add, "add", {}},
+      {VOp::emb, "emb", {}},
+      {VOp::input_norm, "input_layernorm", {}},
+      {VOp::qkv, "attn_pre_proj", {}},
+      {VOp::rope, "attn_rope", {}},
+      {VOp::o, "attn_post_proj", {}},
+      {VOp::post_norm, "post_attention_layernorm", {}},
+      {VOp::up, "mlp_up_proj", {}},
+      {VOp::act, "mlp_act", {}},
+      {VOp::down, "mlp_down_proj", {}},
+      {VOp::add, "add", {}},
   };
   for (auto& o : ops) o.col = r.column("time_stats." + std::string(o.name) + ".median");
   std::erase_if(ops, [](const OpColumn& o) { return !o.col; });
@@ -681,9 +689,8 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
     ctx.row();
     Row row{f, {}};
     auto T = row.integer(c_tokens, "num_tokens"), tp = row.integer(c_tp, "num_tensor_parallel_workers"),
-         hq = row.integer(c_heads, "n_head"), hkv = row.integer(c_kv, "n_kv_head"),
-         H = row.integer(c_embd, "n_embd"), I = row.integer(c_mlp, "n_expanded_embd"),
-         V = row.integer(c_vocab, "vocab_size");
+         hq = row.integer(c_heads, "n_head"), hkv = row.integer(c_kv, "n_kv_head"), H = row.integer(c_embd, "n_embd"),
+         I = row.integer(c_mlp, "n_expanded_embd"), V = row.integer(c_vocab, "vocab_size");
     std::optional<bool> gated;
     if (const std::string* g = row.text(c_gated, "use_gated_mlp")) {
       gated = parse_bool(*g);
@@ -697,14 +704,13 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
       ctx.skip(r.line(), "GPU not in the GPU database", gpu_folder);
       continue;
     }
-    if (*tp <= 0 || *hq <= 0 || *hkv <= 0 || *H % *hq != 0 || *hq % *tp != 0 || *hkv % *tp != 0 ||
-        *I % *tp != 0 || *V % *tp != 0) {
-      ctx.skip(r.line(), "heads, widths or vocab not divisible by the TP degree",
-               "tp=" + std::to_string(*tp));
+    if (*tp <= 0 || *hq <= 0 || *hkv <= 0 || *H % *hq != 0 || *hq % *tp != 0 || *hkv % *tp != 0 || *I % *tp != 0 ||
+        *V % *tp != 0) {
+      ctx.skip(r.line(), "heads, widths or vocab not divisible by the TP degree", "tp=" + std::to_string(*tp));
       continue;
     }
-    if (model && (model->hidden != *H || model->heads != *hq || model->kv_heads != *hkv ||
-                  model->mlp_hidden != *I || model->gated != *gated)) {
+    if (model && (model->hidden != *H || model->heads != *hq || model->kv_heads != *hkv || model->mlp_hidden != *I ||
+                  model->gated != *gated)) {
       ctx.skip(r.line(), "row dims differ from Vidur's model config", model_name);
       continue;
     }
@@ -714,8 +720,9 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
     int64_t kv2 = 0, heads = 0, qkv_cols = 0, up_cols = 0;
     if (__builtin_mul_overflow(*hkv, int64_t{2}, &kv2) || __builtin_add_overflow(*hq, kv2, &heads) ||
         __builtin_mul_overflow(heads, D, &qkv_cols) || __builtin_mul_overflow(*I, int64_t{*gated ? 2 : 1}, &up_cols)) {
-      ctx.skip(r.line(), "shape out of range", "n_head=" + std::to_string(*hq) + " n_kv_head=" + std::to_string(*hkv) +
-                                                  " mlp width=" + std::to_string(*I));
+      ctx.skip(
+          r.line(), "shape out of range",
+          "n_head=" + std::to_string(*hq) + " n_kv_head=" + std::to_string(*hkv) + " mlp width=" + std::to_string(*I));
       continue;
     }
     const std::string tp_note = "tp=" + std::to_string(*tp);
@@ -724,8 +731,7 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
       const std::string_view t = *o.col < f.size() ? std::string_view(f[*o.col]) : std::string_view();
       auto ms = parse_double(t);
       if (!ms) {
-        ctx.skip(r.line(), "bad number in 'time_stats." + std::string(o.name) + ".median'",
-                 "'" + std::string(t) + "'");
+        ctx.skip(r.line(), "bad number in 'time_stats." + std::string(o.name) + ".median'", "'" + std::string(t) + "'");
         continue;
       }
       MeasuredKernel mk;
@@ -735,8 +741,10 @@ void visit_vidur(const std::filesystem::path& csv, const GpuDatabase& gpus, cons
       auto gemm = [&](int64_t n, int64_t k, bool bias) {
         mk.kernel.op = Op::gemm;
         s.M = *T, s.N = n, s.K = k;
-        if (!model) note += ";bias=unknown";
-        else if (bias) note += ";bias=1";
+        if (!model)
+          note += ";bias=unknown";
+        else if (bias)
+          note += ";bias=1";
       };
       bool skip_op = false;
       switch (o.op) {
@@ -811,7 +819,8 @@ template <typename Visit>
 std::vector<MeasuredKernel> collect(Visit visit, const std::filesystem::path& csv, const GpuDatabase& gpus,
                                     DatasetLoadReport* report) {
   std::vector<MeasuredKernel> out;
-  visit(csv, gpus, [&](MeasuredKernel&& k) { out.push_back(std::move(k)); }, report);
+  visit(
+      csv, gpus, [&](MeasuredKernel&& k) { out.push_back(std::move(k)); }, report);
   return out;
 }
 
@@ -857,8 +866,8 @@ std::vector<MeasuredKernel> read_vidur(const std::filesystem::path& csv, const G
   return collect(visit_vidur, csv, gpus, report);
 }
 
-void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase& gpus,
-                           const MeasuredKernelSink& sink, std::vector<DatasetLoadReport>* reports) {
+void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
+                           std::vector<DatasetLoadReport>* reports) {
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec))
     throw std::runtime_error("cannot read " + root.string() + ": not a directory");
@@ -870,10 +879,18 @@ void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase&
   for (const auto& file : files) {
     DatasetLoadReport rep;
     switch (sniff(file)) {
-      case Format::aic_gemm: visit_aiconfigurator_gemm(file, gpus, sink, &rep); break;
-      case Format::aic_attention: visit_aiconfigurator_attention(file, gpus, sink, &rep); break;
-      case Format::neusight: visit_neusight(file, gpus, sink, &rep); break;
-      case Format::vidur: visit_vidur(file, gpus, sink, &rep); break;
+      case Format::aic_gemm:
+        visit_aiconfigurator_gemm(file, gpus, sink, &rep);
+        break;
+      case Format::aic_attention:
+        visit_aiconfigurator_attention(file, gpus, sink, &rep);
+        break;
+      case Format::neusight:
+        visit_neusight(file, gpus, sink, &rep);
+        break;
+      case Format::vidur:
+        visit_vidur(file, gpus, sink, &rep);
+        break;
       case Format::unknown:
         rep.file = file.string();
         rep.skip_reasons.push_back("not a known public dataset format (header not recognised)");
@@ -886,7 +903,8 @@ void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase&
 std::vector<MeasuredKernel> load_public_datasets(const std::filesystem::path& root, const GpuDatabase& gpus,
                                                  std::vector<DatasetLoadReport>* reports) {
   std::vector<MeasuredKernel> out;
-  visit_public_datasets(root, gpus, [&](MeasuredKernel&& k) { out.push_back(std::move(k)); }, reports);
+  visit_public_datasets(
+      root, gpus, [&](MeasuredKernel&& k) { out.push_back(std::move(k)); }, reports);
   return out;
 }
 

@@ -24,8 +24,8 @@ namespace perfloom::storage {
 
 struct MeasuredKernel {
   KernelDesc kernel;
-  std::string gpu_id;      // a perfloom GPU id (gpus/*.json)
-  double latency_us = 0;   // measured latency of the kernel (or op, see `note`)
+  std::string gpu_id;     // a perfloom GPU id (gpus/*.json)
+  double latency_us = 0;  // measured latency of the kernel (or op, see `note`)
   // Source, GPU folder, table and framework or split, e.g. "aiconfigurator/h100_sxm/gemm/vllm-0.14.0",
   // "neusight/train/linear", "vidur/a100/meta-llama/Llama-2-7b-hf/mlp".
   std::string dataset;
@@ -36,8 +36,8 @@ struct MeasuredKernel {
 
 struct DatasetLoadReport {
   std::string file;
-  std::size_t rows = 0, kept = 0, skipped = 0;  // a Vidur row gives several kernels: kept counts kernels
-  std::vector<std::string> skip_reasons;        // the first few distinct reasons, with their line
+  std::size_t rows = 0, kept = 0, skipped = 0;     // a Vidur row gives several kernels: kept counts kernels
+  std::vector<std::string> skip_reasons;           // the first few distinct reasons, with their line
   std::map<std::string, std::size_t> skip_counts;  // skipped rows (or row ops) per reason
 };
 
@@ -51,8 +51,8 @@ using MeasuredKernelSink = std::function<void(MeasuredKernel&&)>;
 std::vector<MeasuredKernel> load_public_datasets(const std::filesystem::path& root, const GpuDatabase& gpus,
                                                  std::vector<DatasetLoadReport>* reports = nullptr);
 // The same, streaming: each kernel goes to `sink` as it is read, so nothing is held in memory.
-void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase& gpus,
-                           const MeasuredKernelSink& sink, std::vector<DatasetLoadReport>* reports = nullptr);
+void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
+                           std::vector<DatasetLoadReport>* reports = nullptr);
 
 // The perfloom GPU id for a GPU name as a dataset writes it ("NVIDIA H100 80GB HBM3", NeuSight's
 // "NVIDIA_A100-SXM4-40GB"): `gpus.find()`, then again with '_' read as ' '. Empty when unknown.

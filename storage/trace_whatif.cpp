@@ -29,7 +29,8 @@ using Raw = WhatIfPrediction;
 
 constexpr std::string_view kErrorPrefix = "error: ";
 
-std::vector<Raw> predict_raw(const std::vector<KernelDesc>& descs, const GpuSpec& gpu, const KernelPredictor& predictor) {
+std::vector<Raw> predict_raw(const std::vector<KernelDesc>& descs, const GpuSpec& gpu,
+                             const KernelPredictor& predictor) {
   std::vector<Raw> out(descs.size());
   std::vector<std::string> errors;
   const std::vector<Prediction> preds = predictor.predict_batch(descs, gpu, &errors);
@@ -38,8 +39,12 @@ std::vector<Raw> predict_raw(const std::vector<KernelDesc>& descs, const GpuSpec
       out[i].error = errors[i];
       continue;
     }
-    out[i] = {preds[i].pred_us, preds[i].lo_us, preds[i].hi_us, preds[i].ceiling_us,
-              std::string(pipe_name(preds[i].bound)), ""};
+    out[i] = {preds[i].pred_us,
+              preds[i].lo_us,
+              preds[i].hi_us,
+              preds[i].ceiling_us,
+              std::string(pipe_name(preds[i].bound)),
+              ""};
   }
   return out;
 }
@@ -200,7 +205,8 @@ TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpe
     WhatIfTarget t;
     t.gpu = gpu;
     const bool is_source = gpu->id == source_gpu.id;
-    std::vector<Raw> raw = is_source && !source_raw.empty() ? source_raw : raw_on(*gpu, t.from_cache, t.predicted_kernels);
+    std::vector<Raw> raw =
+        is_source && !source_raw.empty() ? source_raw : raw_on(*gpu, t.from_cache, t.predicted_kernels);
     if (is_source && !source_raw.empty()) t.from_cache = r.source_from_cache;
     t.cells.resize(r.kernels.size());
     for (std::size_t i = 0; i < r.kernels.size(); ++i) {

@@ -47,16 +47,16 @@ struct WhatIfTotal {
   std::size_t errors = 0;           // kernels without one
   double measured_us = 0;           // source measurements of the kernels with a number here
   double pred_us = 0;
-  double lo_us = 0, hi_us = 0;      // sums of the rows' intervals; a row without one counts pred_us
+  double lo_us = 0, hi_us = 0;                 // sums of the rows' intervals; a row without one counts pred_us
   std::map<std::string, std::size_t> methods;  // method name -> kernels
 };
 
 struct WhatIfTarget {
   const GpuSpec* gpu = nullptr;
-  std::vector<WhatIfCell> cells;    // one per kernel, in kernel order
+  std::vector<WhatIfCell> cells;  // one per kernel, in kernel order
   std::map<Family, WhatIfTotal> by_family;
   WhatIfTotal total;
-  bool from_cache = false;          // the model's predictions were read from the database
+  bool from_cache = false;            // the model's predictions were read from the database
   std::size_t predicted_kernels = 0;  // distinct kernels the model predicted in this run (0 when cached)
 };
 
@@ -65,14 +65,14 @@ struct TraceWhatIf {
   const GpuSpec* source_gpu = nullptr;
   std::string model_version;
   std::vector<WhatIfKernel> kernels;
-  std::size_t distinct_kernels = 0;    // kernels that differ in name, op, dtype, shape, tile or launch
+  std::size_t distinct_kernels = 0;  // kernels that differ in name, op, dtype, shape, tile or launch
   std::vector<WhatIfTarget> targets;
-  bool source_from_cache = false;      // the source GPU's predictions (for `scaled`) came from the cache
+  bool source_from_cache = false;  // the source GPU's predictions (for `scaled`) came from the cache
   std::size_t source_predicted_kernels = 0;
 };
 
 struct WhatIfOptions {
-  bool use_cache = true;    // read and write the prediction cache
+  bool use_cache = true;                      // read and write the prediction cache
   const std::atomic<bool>* cancel = nullptr;  // set -> std::runtime_error("cancelled")
   std::function<void(const std::string& stage)> progress;
 };

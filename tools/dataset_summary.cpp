@@ -14,17 +14,18 @@
 #include "model/gpu_database.h"
 #include "storage/public_datasets.h"
 
-
 int main(int argc, char** argv) {
   std::filesystem::path root = std::filesystem::path("data/public");
   bool per_file = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--files") per_file = true;
+    if (a == "--files")
+      per_file = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: %s [ROOT] [--files]\n  ROOT defaults to %s\n", argv[0], root.string().c_str());
       return 0;
-    } else root = a;
+    } else
+      root = a;
   }
   try {
     const perfloom::GpuDatabase gpus = perfloom::GpuDatabase::builtin();

@@ -41,12 +41,12 @@
 #include <tuple>
 #include <vector>
 
-#include "tools/tuner_sweep.h"
 #include "model/analysis.h"
 #include "model/gpu_database.h"
 #include "model/tuner/acceptance_model.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
+#include "tools/tuner_sweep.h"
 
 using namespace perfloom;
 namespace fs = std::filesystem;
@@ -85,7 +85,8 @@ int lists_plan(const GpuSpec& gpu, const fs::path& out, int count, unsigned seed
     std::cerr << "perfloom-tuner-eval: no bundled table for " << gpu.id << "\n";
     return 1;
   }
-  const std::vector<tuner::GemmShape> gemms = bench::random_gemms(bench::table_dtypes(*table), count, seed, m_min, m_max);
+  const std::vector<tuner::GemmShape> gemms =
+      bench::random_gemms(bench::table_dtypes(*table), count, seed, m_min, m_max);
   std::mt19937 order(seed);
   std::vector<tuner::PlanPoint> points;
   for (const auto& shape : gemms) {
@@ -121,7 +122,8 @@ int tables_check_plan(const GpuSpec& gpu, const fs::path& out, int count, unsign
       for (auto& p : tuner::timing_plan(gemms[g], r.ranked, 3, label)) points.push_back(std::move(p));
     }
   }
-  return write_plan(out, points, "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
+  return write_plan(out, points,
+                    "of " + std::to_string(gemms.size()) + " random GEMMs (seed " + std::to_string(seed) + ")");
 }
 
 // `--acceptance-check`: see the top of this file. A configuration's latency at a GEMM is the median of all its
@@ -136,8 +138,8 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
   const std::vector<fs::path> test_runs(runs.begin(), runs.end());
   const bench::AcceptanceData train = bench::read_acceptance(dir, bench::acceptance_runs(dir));
   const tuner::AcceptanceModel model = tuner::fit_acceptance_model(train.samples, gpu, table->slots_by_cluster);
-  std::cout << gpu.id << ": acceptance model on " << model.points << " plan points of " << train.files.size() << " runs ("
-            << model.refused << " refused)\n";
+  std::cout << gpu.id << ": acceptance model on " << model.points << " plan points of " << train.files.size()
+            << " runs (" << model.refused << " refused)\n";
   if (!model.booster) {
     std::cerr << "perfloom-tuner-eval: too few refused or accepted points to train on\n";
     return 1;
@@ -168,15 +170,17 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
   }
   const double n1 = static_cast<double>(refused), n0 = static_cast<double>(scored.size() - refused);
   std::cout << "held out: " << scored.size() << " plan points of " << test.files.size() << " runs, " << refused
-            << " refused; AUC " << std::fixed << std::setprecision(3) << (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0) << "\n";
+            << " refused; AUC " << std::fixed << std::setprecision(3) << (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0)
+            << "\n";
   for (double thr : {0.3, 0.5, 0.7}) {
     std::size_t caught = 0, false_alarms = 0;
     for (const auto& [p, r] : scored) {
       if (p >= thr && r) ++caught;
       if (p >= thr && !r) ++false_alarms;
     }
-    std::cout << "  threshold " << std::setprecision(1) << thr << ": refused points predicted refused " << caught << " of "
-              << refused << ", accepted points predicted refused " << false_alarms << " of " << scored.size() - refused << "\n";
+    std::cout << "  threshold " << std::setprecision(1) << thr << ": refused points predicted refused " << caught
+              << " of " << refused << ", accepted points predicted refused " << false_alarms << " of "
+              << scored.size() - refused << "\n";
   }
   // The first choices.
   using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t>;
@@ -233,17 +237,21 @@ int acceptance_check(const GpuSpec& gpu, const fs::path& dir, const std::vector<
           ++c.shapes;
           c.moved += first != ranks.at(1);
           const auto m = med.find(first);
-          if (m == med.end()) ++c.refused;
-          else if (m->second <= 1.03 * best) ++c.within;
+          if (m == med.end())
+            ++c.refused;
+          else if (m->second <= 1.03 * best)
+            ++c.within;
         }
       }
     }
   }
   for (const auto& [label, by_thr] : by_label)
     for (const auto& [thr, c] : by_thr) {
-      std::cout << "first choice '" << label << "' " << (thr == 0 ? std::string("as timed") : "threshold " + std::to_string(thr).substr(0, 3))
-                << ": " << c.shapes << " GEMMs, moved " << c.moved << ", refused " << c.refused << ", within 3% of the fastest timed "
-                << c.within << " (" << std::setprecision(1) << 100.0 * static_cast<double>(c.within) / static_cast<double>(c.shapes) << "%)\n";
+      std::cout << "first choice '" << label << "' "
+                << (thr == 0 ? std::string("as timed") : "threshold " + std::to_string(thr).substr(0, 3)) << ": "
+                << c.shapes << " GEMMs, moved " << c.moved << ", refused " << c.refused
+                << ", within 3% of the fastest timed " << c.within << " (" << std::setprecision(1)
+                << 100.0 * static_cast<double>(c.within) / static_cast<double>(c.shapes) << "%)\n";
     }
   return 0;
 }
@@ -253,7 +261,8 @@ int parse_count(const char* text, const std::string& mode) {
   char* end = nullptr;
   const long v = std::strtol(text, &end, 10);
   if (end == text || *end != '\0' || v <= 0 || v > 1000000) {
-    std::cerr << "perfloom-tuner-eval: " << mode << ": COUNT must be a positive number of GEMMs per dtype, not '" << text << "'\n";
+    std::cerr << "perfloom-tuner-eval: " << mode << ": COUNT must be a positive number of GEMMs per dtype, not '"
+              << text << "'\n";
     return 0;
   }
   return static_cast<int>(v);
@@ -264,11 +273,13 @@ int run(int argc, char** argv) {
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--data" && i + 1 < argc) data = argv[++i];
+    if (a == "--data" && i + 1 < argc)
+      data = argv[++i];
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;
-    } else break;
+    } else
+      break;
   }
   if (i >= argc) {
     std::cerr << kUsage;
@@ -291,13 +302,15 @@ int run(int argc, char** argv) {
       char* end = nullptr;
       const double v = std::strtod(args[j + 1].c_str(), &end);
       if (end == args[j + 1].c_str() || *end != '\0' || !(v >= 1 && v <= 10000)) {
-        std::cerr << "perfloom-tuner-eval: --lists-plan: " << flag << " must be a number from 1 to 10,000, not '" << args[j + 1] << "'\n";
+        std::cerr << "perfloom-tuner-eval: --lists-plan: " << flag << " must be a number from 1 to 10,000, not '"
+                  << args[j + 1] << "'\n";
         return 2;
       }
       (flag == "--m-min" ? m_min : m_max) = v;
     }
     if (!(m_min < m_max)) {
-      std::cerr << "perfloom-tuner-eval: --lists-plan: --m-min (" << m_min << ") must be below --m-max (" << m_max << ")\n";
+      std::cerr << "perfloom-tuner-eval: --lists-plan: --m-min (" << m_min << ") must be below --m-max (" << m_max
+                << ")\n";
       return 2;
     }
     return lists_plan(gpus.get(args[0]), args[1], count, seed, m_min, m_max);

@@ -41,12 +41,12 @@
 #include <set>
 #include <tuple>
 
-#include "tools/tuner_sweep.h"
 #include "model/compressed_text.h"
 #include "model/gpu_database.h"
-#include "model/tuner/tuner_fit.h"
 #include "model/tuner/acceptance_model.h"
+#include "model/tuner/tuner_fit.h"
 #include "model/tuner/variant_model.h"
+#include "tools/tuner_sweep.h"
 
 using namespace perfloom;
 namespace fs = std::filesystem;
@@ -57,42 +57,55 @@ int main(int argc, char** argv) {
   fs::path dump_ranker;
   std::vector<std::string> ids;
   std::vector<std::string> csv_names;
-  bool csv_given = false, with_more = true, with_picks = true, with_lists = true, with_variants = true, variants_only = false,
-       with_acceptance = true, acceptance_only = false;
+  bool csv_given = false, with_more = true, with_picks = true, with_lists = true, with_variants = true,
+       variants_only = false, with_acceptance = true, acceptance_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--data" && i + 1 < argc) data = argv[++i];
-    else if (a == "--out" && i + 1 < argc) out = argv[++i];
-    else if (a == "--dump-ranker" && i + 1 < argc) dump_ranker = argv[++i];
-    else if (a == "--tiles-only") with_more = false;
-    else if (a == "--no-picks") with_picks = false;
-    else if (a == "--no-lists") with_lists = false;
-    else if (a == "--no-variants") with_variants = false;
-    else if (a == "--variants-only") variants_only = true;
-    else if (a == "--no-acceptance") with_acceptance = false;
-    else if (a == "--acceptance-only") acceptance_only = true;
+    if (a == "--data" && i + 1 < argc)
+      data = argv[++i];
+    else if (a == "--out" && i + 1 < argc)
+      out = argv[++i];
+    else if (a == "--dump-ranker" && i + 1 < argc)
+      dump_ranker = argv[++i];
+    else if (a == "--tiles-only")
+      with_more = false;
+    else if (a == "--no-picks")
+      with_picks = false;
+    else if (a == "--no-lists")
+      with_lists = false;
+    else if (a == "--no-variants")
+      with_variants = false;
+    else if (a == "--variants-only")
+      variants_only = true;
+    else if (a == "--no-acceptance")
+      with_acceptance = false;
+    else if (a == "--acceptance-only")
+      acceptance_only = true;
     else if (a == "--csv" && i + 1 < argc) {
       csv_names.push_back(argv[++i]);
       csv_given = true;
-    }
-    else if (a == "-h" || a == "--help") {
-      std::cout << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists]\n"
-                   "                   [--no-variants | --variants-only] [--no-acceptance | --acceptance-only]\n"
-                   "                   [--dump-ranker DIR] [GPU-ID...]\n"
-                   "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
-                   "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
-                   "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: with them)\n"
-                   "  --no-lists: without DIR/<gpu>/lists/, the timed query lists at new shapes (default: with them)\n"
-                   "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
-                   "  --variants-only: refit only the variant model of the table in --out\n"
-                   "  --no-acceptance: without the acceptance model (default: fitted on DIR/<gpu>/lists/, lists_held/ and their plans)\n"
-                   "  --acceptance-only: refit only the acceptance model of the table in --out\n"
-                   "  --dump-ranker DIR: also write DIR/<gpu>_ranker_groups.csv, the chooser's training groups\n";
+    } else if (a == "-h" || a == "--help") {
+      std::cout
+          << "perfloom-tuner-fit [--data DIR] [--out DIR] [--csv NAME]... [--tiles-only] [--no-picks] [--no-lists]\n"
+             "                   [--no-variants | --variants-only] [--no-acceptance | --acceptance-only]\n"
+             "                   [--dump-ranker DIR] [GPU-ID...]\n"
+             "  default: fit on DIR/<gpu>/tiles.csv and DIR/<gpu>/tiles_plan.csv (where it exists) together;\n"
+             "  --tiles-only: DIR/<gpu>/tiles.csv alone as the exhaustive sweep (default: also tiles_more/*.csv)\n"
+             "  --no-picks: without DIR/<gpu>/tuner_picks.csv and picks/, the table path's measured choices (default: "
+             "with them)\n"
+             "  --no-lists: without DIR/<gpu>/lists/, the timed query lists at new shapes (default: with them)\n"
+             "  --no-variants: without the variant model (default: fitted on DIR/<gpu>/variants.csv where it exists)\n"
+             "  --variants-only: refit only the variant model of the table in --out\n"
+             "  --no-acceptance: without the acceptance model (default: fitted on DIR/<gpu>/lists/, lists_held/ and "
+             "their plans)\n"
+             "  --acceptance-only: refit only the acceptance model of the table in --out\n"
+             "  --dump-ranker DIR: also write DIR/<gpu>_ranker_groups.csv, the chooser's training groups\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "perfloom-tuner-fit: unknown option " << a << "\n";
       return 2;
-    } else ids.push_back(a);
+    } else
+      ids.push_back(a);
   }
   if (!csv_given) csv_names = {"tiles.csv", "tiles_plan.csv"};
   if (ids.empty() && fs::is_directory(data))
@@ -128,18 +141,20 @@ int main(int argc, char** argv) {
       const auto next = source.find("; data/", at + 2);
       source.erase(at, next == std::string::npos ? std::string::npos : next - at);
     };
-    // The acceptance model from the plan runs of DIR/<id>/lists/ and lists_held/ (read_acceptance; `slots` as the table's),
-    // and what to add to the table's source about it.
+    // The acceptance model from the plan runs of DIR/<id>/lists/ and lists_held/ (read_acceptance; `slots` as the
+    // table's), and what to add to the table's source about it.
     auto fit_acceptance = [&](const std::string& id, const GpuSpec& gpu, const tuner::SlotsByCluster& slots,
                               std::string& what) {
       tuner::AcceptanceModel model;
       if (!with_acceptance) return model;
       const bench::AcceptanceData a = bench::read_acceptance(data / id, bench::acceptance_runs(data / id));
-      for (const auto& m : a.missing_plans) std::cerr << "perfloom-tuner-fit: no plan file, run left out of the acceptance model: " << m << "\n";
+      for (const auto& m : a.missing_plans)
+        std::cerr << "perfloom-tuner-fit: no plan file, run left out of the acceptance model: " << m << "\n";
       model = tuner::fit_acceptance_model(a.samples, gpu, slots);
       if (model.booster)
-        what = "; data/" + id + "/lists/ and lists_held/: acceptance model on " + std::to_string(model.points) + " plan points of " +
-               std::to_string(a.files.size()) + " runs, " + std::to_string(model.refused) + " refused by cuBLASLt";
+        what = "; data/" + id + "/lists/ and lists_held/: acceptance model on " + std::to_string(model.points) +
+               " plan points of " + std::to_string(a.files.size()) + " runs, " + std::to_string(model.refused) +
+               " refused by cuBLASLt";
       return model;
     };
     auto write_table = [&](const std::string& id, const tuner::TunerTable& table) {
@@ -168,8 +183,8 @@ int main(int argc, char** argv) {
           table.acceptance = fit_acceptance(id, gpu, table.slots_by_cluster, accepted_what);
           drop_source_part(table.source, "; data/" + id + "/lists/ and lists_held/: acceptance model");
           what += accepted_what;
-          std::cout << id << ": acceptance model on " << table.acceptance.points << " points (" << table.acceptance.refused
-                    << " refused)\n";
+          std::cout << id << ": acceptance model on " << table.acceptance.points << " points ("
+                    << table.acceptance.refused << " refused)\n";
         }
         table.source += what;
         std::cout << id << ": -> " << write_table(id, table).string() << "\n";
@@ -185,7 +200,8 @@ int main(int argc, char** argv) {
         // The default's first file: every exhaustive sweep of the folder (tiles.csv alone with --tiles-only).
         const bench::Sweep sweep =
             !csv_given && f == 0 ? bench::read_exhaustive(data / id, with_more) : bench::read_sweep(csv.string());
-        const std::vector<std::string> names = sweep.files.empty() ? std::vector<std::string>{csv_names[f]} : sweep.files;
+        const std::vector<std::string> names =
+            sweep.files.empty() ? std::vector<std::string>{csv_names[f]} : sweep.files;
         for (std::size_t part = 0; part < names.size(); ++part) {
           std::set<std::tuple<int, int64_t, int64_t, int64_t>> seen;
           std::size_t points = 0;
@@ -201,20 +217,23 @@ int main(int argc, char** argv) {
             return it == sweep.environment.end() ? std::string("?") : it->second;
           };
           // The environment is the first file's (tiles.csv's); the extra sweeps name their file only.
-          source += (source.empty() ? "" : "; ") + ("data/" + id + "/" + names[part] + ": " + std::to_string(points) +
-                                                    " nvjet points of " + std::to_string(seen.size()) + " shapes" +
-                                                    (part == 0 ? ", cuBLASLt " + env("cublaslt_version") + ", " + env("date") : ""));
+          source += (source.empty() ? "" : "; ") +
+                    ("data/" + id + "/" + names[part] + ": " + std::to_string(points) + " nvjet points of " +
+                     std::to_string(seen.size()) + " shapes" +
+                     (part == 0 ? ", cuBLASLt " + env("cublaslt_version") + ", " + env("date") : ""));
         }
         if (sweep.duplicate_shapes)
-          source += " (" + std::to_string(sweep.duplicate_shapes) + " shapes measured again by a later file: first kept)";
+          source +=
+              " (" + std::to_string(sweep.duplicate_shapes) + " shapes measured again by a later file: first kept)";
         // With the default files, unless --no-picks: the table path's own measured choices at the
         // exhaustive shapes (tools/tuner_sweep.h read_picks), configurations the sweep did not measure there.
         if (!csv_given && f == 0 && with_picks) {
           const auto picks = bench::read_picks(data / id, sweep);
           for (const auto& r : picks) samples.push_back(r.sample);
           if (!picks.empty())
-            source += "; data/" + id + "/{" + bench::picks_files_present(data / id) + "}: " +
-                      std::to_string(picks.size()) + " measured choices of the table path outside the sweep's configurations";
+            source += "; data/" + id + "/{" + bench::picks_files_present(data / id) +
+                      "}: " + std::to_string(picks.size()) +
+                      " measured choices of the table path outside the sweep's configurations";
         }
         // With the default files, unless --no-lists: the timed query lists at new shapes (read_lists).
         if (!csv_given && f == 0 && with_lists) {
@@ -228,14 +247,15 @@ int main(int argc, char** argv) {
           if (!lists.empty()) {
             std::string names;
             for (const auto& n : bench::lists_files(data / id)) names += (names.empty() ? "" : ", ") + n;
-            source += "; data/" + id + "/{" + names + "}: " + std::to_string(lists.size()) + " timed query-list points of " +
-                      std::to_string(seen.size()) + " new shapes";
+            source += "; data/" + id + "/{" + names + "}: " + std::to_string(lists.size()) +
+                      " timed query-list points of " + std::to_string(seen.size()) + " new shapes";
           }
         }
       }
       const std::size_t shapes = all_shapes.size();
       std::string what;
-      const tuner::SlotsByCluster slots = tuner::measured_slots(samples, gpu);  // the table's (fit_tuner_table measures the same)
+      const tuner::SlotsByCluster slots =
+          tuner::measured_slots(samples, gpu);  // the table's (fit_tuner_table measures the same)
       tuner::VariantModel variants = fit_variants(id, gpu, slots, what);
       tuner::FitOptions options;
       std::ofstream dump;
@@ -262,7 +282,8 @@ int main(int argc, char** argv) {
       std::cout << id << ": " << samples.size() << " points, " << shapes << " shapes ->" << file.string() << " (";
       bool first = true;
       for (const auto& [g, gt] : table.groups) {
-        std::cout << (first ? "" : "; ") << g << ": " << gt.classes.size() << " classes, " << gt.buckets.size() << " buckets";
+        std::cout << (first ? "" : "; ") << g << ": " << gt.classes.size() << " classes, " << gt.buckets.size()
+                  << " buckets";
         first = false;
       }
       std::cout << "; slots by cluster size:";

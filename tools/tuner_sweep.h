@@ -27,12 +27,12 @@ namespace perfloom::bench {
 
 struct SweepRow {
   tuner::TunerSample sample;
-  bool modelled = false;   // an nvjet kernel with a known tile: what the wave model describes
+  bool modelled = false;  // an nvjet kernel with a known tile: what the wave model describes
   int algo_id = -1;
   int reps = 0;
-  std::string kernel;      // the longest kernel's name as the collector wrote it (first 80 chars)
+  std::string kernel;  // the longest kernel's name as the collector wrote it (first 80 chars)
   std::string source;
-  int file = 0;            // read_exhaustive: index into Sweep::files of the file the row came from (0: tiles.csv)
+  int file = 0;  // read_exhaustive: index into Sweep::files of the file the row came from (0: tiles.csv)
 };
 
 struct Sweep {
@@ -95,13 +95,14 @@ inline Sweep read_sweep(const std::string& path) {
   }
   auto reader = storage::CsvReader::from_string(std::move(body), path);
   if (!reader.read_header()) throw std::runtime_error(path + ": no header row");
-  const auto c_op = reader.require_column("op"), c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"),
-             c_n = reader.require_column("N"), c_k = reader.require_column("K"), c_lat = reader.require_column("latency_us"),
-             c_tile = reader.require_column("tile"), c_stages = reader.require_column("stages"),
-             c_split = reader.require_column("splitk"), c_cluster = reader.require_column("cluster"),
-             c_name = reader.require_column("kernel_name"), c_algo = reader.require_column("algo_id"),
-             c_rank = reader.require_column("heuristic_rank"), c_grid = reader.require_column("grid"),
-             c_reps = reader.require_column("reps"), c_source = reader.require_column("source");
+  const auto c_op = reader.require_column("op"), c_dt = reader.require_column("dtype"),
+             c_m = reader.require_column("M"), c_n = reader.require_column("N"), c_k = reader.require_column("K"),
+             c_lat = reader.require_column("latency_us"), c_tile = reader.require_column("tile"),
+             c_stages = reader.require_column("stages"), c_split = reader.require_column("splitk"),
+             c_cluster = reader.require_column("cluster"), c_name = reader.require_column("kernel_name"),
+             c_algo = reader.require_column("algo_id"), c_rank = reader.require_column("heuristic_rank"),
+             c_grid = reader.require_column("grid"), c_reps = reader.require_column("reps"),
+             c_source = reader.require_column("source");
   std::vector<std::string> f;
   while (reader.next(f)) {
     if (f.size() < reader.header().size() || f[c_op] != "gemm") continue;
@@ -195,7 +196,8 @@ inline std::vector<std::string> csv_files_under(const std::filesystem::path& dir
   std::vector<std::string> out;
   if (!fs::is_directory(dir / sub)) return out;
   for (const auto& e : fs::directory_iterator(dir / sub))
-    if (const std::string n = e.path().filename().string(); e.is_regular_file() && (n.ends_with(".csv") || n.ends_with(".csv.gz")))
+    if (const std::string n = e.path().filename().string();
+        e.is_regular_file() && (n.ends_with(".csv") || n.ends_with(".csv.gz")))
       out.push_back(sub + "/" + n);
   std::sort(out.begin(), out.end(), natural_less);
   return out;
@@ -220,8 +222,9 @@ inline Sweep read_exhaustive(const std::filesystem::path& dir, bool more = true)
     if (f == 0) out.environment = s.environment;
     std::set<std::tuple<int, long long, long long, long long>> mine, dropped;
     for (auto& r : s.rows) {
-      const auto key = std::make_tuple(static_cast<int>(r.sample.shape.dtype), static_cast<long long>(r.sample.shape.M),
-                                       static_cast<long long>(r.sample.shape.N), static_cast<long long>(r.sample.shape.K));
+      const auto key =
+          std::make_tuple(static_cast<int>(r.sample.shape.dtype), static_cast<long long>(r.sample.shape.M),
+                          static_cast<long long>(r.sample.shape.N), static_cast<long long>(r.sample.shape.K));
       if (have.count(key)) {
         dropped.insert(key);
         ++out.duplicate_rows;
@@ -271,23 +274,32 @@ std::vector<SweepRow> median_rows(std::map<Key, std::pair<SweepRow, std::vector<
 
 // The tuner's own choices measured at the exhaustive shapes: the files of picks_files(DIR), plan runs
 // (`run_plan_on_gpu.sh --plan NAME --repeat R`) whose rows tagged "table K" are the table path's first
-// configurations of an exhaustive shape, most of them outside the configurations the sweep measured there. One row per (shape, configuration), its
-// latency the median of the repetitions of all the files; configurations `sweep` measured at the shape
-// are left out (the sweep's own measurement stays the one learned). Modelled (nvjet) rows only. No
-// file: none. Throws like read_sweep.
+// configurations of an exhaustive shape, most of them outside the configurations the sweep measured there. One row per
+// (shape, configuration), its latency the median of the repetitions of all the files; configurations `sweep` measured
+// at the shape are left out (the sweep's own measurement stays the one learned). Modelled (nvjet) rows only. No file:
+// none. Throws like read_sweep.
 //
 // `align_to_sweep`: a re-measurement taken on another machine or day sits a little above or below the
 // sweep at a shape, which a fit could read as the pick's merit. With it, each file's latencies of a shape
 // are scaled by the median, over the configurations both measured there, of swept / re-measured; a shape
 // with fewer than kMinAlignPairs such configurations keeps its latencies. Off by default (the fit's).
 inline constexpr std::size_t kMinAlignPairs = 2;
-inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const Sweep& sweep, bool align_to_sweep = false) {
+inline std::vector<SweepRow> read_picks(const std::filesystem::path& dir, const Sweep& sweep,
+                                        bool align_to_sweep = false) {
   using Key = std::tuple<int, long long, long long, long long, int, int, int, int, int, int>;
   using ShapeKey = std::tuple<int, long long, long long, long long>;
   auto key = [](const tuner::TunerSample& s) {
     const TileConfig& c = s.config;
-    return Key{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K, c.tile_m, c.tile_n, c.tile_k,
-               std::max(1, c.split_k), std::max(1, c.cluster_m), std::max(1, c.cluster_n)};
+    return Key{static_cast<int>(s.shape.dtype),
+               s.shape.M,
+               s.shape.N,
+               s.shape.K,
+               c.tile_m,
+               c.tile_n,
+               c.tile_k,
+               std::max(1, c.split_k),
+               std::max(1, c.cluster_m),
+               std::max(1, c.cluster_n)};
   };
   auto shape_of = [](const Key& k) { return ShapeKey{std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)}; };
   std::map<Key, std::vector<double>> swept;
@@ -361,8 +373,8 @@ inline std::vector<PlanRow> read_plan_rows(const std::filesystem::path& plan_fil
   auto reader = storage::CsvReader::from_string(read_text(plan_file.string()), plan_file.string());
   if (!reader.read_header()) throw std::runtime_error(plan_file.string() + ": no header row");
   const auto c_dt = reader.require_column("dtype"), c_m = reader.require_column("M"), c_n = reader.require_column("N"),
-             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"), c_rank = reader.require_column("heuristic_rank"),
-             c_why = reader.require_column("why");
+             c_k = reader.require_column("K"), c_cfg = reader.require_column("config"),
+             c_rank = reader.require_column("heuristic_rank"), c_why = reader.require_column("why");
   std::vector<std::string> f;
   while (reader.next(f)) {
     if (f.size() < reader.header().size()) continue;
@@ -405,15 +417,16 @@ struct AcceptanceData {
   std::vector<std::string> files;          // the runs read, as given
   std::vector<std::string> missing_plans;  // "RUN: PLAN" for a run whose plan file is not in DIR (the run is left out)
 };
-// The plan runs the acceptance model learns from: the timed query lists of DIR/lists/ and DIR/lists_held/ (the latter held out
-// of the latency fit, to score its ranking, but what cuBLASLt refused there is as good a lesson), as paths.
+// The plan runs the acceptance model learns from: the timed query lists of DIR/lists/ and DIR/lists_held/ (the latter
+// held out of the latency fit, to score its ranking, but what cuBLASLt refused there is as good a lesson), as paths.
 inline std::vector<std::filesystem::path> acceptance_runs(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> out;
   for (const char* sub : {"lists", "lists_held"})
     for (const auto& n : csv_files_under(dir, sub)) out.push_back(dir / n);
   return out;
 }
-inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& runs) {
+inline AcceptanceData read_acceptance(const std::filesystem::path& dir,
+                                      const std::vector<std::filesystem::path>& runs) {
   using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t>;
   AcceptanceData out;
   for (const auto& run : runs) {
@@ -436,7 +449,8 @@ inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const st
     std::set<std::pair<ShapeKey, std::string>> seen;
     for (const auto& plan : plans)
       for (const PlanRow& row : read_plan_rows(plan)) {
-        if (row.heuristic_rank > 0 || !reached.count(row.shape) || !seen.emplace(row.shape, row.config).second) continue;
+        if (row.heuristic_rank > 0 || !reached.count(row.shape) || !seen.emplace(row.shape, row.config).second)
+          continue;
         tuner::AcceptanceSample s;
         const auto& [dt, M, N, K] = row.shape;
         s.shape = tuner::GemmShape{M, N, K, static_cast<Dtype>(dt)};
@@ -457,9 +471,10 @@ inline AcceptanceData read_acceptance(const std::filesystem::path& dir, const st
 // "dtype,M,N,K,fold,config,ratio,log_pred,log_score,f_0..": the chooser's inputs before they are made
 // relative to the group (tuner_table.h ranker_rows), and the measured latency over the group's fastest
 // (NaN: not measured). `header` writes the column line first.
-inline void write_ranker_group(std::ostream& os, const tuner::GemmShape& shape, int fold, const std::vector<TileConfig>& configs,
-                               const std::vector<tuner::WaveFeatures>& features, const std::vector<double>& pred_us,
-                               const std::vector<double>& score, const std::vector<double>& ratio, bool header = false) {
+inline void write_ranker_group(std::ostream& os, const tuner::GemmShape& shape, int fold,
+                               const std::vector<TileConfig>& configs, const std::vector<tuner::WaveFeatures>& features,
+                               const std::vector<double>& pred_us, const std::vector<double>& score,
+                               const std::vector<double>& ratio, bool header = false) {
   if (header) {
     os << "dtype,M,N,K,fold,config,ratio,log_pred,log_score";
     for (const auto& n : tuner::learned_names()) os << "," << n;
@@ -467,7 +482,8 @@ inline void write_ranker_group(std::ostream& os, const tuner::GemmShape& shape, 
   }
   for (std::size_t i = 0; i < configs.size(); ++i) {
     os << dtype_name(shape.dtype) << "," << shape.M << "," << shape.N << "," << shape.K << "," << fold << ","
-       << tuner::config_to_string(configs[i]) << "," << ratio[i] << "," << std::log(pred_us[i]) << "," << std::log(score[i]);
+       << tuner::config_to_string(configs[i]) << "," << ratio[i] << "," << std::log(pred_us[i]) << ","
+       << std::log(score[i]);
     for (float v : tuner::learned_features(shape, configs[i], features[i])) os << "," << v;
     os << "\n";
   }
@@ -478,14 +494,14 @@ inline void write_ranker_group(std::ostream& os, const tuner::GemmShape& shape, 
 // source "plan:CONFIG WHY variant=cC/sS[ base] rep=K" (" base": the option the configuration was
 // forced with, as a plain plan run takes it), and cuBLASLt's default per shape ("plan:heuristic").
 struct VariantPoint {
-  std::string config;               // the plan's configuration string (perfloom's orientation)
-  std::string why;                  // the plan's tags ("table 1; measured 3; ...")
-  int base_custom = -1;             // the option a plain plan run forces it with
+  std::string config;                // the plan's configuration string (perfloom's orientation)
+  std::string why;                   // the plan's tags ("table 1; measured 3; ...")
+  int base_custom = -1;              // the option a plain plan run forces it with
   std::map<int, double> latency_us;  // per custom option: the median of its repetitions
 };
 struct VariantShape {
   tuner::GemmShape shape;
-  double default_us = 0;            // cuBLASLt's default, the median of its repetitions (0: none)
+  double default_us = 0;  // cuBLASLt's default, the median of its repetitions (0: none)
   std::map<tuner::ConfigKey, VariantPoint> points;
   double best_us() const {  // the fastest of everything timed at the shape
     double b = default_us > 0 ? default_us : std::numeric_limits<double>::infinity();
@@ -524,7 +540,8 @@ inline VariantData read_variants(const std::string& path) {
     const std::size_t sp = head.find(' ');
     VariantPoint& p = shapes[sk].points[tuner::config_key(r.sample.config)];
     p.config = head.substr(0, sp);
-    if (p.why.empty() && sp != std::string::npos) p.why = head.substr(sp + 1, head.find(" via=") - sp - 1);  // without the collector's " via=rN"
+    if (p.why.empty() && sp != std::string::npos)
+      p.why = head.substr(sp + 1, head.find(" via=") - sp - 1);  // without the collector's " via=rN"
     if (r.source.find(" base", v) != std::string::npos) p.base_custom = custom;
     auto& [lat, kernel] = timed[{sk, tuner::config_key(r.sample.config), custom}];
     lat.push_back(r.sample.latency_us);
@@ -554,15 +571,17 @@ inline VariantData read_variants(const std::string& path) {
 }
 
 // New GEMMs for a timed check, drawn the same way for every plan mode of perfloom-tuner-eval: per dtype, `count` GEMMs
-// with M log-uniform in m_min..m_max (1..10,000 unless `--lists-plan --m-min/--m-max` aims a round at a band of M) and N, K
-// multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond), from std::mt19937(seed), so that a seed names
-// its shapes. Shapes a sweep or earlier check measured recur only by chance. perfloom-tuner-eval's plan modes and
+// with M log-uniform in m_min..m_max (1..10,000 unless `--lists-plan --m-min/--m-max` aims a round at a band of M) and
+// N, K multiples of 64 log-uniform in 512..32,768 (the LLM range and beyond), from std::mt19937(seed), so that a seed
+// names its shapes. Shapes a sweep or earlier check measured recur only by chance. perfloom-tuner-eval's plan modes and
 // perfloom-bench-tune draw from it.
-inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed, double m_min = 1,
-                                                  double m_max = 10000) {
+inline std::vector<tuner::GemmShape> random_gemms(const std::vector<Dtype>& dtypes, int count, unsigned seed,
+                                                  double m_min = 1, double m_max = 10000) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
+  auto log_uniform = [&](double lo, double hi) {
+    return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo)));
+  };
   std::vector<tuner::GemmShape> out;
   for (int i = 0; i < count; ++i)  // the dtypes interleaved: a run cut short by its budget keeps both
     for (Dtype dt : dtypes) {

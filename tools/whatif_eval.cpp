@@ -13,6 +13,7 @@
 // (default: data, stdout). With --holdout-gpu the models are first retrained without any
 // measurement of that GPU (as `perfloom eval --holdout-gpu`), and only pairs with that GPU as the
 // target are reported: the case of a GPU the model never saw.
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,12 +27,11 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
-#include <unistd.h>
 #include <vector>
 
-#include "model/resources.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
+#include "model/resources.h"
 #include "model/training.h"
 #include "storage/collector_csv.h"
 #include "storage/database.h"
@@ -153,8 +153,8 @@ void print_summary(std::ostream& os, const Table& table) {
       if (m == 1) ms = s.mape;
       os << " | " << pct(s.mape) << " (" << pct(s.median_ape) << ")";
     }
-    os << " | " << (ms <= mm ? "scaled" : "model") << " (in code: "
-       << storage::whatif_method_name(storage::whatif_family_rule(fam)) << ") |\n";
+    os << " | " << (ms <= mm ? "scaled" : "model")
+       << " (in code: " << storage::whatif_method_name(storage::whatif_family_rule(fam)) << ") |\n";
   }
 }
 
@@ -165,10 +165,14 @@ int main(int argc, char** argv) {
   std::string out_path, holdout;
   int rounds = 300;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-    else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--holdout-gpu") && i + 1 < argc) holdout = argv[++i];
-    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
+    else if (!std::strcmp(argv[i], "--out") && i + 1 < argc)
+      out_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--holdout-gpu") && i + 1 < argc)
+      holdout = argv[++i];
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
     else {
       std::cerr << "usage: perfloom-whatif-eval [--data DIR] [--out FILE.md] [--holdout-gpu ID [--rounds N]]\n";
       return 2;
@@ -287,17 +291,17 @@ int main(int argc, char** argv) {
           int n = 0;
           for (const auto& [name, c] : methods[f]) n += c;
           char line[512];
-          std::snprintf(line, sizeof line, "| %s -> %s | %s | %d | %.1f | %.1f | %.1f | %+.1f%% | %s |\n", src.id.c_str(),
-                        dst.id.c_str(), std::string(family_name(f)).c_str(), n, src_tot[f], pm.second, pm.first,
-                        100.0 * (pm.first - pm.second) / pm.second, mt.c_str());
+          std::snprintf(line, sizeof line, "| %s -> %s | %s | %d | %.1f | %.1f | %.1f | %+.1f%% | %s |\n",
+                        src.id.c_str(), dst.id.c_str(), std::string(family_name(f)).c_str(), n, src_tot[f], pm.second,
+                        pm.first, 100.0 * (pm.first - pm.second) / pm.second, mt.c_str());
           trace_md << line;
           p += pm.first;
           m += pm.second;
           s += src_tot[f];
         }
         char line[256];
-        std::snprintf(line, sizeof line, "| %s -> %s | **all** | %zu | %.1f | %.1f | %.1f | %+.1f%% | |\n", src.id.c_str(),
-                      dst.id.c_str(), r.kernels.size(), s, m, p, 100.0 * (p - m) / m);
+        std::snprintf(line, sizeof line, "| %s -> %s | **all** | %zu | %.1f | %.1f | %.1f | %+.1f%% | |\n",
+                      src.id.c_str(), dst.id.c_str(), r.kernels.size(), s, m, p, 100.0 * (p - m) / m);
         trace_md << line;
       }
     }
@@ -307,8 +311,11 @@ int main(int argc, char** argv) {
 
   std::ostringstream md;
   md << "# What-if: scaling a measured kernel vs predicting it directly\n\n"
-     << "Produced by `build/bin/perfloom-whatif-eval" << (holdout.empty() ? "" : " --holdout-gpu " + holdout + " --rounds " + std::to_string(rounds)) << "` (tools/whatif_eval.cpp) "
-        "with " << (holdout.empty() ? "the shipped models (`resources/models`, " : "models retrained without the target GPU (")
+     << "Produced by `build/bin/perfloom-whatif-eval"
+     << (holdout.empty() ? "" : " --holdout-gpu " + holdout + " --rounds " + std::to_string(rounds))
+     << "` (tools/whatif_eval.cpp) "
+        "with "
+     << (holdout.empty() ? "the shipped models (`resources/models`, " : "models retrained without the target GPU (")
      << storage::predictor_version(*predictor) << ").\n\n"
      << "For every kernel measured on two GPUs (same op, dtype, shape, dataset and framework; tile sweeps left out), "
         "the time on the target is predicted from the source four ways: **model** = the learned model's direct "
@@ -316,22 +323,28 @@ int main(int argc, char** argv) {
         "**scaled-spec** = measured on the source x the datasheet ratio (dense tensor peak for gemm/attention/moe, "
         "DRAM bandwidth for norm/elementwise); **unchanged** = the source measurement itself. Cells: MAPE "
         "(median APE) against the target's measurement.\n\n"
-     << (holdout.empty() ? "" : "**Held out: " + holdout + ".** The models were retrained (" + std::to_string(rounds) +
-                                    " rounds) without any measurement of " + holdout +
-                                    "; only pairs with it as the target are shown.\n\n")
-     << (holdout.empty() ? "**Caveat:** the shipped models were trained on all of these GPUs (rows of both sides of every pair are "
-        "in their training data), so the *model* column is an in-sample figure and flatters the direct prediction; "
-        "the held-out accuracy of the model is `perfloom eval --holdout-gpu ID` (the held-out section of this "
-        "report). *scaled* only needs the model's ratio between two GPUs to be right; its advantage is likely "
-        "larger on a GPU the model never saw (`perfloom-whatif-eval --holdout-gpu ID`). The models were not "
-        "retrained for this table.\n\n" : "The source GPUs' rows are in the training data (with these very kernels), the target's are "
-        "not: the case of predicting a trace on a GPU the model never saw.\n\n")
+     << (holdout.empty() ? ""
+                         : "**Held out: " + holdout + ".** The models were retrained (" + std::to_string(rounds) +
+                               " rounds) without any measurement of " + holdout +
+                               "; only pairs with it as the target are shown.\n\n")
+     << (holdout.empty()
+             ? "**Caveat:** the shipped models were trained on all of these GPUs (rows of both sides of every pair are "
+               "in their training data), so the *model* column is an in-sample figure and flatters the direct "
+               "prediction; "
+               "the held-out accuracy of the model is `perfloom eval --holdout-gpu ID` (the held-out section of this "
+               "report). *scaled* only needs the model's ratio between two GPUs to be right; its advantage is likely "
+               "larger on a GPU the model never saw (`perfloom-whatif-eval --holdout-gpu ID`). The models were not "
+               "retrained for this table.\n\n"
+             : "The source GPUs' rows are in the training data (with these very kernels), the target's are "
+               "not: the case of predicting a trace on a GPU the model never saw.\n\n")
      << (holdout.empty()
              ? "**How the rule was chosen.** A profiled trace's kernels are, as a rule, not in the training data. Two "
                "tables here show that case: the torch.profiler trace rows below (shapes the sweeps do not contain) and "
                "the runs with the target GPU held out (`perfloom-whatif-eval --holdout-gpu ID`). In "
-               "the held-out runs, *scaled* beats *model* for every family on our own H100/H200 data (sweeps and traces), "
-               "and ties it within a few points on the public pairs, whose source kernels the retrained model still saw "
+               "the held-out runs, *scaled* beats *model* for every family on our own H100/H200 data (sweeps and "
+               "traces), "
+               "and ties it within a few points on the public pairs, whose source kernels the retrained model still "
+               "saw "
                "(their source prediction is then close to the measurement, so both methods give nearly the same "
                "number). With the shipped models (the trace rows below), the trace's gemm and elementwise kernels "
                "favour *scaled* too; its 20 layernorm kernels do not (both methods are poor there). "

@@ -13,8 +13,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSplitter>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 #include <QtConcurrent>
 #include <algorithm>
 
@@ -30,7 +30,8 @@ namespace {
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
 }  // namespace
 
-BottleneckResult compute_bottleneck(const KernelDesc& k, const std::vector<GpuSpec>& gpus, const KernelPredictor& predictor) {
+BottleneckResult compute_bottleneck(const KernelDesc& k, const std::vector<GpuSpec>& gpus,
+                                    const KernelPredictor& predictor) {
   BottleneckResult r;
   r.kernel = kernel_spec_string(k);
   r.predictor = QString::fromStdString(predictor.name());
@@ -70,7 +71,8 @@ QChart* build_bottleneck_chart(const BottleneckResult& r) {
       categories << qs(pipe_name(static_cast<Pipe>(i)));
     }
   }
-  categories << "ceiling" << "predicted";
+  categories << "ceiling"
+             << "predicted";
   auto* series = new QHorizontalBarSeries;
   double maxValue = 0;
   int colour = 0;
@@ -101,9 +103,16 @@ QChart* build_bottleneck_chart(const BottleneckResult& r) {
   return chart;
 }
 
-BottleneckView::BottleneckView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
-    : QWidget(parent), gpus_(gpus), predictor_(std::move(predictor)), op_(new QComboBox(this)), dtype_(new QComboBox(this)),
-      shape_(new QLineEdit(this)), picker_(new GpuPicker(gpus, this)), chart_view_(new QChartView(this)),
+BottleneckView::BottleneckView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor,
+                               QWidget* parent)
+    : QWidget(parent),
+      gpus_(gpus),
+      predictor_(std::move(predictor)),
+      op_(new QComboBox(this)),
+      dtype_(new QComboBox(this)),
+      shape_(new QLineEdit(this)),
+      picker_(new GpuPicker(gpus, this)),
+      chart_view_(new QChartView(this)),
       headroom_(new QLabel(this)) {
   for (int i = 0; i < static_cast<int>(Op::unknown); ++i) op_->addItem(qs(op_name(static_cast<Op>(i))));
   for (int i = 0; i <= static_cast<int>(Dtype::fp4); ++i) dtype_->addItem(qs(dtype_name(static_cast<Dtype>(i))));
@@ -138,18 +147,25 @@ BottleneckView::BottleneckView(const GpuDatabase& gpus, std::shared_ptr<const Ke
     if (auto o = parse_op(op.toStdString())) shape_->setText(default_shape_text(*o));
     recompute();
   });
-  connect(dtype_, &QComboBox::currentTextChanged, this, [this] { if (!updating_) recompute(); });
+  connect(dtype_, &QComboBox::currentTextChanged, this, [this] {
+    if (!updating_) recompute();
+  });
   connect(shape_, &QLineEdit::editingFinished, this, &BottleneckView::recompute);
-  connect(picker_, &GpuPicker::selectionChanged, this, [this] { if (!updating_) recompute(); });
+  connect(picker_, &GpuPicker::selectionChanged, this, [this] {
+    if (!updating_) recompute();
+  });
   connect(compute, &QPushButton::clicked, this, &BottleneckView::recompute);
 
   const GpuSpec* h100 = gpus.find("h100-sxm");
-  setSelection(kernelSpec(), QStringList{h100 ? QString::fromStdString(h100->id) : QString::fromStdString(gpus.all().front().id)});
+  setSelection(kernelSpec(),
+               QStringList{h100 ? QString::fromStdString(h100->id) : QString::fromStdString(gpus.all().front().id)});
 }
 
 BottleneckView::~BottleneckView() { ++generation_; }
 
-QString BottleneckView::kernelSpec() const { return op_->currentText() + ':' + dtype_->currentText() + ':' + shape_->text(); }
+QString BottleneckView::kernelSpec() const {
+  return op_->currentText() + ':' + dtype_->currentText() + ':' + shape_->text();
+}
 
 bool BottleneckView::setSelection(const QString& kernel_spec, const QStringList& gpu_ids) {
   const QStringList parts = kernel_spec.split(':');
@@ -194,7 +210,8 @@ void BottleneckView::recompute() {
     watcher->deleteLater();
   });
   // The job holds its own copies and the predictor (immutable, thread-safe).
-  watcher->setFuture(QtConcurrent::run([k, gpus, predictor = predictor_] { return compute_bottleneck(k, gpus, *predictor); }));
+  watcher->setFuture(
+      QtConcurrent::run([k, gpus, predictor = predictor_] { return compute_bottleneck(k, gpus, *predictor); }));
 }
 
 bool BottleneckView::applyResult(quint64 generation, const BottleneckResult& r) {
@@ -203,7 +220,9 @@ bool BottleneckView::applyResult(quint64 generation, const BottleneckResult& r) 
   replace_chart(chart_view_, build_bottleneck_chart(r));
   QStringList lines;
   for (const auto& g : r.gpus) lines << g.headroom.toHtmlEscaped();
-  headroom_->setText(lines.join("<br>") + QString("<br><small>predictor: %1; bars: ideal time of each pipe on the busiest SM</small>").arg(r.predictor));
+  headroom_->setText(
+      lines.join("<br>") +
+      QString("<br><small>predictor: %1; bars: ideal time of each pipe on the busiest SM</small>").arg(r.predictor));
   emit resultShown();
   return true;
 }

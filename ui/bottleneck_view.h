@@ -50,8 +50,7 @@ QChart* build_bottleneck_chart(const BottleneckResult& r);
 class BottleneckView : public QWidget {
   Q_OBJECT
  public:
-  BottleneckView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor,
-                 QWidget* parent = nullptr);
+  BottleneckView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent = nullptr);
   ~BottleneckView() override;
 
   // Sets the kernel line (OP:DTYPE:DIMS) and GPUs; starts a job. Returns false for a bad kernel.

@@ -114,7 +114,8 @@ bool ChartExporter::save(QChart* chart, const QString& path, QSize size, qreal d
 
 bool ChartExporter::saveCsv(const QAbstractItemModel* model, const QString& path, QString* error) {
   QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return fail(error, path + ": cannot be written");
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
+    return fail(error, path + ": cannot be written");
   QTextStream out(&f);
   QStringList fields;
   for (int c = 0; c < model->columnCount(); ++c) fields << csvField(model->headerData(c, Qt::Horizontal).toString());
@@ -137,9 +138,9 @@ void ChartExporter::installActions(QChartView* view) {
   auto* exportAction = new QAction(QObject::tr("Export…"), view);
   QObject::connect(exportAction, &QAction::triggered, view, [view] {
     QString selected;
-    const QString path = QFileDialog::getSaveFileName(view, QObject::tr("Export chart"), "chart.png",
-                                                      QObject::tr("PNG image (*.png);;PNG image, 2x (*.png);;SVG (*.svg);;PDF (*.pdf)"),
-                                                      &selected);
+    const QString path = QFileDialog::getSaveFileName(
+        view, QObject::tr("Export chart"), "chart.png",
+        QObject::tr("PNG image (*.png);;PNG image, 2x (*.png);;SVG (*.svg);;PDF (*.pdf)"), &selected);
     if (path.isEmpty()) return;
     QString error;
     const qreal dpr = selected.contains("2x") ? 2.0 : 1.0;
@@ -168,7 +169,8 @@ void ChartExporter::installTableActions(QWidget* table, const QAbstractItemModel
   copyAction->setShortcutContext(Qt::WidgetShortcut);
   QObject::connect(copyAction, &QAction::triggered, table, [model] {
     QString text;
-    for (int c = 0; c < model->columnCount(); ++c) text += (c ? "\t" : "") + model->headerData(c, Qt::Horizontal).toString();
+    for (int c = 0; c < model->columnCount(); ++c)
+      text += (c ? "\t" : "") + model->headerData(c, Qt::Horizontal).toString();
     text += '\n';
     for (int r = 0; r < model->rowCount(); ++r) {
       for (int c = 0; c < model->columnCount(); ++c) text += (c ? "\t" : "") + model->index(r, c).data().toString();

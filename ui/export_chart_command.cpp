@@ -36,12 +36,21 @@ std::vector<GpuSpec> pickGpus(const GpuDatabase& db, const QString& list) {
 int runExportChart(const QStringList& args) {
   QCommandLineParser p;
   p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
-  p.addOptions({{"gpu", "GPUs", "IDS"}, {"kernel", "kernel", "SPEC"}, {"kernels", "kernel list", "CSV"},
-                {"model", "LLM", "M"}, {"tp", "tensor parallel", "N", "1"}, {"workload", "workload", "SPEC"},
-                {"rates", "rate sweep", "LIST"}, {"out", "output file", "FILE"}, {"width", "width", "PX", "900"},
-                {"height", "height", "PX", "560"}, {"scale", "device pixel ratio", "F", "1"},
-                {"gpus-dir", "extra GPU files", "DIR"}, {"chart", "tuner chart", "bars|sweep", "bars"},
-                {"sweep", "tuner sweep dimension", "M|N", "M"}, {{"h", "help"}, "help"}});
+  p.addOptions({{"gpu", "GPUs", "IDS"},
+                {"kernel", "kernel", "SPEC"},
+                {"kernels", "kernel list", "CSV"},
+                {"model", "LLM", "M"},
+                {"tp", "tensor parallel", "N", "1"},
+                {"workload", "workload", "SPEC"},
+                {"rates", "rate sweep", "LIST"},
+                {"out", "output file", "FILE"},
+                {"width", "width", "PX", "900"},
+                {"height", "height", "PX", "560"},
+                {"scale", "device pixel ratio", "F", "1"},
+                {"gpus-dir", "extra GPU files", "DIR"},
+                {"chart", "tuner chart", "bars|sweep", "bars"},
+                {"sweep", "tuner sweep dimension", "M|N", "M"},
+                {{"h", "help"}, "help"}});
   QStringList argv = args;
   argv.front() = "perfloom export-chart";
   if (!p.parse(argv)) {
@@ -75,7 +84,8 @@ int runExportChart(const QStringList& args) {
       auto predictor = make_default_predictor(nullptr);
       chart.reset(build_whatif_chart(compute_whatif_file(p.value("kernels"), gpus, *predictor)));
     } else if (view == "simulator") {
-      if (!p.isSet("model") || !p.isSet("workload")) throw std::invalid_argument("simulator needs --model and --workload");
+      if (!p.isSet("model") || !p.isSet("workload"))
+        throw std::invalid_argument("simulator needs --model and --workload");
       SimulatorRequest req;
       req.model = p.value("model");
       req.gpus = gpus;
@@ -89,7 +99,8 @@ int runExportChart(const QStringList& args) {
     } else if (view == "tuner") {
       if (!p.isSet("kernel")) throw std::invalid_argument("tuner needs --kernel gemm:DTYPE:M=..,N=..,K=..");
       const KernelDesc k = parse_kernel_spec(p.value("kernel"));
-      if (k.op != Op::gemm) throw std::invalid_argument("tuner needs a gemm kernel, e.g. gemm:bf16:M=4096,N=4096,K=4096");
+      if (k.op != Op::gemm)
+        throw std::invalid_argument("tuner needs a gemm kernel, e.g. gemm:bf16:M=4096,N=4096,K=4096");
       const QString which = p.value("chart").toLower(), sweep = p.value("sweep").toUpper();
       if (which != "bars" && which != "sweep") throw std::invalid_argument("--chart must be bars or sweep");
       if (sweep != "M" && sweep != "N") throw std::invalid_argument("--sweep must be M or N");
@@ -101,8 +112,8 @@ int runExportChart(const QStringList& args) {
       const TunerViewResult r = compute_tuner(req);
       if (!r.error.isEmpty()) throw std::runtime_error(r.error.toStdString());
       if (!r.ranked.empty())
-        std::cerr << "best: " << config_label(r.ranked.front().config).toStdString() << ", "
-                  << r.ranked.front().pred_us << " us: " << r.ranked.front().reason << " (" << r.method.toStdString() << ")\n";
+        std::cerr << "best: " << config_label(r.ranked.front().config).toStdString() << ", " << r.ranked.front().pred_us
+                  << " us: " << r.ranked.front().reason << " (" << r.method.toStdString() << ")\n";
       chart.reset(which == "sweep" ? build_tuner_sweep_chart(r) : build_tuner_bar_chart(r));
     } else {
       std::cerr << "perfloom export-chart: unknown view '" << view.toStdString() << "'\n" << kUsage;

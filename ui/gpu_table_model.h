@@ -10,8 +10,22 @@ namespace perfloom::ui {
 class GpuTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Id, Name, Architecture, ComputeCapability, Sms, ClockMhz, Bf16Tflops, Fp8Tflops,
-                Tf32Tflops, Fp32Tflops, MemoryGib, BandwidthGbS, L2Mib, ColumnCount };
+  enum Column {
+    Id,
+    Name,
+    Architecture,
+    ComputeCapability,
+    Sms,
+    ClockMhz,
+    Bf16Tflops,
+    Fp8Tflops,
+    Tf32Tflops,
+    Fp32Tflops,
+    MemoryGib,
+    BandwidthGbS,
+    L2Mib,
+    ColumnCount
+  };
   // Role that returns the raw number (for sorting and charts) rather than display text.
   static constexpr int SortRole = Qt::UserRole + 1;
 

@@ -8,7 +8,8 @@ namespace perfloom::ui {
 KernelDesc parse_kernel_spec(const QString& spec) {
   const QStringList parts = spec.trimmed().split(':');
   if (parts.size() != 3)
-    throw std::invalid_argument("kernel \"" + spec.toStdString() + "\": expected OP:DTYPE:DIM=V,... (gemm:bf16:M=4096,N=4096,K=4096)");
+    throw std::invalid_argument("kernel \"" + spec.toStdString() +
+                                "\": expected OP:DTYPE:DIM=V,... (gemm:bf16:M=4096,N=4096,K=4096)");
   KernelDesc k;
   const auto op = parse_op(parts[0].trimmed().toStdString());
   if (!op) throw std::invalid_argument("unknown op \"" + parts[0].toStdString() + "\"");
@@ -45,18 +46,30 @@ QString default_shape_text(Op op) {
   for (auto name : shape_columns(op)) {
     const std::string n(name);
     qlonglong v = 4096;
-    if (n == "B" || n == "Bt") v = 8;
-    else if (n == "S" || n == "L") v = 2048;
-    else if (n == "Hq") v = 32;
-    else if (n == "Hkv") v = 8;
-    else if (n == "D") v = 128;
-    else if (n == "T") v = 4096;
-    else if (n == "I") v = 14336;
-    else if (n == "V") v = 128256;
-    else if (n == "E") v = 8;
-    else if (n == "topk") v = 2;
-    else if (n == "bytes") v = 64 << 20;
-    else if (n == "ranks") v = 8;
+    if (n == "B" || n == "Bt")
+      v = 8;
+    else if (n == "S" || n == "L")
+      v = 2048;
+    else if (n == "Hq")
+      v = 32;
+    else if (n == "Hkv")
+      v = 8;
+    else if (n == "D")
+      v = 128;
+    else if (n == "T")
+      v = 4096;
+    else if (n == "I")
+      v = 14336;
+    else if (n == "V")
+      v = 128256;
+    else if (n == "E")
+      v = 8;
+    else if (n == "topk")
+      v = 2;
+    else if (n == "bytes")
+      v = 64 << 20;
+    else if (n == "ranks")
+      v = 8;
     dims << QString::fromStdString(n) + '=' + QString::number(v);
   }
   return dims.join(',');

@@ -78,7 +78,10 @@ SourceKernels load_source_kernels(const std::filesystem::path& db_path, int64_t 
       for (KernelRow& r : out.rows) r.share = r.measured_us / out.total_us;
   } catch (const std::exception& e) {
     out.rows.clear();
-    out.error = QString("%1: source %2: %3").arg(QString::fromStdString(db_path.string())).arg(source_id).arg(QString::fromUtf8(e.what()));
+    out.error = QString("%1: source %2: %3")
+                    .arg(QString::fromStdString(db_path.string()))
+                    .arg(source_id)
+                    .arg(QString::fromUtf8(e.what()));
   }
   return out;
 }
@@ -100,27 +103,38 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   const bool numeric = index.column() == MeasuredUs || index.column() == Share || index.column() == CeilingUs;
   if (role == SortRole && numeric) {
     switch (index.column()) {
-      case MeasuredUs: return r.measured_us;
-      case Share: return r.share;
-      default: return r.ceiling_us ? *r.ceiling_us : -1.0;  // no ceiling sorts below every ceiling
+      case MeasuredUs:
+        return r.measured_us;
+      case Share:
+        return r.share;
+      default:
+        return r.ceiling_us ? *r.ceiling_us : -1.0;  // no ceiling sorts below every ceiling
     }
   }
   if (role == Qt::DisplayRole || role == SortRole) {
     switch (index.column()) {
-      case Name: return r.name;
-      case FamilyColumn: return r.family;
-      case ShapeColumn: return r.shape;
-      case MeasuredUs: return format_us(r.measured_us);
-      case Share: return QString::number(100.0 * r.share, 'f', 2);
-      case CeilingUs: return r.ceiling_us ? format_us(*r.ceiling_us) : QString();
-      case Bound: return r.bound;
+      case Name:
+        return r.name;
+      case FamilyColumn:
+        return r.family;
+      case ShapeColumn:
+        return r.shape;
+      case MeasuredUs:
+        return format_us(r.measured_us);
+      case Share:
+        return QString::number(100.0 * r.share, 'f', 2);
+      case CeilingUs:
+        return r.ceiling_us ? format_us(*r.ceiling_us) : QString();
+      case Bound:
+        return r.bound;
     }
   }
   if (role == Qt::TextAlignmentRole && numeric) return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) {
     if (index.column() == Name) return r.name;
     if (index.column() == CeilingUs && !r.ceiling_us)
-      return kernels_->gpu_id.isEmpty() ? tr("The source's GPU is unknown") : tr("No shape, or the model does not cover this kernel");
+      return kernels_->gpu_id.isEmpty() ? tr("The source's GPU is unknown")
+                                        : tr("No shape, or the model does not cover this kernel");
     if (index.column() == CeilingUs || index.column() == Bound)
       return tr("Analytical lower bound and limiting pipe on %1").arg(kernels_->gpu_id);
   }
@@ -151,8 +165,10 @@ std::vector<int> kernel_row_order(const std::vector<KernelRow>& rows, const QReg
     const KernelRow& r = rows[i];
     if (all || matches(r.name) || matches(r.family) || matches(r.shape)) out.push_back(static_cast<int>(i));
   }
-  if (column < 0 || column >= KernelTableModel::ColumnCount || cancelled()) return cancelled() ? std::vector<int>{} : out;
-  const bool numeric = column == KernelTableModel::MeasuredUs || column == KernelTableModel::Share || column == KernelTableModel::CeilingUs;
+  if (column < 0 || column >= KernelTableModel::ColumnCount || cancelled())
+    return cancelled() ? std::vector<int>{} : out;
+  const bool numeric = column == KernelTableModel::MeasuredUs || column == KernelTableModel::Share ||
+                       column == KernelTableModel::CeilingUs;
   // Text columns: each distinct case-folded text gets its rank, and the rows sort by rank. A trace
   // repeats a few hundred kernel names over and over; comparing the long names themselves in each
   // of the n log n comparisons made sorting 300,000 kernels by name take seconds.
@@ -164,9 +180,9 @@ std::vector<int> kernel_row_order(const std::vector<KernelRow>& rows, const QReg
     for (std::size_t i = 0; i < out.size(); ++i) {
       if ((i & 4095) == 0 && cancelled()) return {};
       const KernelRow& r = rows[static_cast<std::size_t>(out[i])];
-      const QString& text = column == KernelTableModel::Name ? r.name
+      const QString& text = column == KernelTableModel::Name           ? r.name
                             : column == KernelTableModel::FamilyColumn ? r.family
-                            : column == KernelTableModel::ShapeColumn ? r.shape
+                            : column == KernelTableModel::ShapeColumn  ? r.shape
                                                                        : r.bound;
       auto it = ids.constFind(text);  // folded once per distinct text, not once per row
       if (it == ids.constEnd()) {
@@ -183,10 +199,12 @@ std::vector<int> kernel_row_order(const std::vector<KernelRow>& rows, const QReg
     // Texts that differ only in case share a position: they are equal to this sort.
     std::vector<int> position(distinct.size());
     for (std::size_t p = 0, shared = 0; p < by_text.size(); ++p) {
-      if (p > 0 && distinct[static_cast<std::size_t>(by_text[p])] != distinct[static_cast<std::size_t>(by_text[p - 1])]) shared = p;
+      if (p > 0 && distinct[static_cast<std::size_t>(by_text[p])] != distinct[static_cast<std::size_t>(by_text[p - 1])])
+        shared = p;
       position[static_cast<std::size_t>(by_text[p])] = static_cast<int>(shared);
     }
-    for (int row : out) rank[static_cast<std::size_t>(row)] = position[static_cast<std::size_t>(rank[static_cast<std::size_t>(row)])];
+    for (int row : out)
+      rank[static_cast<std::size_t>(row)] = position[static_cast<std::size_t>(rank[static_cast<std::size_t>(row)])];
   }
   // The rows themselves, not data(): a QVariant per comparison made sorting 300,000 kernels take a second.
   auto less = [&rows, &rank, column, numeric](int left, int right) {
@@ -194,19 +212,26 @@ std::vector<int> kernel_row_order(const std::vector<KernelRow>& rows, const QReg
     const KernelRow& a = rows[static_cast<std::size_t>(left)];
     const KernelRow& b = rows[static_cast<std::size_t>(right)];
     switch (column) {
-      case KernelTableModel::MeasuredUs: return a.measured_us < b.measured_us;
-      case KernelTableModel::Share: return a.share < b.share;
-      default: return a.ceiling_us.value_or(-1.0) < b.ceiling_us.value_or(-1.0);
+      case KernelTableModel::MeasuredUs:
+        return a.measured_us < b.measured_us;
+      case KernelTableModel::Share:
+        return a.share < b.share;
+      default:
+        return a.ceiling_us.value_or(-1.0) < b.ceiling_us.value_or(-1.0);
     }
   };
   // Stable both ways: equal kernels keep their file order whichever way the header points.
-  if (order == Qt::AscendingOrder) std::stable_sort(out.begin(), out.end(), less);
-  else std::stable_sort(out.begin(), out.end(), [&less](int a, int b) { return less(b, a); });
+  if (order == Qt::AscendingOrder)
+    std::stable_sort(out.begin(), out.end(), less);
+  else
+    std::stable_sort(out.begin(), out.end(), [&less](int a, int b) { return less(b, a); });
   return cancelled() ? std::vector<int>{} : out;
 }
 
 KernelFilterProxy::KernelFilterProxy(QObject* parent)
-    : QAbstractTableModel(parent), kernels_(std::make_shared<const SourceKernels>()), applied_filter_(QRegularExpression()) {}
+    : QAbstractTableModel(parent),
+      kernels_(std::make_shared<const SourceKernels>()),
+      applied_filter_(QRegularExpression()) {}
 
 KernelFilterProxy::~KernelFilterProxy() {
   // The job holds its own share of the rows and never touches the proxy; it only needs to stop.
@@ -282,11 +307,12 @@ void KernelFilterProxy::startJob() {
     applyOrder(generation, std::move(*watcher->result()));
   });
   // The pattern travels as text: each job compiles its own expression.
-  watcher->setFuture(QtConcurrent::run([kernels = kernels_, pattern = filter_.pattern(), options = filter_.patternOptions(),
-                                        column = sort_column_, order = sort_order_, cancel = cancel_] {
-    const QRegularExpression re(pattern, options);
-    return std::make_shared<std::vector<int>>(kernel_row_order(kernels->rows, re, column, order, cancel.get()));
-  }));
+  watcher->setFuture(
+      QtConcurrent::run([kernels = kernels_, pattern = filter_.pattern(), options = filter_.patternOptions(),
+                         column = sort_column_, order = sort_order_, cancel = cancel_] {
+        const QRegularExpression re(pattern, options);
+        return std::make_shared<std::vector<int>>(kernel_row_order(kernels->rows, re, column, order, cancel.get()));
+      }));
 }
 
 bool KernelFilterProxy::applyOrder(quint64 generation, std::vector<int> rows) {
@@ -326,7 +352,9 @@ bool KernelFilterProxy::applyOrder(quint64 generation, std::vector<int> rows) {
   return true;
 }
 
-int KernelFilterProxy::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
+int KernelFilterProxy::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
 int KernelFilterProxy::columnCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : KernelTableModel::ColumnCount;
 }

@@ -20,15 +20,15 @@ namespace perfloom::ui {
 
 struct KernelRow {
   QString name, family, shape;
-  double measured_us = 0;              // 0 when the source measured nothing
-  double share = 0;                    // of the source's total measured time, 0..1
-  std::optional<double> ceiling_us;    // unset: no GPU, no shape, or the model refused the kernel
+  double measured_us = 0;            // 0 when the source measured nothing
+  double share = 0;                  // of the source's total measured time, 0..1
+  std::optional<double> ceiling_us;  // unset: no GPU, no shape, or the model refused the kernel
   QString bound;
 };
 
 struct SourceKernels {
   int64_t source_id = 0;
-  QString gpu_id;         // the GPU the ceilings are computed for; empty when the source's is unknown
+  QString gpu_id;  // the GPU the ceilings are computed for; empty when the source's is unknown
   std::vector<KernelRow> rows;
   double total_us = 0;
   bool cancelled = false;
@@ -105,7 +105,7 @@ class KernelFilterProxy : public QAbstractTableModel {
   int jobsRunning() const { return running_; }  // including those whose result will be dropped
   // Applies the order computed for `generation`; false, changing nothing, when it is stale.
   bool applyOrder(quint64 generation, std::vector<int> rows);
-  int droppedResults() const { return dropped_; }      // stale results dropped so far
+  int droppedResults() const { return dropped_; }        // stale results dropped so far
   double lastApplyMs() const { return last_apply_ms_; }  // GUI-thread time of the last applyOrder
 
   int rowCount(const QModelIndex& parent = {}) const override;

@@ -1,15 +1,15 @@
 #include "ui/main_window.h"
 
 #include <QAction>
-#include <QApplication>
 #include <QActionGroup>
+#include <QApplication>
 #include <QCloseEvent>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
 #include <QKeySequence>
-#include <QMimeData>
 #include <QMenuBar>
+#include <QMimeData>
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
@@ -32,7 +32,9 @@ QStringList MainWindow::viewNames() {
 }
 
 MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent)
-    : QMainWindow(parent), gpus_(std::make_unique<GpuDatabase>(gpus)), tabs_(new QTabWidget(this)),
+    : QMainWindow(parent),
+      gpus_(std::make_unique<GpuDatabase>(gpus)),
+      tabs_(new QTabWidget(this)),
       db_path_(std::move(db_path)) {
   setWindowTitle(tr("perfloom"));
   std::string warning;
@@ -169,7 +171,8 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
     case QEvent::DragLeave:
       drag_urls_.clear();  // the next enter sniffs again: the files may have changed meanwhile
       break;
-    default: break;
+    default:
+      break;
   }
   return QMainWindow::eventFilter(watched, event);
 }
@@ -196,10 +199,14 @@ bool MainWindow::handleUrlDrag(QEvent* event) {
 
 void MainWindow::recomputeCurrent() {
   QWidget* w = tabs_->currentWidget();
-  if (w == bottleneck_view_) bottleneck_view_->recompute();
-  else if (w == whatif_view_) whatif_view_->recompute();
-  else if (w == simulator_view_) simulator_view_->recompute();
-  else if (w == traces_view_) traces_view_->reload();
+  if (w == bottleneck_view_)
+    bottleneck_view_->recompute();
+  else if (w == whatif_view_)
+    whatif_view_->recompute();
+  else if (w == simulator_view_)
+    simulator_view_->recompute();
+  else if (w == traces_view_)
+    traces_view_->reload();
 }
 
 void MainWindow::saveLayout() const {

@@ -70,8 +70,8 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   QAction* open_sample_ = nullptr;
   bool handleUrlDrag(QEvent* event);
-  QList<QUrl> drag_urls_;   // the drag in progress, and what of it perfloom can import:
-  QStringList drag_paths_;  // sniffed once per drag, not on every mouse move
+  QList<QUrl> drag_urls_;     // the drag in progress, and what of it perfloom can import:
+  QStringList drag_paths_;    // sniffed once per drag, not on every mouse move
   QStringList drag_refused_;  // the rest, with the reason
   WhatIfView* whatif_view_;
   BottleneckView* bottleneck_view_;

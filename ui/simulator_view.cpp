@@ -17,8 +17,8 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 #include <QtConcurrent>
 #include <algorithm>
 
@@ -37,7 +37,8 @@ std::vector<double> parse_rates(const QString& text) {
   for (const QString& part : text.split(',', Qt::SkipEmptyParts)) {
     bool ok = false;
     const double r = part.trimmed().toDouble(&ok);
-    if (!ok || !(r > 0)) throw std::invalid_argument("request rate \"" + part.trimmed().toStdString() + "\": expected a positive number");
+    if (!ok || !(r > 0))
+      throw std::invalid_argument("request rate \"" + part.trimmed().toStdString() + "\": expected a positive number");
     rates.push_back(r);
   }
   return rates;
@@ -52,7 +53,8 @@ QString workload_with_rate(const QString& spec, double rate) {
   return colon < 0 ? s + ':' + value : s.left(colon + 1) + value + ',' + s.mid(colon + 1);
 }
 
-SimulatorResult run_simulations(const SimulatorRequest& req, const std::function<bool(int, int, const QString&)>& progress) {
+SimulatorResult run_simulations(const SimulatorRequest& req,
+                                const std::function<bool(int, int, const QString&)>& progress) {
   SimulatorResult out;
   out.model = req.model;
   out.workload = req.workload;
@@ -162,18 +164,41 @@ QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
   }
   double v = 0;
   switch (c) {
-    case Rate: v = run.rate; break;
-    case TtftP50: v = run.ttft_ms.p50; break;
-    case TtftP90: v = run.ttft_ms.p90; break;
-    case TtftP99: v = run.ttft_ms.p99; break;
-    case TpotP50: v = run.tpot_ms.p50; break;
-    case TpotP90: v = run.tpot_ms.p90; break;
-    case TpotP99: v = run.tpot_ms.p99; break;
-    case E2eP50: v = run.e2e_ms.p50; break;
-    case E2eP99: v = run.e2e_ms.p99; break;
-    case OutputTokensPerS: v = run.output_tokens_per_s; break;
-    case RequestsPerS: v = run.requests_per_s; break;
-    default: return {};
+    case Rate:
+      v = run.rate;
+      break;
+    case TtftP50:
+      v = run.ttft_ms.p50;
+      break;
+    case TtftP90:
+      v = run.ttft_ms.p90;
+      break;
+    case TtftP99:
+      v = run.ttft_ms.p99;
+      break;
+    case TpotP50:
+      v = run.tpot_ms.p50;
+      break;
+    case TpotP90:
+      v = run.tpot_ms.p90;
+      break;
+    case TpotP99:
+      v = run.tpot_ms.p99;
+      break;
+    case E2eP50:
+      v = run.e2e_ms.p50;
+      break;
+    case E2eP99:
+      v = run.e2e_ms.p99;
+      break;
+    case OutputTokensPerS:
+      v = run.output_tokens_per_s;
+      break;
+    case RequestsPerS:
+      v = run.requests_per_s;
+      break;
+    default:
+      return {};
   }
   if (role == SortRole) return v;
   if (role == Qt::DisplayRole) return QString::number(v, 'f', c == OutputTokensPerS ? 0 : 2);
@@ -182,22 +207,35 @@ QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
 }
 
 SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
-    : QWidget(parent), gpus_(gpus), predictor_(std::move(predictor)), model_id_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
-      tp_(new QSpinBox(this)), clocks_(new QComboBox(this)), workload_(new QLineEdit(this)), rates_(new QLineEdit(this)),
-      run_(new QPushButton(tr("Run (F5)"), this)), cancel_(new QPushButton(tr("Cancel"), this)),
-      progress_(new QProgressBar(this)), status_(new QLabel(this)), chart_view_(new QChartView(this)),
-      model_(new SimulatorTableModel(this)), table_(new QTableView(this)) {
+    : QWidget(parent),
+      gpus_(gpus),
+      predictor_(std::move(predictor)),
+      model_id_(new QComboBox(this)),
+      picker_(new GpuPicker(gpus, this)),
+      tp_(new QSpinBox(this)),
+      clocks_(new QComboBox(this)),
+      workload_(new QLineEdit(this)),
+      rates_(new QLineEdit(this)),
+      run_(new QPushButton(tr("Run (F5)"), this)),
+      cancel_(new QPushButton(tr("Cancel"), this)),
+      progress_(new QProgressBar(this)),
+      status_(new QLabel(this)),
+      chart_view_(new QChartView(this)),
+      model_(new SimulatorTableModel(this)),
+      table_(new QTableView(this)) {
   for (const auto& id : sim::bundled_llm_ids()) model_id_->addItem(QString::fromStdString(id));
   model_id_->setEditable(true);  // a path to a config.json works too
   model_id_->setCurrentText("llama-3.1-8b");
   tp_->setRange(1, 64);
   clocks_->addItem(tr("burst"), QVariant::fromValue(static_cast<int>(sim::ClockState::burst)));
   clocks_->addItem(tr("sustained"), QVariant::fromValue(static_cast<int>(sim::ClockState::sustained)));
-  clocks_->setToolTip(tr("burst: kernels at the boost clock, as short measurements run them; sustained: each step "
-                         "slowed as far as its load drives the GPU into its power limit (needs the GPU's "
-                         "sustained-power measurement: H100 SXM and H200 ship one)"));
+  clocks_->setToolTip(
+      tr("burst: kernels at the boost clock, as short measurements run them; sustained: each step "
+         "slowed as far as its load drives the GPU into its power limit (needs the GPU's "
+         "sustained-power measurement: H100 SXM and H200 ship one)"));
   workload_->setText("poisson:rate=4,n=100,input=512,output=128,seed=1");
-  workload_->setToolTip(tr("batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | trace:FILE.csv"));
+  workload_->setToolTip(
+      tr("batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | trace:FILE.csv"));
   rates_->setPlaceholderText(tr("e.g. 1,2,4,8 (sweep; empty: the workload as given)"));
   rates_->setText("1,2,4,8");
   auto* form = new QFormLayout;
@@ -325,12 +363,13 @@ bool SimulatorView::applyResult(quint64 generation, const SimulatorResult& r) {
   replace_chart(chart_view_, build_simulator_chart(r));
   int failed = 0;
   for (const auto& run : r.runs) failed += run.error.isEmpty() ? 0 : 1;
-  status_->setText(failed ? tr("%1 of %2 simulations failed: %3").arg(failed).arg(r.runs.size()).arg(r.runs.front().error)
-                          : tr("%1 simulations of %2 (%3 predictor, %4 clocks, as `perfloom simulate`).")
-                                .arg(r.runs.size())
-                                .arg(r.workload)
-                                .arg(r.predictor)
-                                .arg(QString::fromUtf8(sim::clock_state_name(r.clocks))));
+  status_->setText(failed
+                       ? tr("%1 of %2 simulations failed: %3").arg(failed).arg(r.runs.size()).arg(r.runs.front().error)
+                       : tr("%1 simulations of %2 (%3 predictor, %4 clocks, as `perfloom simulate`).")
+                             .arg(r.runs.size())
+                             .arg(r.workload)
+                             .arg(r.predictor)
+                             .arg(QString::fromUtf8(sim::clock_state_name(r.clocks))));
   return true;
 }
 

@@ -75,8 +75,21 @@ QChart* build_simulator_chart(const SimulatorResult& r);
 class SimulatorTableModel : public ResultTableModel<SimulatorTableModel, SimulatorResult, &SimulatorResult::runs> {
   Q_OBJECT
  public:
-  enum Column { Gpu, Rate, TtftP50, TtftP90, TtftP99, TpotP50, TpotP90, TpotP99, E2eP50, E2eP99,
-                OutputTokensPerS, RequestsPerS, ColumnCount };
+  enum Column {
+    Gpu,
+    Rate,
+    TtftP50,
+    TtftP90,
+    TtftP99,
+    TpotP50,
+    TpotP90,
+    TpotP99,
+    E2eP50,
+    E2eP99,
+    OutputTokensPerS,
+    RequestsPerS,
+    ColumnCount
+  };
   static constexpr int SortRole = Qt::UserRole + 1;
   static constexpr const char* kHeaders[ColumnCount] = {
       "GPU",           "rate (req/s)",  "TTFT p50 (ms)", "TTFT p90 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)",

@@ -5,7 +5,6 @@
 
 #include "storage/database.h"
 #include "storage/kernel_store.h"
-#include "storage/database.h"
 
 namespace perfloom::ui {
 
@@ -40,7 +39,9 @@ int SourceListModel::rowOf(int64_t source_id) const {
   return -1;
 }
 
-int SourceListModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(sources_.size()); }
+int SourceListModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(sources_.size());
+}
 int SourceListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant SourceListModel::data(const QModelIndex& index, int role) const {
@@ -50,10 +51,14 @@ QVariant SourceListModel::data(const QModelIndex& index, int role) const {
   if (role == SortRole && index.column() == Kernels) return QVariant::fromValue<qlonglong>(s.kernels);
   if (role == Qt::DisplayRole || role == SortRole) {
     switch (index.column()) {
-      case File: return QFileInfo(s.path).fileName();
-      case Format: return s.format;
-      case Gpu: return !s.gpu_id.isEmpty() ? s.gpu_id : !s.gpu_name.isEmpty() ? s.gpu_name + tr(" (unknown)") : tr("unknown");
-      case Kernels: return QLocale().toString(qlonglong(s.kernels));
+      case File:
+        return QFileInfo(s.path).fileName();
+      case Format:
+        return s.format;
+      case Gpu:
+        return !s.gpu_id.isEmpty() ? s.gpu_id : !s.gpu_name.isEmpty() ? s.gpu_name + tr(" (unknown)") : tr("unknown");
+      case Kernels:
+        return QLocale().toString(qlonglong(s.kernels));
     }
   }
   if (role == Qt::TextAlignmentRole && index.column() == Kernels) return int(Qt::AlignRight | Qt::AlignVCenter);

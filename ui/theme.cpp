@@ -56,9 +56,12 @@ QPalette dark_palette() {
 
 QString theme_name(Theme t) {
   switch (t) {
-    case Theme::Light: return "light";
-    case Theme::Dark: return "dark";
-    default: return "system";
+    case Theme::Light:
+      return "light";
+    case Theme::Dark:
+      return "dark";
+    default:
+      return "system";
   }
 }
 

@@ -55,7 +55,9 @@ ImportOutcome run_import(const std::filesystem::path& db_path, const QString& fi
     try {
       const storage::ImportSummary s = store.import_file(file.toStdString(), control);
       o.source_id = s.source_id;
-      const QString gpu = !s.gpu_id.empty() ? qs(s.gpu_id) : !s.gpu_name.empty() ? qs(s.gpu_name) + " (unknown)" : "GPU unknown";
+      const QString gpu = !s.gpu_id.empty()     ? qs(s.gpu_id)
+                          : !s.gpu_name.empty() ? qs(s.gpu_name) + " (unknown)"
+                                                : "GPU unknown";
       o.summary = QString("%1: %2, %3 kernels, %4, %5")
                       .arg(QFileInfo(file).fileName(), qs(s.format))
                       .arg(s.kernels)
@@ -88,7 +90,8 @@ std::optional<QString> why_not_importable(const QString& path) {
   try {
     const storage::SniffInput in = storage::ImporterRegistry::sniff_input(path.toStdString());
     if (!storage::ImporterRegistry::builtin().detect(in))
-      return QString("%1: not a format perfloom reads (%2)").arg(path, qs(storage::ImporterRegistry::describe_content(in)));
+      return QString("%1: not a format perfloom reads (%2)")
+          .arg(path, qs(storage::ImporterRegistry::describe_content(in)));
   } catch (const std::exception& e) {
     return QString::fromUtf8(e.what());
   }
@@ -112,17 +115,30 @@ QStringList importable_paths(const QList<QUrl>& urls, QStringList* refused) {
 }
 
 TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent)
-    : QWidget(parent), gpus_(std::make_shared<const GpuDatabase>(gpus)), db_path_(std::move(db_path)),
-      sources_(new SourceListModel(this)), kernels_(new KernelTableModel(this)), proxy_(new KernelFilterProxy(this)),
-      source_table_(new QTableView(this)), kernel_table_(new QTableView(this)), filter_(new QLineEdit(this)),
-      filter_timer_(new QTimer(this)), import_bar_(new QWidget(this)), stage_(new QLabel(this)),
-      progress_(new QProgressBar(this)), cancel_(new QPushButton(tr("Cancel"), this)), status_(new QLabel(this)),
-      errors_(new QLabel(this)), progress_timer_(new QTimer(this)),
-      open_whatif_(new QAction(tr("Open in What-if"), this)), empty_(new QWidget(this)),
+    : QWidget(parent),
+      gpus_(std::make_shared<const GpuDatabase>(gpus)),
+      db_path_(std::move(db_path)),
+      sources_(new SourceListModel(this)),
+      kernels_(new KernelTableModel(this)),
+      proxy_(new KernelFilterProxy(this)),
+      source_table_(new QTableView(this)),
+      kernel_table_(new QTableView(this)),
+      filter_(new QLineEdit(this)),
+      filter_timer_(new QTimer(this)),
+      import_bar_(new QWidget(this)),
+      stage_(new QLabel(this)),
+      progress_(new QProgressBar(this)),
+      cancel_(new QPushButton(tr("Cancel"), this)),
+      status_(new QLabel(this)),
+      errors_(new QLabel(this)),
+      progress_timer_(new QTimer(this)),
+      open_whatif_(new QAction(tr("Open in What-if"), this)),
+      empty_(new QWidget(this)),
       sample_button_(new QPushButton(tr("Open sample trace"), this)) {
   auto* open = new QPushButton(tr("Open…"), this);
-  open->setToolTip(tr("Import a torch.profiler trace, an Nsight Systems SQLite export, an Nsight Compute CSV, a "
-                      "collector CSV or a dataset folder (Ctrl+O); or drop files anywhere on the window"));
+  open->setToolTip(
+      tr("Import a torch.profiler trace, an Nsight Systems SQLite export, an Nsight Compute CSV, a "
+         "collector CSV or a dataset folder (Ctrl+O); or drop files anywhere on the window"));
   auto* barLayout = new QHBoxLayout(import_bar_);
   barLayout->setContentsMargins(0, 0, 0, 0);
   barLayout->addWidget(stage_, 1);
@@ -175,7 +191,8 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   kernel_table_->setColumnWidth(KernelTableModel::FamilyColumn, 90);
   kernel_table_->setColumnWidth(KernelTableModel::ShapeColumn, 190);
   for (int c : {KernelTableModel::MeasuredUs, KernelTableModel::Share, KernelTableModel::CeilingUs})
-    kernel_table_->setColumnWidth(c, kernel_table_->fontMetrics().horizontalAdvance(kernels_->headerData(c, Qt::Horizontal).toString()) + 20);
+    kernel_table_->setColumnWidth(
+        c, kernel_table_->fontMetrics().horizontalAdvance(kernels_->headerData(c, Qt::Horizontal).toString()) + 20);
   kernel_table_->horizontalHeader()->setStretchLastSection(true);
   kernel_table_->setWordWrap(false);
   kernel_table_->setTextElideMode(Qt::ElideMiddle);  // kernel names differ at the end (tile, layout)
@@ -234,11 +251,13 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   auto* columnLayout = new QVBoxLayout(column);
   columnLayout->setContentsMargins(0, 0, 0, 0);
   columnLayout->addWidget(emptyTitle);
-  columnLayout->addWidget(paragraph(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight "
-                                       "Compute CSV anywhere on the window, or open one with Ctrl+O.")));
-  columnLayout->addWidget(paragraph(tr("No trace at hand? The sample is a real torch.profiler trace of a small "
-                                       "Llama-like model on an H100: its kernels, their ceilings, and what they "
-                                       "would take on other GPUs.")));
+  columnLayout->addWidget(
+      paragraph(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight "
+                   "Compute CSV anywhere on the window, or open one with Ctrl+O.")));
+  columnLayout->addWidget(
+      paragraph(tr("No trace at hand? The sample is a real torch.profiler trace of a small "
+                   "Llama-like model on an H100: its kernels, their ceilings, and what they "
+                   "would take on other GPUs.")));
   columnLayout->addSpacing(column->fontMetrics().height() / 2);
   columnLayout->addLayout(emptyButtons);
   auto* emptyRow = new QHBoxLayout;
@@ -287,8 +306,9 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
     open_whatif_->setEnabled(selectedSourceId() != 0);
     if (!selecting_) loadKernels(selectedSourceId());
   });
-  showStatus(tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight Compute CSV anywhere "
-                "on the window, or open one with Ctrl+O."));
+  showStatus(
+      tr("Drop a torch.profiler trace, an Nsight Systems SQLite export or an Nsight Compute CSV anywhere "
+         "on the window, or open one with Ctrl+O."));
   refreshSources(0);
 }
 
@@ -318,7 +338,8 @@ void TracesView::openSample() {
   }
   // A broken install (or $PERFLOOM_RESOURCES elsewhere): say where the file belongs, the way a refused drop is said.
   const QString why = tr("%1: no such file; the sample trace belongs there (reinstall perfloom, or point "
-                         "$PERFLOOM_RESOURCES at a resources folder that has samples/)").arg(path);
+                         "$PERFLOOM_RESOURCES at a resources folder that has samples/)")
+                          .arg(path);
   importFiles({}, {why});
 }
 
@@ -423,8 +444,10 @@ void TracesView::refreshSources(int64_t select_id) {
     --sources_running_;
     if (generation != sources_generation_) return;  // a newer list is on its way or applied
     const Result r = watcher->result();
-    if (!r.second.isEmpty()) showStatus(r.second, true);
-    else applySources(r.first, select_id);
+    if (!r.second.isEmpty())
+      showStatus(r.second, true);
+    else
+      applySources(r.first, select_id);
   });
   watcher->setFuture(QtConcurrent::run([db = db_path_]() -> Result {
     try {
@@ -478,7 +501,8 @@ void TracesView::loadKernels(int64_t source_id) {
   std::optional<GpuSpec> gpu;
   const int row = sources_->rowOf(source_id);
   if (row >= 0)
-    if (const GpuSpec* g = gpus_->find(sources_->sources()[static_cast<std::size_t>(row)].gpu_id.toStdString())) gpu = *g;
+    if (const GpuSpec* g = gpus_->find(sources_->sources()[static_cast<std::size_t>(row)].gpu_id.toStdString()))
+      gpu = *g;
   kernels_cancel_ = std::make_shared<std::atomic<bool>>(false);
   ++kernels_running_;
   showStatus(tr("Loading the kernels of source %1…").arg(source_id));
@@ -499,7 +523,8 @@ void TracesView::loadKernels(int64_t source_id) {
     const double total = k.total_us;
     const QString gpu = k.gpu_id;
     kernels_->setKernels(std::move(k));
-    const QString outcome = last_outcome_.source_id == id && !last_outcome_.summary.isEmpty() ? last_outcome_.summary + "\n" : QString();
+    const QString outcome =
+        last_outcome_.source_id == id && !last_outcome_.summary.isEmpty() ? last_outcome_.summary + "\n" : QString();
     showStatus(outcome + tr("Source %1: %2 kernels, %3 µs measured in total; ceilings and bounds on %4")
                              .arg(id)
                              .arg(rows)
@@ -524,7 +549,8 @@ void TracesView::applyFilter() {
   if (!re.isValid()) {
     // Keep the last valid filter: an unfinished pattern ("gemm(") should not empty the table.
     filter_->setStyleSheet("color: #c44e52");
-    filter_->setToolTip(tr("Not a regular expression: %1 at offset %2").arg(re.errorString()).arg(re.patternErrorOffset()));
+    filter_->setToolTip(
+        tr("Not a regular expression: %1 at offset %2").arg(re.errorString()).arg(re.patternErrorOffset()));
     return;
   }
   filter_->setStyleSheet({});

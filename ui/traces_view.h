@@ -46,11 +46,11 @@ struct ImportJobState {
 
 struct ImportOutcome {
   QString file;
-  int64_t source_id = 0;      // the new source, or the one that already holds this content
+  int64_t source_id = 0;  // the new source, or the one that already holds this content
   bool already_imported = false;
   bool cancelled = false;
-  QString error;              // "FILE: WHERE: REASON"; empty on success
-  QString summary;            // one line for the status bar
+  QString error;    // "FILE: WHERE: REASON"; empty on success
+  QString summary;  // one line for the status bar
   QStringList warnings;
   std::vector<SourceRow> sources;  // the source list after the import
   double seconds = 0;
@@ -118,12 +118,12 @@ class TracesView : public QWidget {
   void openInWhatIf(qint64 source_id);
 
  public slots:
-  void openFiles();        // Ctrl+O
+  void openFiles();  // Ctrl+O
   // Imports the bundled sample trace (sample_trace_path()) like a dropped file; content already in the
   // database selects that source. A missing file is reported as an import error naming where it belongs.
   void openSample();
   void cancelImport();
-  void reload();           // F5: the source list and the selected source's kernels
+  void reload();  // F5: the source list and the selected source's kernels
 
  private:
   void startNextImport();
@@ -176,7 +176,7 @@ class TracesView : public QWidget {
   // Behind a pointer so the GUI thread moves the rows out instead of copying them (QFuture's
   // takeResult() would do that too, but it resets the future, and waitForFinished() then hangs).
   QFuture<std::shared_ptr<SourceKernels>> kernels_future_;
-  bool selecting_ = false;        // a programmatic selection change, not the user's
+  bool selecting_ = false;  // a programmatic selection change, not the user's
 };
 
 }  // namespace perfloom::ui

@@ -1,13 +1,13 @@
 #include "ui/tuner_view.h"
 
 #include <QBarCategoryAxis>
-#include <QFont>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
 #include <QFile>
 #include <QFileDialog>
+#include <QFont>
 #include <QFormLayout>
 #include <QFutureWatcher>
 #include <QHorizontalBarSeries>
@@ -19,8 +19,8 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 #include <QtConcurrent>
 #include <algorithm>
 #include <cmath>
@@ -59,8 +59,8 @@ TunerViewResult compute_tuner(const TunerRequest& req) {
   r.sweep_dim = req.sweep_dim == 'N' ? 'N' : 'M';
   try {
     const tuner::TunerTable* table = tuner::bundled_tuner_table(req.gpu);
-    const tuner::TuneResult t =
-        tuner::tune_gemm(req.shape, req.gpu, static_cast<std::size_t>(std::max(1, req.top)), table, req.predictor.get());
+    const tuner::TuneResult t = tuner::tune_gemm(req.shape, req.gpu, static_cast<std::size_t>(std::max(1, req.top)),
+                                                 table, req.predictor.get());
     r.method = QString::fromStdString(t.method);
     r.note = QString::fromStdString(t.note);
     r.ranked = t.ranked;
@@ -214,67 +214,104 @@ QVariant TunerRankModel::data(const QModelIndex& index, int role) const {
   const TileConfig& t = c.config;
   const int col = index.column();
   if (role == Qt::TextAlignmentRole)
-    return col == Reason || col == Tile || col == Cluster ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+    return col == Reason || col == Tile || col == Cluster ? QVariant()
+                                                          : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
   if (role == SortRole) {
     switch (col) {
-      case Rank: return index.row() + 1;
-      case Tile: return double(t.tile_m) * t.tile_n * t.tile_k;
-      case SplitK: return std::max(1, t.split_k);
-      case Cluster: return std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
-      case PredUs: return c.pred_us;
-      case Range: return std::isfinite(c.hi_us) ? c.hi_us - c.lo_us : QVariant();
-      case Waves: return static_cast<qlonglong>(c.grid.waves);
-      case Fill: return c.grid.last_wave_fill;
-      case Option: return c.custom_option;
-      case Reason: return QString::fromStdString(c.reason);
-      default: return {};
+      case Rank:
+        return index.row() + 1;
+      case Tile:
+        return double(t.tile_m) * t.tile_n * t.tile_k;
+      case SplitK:
+        return std::max(1, t.split_k);
+      case Cluster:
+        return std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
+      case PredUs:
+        return c.pred_us;
+      case Range:
+        return std::isfinite(c.hi_us) ? c.hi_us - c.lo_us : QVariant();
+      case Waves:
+        return static_cast<qlonglong>(c.grid.waves);
+      case Fill:
+        return c.grid.last_wave_fill;
+      case Option:
+        return c.custom_option;
+      case Reason:
+        return QString::fromStdString(c.reason);
+      default:
+        return {};
     }
   }
   if (role == Qt::ToolTipRole && col == Range && std::isfinite(c.hi_us))
-    return r_.method == "wave-table"
-               ? tr("where 80% of measured latencies fell around the table's predictions of near-best configurations at "
-                    "shapes it had not seen")
-               : tr("the predictor's interval: 80% of measured kernels fell in it (p10..p90 of measured over predicted)");
+    return r_.method == "wave-table" ? tr("where 80% of measured latencies fell around the table's predictions of "
+                                          "near-best configurations at "
+                                          "shapes it had not seen")
+                                     : tr("the predictor's interval: 80% of measured kernels fell in it (p10..p90 of "
+                                          "measured over predicted)");
   const bool likely_refused = tuner::likely_refused(c, r_.refusal_threshold);
-  if (role == Qt::ForegroundRole) return likely_refused ? QVariant(QPalette().brush(QPalette::Disabled, QPalette::Text)) : QVariant();
+  if (role == Qt::ForegroundRole)
+    return likely_refused ? QVariant(QPalette().brush(QPalette::Disabled, QPalette::Text)) : QVariant();
   if (role == Qt::ToolTipRole && col == Reason && likely_refused)
     return tr("the table's acceptance model, learned from the collector's runs, predicts that cuBLASLt refuses this "
               "configuration at this shape (p %1): it is ranked after those it is predicted to take")
         .arg(c.refusal_p, 0, 'f', 2);
   if (role == Qt::ToolTipRole && col == Option)
-    return c.custom_option < 0 ? tr("no kernel variant named (no variant model for this GPU or configuration)")
-                               : tr("cuBLASLt custom option %1 (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION): the kernel variant the "
-                                    "table's variant model predicts fastest; its kernels showed: %2")
-                                     .arg(c.custom_option)
-                                     .arg(QString::fromStdString(c.variant));
+    return c.custom_option < 0
+               ? tr("no kernel variant named (no variant model for this GPU or configuration)")
+               : tr("cuBLASLt custom option %1 (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION): the kernel variant the "
+                    "table's variant model predicts fastest; its kernels showed: %2")
+                     .arg(c.custom_option)
+                     .arg(QString::fromStdString(c.variant));
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (col) {
-    case Rank: return index.row() + 1;
-    case Tile: return QString("%1×%2×%3").arg(t.tile_m).arg(t.tile_n).arg(t.tile_k);
-    case SplitK: return std::max(1, t.split_k);
-    case Cluster: return QString("%1×%2").arg(std::max(1, t.cluster_m)).arg(std::max(1, t.cluster_n));
-    case PredUs: return QString::number(c.pred_us, 'f', 2);
+    case Rank:
+      return index.row() + 1;
+    case Tile:
+      return QString("%1×%2×%3").arg(t.tile_m).arg(t.tile_n).arg(t.tile_k);
+    case SplitK:
+      return std::max(1, t.split_k);
+    case Cluster:
+      return QString("%1×%2").arg(std::max(1, t.cluster_m)).arg(std::max(1, t.cluster_n));
+    case PredUs:
+      return QString::number(c.pred_us, 'f', 2);
     case Range:
       return std::isfinite(c.hi_us) ? QString("%1–%2").arg(c.lo_us, 0, 'f', 1).arg(c.hi_us, 0, 'f', 1) : QString("–");
-    case Waves: return static_cast<qlonglong>(c.grid.waves);
-    case Fill: return QString("%1%").arg(std::lround(c.grid.last_wave_fill * 100.0));
-    case Option: return c.custom_option < 0 ? QString("–") : QString("c%1").arg(c.custom_option);
-    case Reason: return QString::fromStdString(c.reason);
-    default: return {};
+    case Waves:
+      return static_cast<qlonglong>(c.grid.waves);
+    case Fill:
+      return QString("%1%").arg(std::lround(c.grid.last_wave_fill * 100.0));
+    case Option:
+      return c.custom_option < 0 ? QString("–") : QString("c%1").arg(c.custom_option);
+    case Reason:
+      return QString::fromStdString(c.reason);
+    default:
+      return {};
   }
 }
 
 TunerView::TunerView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
-    : QWidget(parent), gpus_(gpus), predictor_(std::move(predictor)), m_(new QSpinBox(this)), n_(new QSpinBox(this)), k_(new QSpinBox(this)),
-      dtype_(new QComboBox(this)), sweep_(new QComboBox(this)), picker_(new GpuPicker(gpus, this)),
-      bars_view_(new QChartView(this)), sweep_view_(new QChartView(this)), model_(new TunerRankModel(this)),
-      table_(new QTableView(this)), status_(new QLabel(this)), timing_plan_(new QPushButton(tr("Export timing plan…"), this)) {
+    : QWidget(parent),
+      gpus_(gpus),
+      predictor_(std::move(predictor)),
+      m_(new QSpinBox(this)),
+      n_(new QSpinBox(this)),
+      k_(new QSpinBox(this)),
+      dtype_(new QComboBox(this)),
+      sweep_(new QComboBox(this)),
+      picker_(new GpuPicker(gpus, this)),
+      bars_view_(new QChartView(this)),
+      sweep_view_(new QChartView(this)),
+      model_(new TunerRankModel(this)),
+      table_(new QTableView(this)),
+      status_(new QLabel(this)),
+      timing_plan_(new QPushButton(tr("Export timing plan…"), this)) {
   for (QSpinBox* s : {m_, n_, k_}) {
     s->setRange(1, std::numeric_limits<int>::max());
     s->setValue(4096);
     s->setKeyboardTracking(false);  // recompute when the number is complete, not per keystroke
   }
-  for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8e4m3, Dtype::fp8e5m2, Dtype::fp32}) dtype_->addItem(qs(dtype_name(d)));
+  for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8e4m3, Dtype::fp8e5m2, Dtype::fp32})
+    dtype_->addItem(qs(dtype_name(d)));
   sweep_->addItems({"M", "N"});
   auto* form = new QFormLayout;
   form->addRow(tr("M"), m_);
@@ -287,14 +324,20 @@ TunerView::TunerView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredic
   leftLayout->addLayout(form);
   leftLayout->addWidget(new QLabel(tr("GPU (the first checked)"), left));
   leftLayout->addWidget(picker_, 1);
-  timing_plan_->setToolTip(tr("The first 3 configurations, each with its custom option, as a plan for perfloom-collect "
-                              "--sweep plan: timed on the GPU, the fastest of the three was within 3% of the best on "
-                              "about 90% of held-out shapes (H100, H200)"));
+  timing_plan_->setToolTip(
+      tr("The first 3 configurations, each with its custom option, as a plan for perfloom-collect "
+         "--sweep plan: timed on the GPU, the fastest of the three was within 3% of the best on "
+         "about 90% of held-out shapes (H100, H200)"));
   timing_plan_->setEnabled(false);
   leftLayout->addWidget(timing_plan_);
   connect(timing_plan_, &QPushButton::clicked, this, [this] {
     const auto& sh = result_.shape;
-    const QString name = QString("tune_%1x%2x%3_%4_%5.csv").arg(sh.M).arg(sh.N).arg(sh.K).arg(qs(dtype_name(sh.dtype))).arg(result_.gpu_id);
+    const QString name = QString("tune_%1x%2x%3_%4_%5.csv")
+                             .arg(sh.M)
+                             .arg(sh.N)
+                             .arg(sh.K)
+                             .arg(qs(dtype_name(sh.dtype)))
+                             .arg(result_.gpu_id);
     const QString path = QFileDialog::getSaveFileName(this, tr("Export timing plan"), name, "CSV (*.csv)");
     QString error;
     if (!path.isEmpty() && !saveTimingPlan(path, 3, &error)) QMessageBox::warning(this, "perfloom", error);
@@ -307,15 +350,24 @@ TunerView::TunerView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredic
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* right = new QWidget(this);
   auto* rightLayout = panel_layout(right);
-  rightLayout->addWidget(chart_over_table(this, bars_view_, chart_over_table(this, sweep_view_, table_, 300, 160), 320, 460), 1);
+  rightLayout->addWidget(
+      chart_over_table(this, bars_view_, chart_over_table(this, sweep_view_, table_, 300, 160), 320, 460), 1);
   rightLayout->addWidget(status_);
   fill_with_side_panels(this, left, right);
 
   for (QSpinBox* s : {m_, n_, k_})
-    connect(s, &QSpinBox::valueChanged, this, [this] { if (!updating_) recompute(); });
-  connect(dtype_, &QComboBox::currentTextChanged, this, [this] { if (!updating_) recompute(); });
-  connect(sweep_, &QComboBox::currentTextChanged, this, [this] { if (!updating_) recompute(); });
-  connect(picker_, &GpuPicker::selectionChanged, this, [this] { if (!updating_) recompute(); });
+    connect(s, &QSpinBox::valueChanged, this, [this] {
+      if (!updating_) recompute();
+    });
+  connect(dtype_, &QComboBox::currentTextChanged, this, [this] {
+    if (!updating_) recompute();
+  });
+  connect(sweep_, &QComboBox::currentTextChanged, this, [this] {
+    if (!updating_) recompute();
+  });
+  connect(picker_, &GpuPicker::selectionChanged, this, [this] {
+    if (!updating_) recompute();
+  });
 
   const GpuSpec* h100 = gpus.find("h100-sxm");
   setSelection(4096, 4096, 4096, "bf16", QString::fromStdString(h100 ? h100->id : gpus.all().front().id));
@@ -323,7 +375,8 @@ TunerView::TunerView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredic
 
 TunerView::~TunerView() { ++generation_; }
 
-void TunerView::setSelection(int64_t M, int64_t N, int64_t K, const QString& dtype, const QString& gpu_id, char sweep_dim) {
+void TunerView::setSelection(int64_t M, int64_t N, int64_t K, const QString& dtype, const QString& gpu_id,
+                             char sweep_dim) {
   updating_ = true;
   auto clamp = [](int64_t v) { return static_cast<int>(std::clamp<int64_t>(v, 1, std::numeric_limits<int>::max())); };
   m_->setValue(clamp(M));
@@ -339,7 +392,8 @@ void TunerView::setSelection(int64_t M, int64_t N, int64_t K, const QString& dty
 void TunerView::recompute() {
   const quint64 generation = ++generation_;
   TunerRequest req;
-  req.shape = {m_->value(), n_->value(), k_->value(), parse_dtype(dtype_->currentText().toStdString()).value_or(Dtype::bf16)};
+  req.shape = {m_->value(), n_->value(), k_->value(),
+               parse_dtype(dtype_->currentText().toStdString()).value_or(Dtype::bf16)};
   req.sweep_dim = sweep_->currentText() == "N" ? 'N' : 'M';
   const QStringList ids = picker_->checkedIds();
   const GpuSpec* gpu = ids.isEmpty() ? nullptr : gpus_.find(ids.front().toStdString());
@@ -368,7 +422,8 @@ bool TunerView::saveTimingPlan(const QString& path, int top, QString* error) con
   const std::string csv =
       tuner::plan_to_csv(tuner::timing_plan(result_.shape, result_.ranked, static_cast<std::size_t>(std::max(1, top))));
   QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(csv.data(), static_cast<qint64>(csv.size())) != static_cast<qint64>(csv.size())) {
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+      f.write(csv.data(), static_cast<qint64>(csv.size())) != static_cast<qint64>(csv.size())) {
     if (error) *error = tr("%1: cannot be written (%2)").arg(path, f.errorString());
     return false;
   }
@@ -395,11 +450,13 @@ bool TunerView::applyResult(quint64 generation, const TunerViewResult& r) {
                .arg(QString::number(best.pred_us, 'f', 2))
                .arg(QString::fromStdString(best.reason).toHtmlEscaped());
   }
-  text += QString("<small>%1 (%2). Orange: the best; lower chart: the top %3 as %4 sweeps, each step a wave boundary.</small>")
-              .arg(r.method.toHtmlEscaped())
-              .arg(r.note.toHtmlEscaped())
-              .arg(r.sweep.size())
-              .arg(QChar(r.sweep_dim));
+  text +=
+      QString(
+          "<small>%1 (%2). Orange: the best; lower chart: the top %3 as %4 sweeps, each step a wave boundary.</small>")
+          .arg(r.method.toHtmlEscaped())
+          .arg(r.note.toHtmlEscaped())
+          .arg(r.sweep.size())
+          .arg(QChar(r.sweep_dim));
   status_->setText(text);
   return true;
 }

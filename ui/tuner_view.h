@@ -28,9 +28,9 @@ class GpuPicker;
 struct TunerRequest {
   tuner::GemmShape shape;
   GpuSpec gpu;
-  char sweep_dim = 'M';  // 'M' or 'N'
-  int top = 12;          // configurations in the bar chart and the table
-  int sweep_configs = 3; // the best few, swept
+  char sweep_dim = 'M';   // 'M' or 'N'
+  int top = 12;           // configurations in the bar chart and the table
+  int sweep_configs = 3;  // the best few, swept
   int sweep_points = 121;
   // Ranks a GPU without a tuner table when it is the learned predictor (tuner::tune_gemm); may be null.
   std::shared_ptr<const KernelPredictor> predictor;

@@ -30,8 +30,10 @@ void save_gpu_price(const QString& gpu_id, double dollars_per_hour) {
   if (gpu_id.isEmpty()) return;
   QSettings settings;
   settings.beginGroup(kPricesGroup);
-  if (dollars_per_hour > 0) settings.setValue(gpu_id, dollars_per_hour);
-  else settings.remove(gpu_id);
+  if (dollars_per_hour > 0)
+    settings.setValue(gpu_id, dollars_per_hour);
+  else
+    settings.remove(gpu_id);
 }
 
 void KernelCompareModel::setRows(std::shared_ptr<const std::vector<WhatIfKernelRow>> rows, QStringList targets) {
@@ -57,32 +59,46 @@ int KernelCompareModel::columnCount(const QModelIndex& parent) const { return pa
 QVariant KernelCompareModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const WhatIfKernelRow& k = (*rows_)[static_cast<std::size_t>(index.row())];
-  const WhatIfKernelCell* c =
-      target_ >= 0 && static_cast<std::size_t>(target_) < k.cells.size() ? &k.cells[static_cast<std::size_t>(target_)] : nullptr;
+  const WhatIfKernelCell* c = target_ >= 0 && static_cast<std::size_t>(target_) < k.cells.size()
+                                  ? &k.cells[static_cast<std::size_t>(target_)]
+                                  : nullptr;
   const bool has_pred = c && c->ok;
   std::optional<double> ratio;
   if (has_pred && k.measured_us && *k.measured_us > 0) ratio = c->pred_us / *k.measured_us;
   if (role == SortRole) {
     switch (index.column()) {
-      case Name: return k.name;
-      case Family: return k.family;
-      case MeasuredUs: return k.measured_us ? QVariant(*k.measured_us) : QVariant(-1.0);
-      case PredictedUs: return has_pred ? QVariant(c->pred_us) : QVariant(-1.0);
-      case Ratio: return ratio ? QVariant(*ratio) : QVariant(-1.0);
-      case Method: return c ? c->method : QString();
+      case Name:
+        return k.name;
+      case Family:
+        return k.family;
+      case MeasuredUs:
+        return k.measured_us ? QVariant(*k.measured_us) : QVariant(-1.0);
+      case PredictedUs:
+        return has_pred ? QVariant(c->pred_us) : QVariant(-1.0);
+      case Ratio:
+        return ratio ? QVariant(*ratio) : QVariant(-1.0);
+      case Method:
+        return c ? c->method : QString();
     }
   }
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case Name: return k.name;
-      case Family: return k.family;
-      case MeasuredUs: return k.measured_us ? QString::number(*k.measured_us, 'f', 2) : QString("–");
-      case PredictedUs: return has_pred ? QString::number(c->pred_us, 'f', 2) : QString("–");
-      case Ratio: return ratio ? QString::number(*ratio, 'f', 2) + "×" : QString("–");
-      case Method: return c ? c->method : QString();
+      case Name:
+        return k.name;
+      case Family:
+        return k.family;
+      case MeasuredUs:
+        return k.measured_us ? QString::number(*k.measured_us, 'f', 2) : QString("–");
+      case PredictedUs:
+        return has_pred ? QString::number(c->pred_us, 'f', 2) : QString("–");
+      case Ratio:
+        return ratio ? QString::number(*ratio, 'f', 2) + "×" : QString("–");
+      case Method:
+        return c ? c->method : QString();
     }
   }
-  if (role == Qt::TextAlignmentRole && (index.column() == MeasuredUs || index.column() == PredictedUs || index.column() == Ratio))
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == MeasuredUs || index.column() == PredictedUs || index.column() == Ratio))
     return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) {
     if (index.column() == Name) return k.name;
@@ -95,13 +111,18 @@ QVariant KernelCompareModel::data(const QModelIndex& index, int role) const {
 QVariant KernelCompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case Name: return tr("kernel");
-    case Family: return tr("family");
-    case MeasuredUs: return tr("measured (µs)");
+    case Name:
+      return tr("kernel");
+    case Family:
+      return tr("family");
+    case MeasuredUs:
+      return tr("measured (µs)");
     case PredictedUs:
       return target_ < targets_.size() ? tr("predicted on %1 (µs)").arg(targets_[target_]) : tr("predicted (µs)");
-    case Ratio: return tr("predicted / measured");
-    case Method: return tr("method");
+    case Ratio:
+      return tr("predicted / measured");
+    case Method:
+      return tr("method");
   }
   return {};
 }

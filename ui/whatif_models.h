@@ -15,7 +15,7 @@ namespace perfloom::ui {
 // One kernel of a trace on one target GPU (storage::WhatIfCell as plain Qt values).
 struct WhatIfKernelCell {
   double pred_us = 0;
-  bool ok = false;   // false: the method is "error" and `error` says why
+  bool ok = false;  // false: the method is "error" and `error` says why
   QString method, error;
 };
 

@@ -14,16 +14,16 @@
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineEdit>
-#include <QLocale>
 #include <QLineSeries>
+#include <QLocale>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QSplitter>
 #include <QStackedBarSeries>
 #include <QTabWidget>
 #include <QTableView>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 #include <QtConcurrent>
 #include <algorithm>
 
@@ -77,13 +77,16 @@ WhatIfResult compute_whatif(const std::vector<KernelDesc>& kernels, const std::v
   return r;
 }
 
-WhatIfResult compute_whatif_file(const QString& path, const std::vector<GpuSpec>& gpus, const KernelPredictor& predictor) {
+WhatIfResult compute_whatif_file(const QString& path, const std::vector<GpuSpec>& gpus,
+                                 const KernelPredictor& predictor) {
   const storage::KernelList list = storage::read_kernel_list(path.toStdString());
   std::vector<KernelDesc> kernels;
   int bad = 0;
   for (const auto& row : list.rows) {
-    if (row.kernel) kernels.push_back(*row.kernel);
-    else ++bad;
+    if (row.kernel)
+      kernels.push_back(*row.kernel);
+    else
+      ++bad;
   }
   WhatIfResult r = compute_whatif(kernels, gpus, predictor);
   r.file = path;
@@ -110,7 +113,8 @@ WhatIfResult compute_trace_whatif(const std::filesystem::path& db_path, qint64 s
     for (const GpuSpec& g : gpus) targets.push_back(&g);
     storage::WhatIfOptions options;
     options.cancel = cancel;
-    const storage::TraceWhatIf t = storage::run_trace_whatif(store, source_id, *source_gpu, targets, predictor, options);
+    const storage::TraceWhatIf t =
+        storage::run_trace_whatif(store, source_id, *source_gpu, targets, predictor, options);
     r.source_gpu_id = QString::fromStdString(source_gpu->id);
     r.source_gpu_name = QString::fromStdString(source_gpu->name);
     r.kernels = static_cast<int>(t.kernels.size());
@@ -172,10 +176,11 @@ WhatIfResult compute_trace_whatif(const std::filesystem::path& db_path, qint64 s
 
 QChart* build_whatif_chart(const WhatIfResult& r) {
   auto* chart = new QChart;
-  chart->setTitle(QString("Predicted total time per GPU: %1 kernels%2%3")
-                      .arg(r.kernels)
-                      .arg(r.file.isEmpty() ? QString() : " of " + QFileInfo(r.file).fileName())
-                      .arg(r.source_id && !r.source_gpu_name.isEmpty() ? " (measured on " + r.source_gpu_name + ")" : QString()));
+  chart->setTitle(
+      QString("Predicted total time per GPU: %1 kernels%2%3")
+          .arg(r.kernels)
+          .arg(r.file.isEmpty() ? QString() : " of " + QFileInfo(r.file).fileName())
+          .arg(r.source_id && !r.source_gpu_name.isEmpty() ? " (measured on " + r.source_gpu_name + ")" : QString()));
   QStringList categories;
   for (const auto& g : r.gpus) categories << g.gpu_name;
   auto* bars = new QStackedBarSeries;
@@ -246,10 +251,13 @@ void SpeedupTableModel::setTokens(double tokens) {
 }
 
 void SpeedupTableModel::setPrice(const QString& gpu_id, double dollars_per_hour) {
-  if (dollars_per_hour > 0) prices_[gpu_id] = dollars_per_hour;
-  else prices_.remove(gpu_id);
+  if (dollars_per_hour > 0)
+    prices_[gpu_id] = dollars_per_hour;
+  else
+    prices_.remove(gpu_id);
   for (int row = 0; row < rowCount(); ++row)
-    if (r_.gpus[static_cast<std::size_t>(row)].gpu_id == gpu_id) emit dataChanged(index(row, PricePerHour), index(row, CostPerMTokens));
+    if (r_.gpus[static_cast<std::size_t>(row)].gpu_id == gpu_id)
+      emit dataChanged(index(row, PricePerHour), index(row, CostPerMTokens));
   emit priceChanged(gpu_id, dollars_per_hour > 0 ? dollars_per_hour : 0.0);
 }
 
@@ -265,7 +273,8 @@ Qt::ItemFlags SpeedupTableModel::flags(const QModelIndex& index) const {
 }
 
 bool SpeedupTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {
-  if (role != Qt::EditRole || !checkIndex(index, CheckIndexOption::IndexIsValid) || index.column() != PricePerHour) return false;
+  if (role != Qt::EditRole || !checkIndex(index, CheckIndexOption::IndexIsValid) || index.column() != PricePerHour)
+    return false;
   QString text = value.toString().trimmed();
   if (text.startsWith('$')) text.remove(0, 1);
   double price = 0;  // empty: no price
@@ -288,36 +297,59 @@ QVariant SpeedupTableModel::data(const QModelIndex& index, int role) const {
   const std::optional<double> cost = cost_per_million_tokens(price, g.total_us, tokens_);
   if (role == SortRole) {
     switch (index.column()) {
-      case Gpu: return g.gpu_name;
-      case TotalUs: return g.total_us;
-      case LoUs: return g.lo_us;
-      case HiUs: return g.hi_us;
-      case Speedup: return speedup;
-      case Kernels: return g.predicted;
-      case PricePerHour: return price;
-      case CostPerMTokens: return cost ? *cost : -1.0;
+      case Gpu:
+        return g.gpu_name;
+      case TotalUs:
+        return g.total_us;
+      case LoUs:
+        return g.lo_us;
+      case HiUs:
+        return g.hi_us;
+      case Speedup:
+        return speedup;
+      case Kernels:
+        return g.predicted;
+      case PricePerHour:
+        return price;
+      case CostPerMTokens:
+        return cost ? *cost : -1.0;
     }
   }
   if (role == Qt::EditRole && index.column() == PricePerHour) return price;
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case Gpu: return g.gpu_name;
-      case TotalUs: return QString::number(g.total_us, 'f', 1);
-      case LoUs: return QString::number(g.lo_us, 'f', 1);
-      case HiUs: return QString::number(g.hi_us, 'f', 1);
-      case Speedup: return QString::number(speedup, 'f', 2) + "×";
-      case Kernels: return g.failed ? QString("%1 (%2 not runnable)").arg(g.predicted).arg(g.failed) : QString::number(g.predicted);
-      case PricePerHour: return price > 0 ? "$" + QString::number(price, 'f', 2) : QString();
-      case CostPerMTokens: return cost ? "$" + QString::number(*cost, 'g', 4) : QString("–");
+      case Gpu:
+        return g.gpu_name;
+      case TotalUs:
+        return QString::number(g.total_us, 'f', 1);
+      case LoUs:
+        return QString::number(g.lo_us, 'f', 1);
+      case HiUs:
+        return QString::number(g.hi_us, 'f', 1);
+      case Speedup:
+        return QString::number(speedup, 'f', 2) + "×";
+      case Kernels:
+        return g.failed ? QString("%1 (%2 not runnable)").arg(g.predicted).arg(g.failed) : QString::number(g.predicted);
+      case PricePerHour:
+        return price > 0 ? "$" + QString::number(price, 'f', 2) : QString();
+      case CostPerMTokens:
+        return cost ? "$" + QString::number(*cost, 'g', 4) : QString("–");
     }
   }
   if (role == Qt::TextAlignmentRole && index.column() != Gpu) return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) {
     if (index.column() == Speedup)
-      return QString("%1 is %2× as fast as %3 on these kernels").arg(g.gpu_name).arg(speedup, 0, 'f', 2).arg(r_.gpus.front().gpu_name);
-    if (index.column() == PricePerHour) return QString("Double-click to enter what an hour of %1 costs ($)").arg(g.gpu_name);
+      return QString("%1 is %2× as fast as %3 on these kernels")
+          .arg(g.gpu_name)
+          .arg(speedup, 0, 'f', 2)
+          .arg(r_.gpus.front().gpu_name);
+    if (index.column() == PricePerHour)
+      return QString("Double-click to enter what an hour of %1 costs ($)").arg(g.gpu_name);
     if (index.column() == CostPerMTokens)
-      return cost ? QString("$%1/3600 × %2 s / %3 tokens × 1e6").arg(price).arg(g.total_us * 1e-6, 0, 'g', 6).arg(tokens_, 0, 'f', 0)
+      return cost ? QString("$%1/3600 × %2 s / %3 tokens × 1e6")
+                        .arg(price)
+                        .arg(g.total_us * 1e-6, 0, 'g', 6)
+                        .arg(tokens_, 0, 'f', 0)
                   : QString("Needs a price per GPU-hour and the tokens in this workload");
   }
   return {};
@@ -332,11 +364,22 @@ struct SourcesResult {
 
 WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent,
                        std::filesystem::path db_path)
-    : QWidget(parent), gpus_(gpus), gpus_copy_(std::make_shared<const GpuDatabase>(gpus)), predictor_(std::move(predictor)),
-      db_path_(std::move(db_path)), source_combo_(new QComboBox(this)), path_(new QLineEdit(this)),
-      open_(new QPushButton(tr("Open…"), this)), picker_(new GpuPicker(gpus, this)), chart_view_(new QChartView(this)),
-      model_(new SpeedupTableModel(this)), table_(new QTableView(this)), tokens_(new QDoubleSpinBox(this)),
-      kernel_model_(new KernelCompareModel(this)), kernel_table_(new QTableView(this)), target_combo_(new QComboBox(this)),
+    : QWidget(parent),
+      gpus_(gpus),
+      gpus_copy_(std::make_shared<const GpuDatabase>(gpus)),
+      predictor_(std::move(predictor)),
+      db_path_(std::move(db_path)),
+      source_combo_(new QComboBox(this)),
+      path_(new QLineEdit(this)),
+      open_(new QPushButton(tr("Open…"), this)),
+      picker_(new GpuPicker(gpus, this)),
+      chart_view_(new QChartView(this)),
+      model_(new SpeedupTableModel(this)),
+      table_(new QTableView(this)),
+      tokens_(new QDoubleSpinBox(this)),
+      kernel_model_(new KernelCompareModel(this)),
+      kernel_table_(new QTableView(this)),
+      target_combo_(new QComboBox(this)),
       status_(new QLabel(this)) {
   source_combo_->addItem(tr("Kernel list CSV"), qint64(0));
   source_combo_->setToolTip(tr("A kernel list CSV, or a trace imported in the Traces view"));
@@ -347,7 +390,8 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
   tokens_->setDecimals(0);
   tokens_->setRange(0, 1e15);
   tokens_->setSpecialValueText(tr("not set"));
-  tokens_->setToolTip(tr("Tokens this workload processes: with a price per GPU-hour in the table, gives the cost per million tokens"));
+  tokens_->setToolTip(
+      tr("Tokens this workload processes: with a price per GPU-hour in the table, gives the cost per million tokens"));
   auto* left = new QWidget(this);
   auto* leftLayout = panel_layout(left);
   leftLayout->addWidget(new QLabel(tr("Workload"), left));
@@ -360,7 +404,8 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
 
   setup_chart_view(chart_view_, QChartView::VerticalRubberBand);
   setup_table_view(table_, model_);
-  table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::AnyKeyPressed);
+  table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
+                          QAbstractItemView::AnyKeyPressed);
   setup_table_view(kernel_table_, kernel_model_);
   auto* kernelPanel = new QWidget(this);
   auto* kernelLayout = panel_layout(kernelPanel);
@@ -380,7 +425,9 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
 
   connect(open_, &QPushButton::clicked, this, &WhatIfView::openFile);
   connect(path_, &QLineEdit::editingFinished, this, &WhatIfView::recompute);
-  connect(picker_, &GpuPicker::selectionChanged, this, [this] { if (!updating_) recompute(); });
+  connect(picker_, &GpuPicker::selectionChanged, this, [this] {
+    if (!updating_) recompute();
+  });
   connect(source_combo_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!updating_ && i >= 0) selectSource(source_combo_->itemData(i).toLongLong());
   });
@@ -390,7 +437,8 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
   connect(tokens_, &QDoubleSpinBox::valueChanged, model_, &SpeedupTableModel::setTokens);
   // Prices per GPU-hour survive a restart: restored here, stored as they are entered.
   model_->setPrices(load_gpu_prices());
-  connect(model_, &SpeedupTableModel::priceChanged, this, [](const QString& id, double price) { save_gpu_price(id, price); });
+  connect(model_, &SpeedupTableModel::priceChanged, this,
+          [](const QString& id, double price) { save_gpu_price(id, price); });
   updating_ = true;
   picker_->setCheckedIds({"a100-sxm-80gb", "h100-sxm", "h200", "b200"});
   updating_ = false;
@@ -500,7 +548,8 @@ void WhatIfView::recompute() {
     return;
   }
   if ((source_id == 0 && path.isEmpty()) || gpus.empty()) {
-    status_->setText(gpus.empty() ? tr("Pick at least one GPU.") : tr("Open a kernel list CSV or pick an imported trace to compare GPUs."));
+    status_->setText(gpus.empty() ? tr("Pick at least one GPU.")
+                                  : tr("Open a kernel list CSV or pick an imported trace to compare GPUs."));
     return;
   }
   status_->setText(tr("Predicting…"));
@@ -513,9 +562,10 @@ void WhatIfView::recompute() {
   });
   if (source_id != 0) {
     cancel_ = std::make_shared<std::atomic<bool>>(false);
-    watcher->setFuture(QtConcurrent::run([db = db_path_, source_id, gpus, gpu_db = gpus_copy_, predictor = predictor_, cancel = cancel_] {
-      return compute_trace_whatif(db, source_id, *gpu_db, gpus, *predictor, cancel.get());
-    }));
+    watcher->setFuture(QtConcurrent::run(
+        [db = db_path_, source_id, gpus, gpu_db = gpus_copy_, predictor = predictor_, cancel = cancel_] {
+          return compute_trace_whatif(db, source_id, *gpu_db, gpus, *predictor, cancel.get());
+        }));
     return;
   }
   watcher->setFuture(QtConcurrent::run([path, gpus, predictor = predictor_] {
@@ -550,15 +600,17 @@ bool WhatIfView::applyResult(quint64 generation, const WhatIfResult& r) {
   if (r.source_id) {
     int errors = 0;
     for (const auto& g : r.gpus) errors += g.failed;
-    status_->setText(QString("%1 kernels of %2, measured on %3: %4 µs%5; bars: predicted time by family; whiskers: the 80% "
-                             "interval (sum of per-kernel intervals); dashed line: the measured total")
-                         .arg(r.kernels)
-                         .arg(QFileInfo(r.file).fileName().toHtmlEscaped(), r.source_gpu_name.toHtmlEscaped())
-                         .arg(r.source_measured_us, 0, 'f', 1)
-                         .arg(errors ? QString("; %1 kernel×GPU pairs cannot run (see the method column)").arg(errors) : QString()));
+    status_->setText(
+        QString("%1 kernels of %2, measured on %3: %4 µs%5; bars: predicted time by family; whiskers: the 80% "
+                "interval (sum of per-kernel intervals); dashed line: the measured total")
+            .arg(r.kernels)
+            .arg(QFileInfo(r.file).fileName().toHtmlEscaped(), r.source_gpu_name.toHtmlEscaped())
+            .arg(r.source_measured_us, 0, 'f', 1)
+            .arg(errors ? QString("; %1 kernel×GPU pairs cannot run (see the method column)").arg(errors) : QString()));
     return true;
   }
-  status_->setText(QString("%1 kernels predicted%2; bars: predicted time by family; whiskers: the 80% interval (sum of per-kernel p10 and p90)")
+  status_->setText(QString("%1 kernels predicted%2; bars: predicted time by family; whiskers: the 80% interval (sum of "
+                           "per-kernel p10 and p90)")
                        .arg(r.kernels)
                        .arg(r.bad_rows ? QString(", %1 rows skipped (invalid)").arg(r.bad_rows) : QString()));
   return true;

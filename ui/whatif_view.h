@@ -43,8 +43,8 @@ struct WhatIfGpu {
 
 struct WhatIfResult {
   QString file;
-  QString error;          // the file or the source could not be read
-  QStringList families;   // the families present, in Family order
+  QString error;         // the file or the source could not be read
+  QStringList families;  // the families present, in Family order
   int kernels = 0, bad_rows = 0;
   std::vector<WhatIfGpu> gpus;
   // Trace mode (source_id != 0): the source, the GPU it was measured on, the measured total of all
@@ -58,7 +58,8 @@ struct WhatIfResult {
 WhatIfResult compute_whatif(const std::vector<KernelDesc>& kernels, const std::vector<GpuSpec>& gpus,
                             const KernelPredictor& predictor);
 // Reads the CSV (throws std::runtime_error) and predicts it.
-WhatIfResult compute_whatif_file(const QString& path, const std::vector<GpuSpec>& gpus, const KernelPredictor& predictor);
+WhatIfResult compute_whatif_file(const QString& path, const std::vector<GpuSpec>& gpus,
+                                 const KernelPredictor& predictor);
 // Predicts an imported source's kernels on `gpus` through storage::run_trace_whatif, on its own
 // connection to `db_path` (call it from a worker). The source GPU is the one the source names.
 // Never throws: problems are in `error`.

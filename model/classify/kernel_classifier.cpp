@@ -1,8 +1,8 @@
 #include "model/classify/kernel_classifier.h"
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 
 #include "model/classify/tile_from_name.h"
 
@@ -59,7 +59,9 @@ bool has(std::string_view k, std::string_view pat) { return k.find(pat) != npos;
 bool has(const Key& k, std::string_view pat) { return k.find(pat) != npos; }
 bool starts(std::string_view k, std::string_view pat) { return k.substr(0, pat.size()) == pat; }
 template <class K, size_t... N>
-bool any(const K& k, const char (&... pats)[N]) { return (has(k, std::string_view(pats, N - 1)) || ...); }
+bool any(const K& k, const char (&... pats)[N]) {
+  return (has(k, std::string_view(pats, N - 1)) || ...);
+}
 
 // The name without a leading "void " (demanglers print the return type).
 std::string_view head_of(std::string_view k) {
@@ -71,12 +73,36 @@ std::string_view head_of(std::string_view k) {
 // What the framework op says.
 
 enum class Fop {
-  none, other,
-  mm, addmm, linear, matmul, bmm, baddbmm, scaled_mm, cutlass_scaled_mm, mv,
-  sdpa, flash_bshd, attention,
-  rmsnorm, fused_add_rmsnorm, layernorm,
-  silu_mul, gelu_mul, rotary, kv_cache, softmax, embedding, binary, copy,
-  allreduce, allgather, reducescatter, alltoall, sendrecv,
+  none,
+  other,
+  mm,
+  addmm,
+  linear,
+  matmul,
+  bmm,
+  baddbmm,
+  scaled_mm,
+  cutlass_scaled_mm,
+  mv,
+  sdpa,
+  flash_bshd,
+  attention,
+  rmsnorm,
+  fused_add_rmsnorm,
+  layernorm,
+  silu_mul,
+  gelu_mul,
+  rotary,
+  kv_cache,
+  softmax,
+  embedding,
+  binary,
+  copy,
+  allreduce,
+  allgather,
+  reducescatter,
+  alltoall,
+  sendrecv,
   moe,
 };
 
@@ -113,8 +139,8 @@ Fop classify_fop(std::string_view op_lower) {
   if (b == "mv" || b == "addmv" || b == "addmv_") return Fop::mv;
   if (has(b, "moe") || has(b, "fused_experts") || has(b, "topk_softmax")) return Fop::moe;
   if (has(b, "scaled_dot_product")) return Fop::sdpa;
-  if (has(b, "flash_attention_forward") || has(b, "efficient_attention_forward") ||
-      has(op_lower, "flash_attn") || has(op_lower, "_fa2_c::") || has(op_lower, "_fa3_c::"))
+  if (has(b, "flash_attention_forward") || has(b, "efficient_attention_forward") || has(op_lower, "flash_attn") ||
+      has(op_lower, "_fa2_c::") || has(op_lower, "_fa3_c::"))
     return Fop::flash_bshd;
   if (has(b, "attention") || has(b, "attn")) return Fop::attention;
   if (has(b, "fused_add_rms_norm") || has(b, "fused_add_rmsnorm")) return Fop::fused_add_rmsnorm;
@@ -126,12 +152,11 @@ Fop classify_fop(std::string_view op_lower) {
   if (any(b, "reshape_and_cache", "concat_and_cache", "store_kvcache", "set_kv_buffer")) return Fop::kv_cache;
   if (has(b, "softmax")) return Fop::softmax;
   if (has(b, "embedding")) return Fop::embedding;
-  if (b == "add" || b == "add_" || b == "sub" || b == "sub_" || b == "mul" || b == "mul_" || b == "div" ||
-      b == "div_")
+  if (b == "add" || b == "add_" || b == "sub" || b == "sub_" || b == "mul" || b == "mul_" || b == "div" || b == "div_")
     return Fop::binary;
-  if (b == "copy_" || b == "_to_copy" || b == "to" || b == "clone" || b == "contiguous" || b == "cat" ||
-      b == "fill_" || b == "zero_" || b == "index_select" || b == "index" || b == "zeros" || b == "ones" ||
-      b == "full" || b == "empty" || b == "where" || b == "masked_fill_")
+  if (b == "copy_" || b == "_to_copy" || b == "to" || b == "clone" || b == "contiguous" || b == "cat" || b == "fill_" ||
+      b == "zero_" || b == "index_select" || b == "index" || b == "zeros" || b == "ones" || b == "full" ||
+      b == "empty" || b == "where" || b == "masked_fill_")
     return Fop::copy;
   return Fop::other;
 }
@@ -172,10 +197,15 @@ size_t find_not_after(const Key& k, std::string_view pat, char bad) {
 
 NameDtype dtype_from_name(const Key& k) {
   NameDtype r;
-  struct Cand { size_t pos; Dtype d; };
+  struct Cand {
+    size_t pos;
+    Dtype d;
+  };
   std::array<Cand, 16> c{};
   size_t n = 0;
-  auto add = [&](size_t pos, Dtype d) { if (pos != npos && n < c.size()) c[n++] = {pos, d}; };
+  auto add = [&](size_t pos, Dtype d) {
+    if (pos != npos && n < c.size()) c[n++] = {pos, d};
+  };
   add(find_not_after(k, "e4m3", 'u'), Dtype::fp8e4m3);  // ue4m3 is a block-scale type
   add(k.find("fp8"), Dtype::fp8e4m3);
   add(k.find("e5m2"), Dtype::fp8e5m2);
@@ -215,13 +245,20 @@ std::optional<Dtype> dtype_from_nvjet(std::string_view k) {
   std::string_view types = s.substr(0, u);
   std::string_view after = u == npos ? std::string_view() : s.substr(u + 1);
   switch (types[0]) {
-    case 't': return Dtype::bf16;
-    case 'h': return Dtype::fp16;
-    case 's': return starts(after, "tf32") ? Dtype::tf32 : Dtype::fp32;
-    case 'q': return Dtype::fp8e4m3;  // inferred: the FP8 (e4m3) kernels cuBLASLt picks for _scaled_mm
-    case 'o': return Dtype::fp4;      // inferred
-    case 'i': return Dtype::int8;
-    default: return std::nullopt;
+    case 't':
+      return Dtype::bf16;
+    case 'h':
+      return Dtype::fp16;
+    case 's':
+      return starts(after, "tf32") ? Dtype::tf32 : Dtype::fp32;
+    case 'q':
+      return Dtype::fp8e4m3;  // inferred: the FP8 (e4m3) kernels cuBLASLt picks for _scaled_mm
+    case 'o':
+      return Dtype::fp4;  // inferred
+    case 'i':
+      return Dtype::int8;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -253,8 +290,8 @@ std::string_view library_of(const Key& k) {
 }
 
 bool legacy_cublas_prefix(std::string_view h) {
-  static constexpr std::string_view kArch[] = {"ampere_", "turing_", "volta_", "maxwell_", "pascal_",
-                                               "kepler_", "hopper_", "sm86_", "sm89_", "sm75_", "sm70_"};
+  static constexpr std::string_view kArch[] = {"ampere_", "turing_", "volta_", "maxwell_", "pascal_", "kepler_",
+                                               "hopper_", "sm86_",   "sm89_",  "sm75_",    "sm70_"};
   for (auto a : kArch)
     if (starts(h, a)) return true;
   return false;
@@ -269,11 +306,16 @@ Op comm_op_from(const Key& k, Fop fop) {
   if (fop == Fop::alltoall) return Op::alltoall;
   if (has(k, "sendrecv") || has(k, "_send") || has(k, "_recv")) return Op::sendrecv;
   switch (fop) {
-    case Fop::allreduce: return Op::allreduce;
-    case Fop::allgather: return Op::allgather;
-    case Fop::reducescatter: return Op::reducescatter;
-    case Fop::sendrecv: return Op::sendrecv;
-    default: return Op::unknown;
+    case Fop::allreduce:
+      return Op::allreduce;
+    case Fop::allgather:
+      return Op::allgather;
+    case Fop::reducescatter:
+      return Op::reducescatter;
+    case Fop::sendrecv:
+      return Op::sendrecv;
+    default:
+      return Op::unknown;
   }
 }
 
@@ -301,7 +343,7 @@ Match match_attention(const Key& k, std::string_view h, Fop fop) {
   if (any(k, "splitkv_combine", "flash_fwd_mla_combine", "flashattnfwdcombine", "mergestates", "merge_state",
           "paged_attention_v2_reduce", "fmhareduction") ||
       starts(h, "reduce_segments") || starts(h, "_fwd_kernel_stage2")) {
-    std::string_view lib = has(k, "pytorch_flash")                                    ? "pytorch"
+    std::string_view lib = has(k, "pytorch_flash")                                      ? "pytorch"
                            : any(k, "flash_fwd", "flashattn")                           ? "flash-attn"
                            : has(k, "fmhareduction")                                    ? "trtllm"
                            : (starts(h, "reduce_segments") || starts(h, "_fwd_kernel")) ? "triton"
@@ -358,17 +400,15 @@ Match match_attention(const Key& k, std::string_view h, Fop fop) {
 }
 
 Match match_moe(const Key& k, std::string_view h) {
-  if (any(k, "moe_align_block_size", "count_and_sort_expert_tokens", "topkgatingsoftmax", "topk_softmax",
-          "moe_sum", "moe_fused_gate", "grouped_topk", "moe::dev::routing", "expandinputrows",
-          "finalizemoerouting", "moe_permute", "moe_unpermute", "_moe_align", "compute_problem_sizes",
-          "compute_expert_offsets", "shuffle_rows", "moe_topk", "routingkernel"))
+  if (any(k, "moe_align_block_size", "count_and_sort_expert_tokens", "topkgatingsoftmax", "topk_softmax", "moe_sum",
+          "moe_fused_gate", "grouped_topk", "moe::dev::routing", "expandinputrows", "finalizemoerouting", "moe_permute",
+          "moe_unpermute", "_moe_align", "compute_problem_sizes", "compute_expert_offsets", "shuffle_rows", "moe_topk",
+          "routingkernel"))
     return M(Family::moe, Op::unknown, library_of(k) == "unknown" ? "vllm" : library_of(k),
              "MoE routing / alignment / sum (auxiliary to the expert GEMMs)");
-  if (any(k, "fused_moe", "moe_gemm", "moegemm", "moe_wna16", "marlin_moe", "cutlass_moe", "fused_experts",
-          "moe_mm", "grouped_gemm", "groupedgemm", "groupproblemshape")) {
-    std::string_view lib = starts(h, "fused_moe_kernel") ? "triton"
-                           : has(k, "marlin")            ? "marlin"
-                           : library_of(k);
+  if (any(k, "fused_moe", "moe_gemm", "moegemm", "moe_wna16", "marlin_moe", "cutlass_moe", "fused_experts", "moe_mm",
+          "grouped_gemm", "groupedgemm", "groupproblemshape")) {
+    std::string_view lib = starts(h, "fused_moe_kernel") ? "triton" : has(k, "marlin") ? "marlin" : library_of(k);
     return M(Family::moe, Op::moe, lib, "fused MoE expert GEMM");
   }
   if (has(k, "deep_gemm") && any(k, "grouped", "gemmtype)1", "gemmtype)2"))
@@ -379,8 +419,7 @@ Match match_moe(const Key& k, std::string_view h) {
 Match match_norm(const Key& k, std::string_view h) {
   if (any(k, "fused_add_rms_norm", "fusedaddrmsnorm", "fused_add_rmsnorm", "add_rmsnorm", "addrmsnorm"))
     return M(Family::norm, Op::fused_add_rmsnorm, library_of(k), "fused residual add + RMSNorm kernel");
-  if (any(k, "rms_norm", "rmsnorm"))
-    return M(Family::norm, Op::rmsnorm, library_of(k), "RMSNorm kernel");
+  if (any(k, "rms_norm", "rmsnorm")) return M(Family::norm, Op::rmsnorm, library_of(k), "RMSNorm kernel");
   if (starts(h, "triton_") && has(k, "rsqrt") && has(k, "mean") && has(k, "pow"))
     return M(Family::norm, Op::rmsnorm, "triton", "Inductor fused RMSNorm (mean/pow/rsqrt in the name)");
   if (any(k, "layer_norm", "layernorm", "var_mean", "rowwisemoments"))
@@ -411,8 +450,7 @@ Match match_pointwise(const Key& k, std::string_view h, Fop fop) {
   if (any(k, "reshape_and_cache", "concat_and_cache", "store_kvcache", "appendpagedkvcache", "set_mla_kv_buffer",
           "write_to_kv_cache", "kv_cache_write", "scatter_kv", "_store_kv"))
     return M(Family::elementwise, Op::kv_cache_write, library_of(k), "KV-cache write kernel");
-  if (has(k, "softmax"))
-    return M(Family::elementwise, Op::softmax, library_of(k), "softmax kernel");
+  if (has(k, "softmax")) return M(Family::elementwise, Op::softmax, library_of(k), "softmax kernel");
   if (has(k, "embedding") || (any(k, "indexselect", "index_select") && fop == Fop::embedding))
     return M(Family::elementwise, Op::embedding, library_of(k), "embedding lookup kernel");
   return {};
@@ -421,8 +459,7 @@ Match match_pointwise(const Key& k, std::string_view h, Fop fop) {
 Match match_gemm(const Key& k, std::string_view h, Fop fop) {
   if (has(k, "splitkreduce"))
     return M(Family::gemm, Op::unknown, "cublas", "cuBLAS split-K reduction (second half of a split-K GEMM)");
-  if (has(k, "nvjet"))
-    return M(Family::gemm, Op::gemm, "cublas", "cuBLAS(Lt) nvjet GEMM");
+  if (has(k, "nvjet")) return M(Family::gemm, Op::gemm, "cublas", "cuBLAS(Lt) nvjet GEMM");
   bool conv = any(k, "implicit_gemm", "fprop", "dgrad", "wgrad", "conv2d", "conv3d", "convolution");
   if (has(k, "xmma")) {
     bool cudnn = has(k, "cudnn");
@@ -438,21 +475,21 @@ Match match_gemm(const Key& k, std::string_view h, Fop fop) {
   if (starts(h, "dot_kernel") && cublas_gemv)
     return M(Family::gemm, Op::gemm, "cublas", "cuBLAS dot_kernel (split matrix-vector product)");
   if (any(k, "gemv", "gemmk1_kernel", "gemmsn_"))
-    return M(Family::gemm, Op::gemm, library_of(k) == "unknown" ? "cublas" : library_of(k), "GEMV / skinny GEMM kernel");
+    return M(Family::gemm, Op::gemm, library_of(k) == "unknown" ? "cublas" : library_of(k),
+             "GEMV / skinny GEMM kernel");
   if (has(k, "kernel2<cutlass_"))
-    return M(Family::gemm, conv ? Op::unknown : Op::gemm, "cublas", "CUTLASS 2 kernel launched by cuBLAS (Kernel2<cutlass_*>)");
+    return M(Family::gemm, conv ? Op::unknown : Op::gemm, "cublas",
+             "CUTLASS 2 kernel launched by cuBLAS (Kernel2<cutlass_*>)");
   if (has(k, "deep_gemm") || has(k, "fp8_gemm"))
     return M(Family::gemm, Op::gemm, has(k, "deep_gemm") ? "deepgemm" : library_of(k), "DeepGEMM / FP8 GEMM kernel");
-  if (has(k, "marlin"))
-    return M(Family::gemm, Op::gemm, "marlin", "Marlin mixed-precision GEMM");
+  if (has(k, "marlin")) return M(Family::gemm, Op::gemm, "marlin", "Marlin mixed-precision GEMM");
   if ((starts(h, "bmm_") || starts(h, "gemm_")) && (has(k, "_sm10") || has(k, "_sm9") || has(k, "_sm12")))
     return M(Family::gemm, starts(h, "bmm_") ? Op::bmm : Op::gemm, "trtllm", "TensorRT-LLM generated GEMM");
   if (starts(h, "triton_tem_") && any(k, "mm", "bmm"))
     return M(Family::gemm, has(k, "bmm") ? Op::bmm : Op::gemm, "triton", "Inductor Triton GEMM template");
   if (has(k, "cutlass") && conv)
     return M(Family::gemm, Op::unknown, has(k, "cudnn") ? "cudnn" : "cutlass", "CUTLASS implicit-GEMM convolution");
-  if (has(k, "cutlass") && (has(k, "gemm") || has(k, "scaled_mm")))
-  {
+  if (has(k, "cutlass") && (has(k, "gemm") || has(k, "scaled_mm"))) {
     std::string_view lib = library_of(k);
     return M(Family::gemm, conv ? Op::unknown : Op::gemm, (lib == "unknown" || lib == "pytorch") ? "cutlass" : lib,
              "CUTLASS GEMM kernel");
@@ -477,10 +514,12 @@ Match match_pytorch_and_misc(const Key& k, std::string_view h, Fop fop) {
     return M(Family::elementwise, Op::unknown, library_of(k), "reduction kernel (sum/mean/argmax/...)");
   if (any(k, "indexselect", "index_select", "index_elementwise", "gather_kernel", "scatter_kernel", "index_put"))
     return M(Family::elementwise, Op::copy, library_of(k), "gather / scatter / index kernel (modelled as a copy)");
-  bool pw = any(k, "elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise", "elementwise_kernel_with_index");
+  bool pw =
+      any(k, "elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise", "elementwise_kernel_with_index");
   if (pw || any(k, "silu_kernel", "gelu_kernel", "sigmoid", "tanh_kernel", "exp_kernel", "neg_kernel", "abs_kernel",
                 "pow_tensor")) {
-    if (fop == Fop::binary) return M(Family::elementwise, Op::add, library_of(k), "elementwise kernel under a binary op");
+    if (fop == Fop::binary)
+      return M(Family::elementwise, Op::add, library_of(k), "elementwise kernel under a binary op");
     return M(Family::elementwise, Op::copy, library_of(k), "unary elementwise kernel (modelled as a copy)");
   }
   if (starts(h, "triton_")) {
@@ -516,30 +555,57 @@ Match match_name(const Key& k, Fop fop) {
 Match match_fop(Fop fop) {
   const std::string_view why = "kernel name not recognised; family from the framework op";
   switch (fop) {
-    case Fop::mm: case Fop::addmm: case Fop::linear: case Fop::matmul: case Fop::scaled_mm:
-    case Fop::cutlass_scaled_mm: case Fop::mv:
+    case Fop::mm:
+    case Fop::addmm:
+    case Fop::linear:
+    case Fop::matmul:
+    case Fop::scaled_mm:
+    case Fop::cutlass_scaled_mm:
+    case Fop::mv:
       return M(Family::gemm, Op::gemm, "unknown", why);
-    case Fop::bmm: case Fop::baddbmm: return M(Family::gemm, Op::bmm, "unknown", why);
-    case Fop::sdpa: case Fop::flash_bshd: case Fop::attention:
+    case Fop::bmm:
+    case Fop::baddbmm:
+      return M(Family::gemm, Op::bmm, "unknown", why);
+    case Fop::sdpa:
+    case Fop::flash_bshd:
+    case Fop::attention:
       return M(Family::attention, Op::attn_prefill, "unknown", why);
-    case Fop::rmsnorm: return M(Family::norm, Op::rmsnorm, "unknown", why);
-    case Fop::fused_add_rmsnorm: return M(Family::norm, Op::fused_add_rmsnorm, "unknown", why);
-    case Fop::layernorm: return M(Family::norm, Op::layernorm, "unknown", why);
-    case Fop::silu_mul: return M(Family::elementwise, Op::silu_mul, "unknown", why);
-    case Fop::gelu_mul: return M(Family::elementwise, Op::gelu_mul, "unknown", why);
-    case Fop::rotary: return M(Family::elementwise, Op::rotary, "unknown", why);
-    case Fop::kv_cache: return M(Family::elementwise, Op::kv_cache_write, "unknown", why);
-    case Fop::softmax: return M(Family::elementwise, Op::softmax, "unknown", why);
-    case Fop::embedding: return M(Family::elementwise, Op::embedding, "unknown", why);
-    case Fop::binary: return M(Family::elementwise, Op::add, "unknown", why);
-    case Fop::copy: return M(Family::elementwise, Op::copy, "unknown", why);
-    case Fop::allreduce: return M(Family::communication, Op::allreduce, "unknown", why);
-    case Fop::allgather: return M(Family::communication, Op::allgather, "unknown", why);
-    case Fop::reducescatter: return M(Family::communication, Op::reducescatter, "unknown", why);
-    case Fop::alltoall: return M(Family::communication, Op::alltoall, "unknown", why);
-    case Fop::sendrecv: return M(Family::communication, Op::sendrecv, "unknown", why);
-    case Fop::moe: return M(Family::moe, Op::unknown, "unknown", why);
-    default: return {};
+    case Fop::rmsnorm:
+      return M(Family::norm, Op::rmsnorm, "unknown", why);
+    case Fop::fused_add_rmsnorm:
+      return M(Family::norm, Op::fused_add_rmsnorm, "unknown", why);
+    case Fop::layernorm:
+      return M(Family::norm, Op::layernorm, "unknown", why);
+    case Fop::silu_mul:
+      return M(Family::elementwise, Op::silu_mul, "unknown", why);
+    case Fop::gelu_mul:
+      return M(Family::elementwise, Op::gelu_mul, "unknown", why);
+    case Fop::rotary:
+      return M(Family::elementwise, Op::rotary, "unknown", why);
+    case Fop::kv_cache:
+      return M(Family::elementwise, Op::kv_cache_write, "unknown", why);
+    case Fop::softmax:
+      return M(Family::elementwise, Op::softmax, "unknown", why);
+    case Fop::embedding:
+      return M(Family::elementwise, Op::embedding, "unknown", why);
+    case Fop::binary:
+      return M(Family::elementwise, Op::add, "unknown", why);
+    case Fop::copy:
+      return M(Family::elementwise, Op::copy, "unknown", why);
+    case Fop::allreduce:
+      return M(Family::communication, Op::allreduce, "unknown", why);
+    case Fop::allgather:
+      return M(Family::communication, Op::allgather, "unknown", why);
+    case Fop::reducescatter:
+      return M(Family::communication, Op::reducescatter, "unknown", why);
+    case Fop::alltoall:
+      return M(Family::communication, Op::alltoall, "unknown", why);
+    case Fop::sendrecv:
+      return M(Family::communication, Op::sendrecv, "unknown", why);
+    case Fop::moe:
+      return M(Family::moe, Op::unknown, "unknown", why);
+    default:
+      return {};
   }
 }
 
@@ -586,7 +652,9 @@ bool gemm_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
   auto set_mm = [&](const Dims* a, const Dims* b) {
     if (!a || !b || a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) return false;
     op = Op::gemm;
-    s.M = (*a)[0]; s.K = (*a)[1]; s.N = (*b)[1];
+    s.M = (*a)[0];
+    s.K = (*a)[1];
+    s.N = (*b)[1];
     return true;
   };
   auto set_bmm = [&](const Dims* a, const Dims* b) {
@@ -594,28 +662,41 @@ bool gemm_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
     size_t ra = a->size(), rb = b->size();
     if ((*a)[ra - 1] != (*b)[rb - 2]) return false;
     op = Op::bmm;
-    s.Bt = prod(*a, 0, ra - 2); s.M = (*a)[ra - 2]; s.K = (*a)[ra - 1]; s.N = (*b)[rb - 1];
+    s.Bt = prod(*a, 0, ra - 2);
+    s.M = (*a)[ra - 2];
+    s.K = (*a)[ra - 1];
+    s.N = (*b)[rb - 1];
     return true;
   };
   switch (fop) {
-    case Fop::mm: case Fop::scaled_mm: return set_mm(dim_at(in, 0), dim_at(in, 1));
-    case Fop::addmm: return set_mm(dim_at(in, 1), dim_at(in, 2));
-    case Fop::cutlass_scaled_mm: return set_mm(dim_at(in, 1), dim_at(in, 2));  // (out, a, b, scales...)
-    case Fop::bmm: return set_bmm(dim_at(in, 0), dim_at(in, 1));
-    case Fop::baddbmm: return set_bmm(dim_at(in, 1), dim_at(in, 2));
+    case Fop::mm:
+    case Fop::scaled_mm:
+      return set_mm(dim_at(in, 0), dim_at(in, 1));
+    case Fop::addmm:
+      return set_mm(dim_at(in, 1), dim_at(in, 2));
+    case Fop::cutlass_scaled_mm:
+      return set_mm(dim_at(in, 1), dim_at(in, 2));  // (out, a, b, scales...)
+    case Fop::bmm:
+      return set_bmm(dim_at(in, 0), dim_at(in, 1));
+    case Fop::baddbmm:
+      return set_bmm(dim_at(in, 1), dim_at(in, 2));
     case Fop::linear: {
       const Dims* x = dim_at(in, 0);
       const Dims* w = dim_at(in, 1);
       if (!x || !w || x->empty() || w->size() != 2 || x->back() != (*w)[1]) return false;
       op = Op::gemm;
-      s.M = prod(*x, 0, x->size() - 1); s.K = x->back(); s.N = (*w)[0];
+      s.M = prod(*x, 0, x->size() - 1);
+      s.K = x->back();
+      s.N = (*w)[0];
       return true;
     }
     case Fop::mv: {  // mv(W[N,K], x[K]) or addmv(bias, W, x)
       const Dims* w = nth_with_rank(in, 2);
       if (!w) return false;
       op = Op::gemm;
-      s.M = 1; s.N = (*w)[0]; s.K = (*w)[1];
+      s.M = 1;
+      s.N = (*w)[0];
+      s.K = (*w)[1];
       return true;
     }
     case Fop::matmul: {
@@ -625,17 +706,22 @@ bool gemm_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
       if (a->size() >= 3 && b->size() >= 3) return set_bmm(a, b);
       if (b->size() == 2 && a->back() == (*b)[0]) {  // [..., K] x [K, N]: leading dims fold into M
         op = Op::gemm;
-        s.M = prod(*a, 0, a->size() - 1); s.K = a->back(); s.N = (*b)[1];
+        s.M = prod(*a, 0, a->size() - 1);
+        s.K = a->back();
+        s.N = (*b)[1];
         return true;
       }
       if (a->size() == 2 && b->size() == 1 && (*a)[1] == (*b)[0]) {
         op = Op::gemm;
-        s.M = (*a)[0]; s.K = (*a)[1]; s.N = 1;
+        s.M = (*a)[0];
+        s.K = (*a)[1];
+        s.N = 1;
         return true;
       }
       return false;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -645,24 +731,38 @@ bool attention_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
   if (!q || !k) return false;
   int64_t B = 0, Sq = 0, Hq = 0, Skv = 0, Hkv = 0, D = 0;
   if (fop == Fop::sdpa && q->size() == 4 && k->size() == 4) {  // [B, H, S, D]
-    B = (*q)[0]; Hq = (*q)[1]; Sq = (*q)[2]; D = (*q)[3];
-    Hkv = (*k)[1]; Skv = (*k)[2];
+    B = (*q)[0];
+    Hq = (*q)[1];
+    Sq = (*q)[2];
+    D = (*q)[3];
+    Hkv = (*k)[1];
+    Skv = (*k)[2];
   } else if (fop == Fop::flash_bshd && q->size() == 4 && k->size() == 4 && (*k)[0] == (*q)[0]) {  // [B, S, H, D]
-    B = (*q)[0]; Sq = (*q)[1]; Hq = (*q)[2]; D = (*q)[3];
-    Skv = (*k)[1]; Hkv = (*k)[2];
+    B = (*q)[0];
+    Sq = (*q)[1];
+    Hq = (*q)[2];
+    D = (*q)[3];
+    Skv = (*k)[1];
+    Hkv = (*k)[2];
   } else if (q->size() == 3 && k->size() >= 3) {  // ragged [T, H, D]: heads and head size only
-    s.Hq = (*q)[1]; s.Hkv = (*k)[k->size() - 2]; s.D = (*q)[2];
+    s.Hq = (*q)[1];
+    s.Hkv = (*k)[k->size() - 2];
+    s.D = (*q)[2];
     return true;
   } else {
     return false;
   }
-  s.Hq = Hq; s.Hkv = Hkv; s.D = D;
+  s.Hq = Hq;
+  s.Hkv = Hkv;
+  s.D = D;
   if (Sq == 1 && Skv >= 1) {
     op = Op::attn_decode;
-    s.B = B; s.L = Skv;
+    s.B = B;
+    s.L = Skv;
   } else {
     op = Op::attn_prefill;
-    s.B = B; s.S = Sq;
+    s.B = B;
+    s.S = Sq;
   }
   return true;
 }
@@ -685,8 +785,16 @@ bool act_mul_shape(const ClassifyInput& in, Shape& s) {
   const Dims* b = nth_with_rank(in, 0, 1);
   if (a && b && a->size() >= 2 && b->size() == a->size()) {
     int64_t la = a->back(), lb = b->back();
-    if (lb == 2 * la) { s.T = prod(*a, 0, a->size() - 1); s.I = la; return true; }
-    if (la == 2 * lb) { s.T = prod(*b, 0, b->size() - 1); s.I = lb; return true; }
+    if (lb == 2 * la) {
+      s.T = prod(*a, 0, a->size() - 1);
+      s.I = la;
+      return true;
+    }
+    if (la == 2 * lb) {
+      s.T = prod(*b, 0, b->size() - 1);
+      s.I = lb;
+      return true;
+    }
   }
   if (a && a->size() >= 2 && a->back() % 2 == 0) {
     s.T = prod(*a, 0, a->size() - 1);
@@ -700,7 +808,10 @@ bool rotary_shape(const ClassifyInput& in, Shape& s) {
   const Dims* q3 = nth_with_rank(in, 3, 0);
   const Dims* k3 = nth_with_rank(in, 3, 1);
   if (q3 && k3 && (*q3)[0] == (*k3)[0]) {  // [T, H, D] query and key
-    s.T = (*q3)[0]; s.Hq = (*q3)[1]; s.Hkv = (*k3)[1]; s.D = (*q3)[2];
+    s.T = (*q3)[0];
+    s.Hq = (*q3)[1];
+    s.Hkv = (*k3)[1];
+    s.D = (*q3)[2];
     return true;
   }
   // vLLM _C::rotary_embedding(positions, query [T, Hq*D], key [T, Hkv*D], head_size, cos_sin_cache [P, rot])
@@ -711,16 +822,26 @@ bool rotary_shape(const ClassifyInput& in, Shape& s) {
   if (!pos || !q || !k || !cache || cache->size() != 2 || q->size() != 2 || k->size() != 2) return false;
   int64_t D = (*cache)[1];  // rot_dim: the head size unless the rotary is partial
   if (D <= 0 || q->back() % D != 0 || k->back() % D != 0) return false;
-  s.T = numel(*pos); s.D = D; s.Hq = q->back() / D; s.Hkv = k->back() / D;
+  s.T = numel(*pos);
+  s.D = D;
+  s.Hq = q->back() / D;
+  s.Hkv = k->back() / D;
   return true;
 }
 
 bool kv_cache_shape(const ClassifyInput& in, Shape& s) {
   const Dims* key = dim_at(in, 0);
-  if (key && key->size() == 3) { s.T = (*key)[0]; s.Hkv = (*key)[1]; s.D = (*key)[2]; return true; }
+  if (key && key->size() == 3) {
+    s.T = (*key)[0];
+    s.Hkv = (*key)[1];
+    s.D = (*key)[2];
+    return true;
+  }
   const Dims* pe = dim_at(in, 1);
   if (key && pe && key->size() == 2 && pe->size() == 2 && (*key)[0] == (*pe)[0]) {  // MLA: latent + rope part
-    s.T = (*key)[0]; s.Hkv = 1; s.D = key->back() + pe->back();
+    s.T = (*key)[0];
+    s.Hkv = 1;
+    s.D = key->back() + pe->back();
     return true;
   }
   return false;
@@ -734,7 +855,10 @@ bool moe_shape(const ClassifyInput& in, Shape& s) {
   if (!x || !w1 || !w2) return false;
   int64_t T = (*x)[0], H = (*x)[1], E = (*w1)[0];
   if ((*w1)[2] != H || (*w2)[0] != E || (*w2)[1] != H) return false;
-  s.T = T; s.H = H; s.E = E; s.I = (*w2)[2];
+  s.T = T;
+  s.H = H;
+  s.E = E;
+  s.I = (*w2)[2];
   const Dims* tk = nth_with_rank(in, 2, 1);
   if (tk && (*tk)[0] == T && (*tk)[1] <= E) s.topk = (*tk)[1];
   return true;
@@ -773,8 +897,7 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
       if (fop_is_attention(fop) && op != Op::unknown) ok = attention_shape(fop, in, op, s);
       break;
     case Family::norm:
-      if (fop == Fop::rmsnorm || fop == Fop::fused_add_rmsnorm || fop == Fop::layernorm)
-        ok = rows_width(in, s.T, s.H);
+      if (fop == Fop::rmsnorm || fop == Fop::fused_add_rmsnorm || fop == Fop::layernorm) ok = rows_width(in, s.T, s.H);
       break;
     case Family::moe:
       if (fop == Fop::moe && op == Op::moe) ok = moe_shape(in, s);
@@ -788,7 +911,8 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
       break;
     case Family::elementwise:
       switch (op) {
-        case Op::silu_mul: case Op::gelu_mul:
+        case Op::silu_mul:
+        case Op::gelu_mul:
           if (fop == Fop::silu_mul || fop == Fop::gelu_mul) ok = act_mul_shape(in, s);
           break;
         case Op::softmax:
@@ -805,7 +929,9 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
             const Dims* w = dim_at(in, 0);
             const Dims* idx = dim_at(in, 1);
             if (w && idx && w->size() == 2 && !idx->empty()) {
-              s.V = (*w)[0]; s.H = (*w)[1]; s.T = numel(*idx);
+              s.V = (*w)[0];
+              s.H = (*w)[1];
+              s.T = numel(*idx);
               ok = true;
             }
           }
@@ -827,10 +953,12 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
             }
           }
           break;
-        default: break;
+        default:
+          break;
       }
       break;
-    default: break;
+    default:
+      break;
   }
   if (!ok) return std::nullopt;
   return s;
@@ -853,8 +981,8 @@ void finish_tile(Classification& c, const TileNameInfo& info, const ClassifyInpu
   if (info.two_cta) notes += "; 2-CTA MMA";
   // The grid says how the output tiles were spread: more CTAs than tiles under a split-K name is
   // the split factor; fewer CTAs than tiles means a persistent kernel looping over tiles.
-  if (c.shape_complete && c.shape && in.launch && in.launch->known() && !info.two_cta && t.tile_m > 0 &&
-      t.tile_n > 0 && (c.op == Op::gemm || c.op == Op::bmm)) {
+  if (c.shape_complete && c.shape && in.launch && in.launch->known() && !info.two_cta && t.tile_m > 0 && t.tile_n > 0 &&
+      (c.op == Op::gemm || c.op == Op::bmm)) {
     const Shape& s = *c.shape;
     const int64_t tm = whole_clusters(ceil_div(s.M, t.tile_m), t.cluster_m);
     const int64_t tn = whole_clusters(ceil_div(s.N, t.tile_n), t.cluster_n);
@@ -907,10 +1035,14 @@ Classification classify_kernel(const ClassifyInput& in) {
   // Dtype: a strong token in the name, else the op's input types, else a weak (fp32) name token.
   NameDtype nd = dtype_from_name(k);
   std::optional<Dtype> nv = dtype_from_nvjet(k.sv);
-  if (nv) c.dtype = nv;
-  else if (nd.strong) c.dtype = nd.strong;
-  else if (auto t = dtype_from_inputs(in.input_types)) c.dtype = t;
-  else c.dtype = nd.weak;
+  if (nv)
+    c.dtype = nv;
+  else if (nd.strong)
+    c.dtype = nd.strong;
+  else if (auto t = dtype_from_inputs(in.input_types))
+    c.dtype = t;
+  else
+    c.dtype = nd.weak;
 
   // Shape from the launching op; it can also settle prefill vs decode and gemm vs bmm.
   if (c.family != Family::unknown) {
@@ -973,7 +1105,8 @@ int implementation_class(std::string_view kernel_name) {
   if (k.find("vllm2023_") != std::string::npos) return kSarathiImplementation;
   if (k.find("flash_fwd") != std::string::npos && k.find("mla") == std::string::npos) return 1;
   if (k.find("cudnn") != std::string::npos &&
-      (k.find("sdpa") != std::string::npos || k.find("fmha") != std::string::npos || k.find("flash") != std::string::npos))
+      (k.find("sdpa") != std::string::npos || k.find("fmha") != std::string::npos ||
+       k.find("flash") != std::string::npos))
     return 2;
   return 0;
 }

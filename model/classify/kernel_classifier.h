@@ -19,25 +19,25 @@
 namespace perfloom {
 
 struct ClassifyInput {
-  std::string kernel_name;                        // demangled or mangled, as a trace gives it
-  std::optional<LaunchArgs> launch;               // grid, block, regs, smem
-  std::string framework_op;                       // launching op: "aten::mm", "_C::rms_norm", ...
-  std::vector<std::vector<int64_t>> input_dims;   // torch.profiler record_shapes "Input Dims"
-  std::vector<std::string> input_types;           // "c10::BFloat16", "float", "c10::Half", ...
+  std::string kernel_name;                       // demangled or mangled, as a trace gives it
+  std::optional<LaunchArgs> launch;              // grid, block, regs, smem
+  std::string framework_op;                      // launching op: "aten::mm", "_C::rms_norm", ...
+  std::vector<std::vector<int64_t>> input_dims;  // torch.profiler record_shapes "Input Dims"
+  std::vector<std::string> input_types;          // "c10::BFloat16", "float", "c10::Half", ...
 };
 
 struct Classification {
   Family family = Family::unknown;
   Op op = Op::unknown;
-  std::optional<Dtype> dtype;            // from the name, else from the input types
-  std::optional<Shape> shape;            // what the op's input dims give (see shape_complete)
-  bool shape_complete = false;           // shape passes validate_shape(op, shape)
-  std::optional<TileConfig> tile;        // from the name, in Shape's orientation (M = tokens)
-  bool tile_transposed = false;          // the name's tile was column-major (cuBLAS) and got swapped
-  std::string library;                   // "cublas", "cutlass", "flash-attn", "flashinfer", "cudnn",
-                                         // "pytorch", "vllm", "sglang", "triton", "nccl", "deepgemm",
-                                         // "trtllm", "flashmla", "marlin", "unknown"
-  std::string reason;                    // one line: which rule matched
+  std::optional<Dtype> dtype;      // from the name, else from the input types
+  std::optional<Shape> shape;      // what the op's input dims give (see shape_complete)
+  bool shape_complete = false;     // shape passes validate_shape(op, shape)
+  std::optional<TileConfig> tile;  // from the name, in Shape's orientation (M = tokens)
+  bool tile_transposed = false;    // the name's tile was column-major (cuBLAS) and got swapped
+  std::string library;             // "cublas", "cutlass", "flash-attn", "flashinfer", "cudnn",
+                                   // "pytorch", "vllm", "sglang", "triton", "nccl", "deepgemm",
+                                   // "trtllm", "flashmla", "marlin", "unknown"
+  std::string reason;              // one line: which rule matched
 };
 
 Classification classify_kernel(const ClassifyInput& in);

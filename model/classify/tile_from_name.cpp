@@ -8,9 +8,7 @@ namespace {
 
 constexpr char lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; }
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
-constexpr bool is_ident(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+constexpr bool is_ident(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
 // Case-insensitive find of a lowercase needle.
 size_t ifind(std::string_view hay, std::string_view needle, size_t from = 0) {
@@ -97,9 +95,16 @@ bool parse_nvjet(std::string_view name, TileNameInfo& out) {
   for_tokens(seg, [&](std::string_view tok, size_t) {
     std::array<int, 3> d{};
     if (parse_dims(tok, d) == 2) {
-      if (dims_seen == 0) { t.tile_m = d[0]; t.tile_n = d[1]; }
-      else if (dims_seen == 1) { t.tile_k = d[0]; t.stages = d[1]; }
-      else if (dims_seen == 2) { t.cluster_m = d[0]; t.cluster_n = d[1]; }
+      if (dims_seen == 0) {
+        t.tile_m = d[0];
+        t.tile_n = d[1];
+      } else if (dims_seen == 1) {
+        t.tile_k = d[0];
+        t.stages = d[1];
+      } else if (dims_seen == 2) {
+        t.cluster_m = d[0];
+        t.cluster_n = d[1];
+      }
       ++dims_seen;
     } else if (ieq(tok, "splitk")) {
       out.split_k = true;
@@ -128,11 +133,13 @@ bool parse_xmma(std::string_view name, TileNameInfo& out) {
   for_tokens(seg, [&](std::string_view tok, size_t) {
     std::array<int, 3> d{};
     if (istarts(tok, "tilesize") && parse_dims(tok.substr(8), d) >= 2) {
-      t.tile_m = d[0]; t.tile_n = d[1];
+      t.tile_m = d[0];
+      t.tile_n = d[1];
       t.tile_k = d[2];
       have = true;
     } else if (istarts(tok, "cgasize") && parse_dims(tok.substr(7), d) >= 2) {
-      t.cluster_m = d[0]; t.cluster_n = d[1];
+      t.cluster_m = d[0];
+      t.cluster_n = d[1];
     } else if (istarts(tok, "stage") && tok.size() > 5 && is_digit(tok[5])) {
       size_t i = 5;
       int v = read_int(tok, i);
@@ -170,13 +177,28 @@ void parse_after_gemm(std::string_view seg, TileNameInfo& out, TileConfig& t, bo
     std::array<int, 3> d{};
     int n = parse_dims(tok, d);
     if (n == 2) {
-      if (twos == 0 && !have) { t.tile_m = d[0]; t.tile_n = d[1]; have = true; }
-      else if (want_stages_next || twos == 1) { t.tile_k = d[0]; t.stages = d[1]; }
+      if (twos == 0 && !have) {
+        t.tile_m = d[0];
+        t.tile_n = d[1];
+        have = true;
+      } else if (want_stages_next || twos == 1) {
+        t.tile_k = d[0];
+        t.stages = d[1];
+      }
       ++twos;
       want_stages_next = false;
     } else if (n == 3) {
-      if (threes == 0 && !have) { t.tile_m = d[0]; t.tile_n = d[1]; t.tile_k = d[2]; have = true; want_bare_stages = false; }
-      else if (threes == 1) { t.cluster_m = d[0]; t.cluster_n = d[1]; want_bare_stages = true; }
+      if (threes == 0 && !have) {
+        t.tile_m = d[0];
+        t.tile_n = d[1];
+        t.tile_k = d[2];
+        have = true;
+        want_bare_stages = false;
+      } else if (threes == 1) {
+        t.cluster_m = d[0];
+        t.cluster_n = d[1];
+        want_bare_stages = true;
+      }
       ++threes;
     } else if (ieq(tok, "stages")) {
       want_stages_next = true;
@@ -187,8 +209,10 @@ void parse_after_gemm(std::string_view seg, TileNameInfo& out, TileConfig& t, bo
       want_bare_stages = false;
     } else {
       want_bare_stages = false;
-      if (ieq(tok, "splitk")) out.split_k = true;
-      else if (ieq(tok, "streamk")) out.stream_k = true;
+      if (ieq(tok, "splitk"))
+        out.split_k = true;
+      else if (ieq(tok, "streamk"))
+        out.stream_k = true;
     }
     return true;
   });
@@ -217,10 +241,16 @@ bool parse_cutlass2(std::string_view name, TileNameInfo& out) {
     std::string_view cand = ident_from(name, pos);
     bool gemmish = false;
     for_tokens(cand, [&](std::string_view tok, size_t) {
-      if (is_gemm_token(tok)) { gemmish = true; return false; }
+      if (is_gemm_token(tok)) {
+        gemmish = true;
+        return false;
+      }
       return true;
     });
-    if (gemmish) { seg = cand; break; }
+    if (gemmish) {
+      seg = cand;
+      break;
+    }
   }
   if (seg.empty()) return false;
   TileConfig t;
@@ -235,14 +265,17 @@ bool parse_cutlass2(std::string_view name, TileNameInfo& out) {
 
 // Pre-Hopper cuBLAS: ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn, volta_sgemm_128x64_nn.
 bool parse_cublas_legacy(std::string_view name, TileNameInfo& out) {
-  static constexpr std::string_view kArch[] = {"ampere_", "turing_", "volta_", "maxwell_", "pascal_",
-                                               "kepler_", "hopper_", "sm86_", "sm89_", "sm75_", "sm70_"};
+  static constexpr std::string_view kArch[] = {"ampere_", "turing_", "volta_", "maxwell_", "pascal_", "kepler_",
+                                               "hopper_", "sm86_",   "sm89_",  "sm75_",    "sm70_"};
   size_t start = 0;
   if (istarts(name, "void ")) start = 5;
   std::string_view rest = name.substr(start);
   bool arch = false;
   for (auto a : kArch)
-    if (istarts(rest, a)) { arch = true; break; }
+    if (istarts(rest, a)) {
+      arch = true;
+      break;
+    }
   if (!arch) return false;
   std::string_view seg = ident_from(rest, 0);
   if (ifind(seg, "gemm") == std::string_view::npos) return false;
@@ -268,14 +301,20 @@ bool parse_trtllm_gen(std::string_view name, TileNameInfo& out) {
     std::array<int, 3> d{};
     size_t end = 0;
     if (!have && tok[0] == 't' && is_digit(tok[1]) && parse_dims(tok.substr(1), d, false, &end) == 3) {
-      t.tile_m = d[0]; t.tile_n = d[1]; t.tile_k = d[2];
+      t.tile_m = d[0];
+      t.tile_n = d[1];
+      t.tile_k = d[2];
       have = true;
     } else if (have && !stages && tok[0] == 's' && is_digit(tok[1])) {
       size_t i = 1;
       int v = read_int(tok, i);
-      if (v > 0 && i == tok.size()) { t.stages = v; stages = true; }
+      if (v > 0 && i == tok.size()) {
+        t.stages = v;
+        stages = true;
+      }
     } else if (tok[0] == 'c' && is_digit(tok[1]) && parse_dims(tok.substr(1), d) == 3) {
-      t.cluster_m = d[0]; t.cluster_n = d[1];
+      t.cluster_m = d[0];
+      t.cluster_n = d[1];
     }
     return true;
   });
@@ -290,9 +329,12 @@ bool read_c_triple(std::string_view s, size_t pos, std::array<int, 3>& d) {
   size_t i = pos;
   for (int n = 0; n < 3; ++n) {
     while (i < s.size() && s[i] == ' ') ++i;
-    if (s.compare(i, 8, "cute::C<") == 0) i += 8;
-    else if (s.compare(i, 2, "C<") == 0) i += 2;
-    else return false;
+    if (s.compare(i, 8, "cute::C<") == 0)
+      i += 8;
+    else if (s.compare(i, 2, "C<") == 0)
+      i += 2;
+    else
+      return false;
     if (s.compare(i, 5, "(int)") == 0) i += 5;
     int v = read_int(s, i);
     if (v < 0 || i >= s.size() || s[i] != '>') return false;
@@ -341,12 +383,17 @@ bool parse_cute_template(std::string_view name, TileNameInfo& out) {
       continue;
     }
     if (d[0] >= 16 && d[1] >= 8) {
-      t.tile_m = d[0]; t.tile_n = d[1]; t.tile_k = d[2];
+      t.tile_m = d[0];
+      t.tile_n = d[1];
+      t.tile_k = d[2];
       have = true;
       break;
     }
   }
-  if (have_first) { t.cluster_m = std::max(first[0], 1); t.cluster_n = std::max(first[1], 1); }
+  if (have_first) {
+    t.cluster_m = std::max(first[0], 1);
+    t.cluster_n = std::max(first[1], 1);
+  }
   if (s.find("StreamK") != std::string_view::npos) out.stream_k = true;
   if (s.find("SplitK") != std::string_view::npos) out.split_k = true;
   if (!have) return false;
@@ -360,9 +407,8 @@ bool parse_cute_template(std::string_view name, TileNameInfo& out) {
 TileNameInfo parse_tile_name(std::string_view name) {
   TileNameInfo out;
   if (name.empty()) return out;
-  if (parse_nvjet(name, out) || parse_xmma(name, out) || parse_cutlass3x(name, out) ||
-      parse_cutlass2(name, out) || parse_cublas_legacy(name, out) || parse_trtllm_gen(name, out) ||
-      parse_cute_template(name, out)) {
+  if (parse_nvjet(name, out) || parse_xmma(name, out) || parse_cutlass3x(name, out) || parse_cutlass2(name, out) ||
+      parse_cublas_legacy(name, out) || parse_trtllm_gen(name, out) || parse_cute_template(name, out)) {
     if (out.tile && out.stream_k) out.tile->stream_k = true;
   }
   return out;

@@ -71,9 +71,9 @@ struct AttentionTileInfo {
   int kv_cols = 0;  // keys per inner iteration (Bc)
   int head_dim = 0;
   int warps = 0;
-  int warps_m = 0;  // warps side by side along the query rows: each reads the whole K/V tile from shared memory
-  bool split_kv = false;           // may split the keys (FlashAttention-2's flash_fwd_splitkv_kernel, cuDNN)
-  std::string_view format;         // "flash-attn2" or "cudnn"
+  int warps_m = 0;          // warps side by side along the query rows: each reads the whole K/V tile from shared memory
+  bool split_kv = false;    // may split the keys (FlashAttention-2's flash_fwd_splitkv_kernel, cuDNN)
+  std::string_view format;  // "flash-attn2" or "cudnn"
 };
 std::optional<AttentionTileInfo> attention_tile_from_name(std::string_view name);
 

@@ -6,7 +6,8 @@ namespace perfloom::sim {
 
 BlockPool::BlockPool(int64_t num_blocks, int64_t block_size, bool prefix_caching)
     : block_size_(block_size), prefix_caching_(prefix_caching) {
-  if (num_blocks <= 0 || num_blocks > (int64_t{1} << 30)) throw std::invalid_argument("KV-cache block count out of range");
+  if (num_blocks <= 0 || num_blocks > (int64_t{1} << 30))
+    throw std::invalid_argument("KV-cache block count out of range");
   if (block_size <= 0) throw std::invalid_argument("KV-cache block size must be positive");
   blocks_.resize(static_cast<std::size_t>(num_blocks));
   for (int32_t b = 0; b < static_cast<int32_t>(num_blocks); ++b) push_free_tail(b);
@@ -17,15 +18,18 @@ uint64_t BlockPool::hash_of(const BlockOwner& o, int64_t index) const {
   // Exact identity, not a digest: a tag bit, the owner (39 bits), the block index (24 bits).
   const bool shared = o.prefix_id >= 0 && (index + 1) * block_size_ <= o.prefix_tokens;
   const uint64_t owner = static_cast<uint64_t>(shared ? o.prefix_id : o.request) & ((uint64_t{1} << 39) - 1);
-  return (shared ? uint64_t{1} << 63 : 0) | (owner << 24) | (static_cast<uint64_t>(index) & 0xFFFFFF) | (uint64_t{1} << 62);
+  return (shared ? uint64_t{1} << 63 : 0) | (owner << 24) | (static_cast<uint64_t>(index) & 0xFFFFFF) |
+         (uint64_t{1} << 62);
 }
 
 void BlockPool::push_free_tail(int32_t b) {
   Block& k = blocks_[static_cast<std::size_t>(b)];
   k.prev = tail_;
   k.next = -1;
-  if (tail_ >= 0) blocks_[static_cast<std::size_t>(tail_)].next = b;
-  else head_ = b;
+  if (tail_ >= 0)
+    blocks_[static_cast<std::size_t>(tail_)].next = b;
+  else
+    head_ = b;
   tail_ = b;
   k.in_free = true;
   ++free_count_;
@@ -33,10 +37,14 @@ void BlockPool::push_free_tail(int32_t b) {
 
 void BlockPool::remove_free(int32_t b) {
   Block& k = blocks_[static_cast<std::size_t>(b)];
-  if (k.prev >= 0) blocks_[static_cast<std::size_t>(k.prev)].next = k.next;
-  else head_ = k.next;
-  if (k.next >= 0) blocks_[static_cast<std::size_t>(k.next)].prev = k.prev;
-  else tail_ = k.prev;
+  if (k.prev >= 0)
+    blocks_[static_cast<std::size_t>(k.prev)].next = k.next;
+  else
+    head_ = k.next;
+  if (k.next >= 0)
+    blocks_[static_cast<std::size_t>(k.next)].prev = k.prev;
+  else
+    tail_ = k.prev;
   k.prev = k.next = -1;
   k.in_free = false;
   --free_count_;
@@ -62,7 +70,8 @@ int64_t BlockPool::cached_prefix_blocks(const BlockOwner& owner, int64_t tokens)
   return n;
 }
 
-bool BlockPool::allocate(std::vector<int32_t>& blocks, const BlockOwner& owner, int64_t hit_blocks, int64_t tokens_after) {
+bool BlockPool::allocate(std::vector<int32_t>& blocks, const BlockOwner& owner, int64_t hit_blocks,
+                         int64_t tokens_after) {
   if (!blocks.empty()) hit_blocks = 0;
   const int64_t need = (tokens_after + block_size_ - 1) / block_size_;
   const int64_t fresh = need - static_cast<int64_t>(blocks.size()) - hit_blocks;

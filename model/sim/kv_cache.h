@@ -48,7 +48,7 @@ class BlockPool {
     int32_t ref = 0;
     int32_t prev = -1, next = -1;  // free queue links
     bool in_free = false;
-    uint64_t hash = 0;             // 0: no cached content
+    uint64_t hash = 0;  // 0: no cached content
   };
   uint64_t hash_of(const BlockOwner& owner, int64_t index) const;
   void push_free_tail(int32_t b);

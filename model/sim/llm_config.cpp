@@ -21,11 +21,16 @@ using nlohmann::json;
 
 std::string_view weight_quant_name(WeightQuant q) {
   switch (q) {
-    case WeightQuant::none: return "none";
-    case WeightQuant::fp8: return "fp8";
-    case WeightQuant::int4: return "int4";
-    case WeightQuant::int8: return "int8";
-    case WeightQuant::mxfp4: return "mxfp4";
+    case WeightQuant::none:
+      return "none";
+    case WeightQuant::fp8:
+      return "fp8";
+    case WeightQuant::int4:
+      return "int4";
+    case WeightQuant::int8:
+      return "int8";
+    case WeightQuant::mxfp4:
+      return "mxfp4";
   }
   return "none";
 }
@@ -45,10 +50,9 @@ int64_t LlmConfig::full_attention_layer_count() const {
 namespace {
 
 const std::vector<std::string>& known_architectures() {
-  static const std::vector<std::string> a = {
-      "LlamaForCausalLM",    "MistralForCausalLM",    "Qwen2ForCausalLM",      "Qwen3ForCausalLM",
-      "Qwen3MoeForCausalLM", "MixtralForCausalLM",    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM",
-      "GptOssForCausalLM"};
+  static const std::vector<std::string> a = {"LlamaForCausalLM",      "MistralForCausalLM",    "Qwen2ForCausalLM",
+                                             "Qwen3ForCausalLM",      "Qwen3MoeForCausalLM",   "MixtralForCausalLM",
+                                             "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "GptOssForCausalLM"};
   return a;
 }
 
@@ -87,9 +91,12 @@ void parse_quantization(const JsonFields& r, LlmConfig& c) {
                        [&](const std::string& m) { return m.find(what) != std::string::npos; });
   };
   auto weight_only = [&](int64_t bits, int64_t group) {
-    if (bits == 4) c.quant = WeightQuant::int4;
-    else if (bits == 8) c.quant = WeightQuant::int8;
-    else q->fail("bits", "only 4- and 8-bit weights are modelled (got " + std::to_string(bits) + ")");
+    if (bits == 4)
+      c.quant = WeightQuant::int4;
+    else if (bits == 8)
+      c.quant = WeightQuant::int8;
+    else
+      q->fail("bits", "only 4- and 8-bit weights are modelled (got " + std::to_string(bits) + ")");
     // 16-bit scale per group of weights; per-channel scales (group -1) are negligible.
     c.quant_weight_bytes = static_cast<double>(bits) / 8.0 + (group > 0 ? 2.0 / static_cast<double>(group) : 0.0);
   };
@@ -146,9 +153,12 @@ std::vector<bool> layer_types_or_empty(const JsonFields& r, int64_t layers) {
   std::vector<bool> sliding;
   for (const JsonValue& t : types) {
     const std::string s = t.string();
-    if (s == "sliding_attention") sliding.push_back(true);
-    else if (s == "full_attention") sliding.push_back(false);
-    else t.fail("unknown layer type " + quote_excerpt(s) + " (expected sliding_attention or full_attention)");
+    if (s == "sliding_attention")
+      sliding.push_back(true);
+    else if (s == "full_attention")
+      sliding.push_back(false);
+    else
+      t.fail("unknown layer type " + quote_excerpt(s) + " (expected sliding_attention or full_attention)");
   }
   return sliding;
 }
@@ -278,10 +288,12 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
     c.sliding_window = r.integer("sliding_window", kPositive);
     const int64_t first = r.integer_or("max_window_layers", c.layers);
     c.sliding_layers.assign(static_cast<std::size_t>(c.layers), false);
-    for (int64_t i = std::max<int64_t>(0, first); i < c.layers; ++i) c.sliding_layers[static_cast<std::size_t>(i)] = true;
+    for (int64_t i = std::max<int64_t>(0, first); i < c.layers; ++i)
+      c.sliding_layers[static_cast<std::size_t>(i)] = true;
     if (c.full_attention_layer_count() == c.layers) c.sliding_window = 0;
   }
-  if (gpt_oss && !any_sliding_type) r.fail("layer_types", "missing: gpt-oss alternates sliding and full attention layers");
+  if (gpt_oss && !any_sliding_type)
+    r.fail("layer_types", "missing: gpt-oss alternates sliding and full attention layers");
 
   parse_quantization(r, c);
   return c;
@@ -330,13 +342,16 @@ ParamCount count_parameters(const LlmConfig& c) {
   for (int64_t i = 0; i < c.layers; ++i) {
     const LayerParams l = layer_parameters(c, i);
     p.attention += l.attention + l.attention_replicated;
-    if (c.is_moe_layer(i)) p.routed_experts += l.mlp;
-    else p.dense_mlp += l.mlp;
+    if (c.is_moe_layer(i))
+      p.routed_experts += l.mlp;
+    else
+      p.dense_mlp += l.mlp;
     p.shared_experts += l.shared;
     p.routers += l.router;
     p.layer_norms += l.norms;
   }
-  const double share = c.num_experts > 0 ? static_cast<double>(c.experts_per_token) / static_cast<double>(c.num_experts) : 0;
+  const double share =
+      c.num_experts > 0 ? static_cast<double>(c.experts_per_token) / static_cast<double>(c.num_experts) : 0;
   p.active = p.total() - p.routed_experts + p.routed_experts * share;
   return p;
 }
@@ -373,8 +388,8 @@ LlmConfig load_llm_config(const std::string& id_or_path) {
   if (std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(path / "config.json", ec))
     path /= "config.json";  // a model folder as downloaded from the Hub
   if (!std::filesystem::is_regular_file(path, ec))
-    throw std::invalid_argument("unknown model \"" + id_or_path + "\": not a bundled id (" + join(bundled_llm_ids(), ", ") +
-                                ") and no config.json file of that name");
+    throw std::invalid_argument("unknown model \"" + id_or_path + "\": not a bundled id (" +
+                                join(bundled_llm_ids(), ", ") + ") and no config.json file of that name");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw LlmConfigError(path.string(), "", "cannot be read");
   std::ostringstream ss;

@@ -40,26 +40,26 @@ struct LlmConfig {
   std::string model_type;    // "llama", ... (informative)
 
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0;
-  int64_t head_dim = 0;       // may differ from hidden / heads (Qwen3-32B, gpt-oss)
-  int64_t intermediate = 0;   // dense MLP width (Mixtral, gpt-oss: each expert's width)
+  int64_t head_dim = 0;      // may differ from hidden / heads (Qwen3-32B, gpt-oss)
+  int64_t intermediate = 0;  // dense MLP width (Mixtral, gpt-oss: each expert's width)
   int64_t vocab = 0;
   int64_t max_position_embeddings = 0;
   bool tied_embeddings = false;
-  bool qkv_bias = false;      // Qwen2, gpt-oss: bias on the QKV projection (fused in the GEMM epilogue)
-  bool o_bias = false;        // gpt-oss
-  bool qk_norm = false;       // Qwen3: RMSNorm of each q and k head before rotary
+  bool qkv_bias = false;  // Qwen2, gpt-oss: bias on the QKV projection (fused in the GEMM epilogue)
+  bool o_bias = false;    // gpt-oss
+  bool qk_norm = false;   // Qwen3: RMSNorm of each q and k head before rotary
 
   // Mixture of experts; num_experts == 0 for a dense model.
   int64_t num_experts = 0, experts_per_token = 0, moe_intermediate = 0;
-  int64_t shared_experts = 0;  // DeepSeek: always-on experts, each moe_intermediate wide
-  bool expert_bias = false;    // gpt-oss: biases in the expert GEMMs
+  int64_t shared_experts = 0;    // DeepSeek: always-on experts, each moe_intermediate wide
+  bool expert_bias = false;      // gpt-oss: biases in the expert GEMMs
   std::vector<bool> moe_layers;  // per layer: the MLP is the MoE block
 
   // Multi-head latent attention (DeepSeek-V2/V3).
   bool mla = false;
   int64_t q_lora_rank = 0;  // 0: q is projected straight from the hidden state (DeepSeek-V2-Lite)
   int64_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
-  int64_t mtp_layers = 0;   // DeepSeek-V3 num_nextn_predict_layers: not run, not counted
+  int64_t mtp_layers = 0;  // DeepSeek-V3 num_nextn_predict_layers: not run, not counted
 
   // Sliding-window attention: the window and the layers that use it.
   int64_t sliding_window = 0;
@@ -74,9 +74,7 @@ struct LlmConfig {
   bool quant_dense_mlp = true;      // dense MLPs and shared experts quantized too
 
   bool is_moe_layer(int64_t i) const { return num_experts > 0 && moe_layers[static_cast<std::size_t>(i)]; }
-  bool is_sliding_layer(int64_t i) const {
-    return sliding_window > 0 && sliding_layers[static_cast<std::size_t>(i)];
-  }
+  bool is_sliding_layer(int64_t i) const { return sliding_window > 0 && sliding_layers[static_cast<std::size_t>(i)]; }
   bool has_moe() const { return num_experts > 0; }
   int64_t moe_layer_count() const;
   int64_t full_attention_layer_count() const;
@@ -92,7 +90,7 @@ struct ParamCount {
   double attention = 0;               // every layer's attention, norms of q/k/latents included
   double dense_mlp = 0;               // dense layers' MLPs
   double routed_experts = 0, shared_experts = 0, routers = 0;
-  double layer_norms = 0;             // the two RMSNorms per layer and the final one
+  double layer_norms = 0;  // the two RMSNorms per layer and the final one
   double total() const {
     return embedding + lm_head + attention + dense_mlp + routed_experts + shared_experts + routers + layer_norms;
   }
@@ -103,12 +101,12 @@ ParamCount count_parameters(const LlmConfig& cfg);
 
 // Parameters of one layer, by part (used to size each pipeline stage's weights).
 struct LayerParams {
-  double attention = 0;       // projections split by tensor parallelism
+  double attention = 0;             // projections split by tensor parallelism
   double attention_replicated = 0;  // MLA's q_a/kv_a projections and latent norms: every rank holds them
-  double mlp = 0;             // dense MLP, or the routed experts of a MoE layer
-  double shared = 0;          // shared experts
-  double router = 0;          // replicated
-  double norms = 0;           // replicated
+  double mlp = 0;                   // dense MLP, or the routed experts of a MoE layer
+  double shared = 0;                // shared experts
+  double router = 0;                // replicated
+  double norms = 0;                 // replicated
 };
 LayerParams layer_parameters(const LlmConfig& cfg, int64_t layer);
 

@@ -36,9 +36,9 @@ double weight_bytes_per_gpu(const LlmConfig& c, const Parallelism& par, int stag
     b += (p.router + p.norms) * act;
   }
   const double vocab_shard = static_cast<double>(c.vocab) * static_cast<double>(c.hidden) * act / tp;
-  if (stage == 0) b += vocab_shard;                                                    // embedding
-  if (stage == par.pp - 1 && (!c.tied_embeddings || par.pp > 1)) b += vocab_shard;   // LM head
-  if (stage == par.pp - 1) b += static_cast<double>(c.hidden) * act;                  // final norm
+  if (stage == 0) b += vocab_shard;                                                 // embedding
+  if (stage == par.pp - 1 && (!c.tied_embeddings || par.pp > 1)) b += vocab_shard;  // LM head
+  if (stage == par.pp - 1) b += static_cast<double>(c.hidden) * act;                // final norm
   return b;
 }
 
@@ -48,8 +48,10 @@ double kv_bytes_per_token_per_gpu(const LlmConfig& c, const Parallelism& par, in
   const bool hybrid = c.sliding_window > 0 && c.full_attention_layer_count() > 0;
   const double eb = dtype_bytes(kv_dtype);
   double per_layer = 0;
-  if (c.mla) per_layer = static_cast<double>(c.kv_lora_rank + c.qk_rope_head_dim) * eb;
-  else per_layer = 2.0 * static_cast<double>(kv_heads_per_rank(c, par.tp)) * static_cast<double>(c.head_dim) * eb;
+  if (c.mla)
+    per_layer = static_cast<double>(c.kv_lora_rank + c.qk_rope_head_dim) * eb;
+  else
+    per_layer = 2.0 * static_cast<double>(kv_heads_per_rank(c, par.tp)) * static_cast<double>(c.head_dim) * eb;
   double b = 0;
   for (int64_t i = first; i < last; ++i)
     if (!(hybrid && c.is_sliding_layer(i))) b += per_layer;
@@ -94,13 +96,15 @@ MemoryPlan plan_memory(const LlmConfig& c, const Parallelism& par, const GpuSpec
     m.weights_gib = std::max(m.weights_gib, w);
     m.kv_bytes_per_token = std::max(m.kv_bytes_per_token, per_token);
     const double left = m.usable_gib - w - m.activation_gib - m.reserve_gib;
-    const std::string where = c.id + " on " + gpu.id + " at TP " + std::to_string(par.tp) + ", PP " + std::to_string(par.pp);
+    const std::string where =
+        c.id + " on " + gpu.id + " at TP " + std::to_string(par.tp) + ", PP " + std::to_string(par.pp);
     if (left <= 0)
-      throw std::runtime_error(
-          where + " does not fit in memory: " + gib(w) + " of weights per GPU" + (par.pp > 1 ? " (stage " + std::to_string(st) + ")" : "") +
-          ", but only " + gib(m.usable_gib) + " usable (" + gib(gpu.memory_gib) + " x gpu_memory_utilization " +
-          std::to_string(opt.gpu_memory_utilization).substr(0, 4) + ") minus " + gib(m.activation_gib) + " of activations and " +
-          gib(m.reserve_gib) + " reserved; use more GPUs (--tp, --pp), a GPU with more memory, or a quantized model");
+      throw std::runtime_error(where + " does not fit in memory: " + gib(w) + " of weights per GPU" +
+                               (par.pp > 1 ? " (stage " + std::to_string(st) + ")" : "") + ", but only " +
+                               gib(m.usable_gib) + " usable (" + gib(gpu.memory_gib) + " x gpu_memory_utilization " +
+                               std::to_string(opt.gpu_memory_utilization).substr(0, 4) + ") minus " +
+                               gib(m.activation_gib) + " of activations and " + gib(m.reserve_gib) +
+                               " reserved; use more GPUs (--tp, --pp), a GPU with more memory, or a quantized model");
     if (per_token <= 0) continue;  // a stage of sliding-window layers only: its windows do not limit the cache
     const double blocks = std::floor(left * kGiB / (per_token * static_cast<double>(opt.block_size)));
     if (blocks < 1)

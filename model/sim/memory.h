@@ -29,17 +29,17 @@ struct MemoryOptions {
   int64_t max_num_seqs = 256;
   double reserve_gib = 1.0;
   Dtype kv_dtype = Dtype::bf16;
-  bool kv_dtype_set = false;       // false: the model's dtype
-  int64_t num_blocks_override = 0; // > 0: use this many blocks (tests, calibration), skip the estimate
+  bool kv_dtype_set = false;        // false: the model's dtype
+  int64_t num_blocks_override = 0;  // > 0: use this many blocks (tests, calibration), skip the estimate
 };
 
 struct MemoryPlan {
-  double memory_gib = 0;        // the GPU's
-  double usable_gib = 0;        // memory x utilization
-  double weights_gib = 0;       // per GPU, on the fullest pipeline stage
+  double memory_gib = 0;   // the GPU's
+  double usable_gib = 0;   // memory x utilization
+  double weights_gib = 0;  // per GPU, on the fullest pipeline stage
   double activation_gib = 0;
   double reserve_gib = 0;
-  double kv_gib = 0;            // left for the KV cache
+  double kv_gib = 0;              // left for the KV cache
   double kv_bytes_per_token = 0;  // per GPU, on the stage that needs the most
   int64_t block_size = 16;
   int64_t num_blocks = 0;

@@ -61,7 +61,8 @@ struct Flight {
 class Engine {
  public:
   Engine(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor, const SimulationConfig& sc,
-         const SchedulerConfig& sched, const MemoryPlan& mem, const std::vector<RequestSpec>& specs, SimulationResult& out)
+         const SchedulerConfig& sched, const MemoryPlan& mem, const std::vector<RequestSpec>& specs,
+         SimulationResult& out)
       : cfg_(cfg),
         sc_(sc),
         sched_(sched),
@@ -90,7 +91,8 @@ class Engine {
     std::vector<Flight> flights;
     int stuck = 0;
     while (done < n) {
-      while (next_arrival < n && reqs_[next_arrival].spec.arrival_s <= now) waiting_.push_back(static_cast<int32_t>(next_arrival++));
+      while (next_arrival < n && reqs_[next_arrival].spec.arrival_s <= now)
+        waiting_.push_back(static_cast<int32_t>(next_arrival++));
       bool issued = false;
       if (static_cast<int>(flights.size()) < sc_.par.pp && now >= slot_free_at) {
         std::vector<Scheduled> batch = schedule();
@@ -208,10 +210,13 @@ class Engine {
     for (const Scheduled& s : batch) work_.push_back({s.new_tokens, s.context});
     const StepPlan plan = build_step(cfg_, sc_.par, work_, step_opt_);
     const StepCost c = cost_.cost(plan, sched_.cuda_graphs, false, &power_, now * 1e6);
-    for (int i = 0; i < kBreakdownCount; ++i) out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
+    for (int i = 0; i < kBreakdownCount; ++i)
+      out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
     out_.step_count += 1;
-    if (plan.prefill_tokens > 0) last_prefill_end_s_ = std::max(last_prefill_end_s_, now + c.latency_us * 1e-6);
-    else decode_step_ms_.push_back(c.latency_us * 1e-3);
+    if (plan.prefill_tokens > 0)
+      last_prefill_end_s_ = std::max(last_prefill_end_s_, now + c.latency_us * 1e-6);
+    else
+      decode_step_ms_.push_back(c.latency_us * 1e-3);
     if (sc_.record_steps) {
       StepRecord s;
       s.start_s = now;
@@ -248,9 +253,10 @@ class Engine {
         ++finished;
       }
     }
-    if (finished) running_.erase(std::remove_if(running_.begin(), running_.end(),
-                                                [&](int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; }),
-                                 running_.end());
+    if (finished)
+      running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                    [&](int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; }),
+                     running_.end());
     return finished;
   }
 
@@ -316,7 +322,8 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
                                " tokens in " + std::to_string(out.memory.num_blocks) + " blocks)");
     if (!sched.chunked_prefill && need > sched.max_num_batched_tokens)
       throw std::runtime_error("request " + std::to_string(i) + " has " + std::to_string(need) +
-                               " tokens, more than max_num_batched_tokens (" + std::to_string(sched.max_num_batched_tokens) +
+                               " tokens, more than max_num_batched_tokens (" +
+                               std::to_string(sched.max_num_batched_tokens) +
                                "), which chunked prefill off cannot schedule");
   }
 

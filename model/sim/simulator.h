@@ -43,7 +43,7 @@ struct SimulationConfig {
   AttentionImpl attention_impl = AttentionImpl::serving;  // which attention kernels the steps run
   Overheads overheads;
   ClockState clocks = ClockState::burst;  // sustained: each step at the power state its load holds
-  bool record_steps = true;  // keep the per-step timeline
+  bool record_steps = true;               // keep the per-step timeline
 };
 
 struct RequestRecord {
@@ -64,9 +64,9 @@ struct StepRecord {
   double start_s = 0, duration_ms = 0;
   int32_t seqs = 0, prefill_seqs = 0, decode_seqs = 0;
   int64_t tokens = 0, prefill_tokens = 0;
-  int64_t waiting = 0;       // requests waiting after scheduling
+  int64_t waiting = 0;  // requests waiting after scheduling
   int64_t kv_blocks_used = 0;
-  int32_t preempted = 0;     // requests preempted while scheduling this step
+  int32_t preempted = 0;  // requests preempted while scheduling this step
   bool graphs = false;
 };
 
@@ -80,7 +80,7 @@ struct SimulationResult {
   std::string model, gpu, workload;
   WorkloadKind kind = WorkloadKind::batch;
   Parallelism par;
-  SchedulerConfig sched;   // as applied (batch workloads raise the limits)
+  SchedulerConfig sched;  // as applied (batch workloads raise the limits)
   ClockState clocks = ClockState::burst;
   MemoryPlan memory;
   std::vector<RequestRecord> requests;  // in arrival order

@@ -23,8 +23,9 @@ void validate_parallelism(const LlmConfig& c, const Parallelism& p) {
       throw std::invalid_argument(who + "cannot run at TP " + s(p.tp) + ": num_key_value_heads (" + s(c.kv_heads) +
                                   ") is not a multiple of the TP degree");
     if (c.kv_heads < p.tp && p.tp % c.kv_heads != 0)
-      throw std::invalid_argument(who + "cannot run at TP " + s(p.tp) + ": the TP degree is not a multiple of num_key_value_heads (" +
-                                  s(c.kv_heads) + "), so KV heads cannot be replicated evenly");
+      throw std::invalid_argument(who + "cannot run at TP " + s(p.tp) +
+                                  ": the TP degree is not a multiple of num_key_value_heads (" + s(c.kv_heads) +
+                                  "), so KV heads cannot be replicated evenly");
   }
   const bool dense_layers = c.moe_layer_count() < c.layers;
   if (dense_layers && c.intermediate % p.tp != 0)
@@ -33,13 +34,14 @@ void validate_parallelism(const LlmConfig& c, const Parallelism& p) {
   if (c.has_moe()) {
     if (p.ep > 1) {
       if (p.ep != p.tp)
-        throw std::invalid_argument("--ep must be 1 or equal to --tp (experts are split over the tensor-parallel group)");
+        throw std::invalid_argument(
+            "--ep must be 1 or equal to --tp (experts are split over the tensor-parallel group)");
       if (c.num_experts % p.ep != 0)
         throw std::invalid_argument(who + "cannot run at EP " + s(p.ep) + ": the " + s(c.num_experts) +
                                     " experts do not split evenly");
     } else if (c.moe_intermediate % p.tp != 0) {
-      throw std::invalid_argument(who + "cannot run at TP " + s(p.tp) + ": moe_intermediate_size (" + s(c.moe_intermediate) +
-                                  ") is not a multiple of the TP degree");
+      throw std::invalid_argument(who + "cannot run at TP " + s(p.tp) + ": moe_intermediate_size (" +
+                                  s(c.moe_intermediate) + ") is not a multiple of the TP degree");
     }
   } else if (p.ep > 1) {
     throw std::invalid_argument(who + "has no experts: --ep applies to MoE models only");
@@ -99,7 +101,7 @@ struct Ctx {
   const LlmConfig& c;
   const Parallelism& par;
   const StepOptions& opt;
-  int64_t T = 0;           // query tokens
+  int64_t T = 0;  // query tokens
   int64_t H = 0;
   int64_t hq = 0, hkv = 0;  // heads per rank
   Dtype act = Dtype::bf16, kv = Dtype::bf16;
@@ -143,9 +145,12 @@ struct Ctx {
   void rows(Op op, int64_t t, int64_t h, const char* label, Dtype dt) const {
     Shape sh;
     sh.T = t;
-    if (op == Op::silu_mul) sh.I = h;
-    else if (op == Op::softmax) sh.V = h;
-    else sh.H = h;
+    if (op == Op::silu_mul)
+      sh.I = h;
+    else if (op == Op::softmax)
+      sh.V = h;
+    else
+      sh.H = h;
     add(op, dt, sh, label);
   }
   void collective(Op op, double bytes, int ranks, const char* label) const {
@@ -228,7 +233,8 @@ void attention_mla(const Ctx& x) {
   kvw.D = latent;
   x.add(Op::kv_cache_write, x.kv, kvw, "kv_cache_write");
   if (!x.prefill_full.empty()) {
-    x.gemm(x.prefill_kv_tokens, x.hq * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank, c.quant_attention, "kv_b_proj");
+    x.gemm(x.prefill_kv_tokens, x.hq * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank, c.quant_attention,
+           "kv_b_proj");
     Shape a;
     a.seqlens = x.prefill_full;
     a.B = static_cast<int64_t>(x.prefill_full.size());
@@ -268,7 +274,8 @@ void mlp_dense(const Ctx& x) {
   x.gemm(x.T, 2 * I, x.H, x.c.quant_dense_mlp, "gate_up_proj");
   x.rows(Op::silu_mul, x.T, I, "silu_mul", x.act);
   x.gemm(x.T, x.H, I, x.c.quant_dense_mlp, "down_proj");
-  if (x.par.tp > 1) x.collective(Op::allreduce, static_cast<double>(x.T) * x.H * dtype_bytes(x.act), x.par.tp, "mlp_allreduce");
+  if (x.par.tp > 1)
+    x.collective(Op::allreduce, static_cast<double>(x.T) * x.H * dtype_bytes(x.act), x.par.tp, "mlp_allreduce");
 }
 
 void mlp_moe(const Ctx& x) {
@@ -307,11 +314,16 @@ void mlp_moe(const Ctx& x) {
 
 void layer(const Ctx& x, bool sliding, bool moe) {
   x.rows(Op::fused_add_rmsnorm, x.T, x.H, "input_norm", x.act);
-  if (x.c.mla) attention_mla(x);
-  else attention_gqa(x, sliding);
-  if (x.par.tp > 1) x.collective(Op::allreduce, static_cast<double>(x.T) * x.H * dtype_bytes(x.act), x.par.tp, "attn_allreduce");
-  if (moe) mlp_moe(x);
-  else mlp_dense(x);
+  if (x.c.mla)
+    attention_mla(x);
+  else
+    attention_gqa(x, sliding);
+  if (x.par.tp > 1)
+    x.collective(Op::allreduce, static_cast<double>(x.T) * x.H * dtype_bytes(x.act), x.par.tp, "attn_allreduce");
+  if (moe)
+    mlp_moe(x);
+  else
+    mlp_dense(x);
 }
 
 }  // namespace
@@ -325,14 +337,18 @@ std::optional<AttentionImpl> parse_attention_impl(std::string_view s) {
 
 std::string attention_kernel_name(AttentionImpl impl) {
   switch (impl) {
-    case AttentionImpl::serving: return "";
-    case AttentionImpl::flash_attn2: return "flash_fwd_kernel (FlashAttention-2)";
-    case AttentionImpl::cudnn: return "cudnn_sdpa (cuDNN fused attention)";
+    case AttentionImpl::serving:
+      return "";
+    case AttentionImpl::flash_attn2:
+      return "flash_fwd_kernel (FlashAttention-2)";
+    case AttentionImpl::cudnn:
+      return "cudnn_sdpa (cuDNN fused attention)";
   }
   return "";
 }
 
-StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vector<SeqWork>& batch, const StepOptions& opt) {
+StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vector<SeqWork>& batch,
+                    const StepOptions& opt) {
   if (batch.empty()) throw std::invalid_argument("a step needs at least one sequence");
   StepPlan plan;
   plan.stages = par.pp;
@@ -347,7 +363,8 @@ StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vecto
   double decode_l_sum = 0, decode_l_sliding_sum = 0;
   const bool any_sliding = c.sliding_window > 0;
   for (const SeqWork& w : batch) {
-    if (w.new_tokens <= 0 || w.context < 0) throw std::invalid_argument("every sequence of a step needs at least one new token");
+    if (w.new_tokens <= 0 || w.context < 0)
+      throw std::invalid_argument("every sequence of a step needs at least one new token");
     plan.seqs += 1;
     plan.tokens += w.new_tokens;
     if (is_decode(w)) {
@@ -384,7 +401,8 @@ StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vecto
       e.H = x.H;
       e.V = ceil_div(c.vocab, par.tp);
       x.add(Op::embedding, x.act, e, "embedding");
-      if (par.tp > 1) x.collective(Op::allreduce, static_cast<double>(x.T) * x.H * dtype_bytes(x.act), par.tp, "embedding_allreduce");
+      if (par.tp > 1)
+        x.collective(Op::allreduce, static_cast<double>(x.T) * x.H * dtype_bytes(x.act), par.tp, "embedding_allreduce");
     }
     // Group the stage's layers by kind; identical layers become one entry with a count.
     const auto [first, last] = stages[static_cast<std::size_t>(st)];
@@ -408,8 +426,8 @@ StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vecto
       // vLLM v1 computes logits at one position per scheduled request (the last one).
       x.gemm(plan.seqs, ceil_div(c.vocab, par.tp), x.H, false, "lm_head");
       if (par.tp > 1)
-        x.collective(Op::allgather, static_cast<double>(plan.seqs) * static_cast<double>(c.vocab) * dtype_bytes(x.act), par.tp,
-                     "logits_gather");
+        x.collective(Op::allgather, static_cast<double>(plan.seqs) * static_cast<double>(c.vocab) * dtype_bytes(x.act),
+                     par.tp, "logits_gather");
       x.rows(Op::softmax, plan.seqs, c.vocab, "sampling", Dtype::fp32);
     }
   }

@@ -55,7 +55,7 @@ struct StepKernel {
 struct StepPlan {
   std::vector<StepKernel> kernels;
   int stages = 1;
-  int64_t seqs = 0, tokens = 0;            // sequences and query tokens in the step
+  int64_t seqs = 0, tokens = 0;  // sequences and query tokens in the step
   int64_t prefill_seqs = 0, prefill_tokens = 0;
   int64_t decode_seqs = 0;
 };

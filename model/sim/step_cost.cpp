@@ -10,8 +10,8 @@
 namespace perfloom::sim {
 
 const char* breakdown_name(int i) {
-  static const char* names[kBreakdownCount] = {"gemm", "attention", "norm", "elementwise", "moe", "communication",
-                                               "launch", "host"};
+  static const char* names[kBreakdownCount] = {"gemm", "attention",     "norm",   "elementwise",
+                                               "moe",  "communication", "launch", "host"};
   return i >= 0 && i < kBreakdownCount ? names[i] : "?";
 }
 
@@ -23,7 +23,8 @@ std::optional<ClockState> parse_clock_state(std::string_view s) {
 
 const char* clock_state_name(ClockState c) { return c == ClockState::sustained ? "sustained" : "burst"; }
 
-StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads, ClockState clocks)
+StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads,
+                             ClockState clocks)
     : predictor_(predictor), gpu_(gpu), overheads_(overheads), clocks_(clocks) {
   if (clocks_ == ClockState::sustained && !gpu_.sustained)
     throw std::invalid_argument("sustained clocks need a sustained-power measurement of '" + gpu_.id +
@@ -96,8 +97,26 @@ const StepCostModel::Memo& StepCostModel::entry(const StepKernel& k) {
   key.v = {static_cast<int64_t>(k.kernel.op),
            static_cast<int64_t>(k.kernel.dtype),
            std::bit_cast<int64_t>(k.weight_ratio),
-           s.M, s.N, s.K, s.Bt, s.B, s.S, s.L, s.Hq, s.Hkv, s.D, s.T, s.H, s.I, s.V, s.E, s.topk, s.bytes, s.ranks,
-           s.causal ? 1 : 0, k.kernel.act_quant ? 1 : 0};
+           s.M,
+           s.N,
+           s.K,
+           s.Bt,
+           s.B,
+           s.S,
+           s.L,
+           s.Hq,
+           s.Hkv,
+           s.D,
+           s.T,
+           s.H,
+           s.I,
+           s.V,
+           s.E,
+           s.topk,
+           s.bytes,
+           s.ranks,
+           s.causal ? 1 : 0,
+           k.kernel.act_quant ? 1 : 0};
   key.seqlens = s.seqlens;
   auto it = cache_.find(key);
   if (it != cache_.end()) {

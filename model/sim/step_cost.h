@@ -71,9 +71,9 @@ struct KernelTime {
 };
 
 struct StepCost {
-  double latency_us = 0;   // the step, start to last token: stages + overheads
-  double kernels_us = 0;   // predicted kernels, communication included, all stages
-  double launch_us = 0;    // eager launches the GPU waited for, or graph launches
+  double latency_us = 0;  // the step, start to last token: stages + overheads
+  double kernels_us = 0;  // predicted kernels, communication included, all stages
+  double launch_us = 0;   // eager launches the GPU waited for, or graph launches
   double host_us = 0;
   double interval_us = 0;  // pipeline parallel: the next step can start this much later
   bool graphs = false;     // ran under CUDA graphs
@@ -117,9 +117,9 @@ class StepCostModel {
     std::size_t operator()(const Key& k) const;
   };
   struct Memo {
-    double us = 0;            // burst time
-    double tensor_us = 0;     // its tensor work at the datasheet peak
-    double clock_share = 1;   // the part bound by SM-clocked pipes (1) rather than DRAM (0)
+    double us = 0;           // burst time
+    double tensor_us = 0;    // its tensor work at the datasheet peak
+    double clock_share = 1;  // the part bound by SM-clocked pipes (1) rather than DRAM (0)
   };
   // One kernel's prediction at burst clocks, memoised. Throws UnsupportedKernel from the predictor.
   const Memo& entry(const StepKernel& k);

@@ -9,11 +9,13 @@
 
 namespace perfloom::sim {
 
-StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor, const StepQuery& q,
-                            const Overheads& overheads) {
+StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor,
+                            const StepQuery& q, const Overheads& overheads) {
   if (q.batch <= 0) throw std::invalid_argument("--batch must be a positive number of sequences");
-  if (q.phase == Phase::prefill && q.tokens <= 0) throw std::invalid_argument("a prefill step needs --tokens T (new tokens per sequence)");
-  if (q.phase == Phase::decode && q.context <= 0) throw std::invalid_argument("a decode step needs --context C (cached tokens per sequence)");
+  if (q.phase == Phase::prefill && q.tokens <= 0)
+    throw std::invalid_argument("a prefill step needs --tokens T (new tokens per sequence)");
+  if (q.phase == Phase::decode && q.context <= 0)
+    throw std::invalid_argument("a decode step needs --context C (cached tokens per sequence)");
   if (q.context < 0) throw std::invalid_argument("--context must not be negative");
   validate_parallelism(cfg, q.par);
   const int64_t new_tokens = q.phase == Phase::prefill ? q.tokens : 1;
@@ -24,10 +26,11 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
   const int64_t per_seq = q.context + new_tokens;
   const int64_t blocks_needed = q.batch * ((per_seq + mem.block_size - 1) / mem.block_size);
   if (blocks_needed > mem.num_blocks)
-    throw std::runtime_error("the batch needs " + std::to_string(blocks_needed * mem.block_size) + " tokens of KV cache (" +
-                             std::to_string(q.batch) + " x " + std::to_string(per_seq) + ", in blocks of " +
-                             std::to_string(mem.block_size) + "), but " + cfg.id + " on " + gpu.id + " at TP " +
-                             std::to_string(q.par.tp) + " leaves room for " + std::to_string(mem.kv_tokens()));
+    throw std::runtime_error("the batch needs " + std::to_string(blocks_needed * mem.block_size) +
+                             " tokens of KV cache (" + std::to_string(q.batch) + " x " + std::to_string(per_seq) +
+                             ", in blocks of " + std::to_string(mem.block_size) + "), but " + cfg.id + " on " + gpu.id +
+                             " at TP " + std::to_string(q.par.tp) + " leaves room for " +
+                             std::to_string(mem.kv_tokens()));
   std::vector<SeqWork> batch(static_cast<std::size_t>(q.batch), SeqWork{new_tokens, q.context});
   StepOptions opt;
   opt.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
@@ -49,8 +52,9 @@ nlohmann::json step_to_json(const LlmConfig& cfg, const GpuSpec& gpu, const Step
   if (q.phase == Phase::prefill) j["tokens"] = q.tokens;
   j["context"] = q.context;
   j["tp"] = q.par.tp;
-  j["attention_impl"] = q.attention_impl == AttentionImpl::serving ? "serving"
-                        : q.attention_impl == AttentionImpl::flash_attn2 ? "fa2" : "cudnn";
+  j["attention_impl"] = q.attention_impl == AttentionImpl::serving       ? "serving"
+                        : q.attention_impl == AttentionImpl::flash_attn2 ? "fa2"
+                                                                         : "cudnn";
   j["pp"] = q.par.pp;
   j["cuda_graphs"] = p.cost.graphs;
   j["latency_us"] = p.cost.latency_us;

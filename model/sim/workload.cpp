@@ -77,9 +77,11 @@ Length parse_length(const std::string& spec, const std::string& key, const std::
   Length l;
   const auto colon = value.find(':');
   if (colon == std::string::npos) {
-    if (!to_int(value, l.lo) || l.lo <= 0) bad(spec, key + " must be a positive integer or LO:HI (got \"" + value + "\")");
+    if (!to_int(value, l.lo) || l.lo <= 0)
+      bad(spec, key + " must be a positive integer or LO:HI (got \"" + value + "\")");
     l.hi = l.lo;
-  } else if (!to_int(value.substr(0, colon), l.lo) || !to_int(value.substr(colon + 1), l.hi) || l.lo <= 0 || l.hi < l.lo) {
+  } else if (!to_int(value.substr(0, colon), l.lo) || !to_int(value.substr(colon + 1), l.hi) || l.lo <= 0 ||
+             l.hi < l.lo) {
     bad(spec, key + " must be LO:HI with 0 < LO <= HI (got \"" + value + "\")");
   }
   return l;
@@ -133,13 +135,15 @@ Workload parse_workload(const std::string& spec) {
     w.kind = WorkloadKind::poisson;
     auto kv = parse_keys(spec, body, {"rate", "n", "input", "output", "seed"}, {"rate", "n", "input", "output"});
     double rate = 0;
-    if (!to_double(kv["rate"], rate) || rate <= 0) bad(spec, "rate must be a positive number of requests per second (got \"" + kv["rate"] + "\")");
+    if (!to_double(kv["rate"], rate) || rate <= 0)
+      bad(spec, "rate must be a positive number of requests per second (got \"" + kv["rate"] + "\")");
     const int64_t n = positive_int(spec, "n", kv["n"]);
     if (n > 10'000'000) bad(spec, "n is too large");
     const Length in = parse_length(spec, "input", kv["input"]);
     const Length out = parse_length(spec, "output", kv["output"]);
     int64_t seed = 0;
-    if (kv.count("seed") && (!to_int(kv["seed"], seed) || seed < 0)) bad(spec, "seed must be a non-negative integer (got \"" + kv["seed"] + "\")");
+    if (kv.count("seed") && (!to_int(kv["seed"], seed) || seed < 0))
+      bad(spec, "seed must be a non-negative integer (got \"" + kv["seed"] + "\")");
     Rng rng{static_cast<uint64_t>(seed)};
     double t = 0;
     w.requests.reserve(static_cast<std::size_t>(n));
@@ -171,7 +175,8 @@ std::vector<RequestSpec> read_trace_csv(const std::string& path) {
 }
 
 std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::string& label) {
-  static const std::vector<std::string> names = {"arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens"};
+  static const std::vector<std::string> names = {"arrival_s", "input_tokens", "output_tokens", "prefix_id",
+                                                 "prefix_tokens"};
   std::vector<int> col = {0, 1, 2, 3, 4};  // column of each name
   std::vector<RequestSpec> out;
   std::istringstream lines(text);
@@ -191,11 +196,13 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
       for (std::size_t i = 0; i < f.size(); ++i) {
         auto it = std::find(names.begin(), names.end(), f[i]);
         if (it == names.end())
-          throw std::invalid_argument(where + "unknown column \"" + f[i] + "\" (expected arrival_s,input_tokens,output_tokens[,prefix_id,prefix_tokens])");
+          throw std::invalid_argument(where + "unknown column \"" + f[i] +
+                                      "\" (expected arrival_s,input_tokens,output_tokens[,prefix_id,prefix_tokens])");
         col[static_cast<std::size_t>(it - names.begin())] = static_cast<int>(i);
       }
       for (int i = 0; i < 3; ++i)
-        if (col[static_cast<std::size_t>(i)] < 0) throw std::invalid_argument(where + "the header lacks " + names[static_cast<std::size_t>(i)]);
+        if (col[static_cast<std::size_t>(i)] < 0)
+          throw std::invalid_argument(where + "the header lacks " + names[static_cast<std::size_t>(i)]);
       if ((col[3] < 0) != (col[4] < 0)) throw std::invalid_argument(where + "prefix_id and prefix_tokens go together");
       width = f.size();
       first = false;
@@ -204,7 +211,8 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
     first = false;
     if (width == 0) width = f.size();
     if (f.size() != width || (f.size() != 3 && f.size() != 5))
-      throw std::invalid_argument(where + "expected " + std::to_string(width == 5 ? 5 : 3) + " fields, got " + std::to_string(f.size()));
+      throw std::invalid_argument(where + "expected " + std::to_string(width == 5 ? 5 : 3) + " fields, got " +
+                                  std::to_string(f.size()));
     auto field = [&](int which) { return f[static_cast<std::size_t>(col[static_cast<std::size_t>(which)])]; };
     RequestSpec r;
     if (!to_double(field(0), r.arrival_s) || r.arrival_s < 0)
@@ -218,13 +226,15 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
         if (!to_int(field(3), r.prefix_id) || r.prefix_id < 0)
           throw std::invalid_argument(where + "prefix_id must be a non-negative integer (got \"" + field(3) + "\")");
         if (!to_int(field(4), r.prefix_tokens) || r.prefix_tokens < 0 || r.prefix_tokens > r.input_tokens)
-          throw std::invalid_argument(where + "prefix_tokens must be between 0 and input_tokens (got \"" + field(4) + "\")");
+          throw std::invalid_argument(where + "prefix_tokens must be between 0 and input_tokens (got \"" + field(4) +
+                                      "\")");
       }
     }
     out.push_back(r);
   }
   if (out.empty()) throw std::invalid_argument("trace " + label + ": no requests");
-  std::stable_sort(out.begin(), out.end(), [](const RequestSpec& a, const RequestSpec& b) { return a.arrival_s < b.arrival_s; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RequestSpec& a, const RequestSpec& b) { return a.arrival_s < b.arrival_s; });
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace perfloom::sim {
 struct RequestSpec {
   double arrival_s = 0;
   int64_t input_tokens = 0, output_tokens = 0;
-  int64_t prefix_id = -1;     // requests with the same id share their first prefix_tokens tokens
+  int64_t prefix_id = -1;  // requests with the same id share their first prefix_tokens tokens
   int64_t prefix_tokens = 0;
 };
 
@@ -25,7 +25,7 @@ enum class WorkloadKind { batch, poisson, trace };
 
 struct Workload {
   WorkloadKind kind = WorkloadKind::batch;
-  std::string spec;  // as given
+  std::string spec;                   // as given
   std::vector<RequestSpec> requests;  // sorted by arrival
 };
 

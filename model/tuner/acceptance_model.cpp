@@ -18,7 +18,8 @@ const std::array<std::string, kAcceptanceFeatureCount>& acceptance_feature_names
   return names;
 }
 
-std::array<float, kAcceptanceFeatureCount> acceptance_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f) {
+std::array<float, kAcceptanceFeatureCount> acceptance_features(const GemmShape& s, const TileConfig& t,
+                                                               const WaveFeatures& f) {
   std::array<float, kAcceptanceFeatureCount> row{};
   const auto l = learned_features(s, t, f);
   std::copy(l.begin(), l.end(), row.begin());
@@ -43,17 +44,23 @@ AcceptanceModel fit_acceptance_model(const std::vector<AcceptanceSample>& sample
   }
   m.points = static_cast<int>(y.size());
   if (m.refused < 20 || m.points - m.refused < 20) return AcceptanceModel{};
-  m.booster = std::make_shared<XgbBooster>(XgbBooster::train(
-      x, y.size(), kAcceptanceFeatureCount, y, {},
-      {{"objective", "binary:logistic"}, {"max_depth", std::to_string(opt.depth)}, {"eta", std::to_string(opt.eta)},
-       {"subsample", "0.8"}, {"colsample_bytree", "0.8"}, {"min_child_weight", "2"}, {"tree_method", "hist"}, {"seed", "0"},
-       {"nthread", "1"}},
-      opt.rounds));
+  m.booster = std::make_shared<XgbBooster>(XgbBooster::train(x, y.size(), kAcceptanceFeatureCount, y, {},
+                                                             {{"objective", "binary:logistic"},
+                                                              {"max_depth", std::to_string(opt.depth)},
+                                                              {"eta", std::to_string(opt.eta)},
+                                                              {"subsample", "0.8"},
+                                                              {"colsample_bytree", "0.8"},
+                                                              {"min_child_weight", "2"},
+                                                              {"tree_method", "hist"},
+                                                              {"seed", "0"},
+                                                              {"nthread", "1"}},
+                                                             opt.rounds));
   return m;
 }
 
 std::vector<double> refusal_probabilities(const AcceptanceModel& model, const GemmShape& shape,
-                                          const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features) {
+                                          const std::vector<TileConfig>& configs,
+                                          const std::vector<WaveFeatures>& features) {
   std::vector<double> out(configs.size(), NAN);
   if (!model.booster || configs.empty()) return out;
   const std::vector<float> p = predict_each_config(*model.booster, shape, configs, features, acceptance_features);

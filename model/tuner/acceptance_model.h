@@ -5,10 +5,10 @@
 // refuses it (CUBLAS_STATUS_NOT_SUPPORTED on every heuristic result that offers the tile) while it
 // runs at others, and which shapes is cuBLASLt's own business: on the H200's timed query lists
 // (data/h200/lists, lists_held) 7.3% of the 449,749 (shape, configuration) points the tuner
-// listed by session 44 were refused (7.3% of 532,535 by session 45); over those and its checks 403 configurations were refused at some shapes and
-// run at others (fp8 128x176 cluster 1x2 at 39% of its shapes, mostly small M). A refused first choice is of no use to the user, and on the H200 it
-// was the largest single loss of the first choice above M = 1,000 (bench/results/tuner_eval.md,
-// *Session 43*).
+// listed by session 44 were refused (7.3% of 532,535 by session 45); over those and its checks 403 configurations were
+// refused at some shapes and run at others (fp8 128x176 cluster 1x2 at 39% of its shapes, mostly small M). A refused
+// first choice is of no use to the user, and on the H200 it was the largest single loss of the first choice above M =
+// 1,000 (bench/results/tuner_eval.md, *Session 43*).
 //
 // The acceptance model learns, from the collector's plan runs (every plan point of a shape it
 // reached either ran or was refused: tools/tuner_sweep.h read_acceptance), the probability that
@@ -33,7 +33,8 @@ struct AcceptanceSample {
 // The model's inputs: wave_model.h learned_features and log2 of the output tiles along M and N.
 inline constexpr std::size_t kAcceptanceFeatureCount = kLearnedCount + 2;
 const std::array<std::string, kAcceptanceFeatureCount>& acceptance_feature_names();
-std::array<float, kAcceptanceFeatureCount> acceptance_features(const GemmShape& s, const TileConfig& t, const WaveFeatures& f);
+std::array<float, kAcceptanceFeatureCount> acceptance_features(const GemmShape& s, const TileConfig& t,
+                                                               const WaveFeatures& f);
 
 // 300 rounds of depth 6: 600 of depth 8 scored the same on held-out H200 checks (bench/results/tuner_eval.md,
 // *Session 44*) in a table 2.2 MB larger.
@@ -52,6 +53,7 @@ AcceptanceModel fit_acceptance_model(const std::vector<AcceptanceSample>& sample
 // `features` their wave features (wave_model.h wave_features with the table's slots). NaN for every
 // one where the model is empty.
 std::vector<double> refusal_probabilities(const AcceptanceModel& model, const GemmShape& shape,
-                                          const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features);
+                                          const std::vector<TileConfig>& configs,
+                                          const std::vector<WaveFeatures>& features);
 
 }  // namespace perfloom::tuner

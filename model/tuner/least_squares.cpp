@@ -2,15 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <stdexcept>
+#include <string>
 
 namespace perfloom::tuner {
 
 LeastSquares::LeastSquares(std::size_t unknowns) : n_(unknowns), gram_(unknowns * unknowns, 0.0), rhs_(unknowns, 0.0) {}
 
 void LeastSquares::add(const std::vector<double>& x, double y, double weight) {
-  if (x.size() != n_) throw std::invalid_argument("least squares: row has " + std::to_string(x.size()) + " values, expected " + std::to_string(n_));
+  if (x.size() != n_)
+    throw std::invalid_argument("least squares: row has " + std::to_string(x.size()) + " values, expected " +
+                                std::to_string(n_));
   for (std::size_t i = 0; i < n_; ++i) {
     if (x[i] == 0) continue;
     const double wx = weight * x[i];

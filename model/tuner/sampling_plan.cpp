@@ -32,14 +32,16 @@ std::pair<int64_t, int64_t> factor_grid(int64_t units, double unit_m, double uni
 std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const std::vector<TileConfig>& configs,
                                          const PlanOptions& opt, const SlotsByCluster& measured) {
   if (configs.empty()) throw std::invalid_argument("sampling plan: no configurations");
-  if (opt.max_waves < 1 || opt.k_iters.empty()) throw std::invalid_argument("sampling plan: needs max_waves >= 1 and K lengths");
+  if (opt.max_waves < 1 || opt.k_iters.empty())
+    throw std::invalid_argument("sampling plan: needs max_waves >= 1 and K lengths");
   for (auto k : opt.k_iters)
     if (k < 1) throw std::invalid_argument("sampling plan: K-loop lengths must be positive");
   const HardwareRates hw = hardware_rates(gpu, dtype);
   std::vector<PlanPoint> out;
   std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> seen;
   for (const TileConfig& t : configs) {
-    if (t.tile_m <= 0 || t.tile_n <= 0 || t.tile_k <= 0) throw std::invalid_argument("sampling plan: tile sizes must be positive");
+    if (t.tile_m <= 0 || t.tile_n <= 0 || t.tile_k <= 0)
+      throw std::invalid_argument("sampling plan: tile sizes must be positive");
     const int s = concurrent_ctas(t, dtype, hw, measured);
     const int cs = std::max(1, t.cluster_m) * std::max(1, t.cluster_n);
     const int64_t split = std::max(1, t.split_k);
@@ -89,7 +91,8 @@ std::vector<PlanPoint> plan_wave_samples(const GpuSpec& gpu, Dtype dtype, const 
 std::string plan_to_csv(const std::vector<PlanPoint>& plan) {
   std::ostringstream os;
   const bool custom = std::any_of(plan.begin(), plan.end(), [](const PlanPoint& p) { return p.custom_option >= 0; });
-  os << "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,heuristic_rank"
+  os << "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,"
+        "heuristic_rank"
      << (custom ? ",cublaslt_custom\n" : "\n");
   for (const auto& p : plan) {
     const TileConfig& t = p.config;

@@ -18,16 +18,16 @@
 namespace perfloom::tuner {
 
 struct PlanOptions {
-  int max_waves = 4;                        // boundaries at 1..max_waves full waves
-  std::vector<int64_t> k_iters = {8, 64};   // two K-loop lengths per point (the bilinear needs two)
-  bool half_wave = true;                    // also a half-full single wave
+  int max_waves = 4;                       // boundaries at 1..max_waves full waves
+  std::vector<int64_t> k_iters = {8, 64};  // two K-loop lengths per point (the bilinear needs two)
+  bool half_wave = true;                   // also a half-full single wave
 };
 
 struct PlanPoint {
   GemmShape shape;
   TileConfig config;
   WaveGrid grid;
-  std::string why;  // "boundary 2: full", "boundary 2: +1 cluster", "half wave"
+  std::string why;         // "boundary 2: full", "boundary 2: +1 cluster", "half wave"
   int heuristic_rank = 0;  // > 0: cuBLASLt's heuristic result of that rank for the shape, measured as it is
   int custom_option = -1;  // >= 0: cuBLASLt's custom option to set on the configuration (column cublaslt_custom)
 };

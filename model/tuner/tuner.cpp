@@ -30,8 +30,9 @@ void check_shape(const GemmShape& s, const GpuSpec& gpu) {
 }
 
 bool same_config(const TileConfig& a, const TileConfig& b) {
-  return a.tile_m == b.tile_m && a.tile_n == b.tile_n && a.tile_k == b.tile_k && std::max(1, a.split_k) == std::max(1, b.split_k) &&
-         std::max(1, a.cluster_m) == std::max(1, b.cluster_m) && std::max(1, a.cluster_n) == std::max(1, b.cluster_n);
+  return a.tile_m == b.tile_m && a.tile_n == b.tile_n && a.tile_k == b.tile_k &&
+         std::max(1, a.split_k) == std::max(1, b.split_k) && std::max(1, a.cluster_m) == std::max(1, b.cluster_m) &&
+         std::max(1, a.cluster_n) == std::max(1, b.cluster_n);
 }
 
 void sort_by_score(std::vector<RankedConfig>& v) {
@@ -136,7 +137,8 @@ void order_ranked(const TunerTable& table, std::vector<RankedConfig>& out) {
     sort_by_score(out);
   // The configurations cuBLASLt is predicted to refuse, after the others (NaN: not predicted, kept).
   const double threshold = table.acceptance.threshold;
-  std::stable_partition(out.begin(), out.end(), [threshold](const RankedConfig& r) { return !likely_refused(r, threshold); });
+  std::stable_partition(out.begin(), out.end(),
+                        [threshold](const RankedConfig& r) { return !likely_refused(r, threshold); });
 }
 
 // The configurations of the group's catalogue that model_best puts through the learned residual: with `prefilter`
@@ -159,13 +161,15 @@ std::vector<TileConfig> model_shortlist(const TunerTable& table, const GroupTabl
 }
 
 // Positions of the `n` best of the first `among` of `scored` by score (ties: the earlier), best first.
-std::vector<std::size_t> best_by_score(const std::vector<RankedConfig>& scored, std::size_t n, std::size_t among = SIZE_MAX) {
+std::vector<std::size_t> best_by_score(const std::vector<RankedConfig>& scored, std::size_t n,
+                                       std::size_t among = SIZE_MAX) {
   std::vector<std::size_t> at(std::min(among, scored.size()));
   for (std::size_t i = 0; i < at.size(); ++i) at[i] = i;
   n = std::min(n, at.size());
-  std::partial_sort(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(n), at.end(), [&](std::size_t a, std::size_t b) {
-    return scored[a].score < scored[b].score || (scored[a].score == scored[b].score && a < b);
-  });
+  std::partial_sort(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(n), at.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      return scored[a].score < scored[b].score || (scored[a].score == scored[b].score && a < b);
+                    });
   at.resize(n);
   return at;
 }
@@ -240,7 +244,8 @@ std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuS
 }
 
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
-                                          const std::vector<TileConfig>& configs, bool with_reasons, std::size_t chooser_rows) {
+                                          const std::vector<TileConfig>& configs, bool with_reasons,
+                                          std::size_t chooser_rows) {
   const GroupTable& group = group_for(table, shape);
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<RankedConfig> out = evaluate(table, group, hw, shape, configs, true, chooser_rows);
@@ -258,10 +263,12 @@ std::vector<std::pair<double, const ShapeWinners*>> nearest_winners(const GroupT
                lk = std::log2(static_cast<double>(shape.K));
   by_distance.reserve(group.winners.size());
   for (const auto& w : group.winners)
-    by_distance.emplace_back(std::abs(w.log2_dims[0] - lm) + std::abs(w.log2_dims[1] - ln) + std::abs(w.log2_dims[2] - lk), &w);
+    by_distance.emplace_back(
+        std::abs(w.log2_dims[0] - lm) + std::abs(w.log2_dims[1] - ln) + std::abs(w.log2_dims[2] - lk), &w);
   n = std::min(n, by_distance.size());
-  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(n), by_distance.end(),
-                    [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });
+  std::partial_sort(
+      by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(n), by_distance.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });
   by_distance.resize(n);
   return by_distance;
 }
@@ -326,7 +333,8 @@ KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config) {
 
 namespace {
 // A configuration as a predictor saw it: the stages it chose, its waves on the predicted occupancy, the bound pipe.
-RankedConfig ranked_from_prediction(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config, const Prediction& p) {
+RankedConfig ranked_from_prediction(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config,
+                                    const Prediction& p) {
   RankedConfig r;
   r.config = config;
   if (p.analysis.tile) r.config.stages = p.analysis.tile->stages;
@@ -363,13 +371,13 @@ bool uses_learned_predictor(const TunerTable* table, Dtype dtype) {
   return !(table && table->groups.count(dtype_group(dtype)));
 }
 
-std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape) {
+std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu,
+                                             const GemmShape& shape) {
   if (!predictor || !predictor->is_learned()) return std::nullopt;
   try {
     Prediction p = predictor->predict(gemm_kernel(shape, TileConfig{}), gpu);
     if (p.pred_us > 0 && std::isfinite(p.pred_us)) return p;
-  } catch (const UnsupportedKernel&) {
-  }
+  } catch (const UnsupportedKernel&) {}
   return std::nullopt;
 }
 
@@ -395,10 +403,12 @@ std::vector<TileConfig> analytical_candidates(const GpuSpec& gpu, const GemmShap
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   std::vector<TileConfig> tiles;  // the candidate list repeats tiles that are their own transpose
   for (const TileConfig& t : gemm_tile_candidates(gpu, shape.dtype))
-    if (std::none_of(tiles.begin(), tiles.end(), [&](const TileConfig& o) { return same_config(o, t); })) tiles.push_back(t);
+    if (std::none_of(tiles.begin(), tiles.end(), [&](const TileConfig& o) { return same_config(o, t); }))
+      tiles.push_back(t);
   std::vector<TileConfig> out;
   for (TileConfig t : tiles) {
-    const double tiles = std::ceil(static_cast<double>(shape.M) / t.tile_m) * std::ceil(static_cast<double>(shape.N) / t.tile_n);
+    const double tiles =
+        std::ceil(static_cast<double>(shape.M) / t.tile_m) * std::ceil(static_cast<double>(shape.N) / t.tile_n);
     // Split-K as choose_gemm_tile considers it: only when the output tiles leave most SMs idle.
     const int max_split =
         tiles < hw.sms / 2.0 ? static_cast<int>(std::min(16.0, std::floor(shape.K / (4.0 * t.tile_k)))) : 1;
@@ -434,7 +444,8 @@ std::vector<RankedConfig> rank_learned(const KernelPredictor& predictor, const G
   return out;
 }
 
-void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked) {
+void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                   std::vector<RankedConfig>& ranked) {
   if (!table.variants.booster) return;
   std::vector<TileConfig> configs;
   for (const auto& c : ranked) configs.push_back(c.config);
@@ -444,7 +455,8 @@ void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape&
     c.custom_option = chosen[i];
     c.variant.clear();
     if (c.custom_option < 0) continue;
-    if (auto it = table.variants.labels.find(c.custom_option); it != table.variants.labels.end()) c.variant = it->second;
+    if (auto it = table.variants.labels.find(c.custom_option); it != table.variants.labels.end())
+      c.variant = it->second;
   }
 }
 
@@ -461,9 +473,9 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
   if (!r.ranked.empty()) {
     r.method = "wave-table";
     r.note = "wave model fitted on " + std::to_string(group->shapes) + " measured " + dtype_group(shape.dtype) +
-             " shapes (" + (table->label.empty() ? table->gpu_id : table->label) + "); candidates: the nearest measured shapes' " +
-             "winners and the model's " + std::to_string(kModelBest) + " best of the table's " + std::to_string(group->catalogue.size()) +
-             " configurations";
+             " shapes (" + (table->label.empty() ? table->gpu_id : table->label) +
+             "); candidates: the nearest measured shapes' " + "winners and the model's " + std::to_string(kModelBest) +
+             " best of the table's " + std::to_string(group->catalogue.size()) + " configurations";
     if (table->ranker.booster && r.ranked.size() > 1) r.ranked_by = "chooser";
     if (table->acceptance.booster) r.refusal_threshold = table->acceptance.threshold;
     if (r.ranked.size() > top_k) r.ranked.resize(top_k);
@@ -476,8 +488,10 @@ TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top
     const bool swept = tile_swept(gpu.architecture, shape.dtype);
     if (predictor && swept && predictor->is_learned()) {
       r.method = "learned";
-      r.note = why + "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given), "
-                     "which learned tiles from the " + gpu.architecture + " " + dtype_group(shape.dtype) + " tile sweeps";
+      r.note = why +
+               "; the analytical model's candidate tiles ranked by the learned predictor (XGBoost, tile given), "
+               "which learned tiles from the " +
+               gpu.architecture + " " + dtype_group(shape.dtype) + " tile sweeps";
       r.ranked = rank_learned(*predictor, gpu, shape, analytical_candidates(gpu, shape));
     }
     if (r.ranked.empty()) {

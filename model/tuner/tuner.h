@@ -21,14 +21,14 @@ namespace perfloom::tuner {
 struct RankedConfig {
   TileConfig config;
   double pred_us = 0;
-  double score = 0;        // what the ranking sorts by (the latency, with the support penalty)
+  double score = 0;  // what the ranking sorts by (the latency, with the support penalty)
   WaveGrid grid;
   int class_samples = -1;  // points the class's fit saw; -1 for the analytical model
   // The table's chooser (TunerTable::ranker), higher first; 0 without one; NaN for a configuration it did not
   // score (beyond the kChooserRows the latency model scores best), which comes after those it did.
   double rank_score = 0;
-  std::size_t index = 0;   // position in the configurations given to the ranking
-  std::string reason;      // "1 wave, 97% full, 112 K-iterations"
+  std::size_t index = 0;  // position in the configurations given to the ranking
+  std::string reason;     // "1 wave, 97% full, 112 K-iterations"
   // The kernel variant the table's variant model names (TunerTable::variants, variant_model.h):
   // cuBLASLt's custom option to set (CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION; -1: none named, as for
   // GPUs without a table) and what its kernels showed where it was measured ("raster v, TNN").
@@ -78,8 +78,8 @@ std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuS
 inline constexpr std::size_t kChooserRows = 16;
 // Every configuration predicted and ordered best first: by the table's chooser (TunerTable::ranker)
 // where it has one, else by score, those the table's acceptance model predicts cuBLASLt refuses
-// (TunerTable::acceptance) after the others, in the same order (reasons only when asked: a string per candidate is most of a
-// query's cost). `chooser_rows`: how many the chooser scores (SIZE_MAX: every one, as before session 38).
+// (TunerTable::acceptance) after the others, in the same order (reasons only when asked: a string per candidate is most
+// of a query's cost). `chooser_rows`: how many the chooser scores (SIZE_MAX: every one, as before session 38).
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                           const std::vector<TileConfig>& configs, bool with_reasons = true,
                                           std::size_t chooser_rows = kChooserRows);
@@ -128,7 +128,8 @@ KernelDesc gemm_kernel(const GemmShape& shape, const TileConfig& config);
 RankedConfig evaluate_analytical(const GpuSpec& gpu, const GemmShape& shape, const TileConfig& config);
 // The learned predictor's prediction of the GEMM with no tile given (the library's own choice,
 // `perfloom predict`'s answer); nullopt where `predictor` is not the learned one or refuses it.
-std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu, const GemmShape& shape);
+std::optional<Prediction> library_prediction(const KernelPredictor* predictor, const GpuSpec& gpu,
+                                             const GemmShape& shape);
 // The analytical ranking's latencies are the roofline's over a median efficiency, far off the learned
 // predictor's on a GPU it was trained on (A100 4096^3 bf16: 784 against 564 us, measured 549): rank_analytical's
 // configurations at `shape`, scaled so that the fastest takes library_prediction's latency (`library_us`
@@ -152,14 +153,17 @@ bool tile_swept(const std::string& architecture, Dtype dtype);
 bool uses_learned_predictor(const TunerTable* table, Dtype dtype);
 // Sets each configuration's custom_option and variant from the table's variant model (nothing where
 // the table has none).
-void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape, std::vector<RankedConfig>& ranked);
+void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
+                   std::vector<RankedConfig>& ranked);
 // The query. Without a table (or its dtype's fit) the analytical candidates are ranked by `predictor`
 // where it is the learned one and the GPU's architecture was tile-swept ("learned"), else by the
-// roofline predictor ("analytical"), their latencies scaled to the learned predictor's (rank_analytical). Throws std::invalid_argument for a non-positive dimension or
-// top_k, UnsupportedKernel when the GPU has no path for the dtype.
+// roofline predictor ("analytical"), their latencies scaled to the learned predictor's (rank_analytical). Throws
+// std::invalid_argument for a non-positive dimension or top_k, UnsupportedKernel when the GPU has no path for the
+// dtype.
 TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const TunerTable* table,
                      const KernelPredictor* predictor = nullptr);
 // The same with the bundled table of the GPU, if there is one.
-TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k, const KernelPredictor* predictor = nullptr);
+TuneResult tune_gemm(const GemmShape& shape, const GpuSpec& gpu, std::size_t top_k,
+                     const KernelPredictor* predictor = nullptr);
 
 }  // namespace perfloom::tuner

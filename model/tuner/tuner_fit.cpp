@@ -7,8 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 
@@ -29,7 +29,8 @@ Coefficients to_coef(const std::vector<double>& v) {
 
 // Configurations that differ only in the stage count run as one candidate.
 auto candidate_key(const TileConfig& t) {
-  return std::tuple(t.tile_m, t.tile_n, t.tile_k, std::max(1, t.split_k), std::max(1, t.cluster_m), std::max(1, t.cluster_n));
+  return std::tuple(t.tile_m, t.tile_n, t.tile_k, std::max(1, t.split_k), std::max(1, t.cluster_m),
+                    std::max(1, t.cluster_n));
 }
 
 auto shape_key(const GemmShape& s) { return std::tuple(static_cast<int>(s.dtype), s.M, s.N, s.K); }
@@ -39,8 +40,8 @@ using ShapeKey = decltype(shape_key(GemmShape{}));
 // first exception thrown is rethrown once all have finished.
 template <class Fn>
 void for_each_index(std::size_t n, int threads, Fn fn) {
-  const std::size_t workers =
-      std::min<std::size_t>(n, threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency()));
+  const std::size_t workers = std::min<std::size_t>(
+      n, threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency()));
   if (workers <= 1) {
     for (std::size_t i = 0; i < n; ++i) fn(i);
     return;
@@ -88,8 +89,13 @@ std::shared_ptr<const XgbBooster> fit_learned_residual(const GroupTable& g, cons
   }
   auto b = std::make_shared<XgbBooster>(
       XgbBooster::train(x, rows.size(), kLearnedCount, y, w,
-                        {{"max_depth", std::to_string(opt.learned_depth)}, {"eta", std::to_string(opt.learned_eta)},
-                         {"subsample", "0.8"}, {"lambda", "3"}, {"objective", "reg:squarederror"}, {"base_score", "0"}, {"seed", "0"},
+                        {{"max_depth", std::to_string(opt.learned_depth)},
+                         {"eta", std::to_string(opt.learned_eta)},
+                         {"subsample", "0.8"},
+                         {"lambda", "3"},
+                         {"objective", "reg:squarederror"},
+                         {"base_score", "0"},
+                         {"seed", "0"},
                          {"nthread", "1"}},  // deterministic, and small enough that threads gain little
                         opt.learned_rounds));
   return b;
@@ -103,12 +109,13 @@ int grade(const std::string& grading, double ratio) {
 
 struct RankShape {
   int fold = 0;
-  std::vector<float> x;      // kRankerCount per configuration, model inputs out-of-sample
+  std::vector<float> x;       // kRankerCount per configuration, model inputs out-of-sample
   std::vector<double> ratio;  // latency / the shape's best
 };
 
-std::shared_ptr<const XgbBooster> train_ranker(const std::vector<const RankShape*>& shapes, const std::string& objective,
-                                               const std::string& grading, const FitOptions& opt) {
+std::shared_ptr<const XgbBooster> train_ranker(const std::vector<const RankShape*>& shapes,
+                                               const std::string& objective, const std::string& grading,
+                                               const FitOptions& opt) {
   std::vector<float> x, y;
   std::vector<unsigned> groups;
   for (const RankShape* s : shapes) {
@@ -116,11 +123,17 @@ std::shared_ptr<const XgbBooster> train_ranker(const std::vector<const RankShape
     for (double r : s->ratio) y.push_back(static_cast<float>(grade(grading, r)));
     groups.push_back(static_cast<unsigned>(s->ratio.size()));
   }
-  return std::make_shared<XgbBooster>(XgbBooster::train(
-      x, y.size(), kRankerCount, y, {},
-      {{"objective", objective}, {"max_depth", std::to_string(opt.ranker_depth)}, {"eta", std::to_string(opt.ranker_eta)},
-       {"subsample", "0.8"}, {"lambda", "3"}, {"min_child_weight", "1"}, {"tree_method", "hist"}, {"seed", "0"}, {"nthread", "1"}},
-      opt.ranker_rounds, groups));
+  return std::make_shared<XgbBooster>(XgbBooster::train(x, y.size(), kRankerCount, y, {},
+                                                        {{"objective", objective},
+                                                         {"max_depth", std::to_string(opt.ranker_depth)},
+                                                         {"eta", std::to_string(opt.ranker_eta)},
+                                                         {"subsample", "0.8"},
+                                                         {"lambda", "3"},
+                                                         {"min_child_weight", "1"},
+                                                         {"tree_method", "hist"},
+                                                         {"seed", "0"},
+                                                         {"nthread", "1"}},
+                                                        opt.ranker_rounds, groups));
 }
 
 // Held-out shapes whose first choice by `b` is within 3% of their best.
@@ -136,8 +149,8 @@ int ranker_hits(const XgbBooster& b, const std::vector<const RankShape*>& shapes
 
 // Also collects into `residuals`, per dtype group, log(measured / predicted) of every configuration
 // predicted within candidate_within of its shape's fastest prediction, by the fold tables (out-of-sample).
-TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& opt, const TunerTable& table,
-                       std::map<std::string, std::vector<double>>& residuals) {
+TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& gpu, const FitOptions& opt,
+                       const TunerTable& table, std::map<std::string, std::vector<double>>& residuals) {
   TunerRanker out;
   std::map<ShapeKey, std::vector<const TunerSample*>> by_shape;
   for (const auto& s : samples)
@@ -145,7 +158,8 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
   std::map<ShapeKey, RankShape> data;
   std::map<int, std::vector<ShapeKey>> by_fold;
   for (const auto& [k, v] : by_shape)
-    if (static_cast<int>(v.size()) >= opt.ranker_min_configs) by_fold[shape_fold(v.front()->shape, opt.ranker_folds)].push_back(k);
+    if (static_cast<int>(v.size()) >= opt.ranker_min_configs)
+      by_fold[shape_fold(v.front()->shape, opt.ranker_folds)].push_back(k);
   std::size_t n = 0;
   for (const auto& [f, keys] : by_fold) n += keys.size();
   if (static_cast<int>(n) < opt.ranker_min_shapes || by_fold.size() < 2) return out;
@@ -191,7 +205,8 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
       for (const auto& r : pred) fastest = std::min(fastest, r.pred_us);
       std::vector<double>& res = residuals[dtype_group(shape.dtype)];
       for (std::size_t i = 0; i < rows.size(); ++i)
-        if (pred[i].pred_us <= opt.candidate_within * fastest) res.push_back(std::log(rows[i]->latency_us / pred[i].pred_us));
+        if (pred[i].pred_us <= opt.candidate_within * fastest)
+          res.push_back(std::log(rows[i]->latency_us / pred[i].pred_us));
       RankShape& rs = data[k];
       rs.fold = fold;
       rs.x = ranker_rows(shape, configs, feats, p, sc);
@@ -273,7 +288,8 @@ void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const F
 }  // namespace
 
 int shape_fold(const GemmShape& s, int folds) {
-  const std::string text = std::string(dtype_name(s.dtype)) + ":" + std::to_string(s.M) + "," + std::to_string(s.N) + "," + std::to_string(s.K);
+  const std::string text = std::string(dtype_name(s.dtype)) + ":" + std::to_string(s.M) + "," + std::to_string(s.N) +
+                           "," + std::to_string(s.K);
   return static_cast<int>(fnv1a(text) % static_cast<uint64_t>(std::max(1, folds)));
 }
 
@@ -334,7 +350,8 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
       std::map<TileClassKey, LeastSquares> per_class;
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const double y = rows[i]->latency_us * scale[shape_key(rows[i]->shape)];
-        const double far = rows[i]->latency_us > opt.far_from_best * shape_best[shape_key(rows[i]->shape)] ? opt.far_weight : 1.0;
+        const double far =
+            rows[i]->latency_us > opt.far_from_best * shape_best[shape_key(rows[i]->shape)] ? opt.far_weight : 1.0;
         const double w = far * rows[i]->weight / (y * y);
         const auto x = row_of(feats[i]);
         all.add(x, y, w);
@@ -377,8 +394,9 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const double base = group_latency(g, rows[i]->shape, rows[i]->config, feats[i], nullptr, false);
         r[i] = std::log(rows[i]->latency_us / base);
-        w[i] = rows[i]->weight *
-               (rows[i]->latency_us > opt.residual_near * shape_best[shape_key(rows[i]->shape)] ? opt.residual_far_weight : 1.0);
+        w[i] = rows[i]->weight * (rows[i]->latency_us > opt.residual_near * shape_best[shape_key(rows[i]->shape)]
+                                      ? opt.residual_far_weight
+                                      : 1.0);
         z[i] = residual_features(rows[i]->shape, rows[i]->config, feats[i]);
       }
       if (opt.residual_ridge >= 0) {

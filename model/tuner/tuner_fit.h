@@ -12,11 +12,11 @@ namespace perfloom::tuner {
 
 struct TunerSample {
   GemmShape shape;
-  TileConfig config;        // perfloom's orientation: tile_m along M
+  TileConfig config;  // perfloom's orientation: tile_m along M
   double latency_us = 0;
-  int launched_ctas = 0;    // CTAs of the launch grid (0: unknown); persistent kernels cap it at the slots
-  int heuristic_rank = 0;   // the collector's: 1 = cuBLASLt's default choice (informational)
-  double weight = 1.0;      // the row's weight in the fits (e.g. plan rows against sweep rows)
+  int launched_ctas = 0;   // CTAs of the launch grid (0: unknown); persistent kernels cap it at the slots
+  int heuristic_rank = 0;  // the collector's: 1 = cuBLASLt's default choice (informational)
+  double weight = 1.0;     // the row's weight in the fits (e.g. plan rows against sweep rows)
   // cuBLASLt's custom option the kernel ran with (variant_model.h nvjet_custom_option: read from its
   // nvjet kernel's name), -1: unknown. to_fastest_option() uses it.
   int custom_option = -1;
@@ -27,14 +27,14 @@ struct FitOptions {
   double support_penalty = 0.10;   // ranking prefers classes the fit saw often (tuner_table.h)
   double candidate_within = 1.10;  // configurations this close to a shape's best become candidates
   int candidates_per_shape = 4;
-  int bucket_cap = 8;              // candidates kept per shape bucket
-  int common_count = 6;            // most frequent winners of a group, candidates of every query
+  int bucket_cap = 8;    // candidates kept per shape bucket
+  int common_count = 6;  // most frequent winners of a group, candidates of every query
   // Rows slower than `far_from_best` x their shape's best weigh `far_weight` in the fits: the
   // ranking needs the model right among the fast configurations more than among the slow ones.
   double far_from_best = 1e30;
   double far_weight = 1.0;
-  int shape_effect_rounds = 0;     // alternating rounds with a free scale per shape (0: none)
-  int min_class_samples = 2;       // rarer classes are not stored: they use the group's coefficients
+  int shape_effect_rounds = 0;  // alternating rounds with a free scale per shape (0: none)
+  int min_class_samples = 2;    // rarer classes are not stored: they use the group's coefficients
   // Residual correction (wave_model.h residual_features): per group a ridge fit of
   // log(measured / linear model) on the residual features; negative: off. Rows slower than
   // `residual_near` x their shape's best weigh `residual_far_weight`.

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -198,8 +198,8 @@ double group_latency(const GroupTable& group, const GemmShape& shape, const Tile
   return std::max(1.0, lat * factor);
 }
 
-std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape, const std::vector<TileConfig>& configs,
-                                    const std::vector<WaveFeatures>& features) {
+std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape,
+                                    const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features) {
   std::vector<double> out(configs.size(), 1.0);
   if (!group.learned || configs.empty()) return out;
   const std::vector<float> p = predict_each_config(*group.learned, shape, configs, features, learned_features);
@@ -310,12 +310,14 @@ std::string tuner_table_to_json(const TunerTable& table) {
   os << "},\n \"groups\": {";
   first = true;
   for (const auto& [name, g] : table.groups) {
-    os << (first ? "" : ",") << "\n  " << q(name) << ": {\n   \"shapes\": " << g.shapes << ", \"samples\": " << g.samples
-       << ",\n   \"global\": " << coef_json(g.global).dump() << ",\n   \"classes\": [";
+    os << (first ? "" : ",") << "\n  " << q(name) << ": {\n   \"shapes\": " << g.shapes
+       << ", \"samples\": " << g.samples << ",\n   \"global\": " << coef_json(g.global).dump()
+       << ",\n   \"classes\": [";
     first = false;
     bool f2 = true;
     for (const auto& [key, fit] : g.classes) {
-      json c = {{"tile", tile_text(key)}, {"split", key.split}, {"samples", fit.samples}, {"coef", coef_json(fit.coef)}};
+      json c = {
+          {"tile", tile_text(key)}, {"split", key.split}, {"samples", fit.samples}, {"coef", coef_json(fit.coef)}};
       os << (f2 ? "\n    " : ",\n    ") << c.dump();
       f2 = false;
     }
@@ -367,16 +369,19 @@ std::string tuner_table_to_json(const TunerTable& table) {
       char lo[32], hi[32];
       std::snprintf(lo, sizeof lo, "%.5g", g.interval.lo_log);
       std::snprintf(hi, sizeof hi, "%.5g", g.interval.hi_log);
-      os << ",\n   \"interval\": {\"p10_log_ratio\": " << lo << ", \"p90_log_ratio\": " << hi << ", \"rows\": " << g.interval.rows << "}";
+      os << ",\n   \"interval\": {\"p10_log_ratio\": " << lo << ", \"p90_log_ratio\": " << hi
+         << ", \"rows\": " << g.interval.rows << "}";
     }
     if (g.learned)
-      os << ",\n   \"learned_features\": " << names_json(learned_names()).dump() << ",\n   \"learned\": " << g.learned->save_json();
+      os << ",\n   \"learned_features\": " << names_json(learned_names()).dump()
+         << ",\n   \"learned\": " << g.learned->save_json();
     os << "\n  }";
   }
   os << "\n }";
   if (table.ranker.booster) {
-    os << ",\n \"ranker\": {\"objective\": " << q(table.ranker.objective) << ", \"grading\": " << q(table.ranker.grading)
-       << ", \"shapes\": " << table.ranker.shapes << ",\n  \"features\": " << names_json(ranker_names()).dump()
+    os << ",\n \"ranker\": {\"objective\": " << q(table.ranker.objective)
+       << ", \"grading\": " << q(table.ranker.grading) << ", \"shapes\": " << table.ranker.shapes
+       << ",\n  \"features\": " << names_json(ranker_names()).dump()
        << ",\n  \"model\": " << table.ranker.booster->save_json() << "}";
   }
   if (table.variants.booster) {
@@ -388,17 +393,17 @@ std::string tuner_table_to_json(const TunerTable& table) {
       for (const auto& [k, customs] : configs) g[config_key_text(k)] = customs;
       accepted[group] = std::move(g);
     }
-    os << ",\n \"variants\": {\"points\": " << v.points << ",\n  \"features\": " << names_json(variant_feature_names()).dump()
-       << ",\n  \"labels\": " << labels.dump() << ",\n  \"accepted\": " << accepted.dump()
-       << ",\n  \"model\": " << v.booster->save_json() << "}";
+    os << ",\n \"variants\": {\"points\": " << v.points
+       << ",\n  \"features\": " << names_json(variant_feature_names()).dump() << ",\n  \"labels\": " << labels.dump()
+       << ",\n  \"accepted\": " << accepted.dump() << ",\n  \"model\": " << v.booster->save_json() << "}";
   }
   if (table.acceptance.booster) {
     const AcceptanceModel& a = table.acceptance;
     char thr[32];
     std::snprintf(thr, sizeof thr, "%.6g", a.threshold);
-    os << ",\n \"acceptance\": {\"points\": " << a.points << ", \"refused\": " << a.refused << ", \"threshold\": " << thr
-       << ",\n  \"features\": " << names_json(acceptance_feature_names()).dump() << ",\n  \"model\": " << a.booster->save_json()
-       << "}";
+    os << ",\n \"acceptance\": {\"points\": " << a.points << ", \"refused\": " << a.refused
+       << ", \"threshold\": " << thr << ",\n  \"features\": " << names_json(acceptance_feature_names()).dump()
+       << ",\n  \"model\": " << a.booster->save_json() << "}";
   }
   os << "\n}\n";
   return os.str();
@@ -594,7 +599,8 @@ Bundled load_bundled(const std::filesystem::path& dir) {
       if (!in) throw TunerTableError(p + ": cannot be read");
       const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       TunerTable t = parse_tuner_table(gunzip_if_compressed(bytes, p), p);
-      if (t.gpu_id != id) throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
+      if (t.gpu_id != id)
+        throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
       out.by_id.emplace(id, std::move(t));
     } catch (const CompressedTextError& e) {
       out.by_id.emplace(id, std::string(e.what()));

@@ -63,8 +63,12 @@ BucketKey bucket_of(int64_t M, int64_t N, int64_t K);
 // shapes lend it their winners, which octave buckets blur (tuner.h table_candidates).
 struct ShapeWinners {
   ShapeWinners(int64_t m, int64_t n, int64_t k, std::vector<TileConfig> best)
-      : M(m), N(n), K(k), configs(std::move(best)),
-        log2_dims{std::log2(static_cast<double>(m)), std::log2(static_cast<double>(n)), std::log2(static_cast<double>(k))} {}
+      : M(m),
+        N(n),
+        K(k),
+        configs(std::move(best)),
+        log2_dims{std::log2(static_cast<double>(m)), std::log2(static_cast<double>(n)),
+                  std::log2(static_cast<double>(k))} {}
   int64_t M = 0, N = 0, K = 0;
   std::vector<TileConfig> configs;
   // log2 of M, N and K, taken once here rather than for every measured shape of every query.
@@ -72,11 +76,11 @@ struct ShapeWinners {
 };
 
 struct GroupTable {
-  Coefficients global{};                 // a class the table has not seen uses these
+  Coefficients global{};  // a class the table has not seen uses these
   std::map<TileClassKey, ClassFit> classes;
   std::map<BucketKey, std::vector<TileConfig>> buckets;  // best first
-  std::vector<TileConfig> common;        // configurations that won most often in the group
-  std::vector<ShapeWinners> winners;     // per measured shape (JSON "winners"; tables before session 10 have none)
+  std::vector<TileConfig> common;                        // configurations that won most often in the group
+  std::vector<ShapeWinners> winners;  // per measured shape (JSON "winners"; tables before session 10 have none)
   // Every distinct configuration (tile, split-K, cluster) of buckets, winners and common, in that order:
   // what a query's latency model may pick from beyond the nearest shapes' candidates (tuner.h
   // query_candidates). Derived, not in the JSON: index_catalogue builds it after a parse or a fit.
@@ -88,11 +92,12 @@ struct GroupTable {
   // Learned residual: gradient-boosted trees on wave_model.h learned_features, predicting
   // log(measured / the prediction above) relative to the shape's other configurations; null: none.
   std::shared_ptr<const XgbBooster> learned;
-  int shapes = 0, samples = 0;           // what the fit saw
+  int shapes = 0, samples = 0;  // what the fit saw
   // How far a measured latency falls from the prediction (the 10th and 90th percentiles of
   // log(measured / predicted)) over the configurations predicted within 10% of their shape's
   // fastest, out-of-sample by the chooser's fold tables (tuner_fit.h): the near-best configurations
-  // a query ranks first. Its 80% interval is the prediction times exp of these. rows 0: none (JSON "interval"; tables before session 33 have none).
+  // a query ranks first. Its 80% interval is the prediction times exp of these. rows 0: none (JSON "interval"; tables
+  // before session 33 have none).
   struct Interval {
     double lo_log = 0, hi_log = 0;
     int rows = 0;
@@ -128,7 +133,7 @@ struct TunerRanker {
 // the options cuBLASLt accepted for it where it was measured (a configuration not measured: the
 // options every measured cluster of its tile was accepted with; none where the tile never was).
 struct VariantModel {
-  std::shared_ptr<const XgbBooster> booster;  // null: none
+  std::shared_ptr<const XgbBooster> booster;                              // null: none
   std::map<std::string, std::map<ConfigKey, std::vector<int>>> accepted;  // by dtype_group()
   std::map<int, std::string> labels;  // per custom option, what its kernels showed most often ("raster v, TNN")
   int points = 0;                     // (shape, configuration) points timed with two options or more
@@ -144,20 +149,21 @@ struct VariantModel {
 struct AcceptanceModel {
   std::shared_ptr<const XgbBooster> booster;  // null: none
   double threshold = 0.3;
-  int points = 0, refused = 0;                // the plan points it was trained on, and how many were refused
+  int points = 0, refused = 0;  // the plan points it was trained on, and how many were refused
 };
 
 struct TunerTable {
   std::string gpu_id;
   int sm_count = 0;
-  std::string source;           // what it was fitted on
-  double support_penalty = 0;   // ranking score = latency x (1 + penalty / sqrt(1 + class samples))
-  SlotsByCluster slots_by_cluster;  // concurrent CTAs per cluster size, measured
+  std::string source;                        // what it was fitted on
+  double support_penalty = 0;                // ranking score = latency x (1 + penalty / sqrt(1 + class samples))
+  SlotsByCluster slots_by_cluster;           // concurrent CTAs per cluster size, measured
   std::map<std::string, GroupTable> groups;  // by dtype_group()
-  TunerRanker ranker;           // optional (JSON "ranker"; tables without one rank by score)
-  VariantModel variants;        // optional (JSON "variants"; tables without one name no custom option)
-  AcceptanceModel acceptance;   // optional (JSON "acceptance"; tables without one keep refused configurations where they rank)
-  std::string label;            // where it was read from, for messages
+  TunerRanker ranker;                        // optional (JSON "ranker"; tables without one rank by score)
+  VariantModel variants;                     // optional (JSON "variants"; tables without one name no custom option)
+  AcceptanceModel
+      acceptance;     // optional (JSON "acceptance"; tables without one keep refused configurations where they rank)
+  std::string label;  // where it was read from, for messages
 };
 
 // The group's predicted latency of one configuration from its wave features: the class's (else the
@@ -170,7 +176,8 @@ double group_latency(const GroupTable& group, const GemmShape& shape, const Tile
 // `row(shape, config, its features)` (a std::array): the learned residual's and the acceptance
 // model's prediction per listed configuration.
 template <class RowFn>
-std::vector<float> predict_each_config(const XgbBooster& booster, const GemmShape& shape, const std::vector<TileConfig>& configs,
+std::vector<float> predict_each_config(const XgbBooster& booster, const GemmShape& shape,
+                                       const std::vector<TileConfig>& configs,
                                        const std::vector<WaveFeatures>& features, RowFn row) {
   constexpr std::size_t width =
       std::tuple_size_v<std::invoke_result_t<RowFn, const GemmShape&, const TileConfig&, const WaveFeatures&>>;
@@ -184,8 +191,8 @@ std::vector<float> predict_each_config(const XgbBooster& booster, const GemmShap
 }
 // The learned residual's factor for each of `configs` of one shape (one batched prediction; every
 // factor 1 when the group has none), exp of the prediction clamped to [-1, 1].
-std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape, const std::vector<TileConfig>& configs,
-                                    const std::vector<WaveFeatures>& features);
+std::vector<double> learned_factors(const GroupTable& group, const GemmShape& shape,
+                                    const std::vector<TileConfig>& configs, const std::vector<WaveFeatures>& features);
 // config_to_string without the stage count: the key of GroupTable::config_factor.
 std::string config_key_string(const TileConfig& t);
 

@@ -79,15 +79,16 @@ int nvjet_custom_option(const std::string& kernel_name) {
 
 namespace {
 
-WaveFeatures features_for(const GemmShape& shape, const TileConfig& config, const GpuSpec& gpu, const SlotsByCluster& slots) {
+WaveFeatures features_for(const GemmShape& shape, const TileConfig& config, const GpuSpec& gpu,
+                          const SlotsByCluster& slots) {
   const HardwareRates hw = hardware_rates(gpu, shape.dtype);
   return wave_features(shape, config, hw, slots);
 }
 
 }  // namespace
 
-VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu, const SlotsByCluster& slots,
-                               const VariantFitOptions& opt) {
+VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu,
+                               const SlotsByCluster& slots, const VariantFitOptions& opt) {
   VariantModel m;
   // Points: (shape, exact configuration) -> the options timed there.
   using PointKey = std::tuple<int, int64_t, int64_t, int64_t, ConfigKey>;
@@ -97,11 +98,14 @@ VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const 
     if (!(s.latency_us > 0) || !std::isfinite(s.latency_us) || s.custom < 0) continue;
     points[{static_cast<int>(s.shape.dtype), s.shape.M, s.shape.N, s.shape.K, config_key(s.config)}].push_back(&s);
     auto& acc = m.accepted[dtype_group(s.shape.dtype)][config_key(s.config)];
-    if (std::find(acc.begin(), acc.end(), s.custom) == acc.end()) acc.insert(std::upper_bound(acc.begin(), acc.end(), s.custom), s.custom);
+    if (std::find(acc.begin(), acc.end(), s.custom) == acc.end())
+      acc.insert(std::upper_bound(acc.begin(), acc.end(), s.custom), s.custom);
     if (const std::string l = nvjet_variant_label(s.kernel); !l.empty()) ++label_counts[s.custom][l];
   }
   for (const auto& [custom, counts] : label_counts)
-    m.labels[custom] = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    m.labels[custom] = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+                         return a.second < b.second;
+                       })->first;
   std::vector<float> x, y;
   for (const auto& [key, rows] : points) {
     std::set<int> customs;
@@ -121,12 +125,17 @@ VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const 
     m.points = 0;
     return m;
   }
-  m.booster = std::make_shared<XgbBooster>(XgbBooster::train(
-      x, y.size(), kVariantFeatureCount, y, {},
-      {{"objective", "reg:squarederror"}, {"max_depth", std::to_string(opt.depth)}, {"eta", std::to_string(opt.eta)},
-       {"subsample", "0.8"}, {"colsample_bytree", "0.8"}, {"min_child_weight", "2"}, {"tree_method", "hist"}, {"seed", "0"},
-       {"nthread", "1"}},
-      opt.rounds));
+  m.booster = std::make_shared<XgbBooster>(XgbBooster::train(x, y.size(), kVariantFeatureCount, y, {},
+                                                             {{"objective", "reg:squarederror"},
+                                                              {"max_depth", std::to_string(opt.depth)},
+                                                              {"eta", std::to_string(opt.eta)},
+                                                              {"subsample", "0.8"},
+                                                              {"colsample_bytree", "0.8"},
+                                                              {"min_child_weight", "2"},
+                                                              {"tree_method", "hist"},
+                                                              {"seed", "0"},
+                                                              {"nthread", "1"}},
+                                                             opt.rounds));
   return m;
 }
 
@@ -143,7 +152,8 @@ std::vector<int> accepted_options(const VariantModel& model, const GemmShape& sh
   std::vector<int> customs;
   bool any = false;
   for (const auto& [k, v] : g->second) {
-    if (k.tile_m != want.tile_m || k.tile_n != want.tile_n || k.tile_k != want.tile_k || (k.split_k > 1) != (want.split_k > 1))
+    if (k.tile_m != want.tile_m || k.tile_n != want.tile_n || k.tile_k != want.tile_k ||
+        (k.split_k > 1) != (want.split_k > 1))
       continue;
     if (!any) {
       customs = v;
@@ -189,7 +199,8 @@ std::vector<int> choose_variants(const VariantModel& model, const GpuSpec& gpu, 
   std::size_t at = 0;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (options[i].size() < 2) continue;
-    const auto first = p.begin() + static_cast<std::ptrdiff_t>(at), last = first + static_cast<std::ptrdiff_t>(options[i].size());
+    const auto first = p.begin() + static_cast<std::ptrdiff_t>(at),
+               last = first + static_cast<std::ptrdiff_t>(options[i].size());
     out[i] = options[i][static_cast<std::size_t>(std::min_element(first, last) - first)];
     at += options[i].size();
   }
@@ -220,7 +231,8 @@ std::size_t to_fastest_option(std::vector<TunerSample>& samples, const VariantMo
     const auto [at, count] = spans[i];
     if (count == 0) continue;
     const auto first = p.begin() + static_cast<std::ptrdiff_t>(at);
-    const double excess = static_cast<double>(first[0]) - *std::min_element(first, first + static_cast<std::ptrdiff_t>(count));
+    const double excess =
+        static_cast<double>(first[0]) - *std::min_element(first, first + static_cast<std::ptrdiff_t>(count));
     if (excess <= 0) continue;
     samples[i].latency_us /= std::exp(excess);
     ++changed;

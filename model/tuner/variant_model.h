@@ -27,9 +27,9 @@ namespace perfloom::tuner {
 struct VariantSample {
   GemmShape shape;
   TileConfig config;
-  int custom = 0;           // CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION
+  int custom = 0;  // CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION
   double latency_us = 0;
-  std::string kernel;       // the kernel that ran (its name says what the option chose), may be empty
+  std::string kernel;  // the kernel that ran (its name says what the option chose), may be empty
 };
 
 // The model's inputs: wave_model.h learned_features, log2 of the output tiles along M and N, and the
@@ -58,8 +58,8 @@ struct VariantFitOptions {
 // Trains on every (shape, configuration) that was timed with two options or more; the label is
 // log(latency / the fastest option's at that shape and configuration). `slots` as the table's.
 // Fewer than 20 such points: an empty model.
-VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu, const SlotsByCluster& slots,
-                               const VariantFitOptions& opt = {});
+VariantModel fit_variant_model(const std::vector<VariantSample>& samples, const GpuSpec& gpu,
+                               const SlotsByCluster& slots, const VariantFitOptions& opt = {});
 
 // Relabels every sample whose option is known (TunerSample::custom_option) with the latency its
 // configuration is predicted to take with its fastest option: the measured latency divided by the

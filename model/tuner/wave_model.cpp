@@ -12,10 +12,13 @@ namespace perfloom::tuner {
 std::string dtype_group(Dtype d) {
   switch (d) {
     case Dtype::fp16:
-    case Dtype::bf16: return "16bit";
+    case Dtype::bf16:
+      return "16bit";
     case Dtype::fp8e4m3:
-    case Dtype::fp8e5m2: return "fp8";
-    default: return std::string(dtype_name(d));
+    case Dtype::fp8e5m2:
+      return "fp8";
+    default:
+      return std::string(dtype_name(d));
   }
 }
 
@@ -60,12 +63,13 @@ double mma_iteration_us(const TileConfig& t, Dtype dtype, const HardwareRates& h
   if (t.tile_n % 64 == 0 && (t.tile_m % 64 != 0 || t.tile_n >= t.tile_m)) std::swap(mdim, ndim);
   const double padded_m = std::ceil(mdim / 64.0) * 64.0;
   const double padded_n = std::max(ndim, 64);
-  const double rate = hw.tensor_flops_per_clk > 0 && dtype != Dtype::fp32 ? hw.tensor_flops_per_clk : hw.fma_flops_per_clk;
+  const double rate =
+      hw.tensor_flops_per_clk > 0 && dtype != Dtype::fp32 ? hw.tensor_flops_per_clk : hw.fma_flops_per_clk;
   return 2.0 * padded_m * padded_n * t.tile_k / (rate * hw.clock_hz) * 1e6;
 }
 
 const std::array<std::string_view, kFeatureCount>& feature_names() {
-  static const std::array<std::string_view, kFeatureCount> names = {"one", "u",         "f",      "u*f",  "w1",
+  static const std::array<std::string_view, kFeatureCount> names = {"one",  "u",       "f",         "u*f",    "w1",
                                                                     "w1*u", "dram_us", "splitk_us", "splitk", "l2_us"};
   return names;
 }
@@ -98,7 +102,7 @@ WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const Hardwa
 
 const std::array<std::string_view, kResidualCount>& residual_names() {
   static const std::array<std::string_view, kResidualCount> names = {
-      "one",       "cluster_m", "cluster_n", "cluster4", "log2_k",  "log2_k_sq", "fill",      "one_wave",
+      "one",        "cluster_m",   "cluster_n",   "cluster4",  "log2_k",    "log2_k_sq", "fill",  "one_wave",
       "log2_waves", "log2_tile_m", "log2_tile_n", "tile_k128", "pad_waste", "mem_share", "split", "narrow"};
   return names;
 }
@@ -123,9 +127,9 @@ std::array<float, kLearnedCount> learned_features(const GemmShape& s, const Tile
   for (double v : f.x) row[i++] = static_cast<float>(v);
   for (double v : residual_features(s, t, f)) row[i++] = static_cast<float>(v);
   for (double v : {double(t.tile_m), double(t.tile_n), double(t.tile_k), double(std::max(1, t.cluster_m)),
-                   double(std::max(1, t.cluster_n)), double(std::max(1, t.split_k)), double(f.grid.waves), f.grid.last_wave_fill,
-                   double(f.grid.k_iters), std::log2(double(s.M)), std::log2(double(s.N)), std::log2(double(s.K)),
-                   dtype_bytes(s.dtype)})
+                   double(std::max(1, t.cluster_n)), double(std::max(1, t.split_k)), double(f.grid.waves),
+                   f.grid.last_wave_fill, double(f.grid.k_iters), std::log2(double(s.M)), std::log2(double(s.N)),
+                   std::log2(double(s.K)), dtype_bytes(s.dtype)})
     row[i++] = static_cast<float>(v);
   return row;
 }

@@ -72,7 +72,8 @@ struct WaveFeatures {
 };
 WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw, int slot_count);
 // The same with the slots of concurrent_ctas (the measured slots per cluster size of a table).
-inline WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw, const SlotsByCluster& measured) {
+inline WaveFeatures wave_features(const GemmShape& s, const TileConfig& t, const HardwareRates& hw,
+                                  const SlotsByCluster& measured) {
   return wave_features(s, t, hw, concurrent_ctas(t, s.dtype, hw, measured));
 }
 

@@ -1,8 +1,8 @@
 #include "storage/importers/collector_csv_importer.h"
 
 #include <algorithm>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "storage/collector_csv.h"
 #include "storage/database.h"
@@ -121,7 +121,8 @@ nlohmann::json environment_json(const CollectorFile& file) {
 
 }  // namespace
 
-void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink& sink, const ImportControl& control) const {
+void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink& sink,
+                                  const ImportControl& control) const {
   const std::string label = path.string();
   if (!control.gpus) throw ImportError(label, "", "no GPU database");
   int64_t seq = 0;
@@ -144,8 +145,9 @@ void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink&
   std::vector<std::string> others;
   const auto files = folder_files(path, &others);
   if (files.empty())
-    throw ImportError(label, "", "no collector CSV in the folder (files starting with \"# format=perfloom-collector/1\"" +
-                                     std::string(others.empty() ? "; the folder is empty" : "") + ")");
+    throw ImportError(label, "",
+                      "no collector CSV in the folder (files starting with \"# format=perfloom-collector/1\"" +
+                          std::string(others.empty() ? "; the folder is empty" : "") + ")");
   nlohmann::json prov{{"folder", label}, {"files", nlohmann::json::object()}};
   std::set<std::string> gpu_names, gpu_ids;
   std::size_t rows = 0;
@@ -184,10 +186,11 @@ void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink&
       const Importer* other = nullptr;
       try {
         other = ImporterRegistry::builtin().detect(ImporterRegistry::sniff_input(path / name));
-      } catch (const ImportError&) {
-      }
-      if (other && other->format() != format()) importable.push_back(name + " [" + std::string(other->format()) + "]");
-      else rest.push_back(name);
+      } catch (const ImportError&) {}
+      if (other && other->format() != format())
+        importable.push_back(name + " [" + std::string(other->format()) + "]");
+      else
+        rest.push_back(name);
     }
     std::string list;
     std::size_t named = 0;
@@ -195,12 +198,15 @@ void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink&
     for (std::size_t i = 0; i < rest.size() && named < std::max<std::size_t>(8, importable.size()); ++i)
       list += (named++ ? ", " : "") + rest[i];
     if (named < others.size()) list += ", ...";
-    sink.warning(others.size() == 1 ? "1 file is not a collector CSV and was not read (" + list + "); import it on its own"
-                                    : std::to_string(others.size()) + " files are not collector CSVs and were not read (" +
-                                          list + "); import them on their own");
+    sink.warning(others.size() == 1
+                     ? "1 file is not a collector CSV and was not read (" + list + "); import it on its own"
+                     : std::to_string(others.size()) + " files are not collector CSVs and were not read (" + list +
+                           "); import them on their own");
   }
-  if (seq == 0) throw ImportError(label, "", "no usable rows in " + std::to_string(files.size()) + " collector CSVs (" +
-                                                 std::to_string(rows) + " rows read)");
+  if (seq == 0)
+    throw ImportError(label, "",
+                      "no usable rows in " + std::to_string(files.size()) + " collector CSVs (" + std::to_string(rows) +
+                          " rows read)");
 }
 
 }  // namespace perfloom::storage

@@ -1,12 +1,12 @@
 #include "storage/importers/content_hash.h"
 
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <memory>
-#include <openssl/evp.h>
-#include <unistd.h>
 #include <vector>
 
 #include "storage/importers/importer.h"
@@ -18,7 +18,8 @@ namespace {
 struct Digest {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   Digest() {
-    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) throw std::runtime_error("OpenSSL SHA-256 unavailable");
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
+      throw std::runtime_error("OpenSSL SHA-256 unavailable");
   }
   ~Digest() { EVP_MD_CTX_free(ctx); }
   void update(const void* p, std::size_t n) { EVP_DigestUpdate(ctx, p, n); }

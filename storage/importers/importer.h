@@ -39,25 +39,25 @@ class ImportCancelled : public ImportError {
 // One measurement of a kernel: how long it took and how that was measured.
 struct ImportedMeasurement {
   double latency_us = 0;
-  std::string method;             // "torch.profiler", "nsys", "ncu", "cupti", "aiconfigurator/...", ...
+  std::string method;  // "torch.profiler", "nsys", "ncu", "cupti", "aiconfigurator/...", ...
   int repetitions = 1;
   std::optional<double> p10_us, p90_us;
-  std::string gpu_id;             // empty: the source's GPU
-  std::string counters_json;      // hardware counters (ncu), a JSON object; empty if none
-  std::string note;               // `key=value;...` the shape does not say (datasets, collector)
+  std::string gpu_id;         // empty: the source's GPU
+  std::string counters_json;  // hardware counters (ncu), a JSON object; empty if none
+  std::string note;           // `key=value;...` the shape does not say (datasets, collector)
 };
 
 // One kernel as an importer hands it over: what it computes (classified), how it was launched,
 // what launched it, and its measurement.
 struct ImportedKernel {
-  int64_t seq = 0;                  // order in the file (0-based), unique within a source
-  KernelDesc desc;                  // op, dtype, shape, tile, launch, name
+  int64_t seq = 0;  // order in the file (0-based), unique within a source
+  KernelDesc desc;  // op, dtype, shape, tile, launch, name
   Family family = Family::unknown;
-  bool dtype_known = false;         // desc.dtype is a default otherwise
-  bool shape_known = false;         // desc.shape holds what the trace said (maybe incomplete)
-  std::string library;              // classifier's library ("cublas", "flash-attn", ...), may be empty
-  std::string launched_by;          // framework op ("aten::mm") or enclosing NVTX range
-  std::optional<double> start_us;   // start on the trace's clock
+  bool dtype_known = false;        // desc.dtype is a default otherwise
+  bool shape_known = false;        // desc.shape holds what the trace said (maybe incomplete)
+  std::string library;             // classifier's library ("cublas", "flash-attn", ...), may be empty
+  std::string launched_by;         // framework op ("aten::mm") or enclosing NVTX range
+  std::optional<double> start_us;  // start on the trace's clock
   std::optional<ImportedMeasurement> measurement;
 };
 
@@ -76,16 +76,16 @@ class ImportSink {
 };
 
 struct ImportProgress {
-  uint64_t bytes_done = 0;    // of the file as stored (compressed bytes for .gz)
+  uint64_t bytes_done = 0;  // of the file as stored (compressed bytes for .gz)
   uint64_t bytes_total = 0;
   uint64_t kernels = 0;
-  std::string stage;          // "reading events", "resolving launches", ...
+  std::string stage;  // "reading events", "resolving launches", ...
 };
 
 struct ImportControl {
-  const GpuDatabase* gpus = nullptr;                        // required
-  std::function<void(const ImportProgress&)> progress;      // optional, called every few MB
-  const std::atomic<bool>* cancel = nullptr;                // optional; set -> ImportCancelled
+  const GpuDatabase* gpus = nullptr;                    // required
+  std::function<void(const ImportProgress&)> progress;  // optional, called every few MB
+  const std::atomic<bool>* cancel = nullptr;            // optional; set -> ImportCancelled
   // Memory the torch trace importer may hold for framework ops before it spills them to a
   // temporary on-disk SQLite file (bounded memory on multi-GB traces).
   std::size_t op_memory_bytes = std::size_t(192) << 20;

@@ -1,16 +1,16 @@
 #include "storage/importers/input_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <fcntl.h>
 #include <mutex>
-#include <sys/stat.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
-#include <zlib.h>
 
 #include "storage/importers/importer.h"
 
@@ -255,8 +255,7 @@ std::string InputFile::head(const std::filesystem::path& path, std::size_t max_b
       n += got;
       if (n == raw.size()) break;
     }
-  } catch (...) {
-  }
+  } catch (...) {}
   raw.resize(n);
   if (!is_gzip_magic(reinterpret_cast<const unsigned char*>(raw.data()), raw.size())) return raw;
   if (gzip) *gzip = true;

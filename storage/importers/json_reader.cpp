@@ -44,7 +44,7 @@ void append_utf8(std::string* out, uint32_t cp) {
 
 std::string size_text(std::size_t bytes) {
   return bytes >= (1u << 20) && bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
-                                                         : std::to_string(bytes) + " bytes";
+                                                        : std::to_string(bytes) + " bytes";
 }
 
 std::string describe_char(int c) {
@@ -90,20 +90,24 @@ bool JsonReader::refill() {
   return n > 0;
 }
 
-std::string JsonReader::where() const {
-  return "line " + std::to_string(line_) + ", byte " + std::to_string(offset());
-}
+std::string JsonReader::where() const { return "line " + std::to_string(line_) + ", byte " + std::to_string(offset()); }
 
 void JsonReader::fail(const std::string& reason) const { throw ImportError(label_, where(), reason); }
 
 const char* JsonReader::kind_name(Kind k) {
   switch (k) {
-    case Kind::object: return "an object";
-    case Kind::array: return "an array";
-    case Kind::string: return "a string";
-    case Kind::number: return "a number";
-    case Kind::boolean: return "a boolean";
-    case Kind::null: return "null";
+    case Kind::object:
+      return "an object";
+    case Kind::array:
+      return "an array";
+    case Kind::string:
+      return "a string";
+    case Kind::number:
+      return "a number";
+    case Kind::boolean:
+      return "a boolean";
+    case Kind::null:
+      return "null";
   }
   return "a value";
 }
@@ -112,12 +116,17 @@ JsonReader::Kind JsonReader::peek() {
   skip_ws();
   int c = peek_char();
   switch (c) {
-    case '{': return Kind::object;
-    case '[': return Kind::array;
-    case '"': return Kind::string;
+    case '{':
+      return Kind::object;
+    case '[':
+      return Kind::array;
+    case '"':
+      return Kind::string;
     case 't':
-    case 'f': return Kind::boolean;
-    case 'n': return Kind::null;
+    case 'f':
+      return Kind::boolean;
+    case 'n':
+      return Kind::null;
     default:
       if (c == '-' || (c >= '0' && c <= '9')) return Kind::number;
       if (c < 0) fail("unexpected end of input (the file is truncated)");
@@ -126,8 +135,7 @@ JsonReader::Kind JsonReader::peek() {
 }
 
 void JsonReader::push(uint8_t state) {
-  if (stack_.size() >= limits_.max_depth)
-    fail("nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
+  if (stack_.size() >= limits_.max_depth) fail("nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
   stack_.push_back(state);
 }
 
@@ -227,8 +235,7 @@ void JsonReader::parse_string(std::string* out, std::size_t limit) {
     std::size_t n = static_cast<std::size_t>(p - pos_);
     if (out) {
       length += n;
-      if (length > limit)
-        fail("string longer than " + size_text(limit) + " (not a profiler trace value)");
+      if (length > limit) fail("string longer than " + size_text(limit) + " (not a profiler trace value)");
       out->append(pos_, n);
     }
     pos_ = p;
@@ -252,8 +259,7 @@ void JsonReader::parse_string(std::string* out, std::size_t limit) {
     }
     if (out) {
       length = out->size();
-      if (length > limit)
-        fail("string longer than " + size_text(limit) + " (not a profiler trace value)");
+      if (length > limit) fail("string longer than " + size_text(limit) + " (not a profiler trace value)");
     }
   }
 }
@@ -263,16 +269,34 @@ void JsonReader::parse_escape(std::string* out) {
   if (c < 0) fail("unexpected end of input inside a string (the file is truncated)");
   ++pos_;
   switch (c) {
-    case '"': if (out) out->push_back('"'); return;
-    case '\\': if (out) out->push_back('\\'); return;
-    case '/': if (out) out->push_back('/'); return;
-    case 'b': if (out) out->push_back('\b'); return;
-    case 'f': if (out) out->push_back('\f'); return;
-    case 'n': if (out) out->push_back('\n'); return;
-    case 'r': if (out) out->push_back('\r'); return;
-    case 't': if (out) out->push_back('\t'); return;
-    case 'u': break;
-    default: fail("invalid escape sequence \\" + std::string(1, static_cast<char>(c)) + " in a string");
+    case '"':
+      if (out) out->push_back('"');
+      return;
+    case '\\':
+      if (out) out->push_back('\\');
+      return;
+    case '/':
+      if (out) out->push_back('/');
+      return;
+    case 'b':
+      if (out) out->push_back('\b');
+      return;
+    case 'f':
+      if (out) out->push_back('\f');
+      return;
+    case 'n':
+      if (out) out->push_back('\n');
+      return;
+    case 'r':
+      if (out) out->push_back('\r');
+      return;
+    case 't':
+      if (out) out->push_back('\t');
+      return;
+    case 'u':
+      break;
+    default:
+      fail("invalid escape sequence \\" + std::string(1, static_cast<char>(c)) + " in a string");
   }
   auto hex4 = [&]() -> uint32_t {
     uint32_t v = 0;
@@ -281,10 +305,14 @@ void JsonReader::parse_escape(std::string* out) {
       if (h < 0) fail("unexpected end of input inside a \\u escape");
       ++pos_;
       v <<= 4;
-      if (h >= '0' && h <= '9') v |= static_cast<uint32_t>(h - '0');
-      else if (h >= 'a' && h <= 'f') v |= static_cast<uint32_t>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') v |= static_cast<uint32_t>(h - 'A' + 10);
-      else fail("\\u must be followed by four hexadecimal digits");
+      if (h >= '0' && h <= '9')
+        v |= static_cast<uint32_t>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        v |= static_cast<uint32_t>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        v |= static_cast<uint32_t>(h - 'A' + 10);
+      else
+        fail("\\u must be followed by four hexadecimal digits");
     }
     return v;
   };
@@ -453,7 +481,7 @@ JsonReader::Number JsonReader::read_number() {
   } else {
     // digits.digits whose digits as an integer are below 2^53: mantissa / 10^k is then correctly
     // rounded (both operands are exact doubles and IEEE division rounds once), as from_chars is.
-    static constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     if (e - s <= 20) {
       uint64_t mant = 0;

@@ -193,7 +193,8 @@ class NcuReader {
     double v = 0;
     bool is_number = ncu_value(text, unit, v);
     if (name == "gpu__time_duration.sum" || (name == "Duration" && !k.duration_ns)) {
-      if (!is_number) fail(line, "column \"" + name + "\": \"" + std::string(text.substr(0, 40)) + "\" is not a duration");
+      if (!is_number)
+        fail(line, "column \"" + name + "\": \"" + std::string(text.substr(0, 40)) + "\" is not a duration");
       if (v < 0) fail(line, "column \"" + name + "\": negative duration");
       k.duration_ns = v;
     }
@@ -210,7 +211,8 @@ class NcuReader {
     }
     if (c_block_ && !f[*c_block_].empty()) {
       std::array<int64_t, 3> b;
-      if (!parse_dim3(f[*c_block_], b)) fail(k.line, "Block Size \"" + f[*c_block_].substr(0, 40) + "\" is not (x, y, z)");
+      if (!parse_dim3(f[*c_block_], b))
+        fail(k.line, "Block Size \"" + f[*c_block_].substr(0, 40) + "\" is not (x, y, z)");
       k.block = b;
     }
   }
@@ -222,8 +224,9 @@ class NcuReader {
 
   void read_raw() {
     if (!r_.column("gpu__time_duration.sum"))
-      throw ImportError(label_, "line " + std::to_string(r_.line()),
-                        "no gpu__time_duration.sum column: profile with ncu --metrics gpu__time_duration.sum (or --set basic)");
+      throw ImportError(
+          label_, "line " + std::to_string(r_.line()),
+          "no gpu__time_duration.sum column: profile with ncu --metrics gpu__time_duration.sum (or --set basic)");
     const auto& header = r_.header();
     std::vector<std::string> units(header.size());
     std::vector<bool> is_metric(header.size());
@@ -280,10 +283,14 @@ class NcuReader {
     ClassifyInput in;
     in.kernel_name = k.name;
     LaunchArgs a;
-    if (k.grid) a.grid = *k.grid;
-    else if (k.grid_size) a.grid = {*k.grid_size, 1, 1};
-    if (k.block) a.block = *k.block;
-    else if (k.block_size) a.block = {*k.block_size, 1, 1};
+    if (k.grid)
+      a.grid = *k.grid;
+    else if (k.grid_size)
+      a.grid = {*k.grid_size, 1, 1};
+    if (k.block)
+      a.block = *k.block;
+    else if (k.block_size)
+      a.block = {*k.block_size, 1, 1};
     a.registers_per_thread = static_cast<int>(std::min<int64_t>(k.regs.value_or(0), 65536));
     a.shared_memory_bytes = k.smem_total.value_or(k.smem_static.value_or(0) + k.smem_dynamic.value_or(0));
     if (a.grid[0] > 0 || a.block[0] > 0) in.launch = a;
@@ -304,8 +311,7 @@ class NcuReader {
   }
 
   void finish() {
-    if (no_duration_)
-      sink_.warning(std::to_string(no_duration_) + " kernels without a duration (n/a) were skipped");
+    if (no_duration_) sink_.warning(std::to_string(no_duration_) + " kernels without a duration (n/a) were skipped");
     if (seq_ == 0) throw ImportError(label_, "", "no kernel with a duration in the file");
     std::string best;
     std::size_t n = 0;
@@ -357,10 +363,14 @@ bool ncu_value(std::string_view text, std::string_view unit, double& out) {
   if (ec != std::errc() || p != buf + n || !std::isfinite(v)) return false;
   std::string u = lower(unit);
   double scale = 1;
-  if (u == "nsecond" || u == "ns") scale = 1;
-  else if (u == "usecond" || u == "us") scale = 1e3;
-  else if (u == "msecond" || u == "ms") scale = 1e6;
-  else if (u == "second" || u == "s") scale = 1e9;
+  if (u == "nsecond" || u == "ns")
+    scale = 1;
+  else if (u == "usecond" || u == "us")
+    scale = 1e3;
+  else if (u == "msecond" || u == "ms")
+    scale = 1e6;
+  else if (u == "second" || u == "s")
+    scale = 1e9;
   else if (!u.empty()) {
     // Decimal prefixes on bytes, rates and counts: "Kbyte", "Mbyte/second", "Gcycle".
     static const std::pair<char, double> prefixes[] = {{'k', 1e3}, {'m', 1e6}, {'g', 1e9}, {'t', 1e12}};
@@ -391,9 +401,9 @@ void NcuCsvImporter::import(const std::filesystem::path& path, ImportSink& sink,
   auto file = std::make_shared<InputFile>(path);
   if (file->file_size() == 0) throw ImportError(path.string(), "", "empty file");
   ProfLineFilter filter([file](char* b, std::size_t n) { return file->read(b, n); }, path.string());
-  CsvReader reader([filter = std::make_shared<ProfLineFilter>(std::move(filter))](char* b, std::size_t n) {
-    return (*filter)(b, n);
-  }, path.string());
+  CsvReader reader([filter = std::make_shared<ProfLineFilter>(std::move(filter))](
+                       char* b, std::size_t n) { return (*filter)(b, n); },
+                   path.string());
   try {
     NcuReader(std::move(reader), path.string(), sink, control).run();
   } catch (const ImportError&) {

@@ -1,9 +1,9 @@
 #include "storage/importers/nsys_sqlite_importer.h"
 
+#include <sqlite3.h>
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sqlite3.h>
 #include <unordered_map>
 
 #include "storage/importers/scratch_db.h"
@@ -42,9 +42,8 @@ struct Range {
 struct ThreadRanges {
   std::vector<Range> ranges;
   void finish() {
-    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
-      return a.start != b.start ? a.start < b.start : a.end > b.end;
-    });
+    std::sort(ranges.begin(), ranges.end(),
+              [](const Range& a, const Range& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; });
     std::vector<int32_t> stack;
     for (std::size_t i = 0; i < ranges.size(); ++i) {
       while (!stack.empty() && ranges[static_cast<std::size_t>(stack.back())].end < ranges[i].start) stack.pop_back();
@@ -80,7 +79,9 @@ class NsysReader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& where, const std::string& reason) { throw ImportError(label_, where, reason); }
+  [[noreturn]] void fail(const std::string& where, const std::string& reason) {
+    throw ImportError(label_, where, reason);
+  }
   [[noreturn]] void fail_sqlite(const std::string& where) {
     int code = sqlite3_errcode(db_);
     std::string msg = sqlite3_errmsg(db_);
@@ -124,10 +125,13 @@ class NsysReader {
     if (rc != SQLITE_DONE) fail_sqlite("");
     if (!tables_.count("CUPTI_ACTIVITY_KIND_KERNEL")) {
       if (tables_.count("StringIds") || tables_.count("TARGET_INFO_GPU") || tables_.count("NVTX_EVENTS"))
-        fail("", "an Nsight Systems export without CUDA kernels (no CUPTI_ACTIVITY_KIND_KERNEL table): profile with nsys profile --trace=cuda");
+        fail("",
+             "an Nsight Systems export without CUDA kernels (no CUPTI_ACTIVITY_KIND_KERNEL table): profile with nsys "
+             "profile --trace=cuda");
       fail("", "an SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_KERNEL table)");
     }
-    if (!tables_.count("StringIds")) fail("", "an Nsight Systems export without its StringIds table: kernel names unknown");
+    if (!tables_.count("StringIds"))
+      fail("", "an Nsight Systems export without its StringIds table: kernel names unknown");
     kernel_cols_ = columns("CUPTI_ACTIVITY_KIND_KERNEL");
     for (const char* c : {"start", "end"})
       if (!kernel_cols_.count(c)) fail("table CUPTI_ACTIVITY_KIND_KERNEL", std::string("no column ") + c);
@@ -212,7 +216,8 @@ class NsysReader {
     std::size_t n = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       if (n++ >= kMaxRanges) {
-        sink_.warning("more than " + std::to_string(kMaxRanges) + " NVTX ranges: the rest are not used for launched_by");
+        sink_.warning("more than " + std::to_string(kMaxRanges) +
+                      " NVTX ranges: the rest are not used for launched_by");
         break;
       }
       std::string t = text(st, 3);
@@ -240,15 +245,16 @@ class NsysReader {
     std::string rt_cols = "NULL, NULL";
     if (use_runtime_) {
       // Correlation ids are per process: match the launching process too when both sides say it.
-      std::string same_process = kernel_cols_.count("globalPid") ? " AND (r.globalTid >> 24) = (k.globalPid >> 24)" : "";
+      std::string same_process =
+          kernel_cols_.count("globalPid") ? " AND (r.globalTid >> 24) = (k.globalPid >> 24)" : "";
       joins += " LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId" + same_process;
       rt_cols = "r.globalTid, r.start";
     }
     std::string sql = "SELECT k.start, k.end, " + name_expr + ", " + col("gridX") + ", " + col("gridY") + ", " +
                       col("gridZ") + ", " + col("blockX") + ", " + col("blockY") + ", " + col("blockZ") + ", " +
-                      col("registersPerThread") + ", " + col("staticSharedMemory") + ", " +
-                      col("dynamicSharedMemory") + ", " + col("deviceId") + ", " + rt_cols +
-                      " FROM CUPTI_ACTIVITY_KIND_KERNEL k" + joins + " ORDER BY k.start";
+                      col("registersPerThread") + ", " + col("staticSharedMemory") + ", " + col("dynamicSharedMemory") +
+                      ", " + col("deviceId") + ", " + rt_cols + " FROM CUPTI_ACTIVITY_KIND_KERNEL k" + joins +
+                      " ORDER BY k.start";
     Stmt st = prepare(sql, "table CUPTI_ACTIVITY_KIND_KERNEL");
     std::map<int64_t, uint64_t> per_device;
     int64_t row = 0;
@@ -259,14 +265,17 @@ class NsysReader {
       const std::string where = "table CUPTI_ACTIVITY_KIND_KERNEL, row " + std::to_string(row + 1);
       for (int c : {0, 1}) {
         int t = sqlite3_column_type(st, c);
-        if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) fail(where, std::string(c ? "end" : "start") + " is not a number");
+        if (t != SQLITE_INTEGER && t != SQLITE_FLOAT)
+          fail(where, std::string(c ? "end" : "start") + " is not a number");
       }
       int64_t start = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 1);
       if (end < start) fail(where, "the kernel ends before it starts");
       ClassifyInput in;
       in.kernel_name = text(st, 2);
       if (in.kernel_name.empty()) fail(where, "kernel name missing from StringIds");
-      auto num = [&](int c) -> int64_t { return sqlite3_column_type(st, c) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, c); };
+      auto num = [&](int c) -> int64_t {
+        return sqlite3_column_type(st, c) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, c);
+      };
       LaunchArgs a;
       a.grid = {num(3), num(4), num(5)};
       a.block = {num(6), num(7), num(8)};
@@ -377,8 +386,10 @@ bool parse_emit_nvtx_range(std::string_view text, std::string& op, std::vector<s
       }
       if (digits && dims.size() < 16) dims.push_back(neg ? -v : v);
       skip_ws();
-      if (i < text.size() && text[i] == ',') ++i;
-      else if (!digits) break;
+      if (i < text.size() && text[i] == ',')
+        ++i;
+      else if (!digits)
+        break;
     }
     if (i < text.size() && text[i] == ']') ++i;
     sizes.push_back(std::move(dims));
@@ -397,7 +408,8 @@ int NsysSqliteImporter::sniff(const SniffInput& in) const {
   return 40;  // some SQLite file: the import says whether it is an export
 }
 
-void NsysSqliteImporter::import(const std::filesystem::path& path, ImportSink& sink, const ImportControl& control) const {
+void NsysSqliteImporter::import(const std::filesystem::path& path, ImportSink& sink,
+                                const ImportControl& control) const {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw ImportError(path.string(), "", "is a folder, not a file");
   if (std::filesystem::file_size(path, ec) == 0 || ec) throw ImportError(path.string(), "", "empty or unreadable file");

@@ -1,8 +1,8 @@
 #include "storage/importers/op_table.h"
 
+#include <sqlite3.h>
 #include <algorithm>
 #include <cstring>
-#include <sqlite3.h>
 
 #include "storage/importers/varint.h"
 
@@ -12,7 +12,6 @@ namespace {
 
 constexpr std::size_t kMaxInterned = std::size_t(16) << 20;  // bytes of distinct names kept
 constexpr std::size_t kUnorderedMerge = 1 << 16;
-
 
 }  // namespace
 
@@ -93,7 +92,7 @@ void OpTable::add(int64_t ext_id, int64_t tid, double ts, double dur, std::strin
 void OpTable::decode(std::string_view rec, OpInfo& out) const {
   const unsigned char* p = reinterpret_cast<const unsigned char*>(rec.data());
   out.name = ref_text(p);
-  varint::get(p);  // tid
+  varint::get(p);         // tid
   varint::get_double(p);  // ts
   varint::get_double(p);  // dur
   std::size_t n = varint::get(p);
@@ -182,8 +181,8 @@ bool OpTable::find_enclosing(int64_t tid, double t, OpInfo& out) {
   if (!arena_.empty() || !scratch_) spill();
   if (!indexed_) {
     scratch_->exec("CREATE INDEX IF NOT EXISTS ops_time ON ops (tid, ts)");
-    enclosing_ = Stmt(scratch_->prepare(
-        "SELECT rec FROM ops WHERE tid = ?1 AND ts <= ?2 AND end_ts >= ?2 ORDER BY ts DESC LIMIT 1"));
+    enclosing_ = Stmt(
+        scratch_->prepare("SELECT rec FROM ops WHERE tid = ?1 AND ts <= ?2 AND end_ts >= ?2 ORDER BY ts DESC LIMIT 1"));
     indexed_ = true;
   }
   sqlite3_bind_int64(enclosing_, 1, tid);

@@ -4,8 +4,8 @@
 #include <set>
 #include <sstream>
 
-#include "storage/importers/input_file.h"
 #include "storage/database.h"
+#include "storage/importers/input_file.h"
 #include "storage/public_datasets.h"
 
 namespace perfloom::storage {
@@ -99,7 +99,8 @@ int PublicDatasetImporter::sniff(const SniffInput& in) const {
   return table_of(in.head) != Table::unknown ? 85 : 0;
 }
 
-void PublicDatasetImporter::import(const std::filesystem::path& path, ImportSink& sink, const ImportControl& control) const {
+void PublicDatasetImporter::import(const std::filesystem::path& path, ImportSink& sink,
+                                   const ImportControl& control) const {
   const std::string label = path.string();
   if (!control.gpus) throw ImportError(label, "", "no GPU database");
   int64_t seq = 0;
@@ -128,11 +129,20 @@ void PublicDatasetImporter::import(const std::filesystem::path& path, ImportSink
     } else {
       DatasetLoadReport rep;
       switch (table_of(InputFile::head(path, 64 * 1024))) {
-        case Table::aic_gemm: visit_aiconfigurator_gemm(path, *control.gpus, each, &rep); break;
-        case Table::aic_attention: visit_aiconfigurator_attention(path, *control.gpus, each, &rep); break;
-        case Table::neusight: visit_neusight(path, *control.gpus, each, &rep); break;
-        case Table::vidur: visit_vidur(path, *control.gpus, each, &rep); break;
-        case Table::unknown: throw ImportError(label, "line 1", "the header is not one of a known public dataset");
+        case Table::aic_gemm:
+          visit_aiconfigurator_gemm(path, *control.gpus, each, &rep);
+          break;
+        case Table::aic_attention:
+          visit_aiconfigurator_attention(path, *control.gpus, each, &rep);
+          break;
+        case Table::neusight:
+          visit_neusight(path, *control.gpus, each, &rep);
+          break;
+        case Table::vidur:
+          visit_vidur(path, *control.gpus, each, &rep);
+          break;
+        case Table::unknown:
+          throw ImportError(label, "line 1", "the header is not one of a known public dataset");
       }
       reports.push_back(std::move(rep));
     }

@@ -88,7 +88,8 @@ const Importer& ImporterRegistry::detect(const std::filesystem::path& path) cons
   if (const Importer* i = detect(in)) return *i;
   std::string known;
   for (const auto& i : importers_) known += (known.empty() ? "" : ", ") + std::string(i->format());
-  throw ImportError(path.string(), "", "not a format perfloom can import: " + describe_content(in) + " (known: " + known + ")");
+  throw ImportError(path.string(), "",
+                    "not a format perfloom can import: " + describe_content(in) + " (known: " + known + ")");
 }
 
 }  // namespace perfloom::storage

@@ -1,10 +1,10 @@
 #include "storage/importers/synthetic_trace.h"
 
+#include <zlib.h>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include <zlib.h>
 
 namespace perfloom::storage {
 
@@ -45,7 +45,8 @@ class Out {
   void flush() {
     if (buf_.empty()) return;
     if (gz_) {
-      if (gzwrite(gz_, buf_.data(), static_cast<unsigned>(buf_.size())) <= 0) throw std::runtime_error("gzip write failed");
+      if (gzwrite(gz_, buf_.data(), static_cast<unsigned>(buf_.size())) <= 0)
+        throw std::runtime_error("gzip write failed");
     } else if (f_ && std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) {
       throw std::runtime_error("write failed");
     }
@@ -83,14 +84,15 @@ constexpr const char* kMul =
     "native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> "
     "> >(at::TensorIteratorBase&, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::"
     "binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})";
-constexpr const char* kAttn = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0";
+constexpr const char* kAttn =
+    "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0";
 
 struct Op {
   const char* name;
   std::vector<std::vector<int64_t>> dims;
-  int n_types;       // tensors typed c10::BFloat16
-  int kernel = -1;   // index into the layer's kernels, -1: launches none
-  int depth = 0;     // nesting under the previous op at depth - 1
+  int n_types;      // tensors typed c10::BFloat16
+  int kernel = -1;  // index into the layer's kernels, -1: launches none
+  int depth = 0;    // nesting under the previous op at depth - 1
 };
 
 struct Kernel {
@@ -234,7 +236,8 @@ SyntheticTraceStats write_synthetic_trace(const std::filesystem::path& path, uin
       o << "  {\n    \"ph\": \"f\", \"id\": " << corr << ", \"pid\": 0, \"tid\": 7, \"ts\": ";
       o.num(kernel_ts) << ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }";
       sep();
-      o << "  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 776, \"tid\": 776,"
+      o << "  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 776, \"tid\": "
+           "776,"
            "\n    \"ts\": ";
       o.num(launch_ts) << ", \"dur\": 5.120,\n    \"args\": {\n      \"External id\": " << ext
                        << ", \"cbid\": 211, \"correlation\": " << corr << "\n    }\n  }";

@@ -10,7 +10,7 @@
 namespace perfloom::storage {
 
 struct SyntheticTraceStats {
-  uint64_t bytes = 0;       // as written (compressed size for gzip)
+  uint64_t bytes = 0;  // as written (compressed size for gzip)
   uint64_t kernels = 0;
   uint64_t gemm_kernels = 0;  // launched by aten::mm with M, N, K in Input Dims
   uint64_t cpu_ops = 0;

@@ -1,17 +1,17 @@
 #include "storage/importers/torch_trace_importer.h"
 
+#include <sqlite3.h>
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
-#include <sqlite3.h>
 
-#include "storage/importers/varint.h"
 #include <unordered_map>
 #include <unordered_set>
+#include "storage/importers/varint.h"
 
 #include "storage/importers/input_file.h"
 #include "storage/importers/op_table.h"
@@ -24,10 +24,10 @@ namespace {
 
 using Kind = JsonReader::Kind;
 
-constexpr std::size_t kMaxInputs = 64;       // "Input Dims" entries kept per op
-constexpr std::size_t kMaxRank = 16;         // dimensions kept per input
-constexpr std::size_t kMaxRuntime = 1 << 18; // launches remembered for kernels without External id
-constexpr std::size_t kMaxPending = 1 << 16; // kernels waiting for their launch record
+constexpr std::size_t kMaxInputs = 64;        // "Input Dims" entries kept per op
+constexpr std::size_t kMaxRank = 16;          // dimensions kept per input
+constexpr std::size_t kMaxRuntime = 1 << 18;  // launches remembered for kernels without External id
+constexpr std::size_t kMaxPending = 1 << 16;  // kernels waiting for their launch record
 constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
 
 // Merged multi-process traces (ranks of one job, concatenated or merged by a tool) reuse External
@@ -53,14 +53,35 @@ int64_t tid_key(int32_t proc, int64_t tid) {
 // that may copy, like reshape or contiguous, are not here), and they are about half the cpu_op
 // events of a trace, so the op table does not keep them.
 bool never_launches(std::string_view name) {
-  static const std::unordered_set<std::string_view> kNames = {
-      "aten::view",        "aten::_unsafe_view", "aten::as_strided", "aten::t",
-      "aten::transpose",   "aten::permute",      "aten::expand",     "aten::unsqueeze", "aten::squeeze",
-      "aten::slice",       "aten::select",       "aten::narrow",     "aten::split",     "aten::split_with_sizes",
-      "aten::chunk",       "aten::detach",       "aten::detach_",
-      "aten::alias",       "aten::empty",        "aten::empty_like", "aten::empty_strided",
-      "aten::resize_",     "aten::lift_fresh",   "aten::unbind",     "aten::numpy_T",
-      "aten::result_type", "aten::is_nonzero",   "aten::item",       "aten::_local_scalar_dense"};
+  static const std::unordered_set<std::string_view> kNames = {"aten::view",
+                                                              "aten::_unsafe_view",
+                                                              "aten::as_strided",
+                                                              "aten::t",
+                                                              "aten::transpose",
+                                                              "aten::permute",
+                                                              "aten::expand",
+                                                              "aten::unsqueeze",
+                                                              "aten::squeeze",
+                                                              "aten::slice",
+                                                              "aten::select",
+                                                              "aten::narrow",
+                                                              "aten::split",
+                                                              "aten::split_with_sizes",
+                                                              "aten::chunk",
+                                                              "aten::detach",
+                                                              "aten::detach_",
+                                                              "aten::alias",
+                                                              "aten::empty",
+                                                              "aten::empty_like",
+                                                              "aten::empty_strided",
+                                                              "aten::resize_",
+                                                              "aten::lift_fresh",
+                                                              "aten::unbind",
+                                                              "aten::numpy_T",
+                                                              "aten::result_type",
+                                                              "aten::is_nonzero",
+                                                              "aten::item",
+                                                              "aten::_local_scalar_dense"};
   return kNames.count(name) > 0;
 }
 
@@ -113,7 +134,6 @@ struct Event {
   }
 };
 
-
 class TraceParser {
  public:
   TraceParser(JsonReader& r, ImportSink& sink, const ImportControl& control, std::function<uint64_t()> raw_offset,
@@ -147,7 +167,8 @@ class TraceParser {
     }
     r_.finish();
     if (!saw_events_)
-      throw ImportError(label_, "", "not a Chrome trace: no traceEvents array (torch.profiler export_chrome_trace writes one)");
+      throw ImportError(label_, "",
+                        "not a Chrome trace: no traceEvents array (torch.profiler export_chrome_trace writes one)");
     finish();
   }
 
@@ -160,7 +181,8 @@ class TraceParser {
     Kind k = r_.peek();
     if (k != Kind::number) fail_event(std::string(field) + ": expected an integer, found " + JsonReader::kind_name(k));
     auto n = r_.read_number();
-    if (!n.integral) fail_event(std::string(field) + ": expected an integer, found a fraction or an out-of-range number");
+    if (!n.integral)
+      fail_event(std::string(field) + ": expected an integer, found a fraction or an out-of-range number");
     return n.integer;
   }
   double number_field(const char* field) {
@@ -191,7 +213,8 @@ class TraceParser {
   }
   void dims3_field(const char* field, std::array<int64_t, 3>& out) {
     Kind k = r_.peek();
-    if (k != Kind::array) fail_event(std::string(field) + ": expected an array of 3 integers, found " + JsonReader::kind_name(k));
+    if (k != Kind::array)
+      fail_event(std::string(field) + ": expected an array of 3 integers, found " + JsonReader::kind_name(k));
     r_.begin_array();
     std::size_t i = 0;
     out = {1, 1, 1};
@@ -206,7 +229,8 @@ class TraceParser {
 
   void parse_devices() {
     Kind k = r_.peek();
-    if (k != Kind::array) r_.fail(std::string("deviceProperties: expected an array, found ") + JsonReader::kind_name(k));
+    if (k != Kind::array)
+      r_.fail(std::string("deviceProperties: expected an array, found ") + JsonReader::kind_name(k));
     r_.begin_array();
     while (r_.next_element()) {
       if (r_.peek() != Kind::object) r_.fail("deviceProperties: expected an object per device");
@@ -267,18 +291,44 @@ class TraceParser {
       const std::string_view key = r_.key();
       switch (key.size()) {
         case 2:
-          if (key == "ph") { string_field("ph", ev_.ph); continue; }
-          if (key == "ts") { ev_.ts = number_field("ts"); ev_.has_ts = true; continue; }
+          if (key == "ph") {
+            string_field("ph", ev_.ph);
+            continue;
+          }
+          if (key == "ts") {
+            ev_.ts = number_field("ts");
+            ev_.has_ts = true;
+            continue;
+          }
           break;
         case 3:
-          if (key == "cat") { string_field("cat", ev_.cat); continue; }
-          if (key == "dur") { ev_.dur = number_field("dur"); ev_.has_dur = true; continue; }
-          if (key == "tid") { ev_.tid = id_field("tid"); continue; }
-          if (key == "pid") { ev_.pid = id_field("pid"); continue; }
+          if (key == "cat") {
+            string_field("cat", ev_.cat);
+            continue;
+          }
+          if (key == "dur") {
+            ev_.dur = number_field("dur");
+            ev_.has_dur = true;
+            continue;
+          }
+          if (key == "tid") {
+            ev_.tid = id_field("tid");
+            continue;
+          }
+          if (key == "pid") {
+            ev_.pid = id_field("pid");
+            continue;
+          }
           break;
         case 4:
-          if (key == "name") { string_field("name", ev_.name); continue; }
-          if (key == "args") { parse_args(); continue; }
+          if (key == "name") {
+            string_field("name", ev_.name);
+            continue;
+          }
+          if (key == "args") {
+            parse_args();
+            continue;
+          }
           break;
       }
       r_.skip_value();
@@ -324,7 +374,8 @@ class TraceParser {
 
   void parse_dims() {
     Kind k = r_.peek();
-    if (k != Kind::array) fail_event(std::string("args.Input Dims: expected an array, found ") + JsonReader::kind_name(k));
+    if (k != Kind::array)
+      fail_event(std::string("args.Input Dims: expected an array, found ") + JsonReader::kind_name(k));
     r_.begin_array();
     while (r_.next_element()) {
       Kind ek = r_.peek();
@@ -365,7 +416,8 @@ class TraceParser {
 
   void parse_types() {
     Kind k = r_.peek();
-    if (k != Kind::array) fail_event(std::string("args.Input type: expected an array, found ") + JsonReader::kind_name(k));
+    if (k != Kind::array)
+      fail_event(std::string("args.Input type: expected an array, found ") + JsonReader::kind_name(k));
     r_.begin_array();
     while (r_.next_element()) {
       Kind ek = r_.peek();
@@ -634,8 +686,9 @@ class TraceParser {
 
   void finish() {
     if (kernels_seen_ == 0)
-      throw ImportError(label_, "", "no GPU kernel events (cat \"kernel\") among " + std::to_string(event_index_) +
-                                        " events: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
+      throw ImportError(label_, "",
+                        "no GPU kernel events (cat \"kernel\") among " + std::to_string(event_index_) +
+                            " events: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
     // Kernels whose launch record never came.
     for (int64_t corr : pending_order_) {
       auto [first, last] = pending_.equal_range(corr);
@@ -702,7 +755,7 @@ class TraceParser {
   std::unordered_map<int64_t, Launch> launches_;
   std::deque<int64_t> launch_order_;
   std::unordered_multimap<int64_t, Kern> pending_;
-  std::unordered_map<int64_t, int32_t> procs_;        // CPU pid -> dense process index
+  std::unordered_map<int64_t, int32_t> procs_;  // CPU pid -> dense process index
   int64_t last_pid_ = 0;
   int32_t last_proc_ = kNoProc;
   std::unordered_map<int64_t, int32_t> device_proc_;  // device -> launching process, or kConflict
@@ -734,14 +787,16 @@ int TorchTraceImporter::sniff(const SniffInput& in) const {
   if (s.empty()) return 0;
   if (s[0] == '{') {
     if (s.find("\"traceEvents\"") != std::string_view::npos) return 95;
-    if (s.find("\"schemaVersion\"") != std::string_view::npos && s.find("\"deviceProperties\"") != std::string_view::npos)
+    if (s.find("\"schemaVersion\"") != std::string_view::npos &&
+        s.find("\"deviceProperties\"") != std::string_view::npos)
       return 80;
     return 0;
   }
   if (s[0] == '[') {
     s.remove_prefix(1);
     s = skip_bom_ws(s);
-    if (!s.empty() && s[0] == '{' && s.find("\"ph\"") != std::string_view::npos && s.find("\"ts\"") != std::string_view::npos)
+    if (!s.empty() && s[0] == '{' && s.find("\"ph\"") != std::string_view::npos &&
+        s.find("\"ts\"") != std::string_view::npos)
       return 60;
   }
   return 0;
@@ -753,11 +808,13 @@ void TorchTraceImporter::import_json(JsonReader& reader, ImportSink& sink, const
   parser.run();
 }
 
-void TorchTraceImporter::import(const std::filesystem::path& path, ImportSink& sink, const ImportControl& control) const {
+void TorchTraceImporter::import(const std::filesystem::path& path, ImportSink& sink,
+                                const ImportControl& control) const {
   InputFile file(path);
   if (file.file_size() == 0) throw ImportError(path.string(), "", "empty file");
   JsonReader reader([&file](char* buf, std::size_t cap) { return file.read(buf, cap); }, path.string());
-  import_json(reader, sink, control, [&file] { return file.raw_offset(); }, file.file_size());
+  import_json(
+      reader, sink, control, [&file] { return file.raw_offset(); }, file.file_size());
 }
 
 }  // namespace perfloom::storage

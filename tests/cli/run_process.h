@@ -1,9 +1,9 @@
 #pragma once
 // Runs the real perfloom binary and captures its output, as a script would.
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 struct ProcessResult {
   int exit_code = -1;
@@ -13,8 +13,8 @@ struct ProcessResult {
 
 inline ProcessResult runPerfloom(const std::string& args, const std::string& env = "") {
   static int counter = 0;
-  const std::string errFile = "/tmp/perfloom-cli-test-" + std::to_string(::getpid()) + "-" +
-                              std::to_string(counter++) + ".err";
+  const std::string errFile =
+      "/tmp/perfloom-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".err";
   const std::string cmd = "env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM " + env + " " +
                           std::string(PERFLOOM_BIN) + " " + args + " 2>" + errFile;
   ProcessResult r;

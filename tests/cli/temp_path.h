@@ -1,9 +1,9 @@
 #pragma once
 // A path in the temporary folder for one test process (`PREFIX-PID-NAME`), removed with its SQLite
 // WAL and shared-memory files when the tests end.
+#include <unistd.h>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 inline std::filesystem::path fresh_temp_path(const std::string& prefix, const std::string& name) {

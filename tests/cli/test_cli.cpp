@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 #include "run_process.h"
 
@@ -103,8 +103,8 @@ fs::path two_gpu_elementwise_data(const std::string& prefix) {
   const fs::path data = fs::temp_directory_path() / (prefix + std::to_string(::getpid()));
   for (const char* gpu : {"h100-sxm", "h200"}) {
     fs::create_directories(data / gpu);
-    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "data" / gpu / "elementwise.csv.gz", data / gpu / "elementwise.csv.gz",
-                  fs::copy_options::overwrite_existing);
+    fs::copy_file(fs::path(PERFLOOM_SOURCE_DIR) / "data" / gpu / "elementwise.csv.gz",
+                  data / gpu / "elementwise.csv.gz", fs::copy_options::overwrite_existing);
   }
   return data;
 }
@@ -114,7 +114,8 @@ TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
   // Two GPUs' elementwise kernels: held out the H200, trained on the H100 only.
   const fs::path data = two_gpu_elementwise_data("perfloom-cli-eval-");
   const fs::path out = data / "models";
-  auto r = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " --save-models " + out.string() + " " + kDb);
+  auto r = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " --save-models " + out.string() +
+                       " " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("models trained without h200 written to"), std::string::npos) << r.out;
   std::ifstream in(out / "manifest.json");
@@ -123,7 +124,8 @@ TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
   EXPECT_EQ(manifest.at("held_out"), json::array({"h200"}));
   EXPECT_TRUE(fs::exists(out / "elementwise.json.gz"));
   // A folder that cannot be made fails the command and names it.
-  auto bad = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() + " --save-models /dev/null/models " + kDb);
+  auto bad = runPerfloom("eval --holdout-gpu h200 --rounds 5 --data " + data.string() +
+                         " --save-models /dev/null/models " + kDb);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("/dev/null/models"), std::string::npos) << bad.err;
   fs::remove_all(data);
@@ -137,8 +139,10 @@ TEST(Cli, TrainingLeavesOutTheOtherKernelVariantsOfAConfiguration) {
       "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H100 80GB HBM3\n"
       "op,dtype,M,N,K,latency_us,kernel_name,tile,stages,splitk,cluster,heuristic_rank,sweep,source\n";
   auto row = [](int custom, double us, bool base) {
-    return "gemm,bf16,768,4096,512," + std::to_string(us) + ",nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN,96x128,64xAUTO,1,2x1x1,-2,plan,"
-           "plan:128x96x64/s1/c1x2 table 1 variant=c" + std::to_string(custom) + "/s0" + (base ? " base" : "") + " rep=1\n";
+    return "gemm,bf16,768,4096,512," + std::to_string(us) +
+           ",nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN,96x128,64xAUTO,1,2x1x1,-2,plan,"
+           "plan:128x96x64/s1/c1x2 table 1 variant=c" +
+           std::to_string(custom) + "/s0" + (base ? " base" : "") + " rep=1\n";
   };
   auto trained_on = [&](const std::string& rows) {
     std::ofstream(data / "h100-sxm" / "variants.csv") << head << rows;
@@ -280,7 +284,8 @@ TEST(CliCalibration, AUsersCalibrationMovesItsGpuToTheTargetMeasuredTier) {
 
   const std::string kernels = writeTemp("calib-kernels.csv", "op,dtype,T,H\nrmsnorm,bf16,4096,8192\n");
   auto p0 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb " + kDb);
-  auto p1 = runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb --calibration " + file + " " + kDb);
+  auto p1 =
+      runPerfloom("predict --json --kernels " + kernels + " --gpu a100-sxm-80gb --calibration " + file + " " + kDb);
   ASSERT_EQ(p0.exit_code, 0) << p0.err;
   ASSERT_EQ(p1.exit_code, 0) << p1.err;
   EXPECT_NE(p0.out, p1.out);  // the prediction moved, the ceiling did not

@@ -2,19 +2,19 @@
 // killed in the middle of a large import.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 #include <thread>
-#include <unistd.h>
 
 #include "run_process.h"
-#include "temp_path.h"
 #include "storage/importers/synthetic_trace.h"
+#include "temp_path.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -73,7 +73,8 @@ TEST(CliImport, OneSummaryLinePerFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto out = lines(r.out);
   ASSERT_EQ(out.size(), 3u) << r.out;
-  EXPECT_EQ(out[0].rfind(kH100 + ": torch-trace, 155 kernels, GPU h100-sxm (NVIDIA H100 80GB HBM3), ", 0), 0u) << out[0];
+  EXPECT_EQ(out[0].rfind(kH100 + ": torch-trace, 155 kernels, GPU h100-sxm (NVIDIA H100 80GB HBM3), ", 0), 0u)
+      << out[0];
   EXPECT_EQ(out[1].rfind(kH200 + ": torch-trace, 155 kernels, GPU h200 (NVIDIA H200), ", 0), 0u) << out[1];
   EXPECT_EQ(out[2].rfind(kSweep + ": collector-csv, ", 0), 0u) << out[2];
   EXPECT_TRUE(has(out[2], " kernels, GPU h200 ")) << out[2];

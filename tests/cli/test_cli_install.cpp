@@ -31,7 +31,8 @@ const Installed& installed() {
     Installed i;
     i.prefix = fs::temp_directory_path() / ("perfloom-install-" + std::to_string(::getpid()));
     fs::remove_all(i.prefix);
-    const std::string cmd = "cmake --install '" PERFLOOM_BUILD_DIR "' --prefix '" + i.prefix.string() + "' >/dev/null 2>&1";
+    const std::string cmd =
+        "cmake --install '" PERFLOOM_BUILD_DIR "' --prefix '" + i.prefix.string() + "' >/dev/null 2>&1";
     if (std::system(cmd.c_str()) != 0) i.error = "failed: " + cmd;
     i.bin = i.prefix / "bin" / "perfloom";
     return i;

@@ -34,7 +34,9 @@ const std::string kSpec = "gemm:bf16:M=4096,N=4096,K=4096";
 
 fs::path fresh(const std::string& name) { return fresh_temp_path("perfloom-cli-one-engine", name); }
 
-bool close(double a, double b, double rel = 1e-5) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
+bool close(double a, double b, double rel = 1e-5) {
+  return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b));
+}
 
 class OneEngine : public ::testing::Test {
  protected:
@@ -61,9 +63,8 @@ std::shared_ptr<const KernelPredictor> OneEngine::predictor_;
 TEST_F(OneEngine, PredictJsonCarriesTheModelsBottleneck) {
   const fs::path in = fresh("kernels.csv");
   std::ofstream(in) << "op,dtype,M,N,K\ngemm,bf16,4096,4096,4096\n";
-  auto r = runPerfloom("predict --json --kernels " + in.string() + " --gpu h100-sxm,a100-sxm-80gb --db " +
-                           fresh("p.db").string(),
-                       kEnv);
+  auto r = runPerfloom(
+      "predict --json --kernels " + in.string() + " --gpu h100-sxm,a100-sxm-80gb --db " + fresh("p.db").string(), kEnv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);
   ASSERT_EQ(doc["predictions"].size(), 2u);
@@ -93,17 +94,19 @@ TEST_F(OneEngine, PredictJsonCarriesTheModelsBottleneck) {
 TEST_F(OneEngine, ARowWithoutAPredictionHasNullBottleneckFields) {
   const fs::path in = fresh("fp8.csv");
   std::ofstream(in) << "op,dtype,M,N,K\ngemm,fp8,4096,4096,4096\n";
-  auto r = runPerfloom("predict --json --kernels " + in.string() + " --gpu a100-sxm-80gb --db " + fresh("f.db").string(),
-                       kEnv);
+  auto r = runPerfloom(
+      "predict --json --kernels " + in.string() + " --gpu a100-sxm-80gb --db " + fresh("f.db").string(), kEnv);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   const json row = json::parse(r.out)["predictions"].at(0);
   EXPECT_FALSE(row["error"].get<std::string>().empty());
-  for (const char* c : {"pred_us", "pipes", "ceiling_pipe", "ceiling_share", "headroom"}) EXPECT_TRUE(row[c].is_null()) << c;
+  for (const char* c : {"pred_us", "pipes", "ceiling_pipe", "ceiling_share", "headroom"})
+    EXPECT_TRUE(row[c].is_null()) << c;
 }
 
 TEST_F(OneEngine, ExportChartPrintsTheSameHeadroomAsPredictJson) {
   const fs::path png = fresh("b.png");
-  auto chart = runPerfloom("export-chart bottleneck --gpu h100-sxm,h200 --kernel " + kSpec + " --out " + png.string(), kEnv);
+  auto chart =
+      runPerfloom("export-chart bottleneck --gpu h100-sxm,h200 --kernel " + kSpec + " --out " + png.string(), kEnv);
   ASSERT_EQ(chart.exit_code, 0) << chart.err;
   EXPECT_TRUE(fs::file_size(png) > 1000);
   for (const char* id : {"h100-sxm", "h200"}) {
@@ -117,8 +120,8 @@ TEST_F(OneEngine, ExportChartPrintsTheSameHeadroomAsPredictJson) {
 // shows (tests/ui/test_whatif_view.cpp compares the view with run_trace_whatif).
 TEST_F(OneEngine, PredictTraceJsonIsTheStoresWhatIf) {
   const std::string trace = (kSrc / "data/h100-sxm/trace.json.gz").string();
-  auto r = runPerfloom("predict --json --trace " + trace + " --gpu h200,a100-sxm-80gb --db " + fresh("t.db").string(),
-                       kEnv);
+  auto r =
+      runPerfloom("predict --json --trace " + trace + " --gpu h200,a100-sxm-80gb --db " + fresh("t.db").string(), kEnv);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;  // 2: fp8 kernels on the A100
   const json doc = json::parse(r.out);
 

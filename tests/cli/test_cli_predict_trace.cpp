@@ -2,14 +2,14 @@
 // torch.profiler trace of data, as users and scripts run it.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sqlite3.h>
 #include <sstream>
-#include <unistd.h>
 
 #include "run_process.h"
 #include "temp_path.h"
@@ -55,9 +55,12 @@ std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
   for (std::size_t i = 0; i < t.size(); ++i) {
     const char c = t[i];
     if (quoted) {
-      if (c == '"' && i + 1 < t.size() && t[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
+      if (c == '"' && i + 1 < t.size() && t[i + 1] == '"')
+        field += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
@@ -82,9 +85,9 @@ TEST(CliPredictTrace, EveryKernelOnEveryTargetThenTheTotals) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = read_csv(out);
   ASSERT_FALSE(rows.empty());
-  const std::vector<std::string> header = {"row_type", "seq",     "name",  "family",     "op",    "dtype",
-                                           "shape",    "source_gpu", "measured_us", "gpu", "pred_us", "lo_us",
-                                           "hi_us",    "ceiling_us", "bound", "method", "error"};
+  const std::vector<std::string> header = {"row_type", "seq",        "name",        "family", "op",      "dtype",
+                                           "shape",    "source_gpu", "measured_us", "gpu",    "pred_us", "lo_us",
+                                           "hi_us",    "ceiling_us", "bound",       "method", "error"};
   ASSERT_EQ(rows[0], header);
   std::map<std::string, int> col;
   for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = static_cast<int>(i);
@@ -207,15 +210,17 @@ TEST(CliPredictTrace, Errors) {
   EXPECT_TRUE(has(r.err, "--gpu")) << r.err;
   // Import the good trace once, then a bad file: the importer's "FILE: WHERE: REASON", nothing written.
   ASSERT_EQ(runPerfloom("predict --trace " + kTrace + " --gpu h200 --db " + db.string()).exit_code, 0);
-  const std::string before = query(db, "SELECT count(*) || '/' || (SELECT count(*) FROM kernels) || '/' || "
-                                       "(SELECT count(*) FROM predictions) FROM sources");
+  const std::string before = query(db,
+                                   "SELECT count(*) || '/' || (SELECT count(*) FROM kernels) || '/' || "
+                                   "(SELECT count(*) FROM predictions) FROM sources");
   const fs::path bad = fresh("bad.json");
   std::ofstream(bad) << "{\"schemaVersion\": 1, \"traceEvents\": [ {\"ph\": \"X\", \"cat\": \"kernel\", ";
   r = runPerfloom("predict --trace " + bad.string() + " --gpu h200 --db " + db.string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(has(r.err, bad.string() + ":")) << r.err;
-  EXPECT_EQ(query(db, "SELECT count(*) || '/' || (SELECT count(*) FROM kernels) || '/' || "
-                      "(SELECT count(*) FROM predictions) FROM sources"),
+  EXPECT_EQ(query(db,
+                  "SELECT count(*) || '/' || (SELECT count(*) FROM kernels) || '/' || "
+                  "(SELECT count(*) FROM predictions) FROM sources"),
             before);
   // A missing file.
   r = runPerfloom("predict --trace /nonexistent/trace.json --gpu h200 --db " + db.string());

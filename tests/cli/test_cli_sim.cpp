@@ -1,10 +1,10 @@
 // End-to-end: `perfloom step` and `perfloom simulate` as scripts run them.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "run_process.h"
 
@@ -49,7 +49,8 @@ TEST(CliSim, StepPrintsLatencyAndJsonBreakdown) {
 
 TEST(CliSim, StepGraphsAndEagerLaunchOverheads) {
   auto eager = runPerfloom("step --model llama-3.2-1b --gpu h100 --phase decode --batch 1 --context 128 --json " + kDb);
-  auto graphs = runPerfloom("step --model llama-3.2-1b --gpu h100 --phase decode --batch 1 --context 128 --graphs --json " + kDb);
+  auto graphs =
+      runPerfloom("step --model llama-3.2-1b --gpu h100 --phase decode --batch 1 --context 128 --graphs --json " + kDb);
   ASSERT_EQ(eager.exit_code, 0) << eager.err;
   ASSERT_EQ(graphs.exit_code, 0) << graphs.err;
   const json e = json::parse(eager.out), g = json::parse(graphs.out);
@@ -67,8 +68,10 @@ TEST(CliSim, StepAttentionImplementationChangesOnlyAttention) {
   // through FlashAttention-2 (data/step/decode_attn_probe_h200.csv); the predictor tells them
   // apart through the kernel name's implementation class.
   auto step = [](const std::string& impl) {
-    auto r = runPerfloom("step --model llama-3-8b --gpu h200 --phase decode --batch 32 --context 8192 --graphs --json "
-                         "--attention-impl " + impl + " " + kDb);
+    auto r = runPerfloom(
+        "step --model llama-3-8b --gpu h200 --phase decode --batch 32 --context 8192 --graphs --json "
+        "--attention-impl " +
+        impl + " " + kDb);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out.empty() ? "{}" : r.out);
   };
@@ -78,20 +81,26 @@ TEST(CliSim, StepAttentionImplementationChangesOnlyAttention) {
   EXPECT_GT(fa2["breakdown_us"]["attention"].get<double>(), 1.2 * cudnn["breakdown_us"]["attention"].get<double>());
   EXPECT_DOUBLE_EQ(fa2["breakdown_us"]["gemm"].get<double>(), cudnn["breakdown_us"]["gemm"].get<double>());
   EXPECT_DOUBLE_EQ(serving["breakdown_us"]["gemm"].get<double>(), cudnn["breakdown_us"]["gemm"].get<double>());
-  auto bad = runPerfloom("step --model llama-3-8b --gpu h200 --phase decode --batch 1 --context 128 --attention-impl fa3 " + kDb);
+  auto bad = runPerfloom(
+      "step --model llama-3-8b --gpu h200 --phase decode --batch 1 --context 128 --attention-impl fa3 " + kDb);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--attention-impl must be serving, fa2 or cudnn"), std::string::npos) << bad.err;
-  auto sim = runPerfloom("simulate --model llama-3.2-1b --gpu h200 --attention-impl cudnn --workload "
-                         "batch:n=4,input=128,output=8 --json " + kDb);
+  auto sim = runPerfloom(
+      "simulate --model llama-3.2-1b --gpu h200 --attention-impl cudnn --workload "
+      "batch:n=4,input=128,output=8 --json " +
+      kDb);
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
-  auto sim_bad = runPerfloom("simulate --model llama-3.2-1b --gpu h200 --attention-impl x --workload "
-                             "batch:n=4,input=128,output=8 " + kDb);
+  auto sim_bad = runPerfloom(
+      "simulate --model llama-3.2-1b --gpu h200 --attention-impl x --workload "
+      "batch:n=4,input=128,output=8 " +
+      kDb);
   EXPECT_NE(sim_bad.exit_code, 0);
   EXPECT_NE(sim_bad.err.find("--attention-impl must be serving, fa2 or cudnn"), std::string::npos) << sim_bad.err;
 }
 
 TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
-  auto r = runPerfloom("step --model llama-3.1-70b --gpu h100 --phase decode --batch 32 --context 2048 --tp 4 --graphs --json " + kDb);
+  auto r = runPerfloom(
+      "step --model llama-3.1-70b --gpu h100 --phase decode --batch 32 --context 2048 --tp 4 --graphs --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(json::parse(r.out)["breakdown_us"]["communication"].get<double>(), 0.0);
 
@@ -100,17 +109,21 @@ TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
   json q = json::parse(in);
   q["num_hidden_layers"] = 4;
   std::ofstream(cfg) << q.dump();
-  auto f = runPerfloom("step --model " + cfg.string() + " --gpu l40s --phase decode --batch 4 --context 100 --json " + kDb);
+  auto f =
+      runPerfloom("step --model " + cfg.string() + " --gpu l40s --phase decode --batch 4 --context 100 --json " + kDb);
   ASSERT_EQ(f.exit_code, 0) << f.err;
   for (const auto& k : json::parse(f.out)["kernels"])
-    if (k["label"] == "qkv_proj") { EXPECT_EQ(k["count"], 4); }
+    if (k["label"] == "qkv_proj") {
+      EXPECT_EQ(k["count"], 4);
+    }
   fs::remove(cfg);
 }
 
 TEST(CliSim, SimulateBatchPrintsTheContractFields) {
   auto r = runPerfloom("simulate --model llama-3-8b --gpu h100 --workload batch:n=4,input=256,output=16 " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* f : {"prefill_ms: ", "median_decode_ms: ", "total_ms: ", "ttft_ms", "tpot_ms", "e2e_ms", "throughput:"})
+  for (const char* f :
+       {"prefill_ms: ", "median_decode_ms: ", "total_ms: ", "ttft_ms", "tpot_ms", "e2e_ms", "throughput:"})
     EXPECT_NE(r.out.find(f), std::string::npos) << f << "\n" << r.out;
 
   auto j = runPerfloom("simulate --model llama-3-8b --gpu h100 --workload batch:n=4,input=256,output=16 --json " + kDb);
@@ -127,8 +140,9 @@ TEST(CliSim, SimulateBatchPrintsTheContractFields) {
 
 TEST(CliSim, SimulatePoissonWritesRecordsAndTimeline) {
   const fs::path out = temp("out.json");
-  auto r = runPerfloom("simulate --model qwen2.5-7b --gpu h100 --workload poisson:rate=5,n=50,input=512,output=64,seed=3 --out " +
-                       out.string() + " " + kDb);
+  auto r = runPerfloom(
+      "simulate --model qwen2.5-7b --gpu h100 --workload poisson:rate=5,n=50,input=512,output=64,seed=3 --out " +
+      out.string() + " " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(out);
   json d = json::parse(in);
@@ -142,8 +156,10 @@ TEST(CliSim, SimulatePoissonWritesRecordsAndTimeline) {
 
 TEST(CliSim, SimulateTraceWithPrefixes) {
   const fs::path csv = temp("trace.csv");
-  std::ofstream(csv) << "arrival_s,input_tokens,output_tokens,prefix_id,prefix_tokens\n0,2048,8,1,1024\n1,2048,8,1,1024\n2,512,8,,\n";
-  auto r = runPerfloom("simulate --model mixtral-8x7b --gpu h100 --tp 2 --workload trace:" + csv.string() + " --json " + kDb);
+  std::ofstream(csv)
+      << "arrival_s,input_tokens,output_tokens,prefix_id,prefix_tokens\n0,2048,8,1,1024\n1,2048,8,1,1024\n2,512,8,,\n";
+  auto r = runPerfloom("simulate --model mixtral-8x7b --gpu h100 --tp 2 --workload trace:" + csv.string() + " --json " +
+                       kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json d = json::parse(r.out);
   EXPECT_EQ(d["requests"], 3);
@@ -165,7 +181,8 @@ TEST(CliSim, BadInputsFailWithAReason) {
   EXPECT_NE(tp.exit_code, 0);
   EXPECT_NE(tp.err.find("num_attention_heads"), std::string::npos) << tp.err;
 
-  auto spec = runPerfloom("simulate --model llama-3-8b --gpu h100 --workload poisson:rate=fast,n=1,input=1,output=1 " + kDb);
+  auto spec =
+      runPerfloom("simulate --model llama-3-8b --gpu h100 --workload poisson:rate=fast,n=1,input=1,output=1 " + kDb);
   EXPECT_NE(spec.exit_code, 0);
   EXPECT_NE(spec.err.find("rate must be"), std::string::npos) << spec.err;
 
@@ -215,8 +232,8 @@ TEST(CliSim, SustainedClocksAndTheHostTimeOfAStep) {
   // simulate: a heavy batch of long prompts is slowed; at one request a second the GPU rests
   // between requests (the limit lets go within tens of ms) and the first token comes as at burst clocks.
   auto sim = [&](const std::string& workload, const std::string& clocks) {
-    auto r = runPerfloom("simulate --model llama-3-8b --gpu h200 --workload " + workload + " --json --clocks " + clocks +
-                         " " + kDb);
+    auto r = runPerfloom("simulate --model llama-3-8b --gpu h200 --workload " + workload + " --json --clocks " +
+                         clocks + " " + kDb);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out);
   };

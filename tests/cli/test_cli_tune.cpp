@@ -1,11 +1,11 @@
 // `perfloom tune` end to end: the real binary, as users and scripts run it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 #include "run_process.h"
 
@@ -30,7 +30,8 @@ TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("method: wave-table"), std::string::npos) << r.out;
   // Where the candidates came from: the nearest measured shapes and the latency model's best of the whole table.
-  EXPECT_NE(r.out.find("candidates: the nearest measured shapes' winners and the model's 10 best of the table's"), std::string::npos)
+  EXPECT_NE(r.out.find("candidates: the nearest measured shapes' winners and the model's 10 best of the table's"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("pred_us"), std::string::npos);
   EXPECT_NE(r.out.find("waves"), std::string::npos);
@@ -41,11 +42,14 @@ TEST(CliTune, RanksConfigurationsWithTheWaveTable) {
   // The kernel variant: the custom option to set, and what its kernels showed (a configuration whose tile was never
   // timed with options shows "-").
   EXPECT_NE(r.out.find("  option  reason"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(option: cuBLASLt's custom option to set, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("raster "), std::string::npos) << r.out;
   // Each prediction with its 80% range, and what the range means.
   EXPECT_NE(r.out.find("pred_us         80% range"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(80% range: where 80% of measured latencies fell around the table's predictions"), std::string::npos)
+  EXPECT_NE(r.out.find("(80% range: where 80% of measured latencies fell around the table's predictions"),
+            std::string::npos)
       << r.out;
 }
 
@@ -105,7 +109,9 @@ TEST(CliTune, JsonLeavesOutTheChoosersScoreWhereItDidNotScore) {
       EXPECT_EQ(scored, i) << "a scored configuration after an unscored one";
       ++scored;
     } else {
-      if (i > scored) { EXPECT_GE(configs[i].at("score").get<double>(), previous_score) << i; }
+      if (i > scored) {
+        EXPECT_GE(configs[i].at("score").get<double>(), previous_score) << i;
+      }
       previous_score = configs[i].at("score").get<double>();
     }
   }
@@ -128,7 +134,8 @@ TEST(CliTune, ConfigurationsLikelyRefusedComeLast) {
     EXPECT_LE(p, 1.0);
     if (p >= threshold) {
       ++refused;
-      EXPECT_NE(c.at("reason").get<std::string>().find("cuBLASLt likely refuses it (p "), std::string::npos) << c.dump();
+      EXPECT_NE(c.at("reason").get<std::string>().find("cuBLASLt likely refuses it (p "), std::string::npos)
+          << c.dump();
     } else {
       EXPECT_EQ(refused, 0u) << "a configuration predicted to run after one predicted refused: " << c.dump();
     }
@@ -153,7 +160,8 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   EXPECT_NE(note.find("no tuner table for l40s"), std::string::npos) << note;
   EXPECT_NE(note.find("no ada GPU was tile-swept in 16bit"), std::string::npos) << note;
   EXPECT_EQ(doc.at("configs").size(), 5u);  // --top defaults to 5
-  for (const auto& c : doc["configs"]) EXPECT_FALSE(c.contains("cublaslt_custom_option")) << "no variant model without a table";
+  for (const auto& c : doc["configs"])
+    EXPECT_FALSE(c.contains("cublaslt_custom_option")) << "no variant model without a table";
   auto text = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s " + kDb);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.out.find("option"), std::string::npos) << text.out;
@@ -177,7 +185,8 @@ TEST(CliTune, GpuWithoutATableUsesTheAnalyticalModelAndSaysSo) {
   EXPECT_NEAR(doc["configs"][0].at("lo_us").get<double>(), lo, 1e-3 * lo);
   EXPECT_NEAR(doc["configs"][0].at("hi_us").get<double>(), hi, 1e-3 * hi);
   // Without loadable models the roofline's latencies stand, with a warning, and no anchor.
-  auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu l40s --json " + kDb,
+                       "PERFLOOM_RESOURCES=/nonexistent");
   ASSERT_EQ(f.exit_code, 0) << f.err;
   const json plain = json::parse(f.out);
   EXPECT_FALSE(plain.contains("anchor_us"));
@@ -198,7 +207,8 @@ TEST(CliTune, ATablelessHopperGpuRanksWithTheLearnedPredictorAndWithoutItFallsBa
     last = c.at("pred_us").get<double>();
   }
   // Without loadable models: the analytical model, and a warning that says why.
-  auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-pcie --json " + kDb, "PERFLOOM_RESOURCES=/nonexistent");
+  auto f = runPerfloom("tune --gemm 2048,2048,2048 --dtype fp16 --gpu h100-pcie --json " + kDb,
+                       "PERFLOOM_RESOURCES=/nonexistent");
   ASSERT_EQ(f.exit_code, 0) << f.err;
   EXPECT_EQ(json::parse(f.out).at("method"), "analytical");
   EXPECT_NE(f.err.find("perfloom tune: learned models not used"), std::string::npos) << f.err;
@@ -260,7 +270,8 @@ TEST(CliTune, PlanWritesACollectorShapeList) {
 
 TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCollector) {
   const std::string out = "/tmp/perfloom-cli-tune-top-" + std::to_string(::getpid()) + ".csv";
-  auto r = runPerfloom("tune --gemm 1024,4096,4096 --gemm 512x7168x2048 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " + kDb);
+  auto r = runPerfloom("tune --gemm 1024,4096,4096 --gemm 512x7168x2048 --dtype bf16 --gpu h100-sxm --plan --out " +
+                       out + " " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("6 configurations of 2 GEMMs"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("perfloom-collect --sweep plan --plan " + out), std::string::npos) << r.err;
@@ -277,15 +288,17 @@ TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCol
   int named = 0;
   for (std::size_t i = 0; i < 3; ++i) {
     const auto& c = j["configs"][i];
-    EXPECT_EQ(rows[i].rfind("gemm,bf16,1024,4096,4096," + c["config"].get<std::string>() + "," + c["cublaslt_tile"].get<std::string>() +
-                                "," + c["cublaslt_cluster"].get<std::string>() + ",",
-                            0),
-              0u)
+    EXPECT_EQ(
+        rows[i].rfind("gemm,bf16,1024,4096,4096," + c["config"].get<std::string>() + "," +
+                          c["cublaslt_tile"].get<std::string>() + "," + c["cublaslt_cluster"].get<std::string>() + ",",
+                      0),
+        0u)
         << rows[i];
     EXPECT_NE(rows[i].find("\"tune " + std::to_string(i + 1) + "\""), std::string::npos) << rows[i];
     // The option the table names, or an empty field where it names none.
-    EXPECT_EQ(rows[i].substr(rows[i].rfind(',') + 1),
-              c.contains("cublaslt_custom_option") ? std::to_string(c["cublaslt_custom_option"].get<int>()) : std::string())
+    EXPECT_EQ(rows[i].substr(rows[i].rfind(',') + 1), c.contains("cublaslt_custom_option")
+                                                          ? std::to_string(c["cublaslt_custom_option"].get<int>())
+                                                          : std::string())
         << rows[i];
     named += c.contains("cublaslt_custom_option");
   }
@@ -293,7 +306,8 @@ TEST(CliTune, PlanWithGemmsWritesTheirTopConfigurationsWithTheirOptionsForTheCol
   EXPECT_EQ(rows[3].rfind("gemm,bf16,512,7168,2048,", 0), 0u) << rows[3];
   std::filesystem::remove(out);
   // A bad shape among them: nothing written, the shape named.
-  r = runPerfloom("tune --gemm 4096,4096,4096 --gemm 64,0,64 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " + kDb);
+  r = runPerfloom("tune --gemm 4096,4096,4096 --gemm 64,0,64 --dtype bf16 --gpu h100-sxm --plan --out " + out + " " +
+                  kDb);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("'64,0,64'"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -306,15 +320,18 @@ TEST(CliTune, TimedReadsTheCollectorsMeasurementOfATimingPlanBack) {
       "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H200\n"
       "op,dtype,M,N,K,latency_us,kernel_name,tile,stages,splitk,cluster,heuristic_rank,sweep,source\n";
   auto row = [](const std::string& shape, double us, int rank, const std::string& source) {
-    return "gemm,bf16," + shape + "," + std::to_string(us) + ",nvjet_sm90_tst_128x64_64x6_1x2_v_bz_TNT,64x128,64xAUTO,1,2x1x1," +
-           std::to_string(rank) + ",plan," + source + "\n";
+    return "gemm,bf16," + shape + "," + std::to_string(us) +
+           ",nvjet_sm90_tst_128x64_64x6_1x2_v_bz_TNT,64x128,64xAUTO,1,2x1x1," + std::to_string(rank) + ",plan," +
+           source + "\n";
   };
-  std::ofstream(file) << head << row("512,4096,4096", 20.0, 1, "plan:heuristic rep=1") << row("512,4096,4096", 22.0, 1, "plan:heuristic rep=2")
+  std::ofstream(file) << head << row("512,4096,4096", 20.0, 1, "plan:heuristic rep=1")
+                      << row("512,4096,4096", 22.0, 1, "plan:heuristic rep=2")
                       << row("512,4096,4096", 19.5, 2, "plan:heuristic rep=1")
                       << row("512,4096,4096", 18.0, -2, "plan:128x64x64/s1/c1x2 tune 1 custom=5 rep=1")
                       << row("512,4096,4096", 18.4, -2, "plan:128x64x64/s1/c1x2 tune 1 custom=5 rep=2")
                       << row("512,4096,4096", 17.0, -2, "plan:128x128x64/s1/c2x1 tune 2 via=r3 custom=1 rep=1")
-                      << row("512,4096,4096", 30.0, -2, "plan:64x64x64/s1/c1x1 table 1 rep=1")  // another plan's row: ignored
+                      << row("512,4096,4096", 30.0, -2,
+                             "plan:64x64x64/s1/c1x1 table 1 rep=1")  // another plan's row: ignored
                       << row("8,8192,8192", 9.0, 1, "plan:heuristic rep=1")
                       << row("8,8192,8192", 9.5, -2, "plan:8x64x64/s1/c1x2 tune 1 custom=1 rep=1");
   auto r = runPerfloom("tune --timed " + file + " " + kDb);

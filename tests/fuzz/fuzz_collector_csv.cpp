@@ -9,7 +9,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   storage::CollectorCsvImporter importer;
   try {
     importer.import(path, sink, fuzz::control());
-  } catch (const storage::ImportError&) {
-  }
+  } catch (const storage::ImportError&) {}
   return 0;
 }

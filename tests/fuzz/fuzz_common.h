@@ -2,11 +2,11 @@
 // What the fuzz targets share: a sink that checks what importers hand over, and a file in /tmp for
 // the importers that read a path. An ImportError is the expected answer to bad input; any other
 // exception escaping an importer, a crash or a sanitizer report is a bug.
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "model/gpu_database.h"
 #include "storage/importers/importer.h"

@@ -8,7 +8,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto c = fuzz::control();
   try {
     storage::NcuCsvImporter::import_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz.csv", sink, c);
-  } catch (const storage::ImportError&) {
-  }
+  } catch (const storage::ImportError&) {}
   return 0;
 }

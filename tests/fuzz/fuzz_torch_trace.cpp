@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.op_memory_bytes = size % 3 == 0 ? 256 : (std::size_t(64) << 20);  // sometimes spill the op table
   try {
     storage::TorchTraceImporter::import_json(reader, sink, c);
-  } catch (const storage::ImportError&) {
-  }
+  } catch (const storage::ImportError&) {}
   return 0;
 }

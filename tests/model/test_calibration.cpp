@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/analysis.h"
-#include "model/classify/tile_from_name.h"
 #include "model/calibration.h"
+#include "model/classify/tile_from_name.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
 #include "model/gpu_database.h"
@@ -66,10 +66,12 @@ TEST(Calibration, BundledCalibrationsGiveTheTargetMeasuredTier) {
   // empty kernel is 0.927 us, the difference its launch offset, which the learned model's time adds.
   EXPECT_NEAR(hw.achievable.launch_floor_us, (0.927 + 0.672) / 2, 1e-9);
   EXPECT_NEAR(hw.achievable.launch_offset_us, 0.927 - (0.927 + 0.672) / 2, 1e-9);
-  EXPECT_NEAR(hardware_rates(db.get("h200"), Dtype::bf16).achievable.launch_offset_us, 0.672 - (0.927 + 0.672) / 2, 1e-9);
+  EXPECT_NEAR(hardware_rates(db.get("h200"), Dtype::bf16).achievable.launch_offset_us, 0.672 - (0.927 + 0.672) / 2,
+              1e-9);
   // A kernel pays it in the proportion of the floor to its roofline time (a large GEMM: little).
   const Analysis big = analyze_kernel(big_gemm(), h100);
-  EXPECT_NEAR(big.launch_offset_us, (0.927 - (0.927 + 0.672) / 2) * (0.927 + 0.672) / 2 / big.achievable_roofline_us, 1e-12);
+  EXPECT_NEAR(big.launch_offset_us, (0.927 - (0.927 + 0.672) / 2) * (0.927 + 0.672) / 2 / big.achievable_roofline_us,
+              1e-12);
   EXPECT_LT(big.launch_offset_us, 1e-3);
   EXPECT_DOUBLE_EQ(hw.tensor_flops_per_clk, 4096);
   EXPECT_NEAR(hw.dram_bytes_per_clk, 3350e9 / 1830e6, 1e-9);
@@ -265,9 +267,13 @@ TEST(Calibration, BulkCopyL2RateIsTheCalibratedGpusOwnOrItsArchitecturesMeanAndS
   EXPECT_NEAR(db.get("h100-sxm").achievable->rates.l2_bulk_bytes_per_s, 8449.32e9, 1e3);
   EXPECT_NEAR(db.get("h200").achievable->rates.l2_bulk_bytes_per_s, 9515.3e9, 1e3);
   const double hopper = db.default_fractions().l2_bulk_by_architecture.at("hopper");
-  EXPECT_NEAR(hopper, (8449.32e9 / datasheet_rates(db.get("h100-sxm")).l2_bytes_per_s +
-                       9515.3e9 / datasheet_rates(db.get("h200")).l2_bytes_per_s) / 2, 1e-9);
-  EXPECT_NEAR(db.get("h800").achievable->rates.l2_bulk_bytes_per_s, datasheet_rates(db.get("h800")).l2_bytes_per_s * hopper, 1e3);
+  EXPECT_NEAR(hopper,
+              (8449.32e9 / datasheet_rates(db.get("h100-sxm")).l2_bytes_per_s +
+               9515.3e9 / datasheet_rates(db.get("h200")).l2_bytes_per_s) /
+                  2,
+              1e-9);
+  EXPECT_NEAR(db.get("h800").achievable->rates.l2_bulk_bytes_per_s,
+              datasheet_rates(db.get("h800")).l2_bytes_per_s * hopper, 1e3);
   EXPECT_EQ(db.get("a100-sxm-80gb").achievable->rates.l2_bulk_bytes_per_s, 0.0);
   EXPECT_EQ(db.get("b200").achievable->rates.l2_bulk_bytes_per_s, 0.0);
 
@@ -290,7 +296,8 @@ TEST(Calibration, BulkCopyL2RateIsTheCalibratedGpusOwnOrItsArchitecturesMeanAndS
   const Analysis warp = analyze_kernel(fa2, h200);
   ASSERT_TRUE(warp.warp_level_mma);
   ASSERT_GT(warp.demand.l2_bytes, 0);
-  EXPECT_NEAR(warp.achievable_cycles_balanced[l2] / h200.clock_hz() * 1e6, warp.demand.l2_bytes / 8764.99e9 * 1e6, 1e-6);
+  EXPECT_NEAR(warp.achievable_cycles_balanced[l2] / h200.clock_hz() * 1e6, warp.demand.l2_bytes / 8764.99e9 * 1e6,
+              1e-6);
   // Optional; out of range or not a number is refused by name.
   json c = h100_calibration();
   c["measured"].erase("l2_bulk_gb_s");
@@ -356,7 +363,8 @@ TEST(Calibration, GemmKernelsWrittenForSm80RunAtTheWarpLevelMmaRateAndLoadTheirT
   align1.dtype = Dtype::tf32;
   EXPECT_EQ(operand_load_bytes(align1), 4.0);
   const auto& names = feature_names();
-  const auto col = static_cast<std::size_t>(std::find(names.begin(), names.end(), "operand_load_bytes") - names.begin());
+  const auto col =
+      static_cast<std::size_t>(std::find(names.begin(), names.end(), "operand_load_bytes") - names.begin());
   ASSERT_LT(col, names.size());
   EXPECT_EQ(make_features(legacy, h200, a)[col], 4.0f);
   EXPECT_EQ(make_features(nvjet, h200, n)[col], 16.0f);

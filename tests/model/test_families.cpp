@@ -162,10 +162,10 @@ TEST(GemmModel, FixedCyclesOutsideTheMainLoopAreInTheAchievableRooflineOnly) {
     const auto& c = a.achievable_cycles_busiest;
     auto at = [&](Pipe p) { return std::pow(c[static_cast<std::size_t>(p)], kGemmOverlapNorm); };
     const double smooth = std::pow(at(Pipe::tensor) + at(Pipe::l2) + at(Pipe::dram), 1.0 / kGemmOverlapNorm);
-    EXPECT_NEAR(a.achievable_roofline_us,
-                (std::max(slowest_pipe(c), smooth) + kGemmFixedCycles) / hw.clock_hz * 1e6 +
-                    hw.achievable.launch_floor_us,
-                1e-9)
+    EXPECT_NEAR(
+        a.achievable_roofline_us,
+        (std::max(slowest_pipe(c), smooth) + kGemmFixedCycles) / hw.clock_hz * 1e6 + hw.achievable.launch_floor_us,
+        1e-9)
         << id;
     // The datasheet roofline and the ceiling do not pay it: the smallest GEMMs our collector
     // measured took 2.1-2.4 us on the H100 and H200, less than these cycles and the launch alone.
@@ -255,7 +255,8 @@ TEST(AttentionModel, DecodeReadsTheKvCacheOnceAndSplitsSmallBatches) {
 // nor does the datasheet roofline.
 TEST(AttentionModel, FlashAttention2OnHopperRunsAtTheWarpLevelMmaRate) {
   const std::string fa2 =
-      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+      "cutlass::bfloat16_t, "
       "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
       "false>(pytorch_flash::Flash_fwd_params)";
   KernelDesc k = decode(64, 16384, 32, 8, 128, fa2);
@@ -278,13 +279,15 @@ TEST(AttentionModel, FlashAttention2OnHopperRunsAtTheWarpLevelMmaRate) {
   // our H100, 1,762 on our H200 (2.4 TB/s on both; data/<gpu>/attention.csv).
   for (const GpuSpec* g : {&h100(), &db().get("h200")}) {
     const Analysis x = analyze_kernel(k, *g);
-    EXPECT_GT(x.achievable_cycles_busiest[tensor], x.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)]) << g->id;
+    EXPECT_GT(x.achievable_cycles_busiest[tensor], x.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::dram)])
+        << g->id;
   }
   // The A100's tensor path is warp-level MMA: no second rate.
   const auto a100 = hardware_rates(db().get("a100-sxm-80gb"), Dtype::bf16);
   EXPECT_EQ(a100.achievable.mma_sync_flops_per_clk, 0.0);
   const Analysis ampere = analyze_kernel(k, db().get("a100-sxm-80gb"));
-  EXPECT_NEAR(ampere.achievable_cycles_balanced[tensor], ampere.demand.tensor_flops / (a100.achievable.tensor_flops_per_clk * 108),
+  EXPECT_NEAR(ampere.achievable_cycles_balanced[tensor],
+              ampere.demand.tensor_flops / (a100.achievable.tensor_flops_per_clk * 108),
               1e-6 * ampere.achievable_cycles_balanced[tensor]);
 }
 
@@ -316,7 +319,8 @@ TEST(AttentionModel, ANamedDecodeKernelPadsItsQueryRowsToItsTile) {
   KernelDesc k = decode(128, 2048, 32, 32, 128);
   const Analysis unnamed = analyze_kernel(k, h100());
   k.name =
-      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+      "cutlass::bfloat16_t, "
       "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
       "false>(pytorch_flash::Flash_fwd_params)";
   const Analysis fa2 = analyze_kernel(k, h100());
@@ -457,7 +461,8 @@ TEST(NormModel, FewBytesInFlightLeaveTheDramLatencyExposed) {
   // The A40 (84 SMs of 1536 threads: one such CTA each) has far less bandwidth per SM to cover:
   // it reaches a larger share of it.
   const GpuSpec& a40 = db().get("a40");
-  EXPECT_GT(bytes / achievable_dram_s(k, a40) / bandwidth(a40), bytes / achievable_dram_s(k, h100()) / bandwidth(h100()) + 0.1);
+  EXPECT_GT(bytes / achievable_dram_s(k, a40) / bandwidth(a40),
+            bytes / achievable_dram_s(k, h100()) / bandwidth(h100()) + 0.1);
   // The roofline keeps the bandwidth alone.
   EXPECT_EQ(s.roofline_us, analyze_kernel(KernelDesc{k.op, k.dtype, k.shape}, h100()).roofline_us);
 }
@@ -628,8 +633,12 @@ TEST(Features, AGemmsMemoryCyclesAreReadAtTheMeanOfItsL2RateAndTheReference) {
     EXPECT_NEAR(feature(f, "log2_cyc_max_tensor"),
                 std::log2(1 + a.achievable_cycles_busiest[static_cast<std::size_t>(Pipe::tensor)]), 1e-4)
         << id << ": the tensor cycles are the GPU's own";
-    if (std::string(id) == "h100-sxm") { EXPECT_NEAR(scale, 1.0, 1e-9); }
-    if (std::string(id) == "h200") { EXPECT_GT(scale, 1.05) << "the H200's bulk-copy L2 is 12.6% faster"; }
+    if (std::string(id) == "h100-sxm") {
+      EXPECT_NEAR(scale, 1.0, 1e-9);
+    }
+    if (std::string(id) == "h200") {
+      EXPECT_GT(scale, 1.05) << "the H200's bulk-copy L2 is 12.6% faster";
+    }
   }
 }
 

@@ -86,13 +86,19 @@ TEST(GpuDatabase, EveryGpuIsCoherent) {
     SCOPED_TRACE(g.id);
     const bool fp8_arch = g.architecture == "ada" || g.architecture == "hopper" || g.architecture == "blackwell" ||
                           g.architecture == "cdna3";
-    if (!fp8_arch) { EXPECT_FALSE(g.supports(Dtype::fp8e4m3)); }
+    if (!fp8_arch) {
+      EXPECT_FALSE(g.supports(Dtype::fp8e4m3));
+    }
     if (g.architecture == "volta" || g.architecture == "turing" || g.architecture == "pascal") {
       EXPECT_FALSE(g.supports(Dtype::bf16));
     }
-    if (g.architecture != "blackwell") { EXPECT_FALSE(g.supports(Dtype::fp4)); }
+    if (g.architecture != "blackwell") {
+      EXPECT_FALSE(g.supports(Dtype::fp4));
+    }
     // Tensor cores run at least as fast as the FMA lanes wherever they exist.
-    if (auto half = g.peak_flops_per_s(Dtype::fp16)) { EXPECT_GT(*half, g.fp32_flops_per_s()); }
+    if (auto half = g.peak_flops_per_s(Dtype::fp16)) {
+      EXPECT_GT(*half, g.fp32_flops_per_s());
+    }
     EXPECT_FALSE(g.aliases.empty()) << "needs the driver-reported name";
     EXPECT_GT(g.l2_cache_mib, 0);
     EXPECT_LE(g.max_shared_memory_per_block_kib, g.shared_memory_per_sm_kib);

@@ -58,7 +58,8 @@ TEST(KernelClassifier, RealKernelNames) {
       {"nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_ovscale_TNT", Family::gemm, Op::gemm, "cublas", Dtype::fp8e4m3},
       {"nvjet_sm100_tst_256x128_64x5_2x2_2cta_h_bz_TNT", Family::gemm, Op::gemm, "cublas", Dtype::bf16},
       {"nvjet_sss_tf32_128x256_TNT", Family::gemm, Op::gemm, "cublas", Dtype::tf32},
-      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__"
+       "5x_cublas",
        Family::gemm, Op::gemm, "cublas", Dtype::bf16},
       {"sm90_xmma_gemm_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_on_kernel__5x_cublas",
        Family::gemm, Op::gemm, "cublas", Dtype::fp32},
@@ -71,41 +72,51 @@ TEST(KernelClassifier, RealKernelNames) {
       {"void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>"
        "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)",
        Family::gemm, Op::gemm, "cublas", Dtype::bf16},
-      {"void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)",
+      {"void "
+       "cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)",
        Family::gemm, Op::gemm, "cublas", Dtype::fp32},
-      {"cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8_warpspecialized_pingpong_epi_tma",
+      {"cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8_warpspecialized_"
+       "pingpong_epi_tma",
        Family::gemm, Op::gemm, "cutlass", Dtype::fp16},
-      {"void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false, false>",
+      {"void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false, "
+       "false>",
        Family::gemm, Op::gemm, "cublas", Dtype::bf16},
       {"internal::gemvx_kernel", Family::gemm, Op::gemm, "cublas", std::nullopt},
-      {"void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, float const*, float const*, float*, "
+      {"void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, float const*, float const*, "
+       "float*, "
        "float const*, float const*)",
        Family::gemm, Op::unknown, "cublas", Dtype::fp32},
-      {"cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>", Family::gemm, Op::unknown, "cublas", Dtype::bf16},
+      {"cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>", Family::gemm, Op::unknown, "cublas",
+       Dtype::bf16},
       {"deep_gemm::sm90_fp8_gemm_1d2d_impl<MajorK, 0,0,0, 1, 16, 16, 128, 128, 32, 16, 128, 128, 1, false, 132, "
        "GemmType::Normal, bf16, EpilogueIdentity>",
        Family::gemm, Op::gemm, "deepgemm", Dtype::fp8e4m3},
-      {"void marlin::Marlin<(vllm::ScalarType)0, 256, 1, 8, 8, 4, false>", Family::gemm, Op::gemm, "marlin", std::nullopt},
+      {"void marlin::Marlin<(vllm::ScalarType)0, 256, 1, 8, 8, 4, false>", Family::gemm, Op::gemm, "marlin",
+       std::nullopt},
       // Attention
       {"void flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (i...", Family::attention,
        Op::attn_prefill, "flash-attn", std::nullopt},
-      {"void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>",
+      {"void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
+       "cutlass::bfloat16_t>",
        Family::attention, Op::attn_decode, "flash-attn", Dtype::bf16},
       {"void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<(int)128, (int)64, (int)128, (int)4, "
        "(bool)0, (bool)0, cutlass::bfloat16_t, Flash_kernel_traits<(int)128, (int)64, (int)128, ",
        Family::attention, Op::unknown, "flash-attn", Dtype::bf16},
       {"void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_tra", Family::attention, Op::attn_prefill,
        "pytorch", std::nullopt},
-      {"void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, "
+      {"void "
+       "cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, "
        "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<176>, cute::C<128> >, 128, "
        "cutlass::bfloat16_t, float, cutlass::arch::Sm90, fal",
        Family::attention, Op::attn_prefill, "flash-attn", Dtype::bf16},
-      {"void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<(flashinfer::MaskMode)1, (unsigned "
+      {"void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<(flashinfer::MaskMode)1, "
+       "(unsigned "
        "int)128, (unsigned int)2, (unsigned int)2, (unsigned int)8, (unsigned int)8, (unsigned int)4, (unsigned int)1, "
        "(flashinfer::PosEncodingMode",
        Family::attention, Op::attn_prefill, "flashinfer", std::nullopt},
       {"void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, (unsigned int)2, (unsigned "
-       "int)1, (unsigned int)8, (unsigned int)16, (unsigned int)2, (unsigned int)4, flashinfer::DefaultAttention<(bool)0, "
+       "int)1, (unsigned int)8, (unsigned int)16, (unsigned int)2, (unsigned int)4, "
+       "flashinfer::DefaultAttention<(bool)0, "
        "(bool)0, (bool)0, (bool)0>,",
        Family::attention, Op::attn_decode, "flashinfer", std::nullopt},
       {"_ZN10flashinfer33BatchDecodeWithPagedKVCacheKernelILNS_15PosEncodingModeE0ELj2ELj1ELj8ELj16ELj1ELj4E",
@@ -127,8 +138,8 @@ TEST(KernelClassifier, RealKernelNames) {
       {"kernel_unified_attention_2d", Family::attention, Op::attn_prefill, "triton", std::nullopt},
       {"kernel_unified_attention_3d", Family::attention, Op::attn_decode, "triton", std::nullopt},
       {"reduce_segments", Family::attention, Op::unknown, "triton", std::nullopt},
-      {"void flashinfer::MergeStatesKernel<8u, 16u, 8u, 4u, __nv_bfloat16, __nv_bfloat16>", Family::attention, Op::unknown,
-       "flashinfer", Dtype::bf16},
+      {"void flashinfer::MergeStatesKernel<8u, 16u, 8u, 4u, __nv_bfloat16, __nv_bfloat16>", Family::attention,
+       Op::unknown, "flashinfer", Dtype::bf16},
       {"_fwd_grouped_kernel_stage1", Family::attention, Op::attn_decode, "triton", std::nullopt},
       {"flash_fwd_splitkv_mla_kernel", Family::attention, Op::attn_decode, "flashmla", std::nullopt},
       // Norms
@@ -181,7 +192,8 @@ TEST(KernelClassifier, RealKernelNames) {
       {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
        "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}",
        Family::elementwise, Op::copy, "pytorch", Dtype::fp32},
-      {"void sglang::per_token_group_quant_flat_kernel<QuantTrait<bf16, fp8_e4m3, 128, false, false, true, false>, true>",
+      {"void sglang::per_token_group_quant_flat_kernel<QuantTrait<bf16, fp8_e4m3, 128, false, false, true, false>, "
+       "true>",
        Family::elementwise, Op::copy, "sglang", Dtype::bf16},
       // MoE
       {"fused_moe_kernel", Family::moe, Op::moe, "triton", std::nullopt},
@@ -241,7 +253,8 @@ TEST(KernelClassifier, RealNamesCarryTheirTile) {
   EXPECT_EQ(r.tile->cluster_m, 1);
   EXPECT_EQ(r.tile->cluster_n, 4);
 
-  Classification c = classify("cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8");
+  Classification c =
+      classify("cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8");
   ASSERT_TRUE(c.tile);
   EXPECT_FALSE(c.tile_transposed);
   EXPECT_EQ(c.tile->tile_m, 128);
@@ -267,14 +280,15 @@ TEST(KernelClassifierTile, RealNames) {
       {"nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_ovscale_TNT", 128, 128, 128, 6, 1, 2, false},
       {"nvjet_tst_64x32_64x16_2x2_2cta_h_bz_splitK_TNT", 64, 32, 64, 16, 2, 2, true},
       {"nvjet_sss_tf32_128x256_TNT", 128, 256, 0, 0, 1, 1, false},
-      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__"
+       "5x_cublas",
        128, 128, 64, 0, 1, 1, false},
       {"sm90_xmma_gemm_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_on_kernel__5x_cublas",
        128, 128, 32, 0, 1, 1, true},
-      {"sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize160x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel", 160, 128, 32,
-       4, 1, 1, false},
-      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x32_stage3_warpsize2x2x1_tensor16x8x16_kernel", 64, 64, 32, 3,
-       1, 1, false},
+      {"sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize160x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel", 160, 128,
+       32, 4, 1, 1, false},
+      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x32_stage3_warpsize2x2x1_tensor16x8x16_kernel", 64, 64, 32,
+       3, 1, 1, false},
       {"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_cgasize1x2x1", 128, 128, 32, 0, 1, 2, false},
       {"ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn", 128, 256, 64, 3, 1, 1, false},
       {"ampere_bf16_s16816gemm_bf16_64x64_sliced1x2_ldg8_f2f_stages_64x6_nn", 64, 64, 64, 6, 1, 1, false},
@@ -292,10 +306,11 @@ TEST(KernelClassifierTile, RealNames) {
       {"void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8>"
        "(cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8::Params)",
        256, 64, 32, 4, 1, 1, false},
-      {"cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8_warpspecialized_pingpong_epi_tma",
+      {"cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8_warpspecialized_"
+       "pingpong_epi_tma",
        128, 128, 64, 0, 2, 1, false},
-      {"cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_128x64x16_1x1x1_3_tnn_align1_bias_f32_relu", 128, 64, 16, 3, 1, 1,
-       false},
+      {"cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_128x64x16_1x1x1_3_tnn_align1_bias_f32_relu", 128, 64, 16, 3, 1,
+       1, false},
       {"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int,int,int>, "
        "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<9, "
        "cute::tuple<cute::C<1>,cute::C<1>,cute::C<1> >, cutlass::gemm::KernelTmaWarpSpecializedPingpong>, "
@@ -326,7 +341,8 @@ TEST(KernelClassifierTile, RealNames) {
 TEST(KernelClassifierTile, AttentionKernelsNameTheirTile) {
   // As PyTorch 2.11's SDPA launches them on our H100 (data/h100-sxm/attention*.csv).
   const auto fa2 = attention_tile_from_name(
-      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+      "cutlass::bfloat16_t, "
       "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, "
       "false>(pytorch_flash::Flash_fwd_params)");
   ASSERT_TRUE(fa2.has_value());
@@ -372,14 +388,15 @@ TEST(KernelClassifierTile, AttentionKernelsNameTheirTile) {
   EXPECT_FALSE(attention_tile_from_name("").has_value());
 }
 
-
 TEST(KernelClassifierTile, MarkersAndOrientation) {
   EXPECT_TRUE(parse_tile_name("nvjet_tst_64x32_64x16_2x2_2cta_h_bz_splitK_TNT").two_cta);
   EXPECT_TRUE(parse_tile_name("nvjet_tst_64x32_64x16_2x2_h_bz_TNT").column_major);
   EXPECT_TRUE(parse_tile_name("ampere_sgemm_128x64_tn").column_major);
-  EXPECT_FALSE(parse_tile_name("cutlass3x_sm90_tensorop_gemm_f16_f16_f16_f16_f16_128x256x64_1x2x1_0_tnn_align8").column_major);
-  EXPECT_TRUE(parse_tile_name("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>")
-                  .column_major);
+  EXPECT_FALSE(
+      parse_tile_name("cutlass3x_sm90_tensorop_gemm_f16_f16_f16_f16_f16_128x256x64_1x2x1_0_tnn_align8").column_major);
+  EXPECT_TRUE(
+      parse_tile_name("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>")
+          .column_major);
   auto sk = parse_tile_name(
       "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int,int,int,int>, "
       "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<5, "
@@ -431,9 +448,10 @@ TEST(KernelClassifierShape, MmAddmmLinear) {
   EXPECT_EQ(dtype_name(*lin.dtype), "bf16");
 
   // Leading dims fold into M.
-  Classification lin3 = classify("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
-                                 "execute_segment_k_off_kernel__5x_cublas",
-                                 "aten::linear", {{4, 512, 4096}, {11008, 4096}, {}});
+  Classification lin3 = classify(
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+      "execute_segment_k_off_kernel__5x_cublas",
+      "aten::linear", {{4, 512, 4096}, {11008, 4096}, {}});
   ASSERT_TRUE(lin3.shape_complete);
   EXPECT_EQ(lin3.shape->M, 2048);
   EXPECT_EQ(lin3.shape->N, 11008);
@@ -456,13 +474,14 @@ TEST(KernelClassifierShape, BmmAndMatmul) {
   EXPECT_EQ(head.shape->M, 1);
   EXPECT_EQ(head.shape->N, 248320);
 
-  Classification mb = classify("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "aten::matmul",
-                               {{2, 8, 128, 64}, {2, 8, 64, 128}});
+  Classification mb =
+      classify("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "aten::matmul", {{2, 8, 128, 64}, {2, 8, 64, 128}});
   ASSERT_TRUE(mb.shape_complete);
   EXPECT_EQ(mb.op, Op::bmm);
   EXPECT_EQ(mb.shape->Bt, 16);
 
-  Classification nd = classify("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "aten::matmul", {{4, 100, 4096}, {4096, 4096}});
+  Classification nd =
+      classify("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "aten::matmul", {{4, 100, 4096}, {4096, 4096}});
   ASSERT_TRUE(nd.shape_complete);
   EXPECT_EQ(nd.op, Op::gemm);
   EXPECT_EQ(nd.shape->M, 400);
@@ -470,10 +489,10 @@ TEST(KernelClassifierShape, BmmAndMatmul) {
 
 TEST(KernelClassifierShape, ScaledDotProductAttention) {
   // q [B, Hq, S, D], k [B, Hkv, S, D]
-  Classification p = classify("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64>>",
-                              "aten::_scaled_dot_product_flash_attention", {{2, 32, 1024, 128}, {2, 8, 1024, 128},
-                                                                            {2, 8, 1024, 128}, {}, {}},
-                              {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"});
+  Classification p = classify(
+      "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64>>",
+      "aten::_scaled_dot_product_flash_attention", {{2, 32, 1024, 128}, {2, 8, 1024, 128}, {2, 8, 1024, 128}, {}, {}},
+      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"});
   ASSERT_TRUE(p.shape_complete) << p.reason;
   EXPECT_EQ(p.op, Op::attn_prefill);
   EXPECT_EQ(p.shape->B, 2);
@@ -483,8 +502,9 @@ TEST(KernelClassifierShape, ScaledDotProductAttention) {
   EXPECT_EQ(p.shape->D, 128);
 
   // One query token: decode over the cached keys, whatever the kernel is called.
-  Classification d = classify("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 64, 128>>",
-                              "aten::scaled_dot_product_attention", {{8, 32, 1, 128}, {8, 8, 4096, 128}, {8, 8, 4096, 128}});
+  Classification d =
+      classify("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 64, 128>>",
+               "aten::scaled_dot_product_attention", {{8, 32, 1, 128}, {8, 8, 4096, 128}, {8, 8, 4096, 128}});
   ASSERT_TRUE(d.shape_complete) << d.reason;
   EXPECT_EQ(d.op, Op::attn_decode);
   EXPECT_EQ(d.shape->B, 8);
@@ -540,13 +560,14 @@ TEST(KernelClassifierShape, NormsAndActivations) {
   ASSERT_TRUE(s1.shape_complete);
   EXPECT_EQ(s1.shape->I, 9472);
 
-  Classification sm = classify("void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>", "aten::_softmax",
-                               {{64, 128256}, {}, {}});
+  Classification sm = classify("void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>",
+                               "aten::_softmax", {{64, 128256}, {}, {}});
   ASSERT_TRUE(sm.shape_complete);
   EXPECT_EQ(sm.shape->V, 128256);
 
-  Classification add = classify("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>",
-                                "aten::add", {{128, 4096}, {128, 4096}, {}});
+  Classification add =
+      classify("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>",
+               "aten::add", {{128, 4096}, {128, 4096}, {}});
   ASSERT_TRUE(add.shape_complete);
   EXPECT_EQ(add.shape->T, 128);
 }
@@ -561,15 +582,18 @@ TEST(KernelClassifierShape, RotaryKvCacheEmbeddingCopy) {
   EXPECT_EQ(r.shape->Hkv, 8);
   EXPECT_EQ(r.shape->D, 128);
 
-  Classification kv = classify("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>",
-                               "_C_cache_ops::reshape_and_cache_flash",
-                               {{64, 8, 128}, {64, 8, 128}, {2000, 16, 8, 128}, {2000, 16, 8, 128}, {64}, {}, {}, {}});
+  Classification kv =
+      classify("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>",
+               "_C_cache_ops::reshape_and_cache_flash",
+               {{64, 8, 128}, {64, 8, 128}, {2000, 16, 8, 128}, {2000, 16, 8, 128}, {64}, {}, {}, {}});
   ASSERT_TRUE(kv.shape_complete);
   EXPECT_EQ(kv.shape->T, 64);
   EXPECT_EQ(kv.shape->Hkv, 8);
 
-  Classification emb = classify("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>",
-                                "aten::embedding", {{128256, 4096}, {1, 37}, {}, {}, {}});
+  Classification emb = classify(
+      "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
+      "true>",
+      "aten::embedding", {{128256, 4096}, {1, 37}, {}, {}, {}});
   EXPECT_EQ(emb.op, Op::embedding);
   ASSERT_TRUE(emb.shape_complete);
   EXPECT_EQ(emb.shape->T, 37);
@@ -592,9 +616,10 @@ TEST(KernelClassifierShape, MoeAndCommunication) {
   EXPECT_EQ(m.shape->I, 768);
   EXPECT_EQ(m.shape->topk, 8);
 
-  Classification ar = classify("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(vllm::RankData*, "
-                               "vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
-                               "_C_custom_ar::all_reduce", {{16, 4096}}, {"c10::BFloat16"});
+  Classification ar = classify(
+      "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(vllm::RankData*, "
+      "vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
+      "_C_custom_ar::all_reduce", {{16, 4096}}, {"c10::BFloat16"});
   ASSERT_TRUE(ar.shape_complete);
   EXPECT_EQ(ar.shape->bytes, 16 * 4096 * 2);
   EXPECT_EQ(ar.shape->ranks, 2);
@@ -624,8 +649,8 @@ TEST(KernelClassifierShape, MoeAndCommunication) {
 
 TEST(KernelClassifierShape, SplitKAndPersistenceFromGrid) {
   // [1, 4096] x [128, 4096]^T: 2 tiles of 64 along N, grid [2,3,1] -> split-K 3.
-  Classification a = classify("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT", "aten::linear", {{1, 4096}, {128, 4096}, {}},
-                              {}, grid(2, 3, 1, 384));
+  Classification a = classify("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT", "aten::linear",
+                              {{1, 4096}, {128, 4096}, {}}, {}, grid(2, 3, 1, 384));
   ASSERT_TRUE(a.tile);
   EXPECT_EQ(a.tile->split_k, 3) << a.reason;
   EXPECT_FALSE(a.tile->stream_k);
@@ -637,8 +662,8 @@ TEST(KernelClassifierShape, SplitKAndPersistenceFromGrid) {
   EXPECT_EQ(b.tile->split_k, 3) << b.reason;
 
   // [1, 1024] x [4096, 1024]^T: 64 tiles, grid [4,16,1] = 64 CTAs: neither split nor persistent.
-  Classification c = classify("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", "aten::linear", {{1, 1024}, {4096, 1024}, {}}, {},
-                              grid(4, 16, 1, 384));
+  Classification c = classify("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", "aten::linear", {{1, 1024}, {4096, 1024}, {}},
+                              {}, grid(4, 16, 1, 384));
   ASSERT_TRUE(c.tile);
   EXPECT_EQ(c.tile->split_k, 1);
   EXPECT_FALSE(c.tile->stream_k);
@@ -654,8 +679,9 @@ TEST(KernelClassifierShape, SplitKAndPersistenceFromGrid) {
 // Unknown and hostile input.
 
 TEST(KernelClassifier, UnknownStaysUnknown) {
-  for (const char* name : {"my_custom_kernel_xyz", "_causal_conv1d_update_kernel",
-                           "fused_recurrent_gated_delta_rule_packed_decode_kernel", "gdn_forward_kernel<128,4,16>", "k"}) {
+  for (const char* name :
+       {"my_custom_kernel_xyz", "_causal_conv1d_update_kernel", "fused_recurrent_gated_delta_rule_packed_decode_kernel",
+        "gdn_forward_kernel<128,4,16>", "k"}) {
     SCOPED_TRACE(name);
     Classification r = classify(name);
     EXPECT_EQ(r.family, Family::unknown);
@@ -730,8 +756,7 @@ TEST(KernelClassifier, EmptyAndGarbageInputDoNotCrash) {
   Classification bad = classify("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "aten::mm", {{-5, 4096}, {4096, 7}});
   EXPECT_FALSE(bad.shape);
   Classification big = classify("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "aten::bmm",
-                                {{int64_t(1) << 39, int64_t(1) << 39, 2}, {int64_t(1) << 39, 2, 4}}, {},
-                                grid(1, 1, 1));
+                                {{int64_t(1) << 39, int64_t(1) << 39, 2}, {int64_t(1) << 39, 2, 4}}, {}, grid(1, 1, 1));
   EXPECT_EQ(big.family, Family::gemm);
 }
 
@@ -773,10 +798,18 @@ TEST(KernelClassifier, EveryKindOfNameGetsAReasonAVeryLongTemplateToo) {
 
 // CUTLASS names say how many elements each operand load moves ("_alignN"); others say nothing.
 TEST(KernelClassifierTile, OperandAlignmentFromTheName) {
-  EXPECT_EQ(operand_alignment_elements("void cutlass::Kernel2<cutlass_75_tensorop_s1688gemm_bf16_128x64_tn_align1>(Params)"), 1);
-  EXPECT_EQ(operand_alignment_elements("void cutlass::Kernel2<cutlass_80_wmma_tensorop_s161616gemm_bf16_32x32_32x2_tn_align2>(P)"), 2);
-  EXPECT_EQ(operand_alignment_elements("cutlass3x_sm90_tensorop_s64x128x16gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_ntn_align8"), 8);
-  EXPECT_EQ(operand_alignment_elements("void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_64x64_64x4_tn_ALIGN16>"), 16);
+  EXPECT_EQ(
+      operand_alignment_elements("void cutlass::Kernel2<cutlass_75_tensorop_s1688gemm_bf16_128x64_tn_align1>(Params)"),
+      1);
+  EXPECT_EQ(operand_alignment_elements(
+                "void cutlass::Kernel2<cutlass_80_wmma_tensorop_s161616gemm_bf16_32x32_32x2_tn_align2>(P)"),
+            2);
+  EXPECT_EQ(operand_alignment_elements(
+                "cutlass3x_sm90_tensorop_s64x128x16gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_ntn_align8"),
+            8);
+  EXPECT_EQ(
+      operand_alignment_elements("void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_64x64_64x4_tn_ALIGN16>"),
+      16);
   EXPECT_FALSE(operand_alignment_elements("nvjet_sm90_tst_128x128_64x4_1x1_v_bz_TNT"));
   EXPECT_FALSE(operand_alignment_elements("void at::native::vectorized_elementwise_kernel_aligned<4>"));
   EXPECT_FALSE(operand_alignment_elements("kernel_align"));
@@ -786,15 +819,19 @@ TEST(KernelClassifierTile, OperandAlignmentFromTheName) {
 }
 
 TEST(WarpLevelMma, KernelsWrittenForSm80AndFlashAttention2) {
-  EXPECT_TRUE(warp_level_mma_kernel("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>"));
-  EXPECT_TRUE(warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_"
-                                    "cga1x1x1_kernel0_0"));
+  EXPECT_TRUE(
+      warp_level_mma_kernel("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>"));
+  EXPECT_TRUE(
+      warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_"
+                            "cga1x1x1_kernel0_0"));
   EXPECT_TRUE(warp_level_mma_kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"));
   EXPECT_TRUE(warp_level_mma_kernel("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(...)"));
   // Hopper's own (warpgroup MMA) and kernels without tensor cores are not.
-  EXPECT_FALSE(warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_"
-                                     "cga1x1x1_kernel0_0"));
-  EXPECT_FALSE(warp_level_mma_kernel("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>"));
+  EXPECT_FALSE(
+      warp_level_mma_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_"
+                            "cga1x1x1_kernel0_0"));
+  EXPECT_FALSE(
+      warp_level_mma_kernel("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>"));
   EXPECT_FALSE(warp_level_mma_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"));
   EXPECT_FALSE(warp_level_mma_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize256x128x32_warpgroupsize2x1x1"));
   EXPECT_FALSE(warp_level_mma_kernel("void vllm::rms_norm_kernel<c10::Half>(...)"));
@@ -824,6 +861,10 @@ TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
   EXPECT_EQ(implementation_class("sarathi::input_layernorm"), 3);
   EXPECT_EQ(implementation_class("void vllm::rms_norm_kernel<c10::Half>(...)"), 0);
   // perfloom's latency probe runs kernels of that design (tools/collector/latency_probe.cu).
-  EXPECT_EQ(implementation_class("(anonymous namespace)::vllm2023_rms_norm_kernel(__half*, __half const*, __half const*, float, int)"), 3);
-  EXPECT_EQ(implementation_class("(anonymous namespace)::index_select_kernel(__half*, __half const*, long const*, long, int)"), 0);
+  EXPECT_EQ(implementation_class(
+                "(anonymous namespace)::vllm2023_rms_norm_kernel(__half*, __half const*, __half const*, float, int)"),
+            3);
+  EXPECT_EQ(implementation_class(
+                "(anonymous namespace)::index_select_kernel(__half*, __half const*, long const*, long, int)"),
+            0);
 }

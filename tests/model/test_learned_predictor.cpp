@@ -9,9 +9,9 @@
 #include <map>
 #include <random>
 
+#include "model/compressed_text.h"
 #include "model/features.h"
 #include "model/gpu_database.h"
-#include "model/compressed_text.h"
 #include "model/learned_predictor.h"
 #include "model/training.h"
 #include "model/xgb_booster.h"
@@ -127,7 +127,8 @@ TEST(Training, TheLaunchOffsetIsLearnedOutOfTheMeasurementAndAddedBackToThePredi
   norm.shape.H = 4096;
   for (const KernelDesc& k : {norm, gemm(64, 4096, 4096)}) {
     const Prediction a = p->predict(k, h100), b = p->predict(k, slower_launch);
-    const double share = std::min(1.0, hardware_rates(h100, k.dtype).achievable.launch_floor_us / a.analysis.achievable_roofline_us);
+    const double share =
+        std::min(1.0, hardware_rates(h100, k.dtype).achievable.launch_floor_us / a.analysis.achievable_roofline_us);
     EXPECT_GT(share, 0.01) << k.shape.M;
     EXPECT_NEAR(b.analysis.launch_offset_us - a.analysis.launch_offset_us, 0.5 * share, 1e-12) << k.shape.M;
     EXPECT_NEAR(b.pred_us - a.pred_us, 0.5 * share, 1e-9) << k.shape.M;
@@ -208,7 +209,8 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
       x[rate] = r;
       return fit.booster.predict(x.data(), 1, x.size())[0];
     };
-    EXPECT_GT(predict(m.trained_gpus, 11.0f) - predict(m.trained_gpus, 12.0f), 0.3f);  // log 2 = 0.69, shrunk by 20 rounds
+    EXPECT_GT(predict(m.trained_gpus, 11.0f) - predict(m.trained_gpus, 12.0f),
+              0.3f);  // log 2 = 0.69, shrunk by 20 rounds
     const std::vector<std::string> attention_not = {"log2_share_fma", "log2_share_sfu", "log2_share_l2",
                                                     "log2_share_smem"};  // it reads the tensor and DRAM shares
     EXPECT_EQ(m.trained_gpus.features_not_learned, m.family == Family::gemm        ? std::vector<std::string>{}
@@ -237,7 +239,8 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
   }
   EXPECT_EQ(features_not_learned(Family::elementwise, GpuScope::unseen).size(), 10u);
   EXPECT_EQ(features_not_learned(Family::elementwise, GpuScope::trained).size(), 6u);
-  EXPECT_EQ(features_not_learned(Family::attention, GpuScope::unseen), features_not_learned(Family::attention, GpuScope::trained));
+  EXPECT_EQ(features_not_learned(Family::attention, GpuScope::unseen),
+            features_not_learned(Family::attention, GpuScope::trained));
   EXPECT_TRUE(features_not_learned(Family::gemm, GpuScope::trained).empty());
 
   // Saved and loaded again, the predictor answers a GPU not in training with that booster, and says so.
@@ -271,7 +274,10 @@ TEST(LearnedPredictor, ShippedModelsLoadAndPredictMeasuredH100Gemms) {
   // Measured by perfloom-collect on an H100 SXM (data/h100-sxm/gemm.csv.gz). The training
   // sources disagree on the same shapes (4096^3: CUPTI 154 us, vLLM's table 156, SGLang's 179;
   // 8192^3: 1194, 1374, 1594), so the model sits among them: 30% is the honest tolerance here.
-  struct Case { int64_t M, N, K; double measured_us; };
+  struct Case {
+    int64_t M, N, K;
+    double measured_us;
+  };
   for (const Case& c : {Case{4096, 4096, 4096, 153.9}, Case{8192, 8192, 8192, 1193.5}, Case{1, 4096, 4096, 15.6},
                         Case{128, 4096, 14336, 51.8}}) {
     Prediction pr = p->predict(gemm(c.M, c.N, c.K), h100);
@@ -393,7 +399,8 @@ TEST(LearnedPredictor, CompressedAndPlainModelFilesLoadAlike) {
   auto plain = LearnedPredictor::load(dir);
   auto shipped = LearnedPredictor::load(kShipped);
   const GpuSpec& h100 = db().get("h100-sxm");
-  EXPECT_DOUBLE_EQ(plain->predict(gemm(512, 4096, 4096), h100).pred_us, shipped->predict(gemm(512, 4096, 4096), h100).pred_us);
+  EXPECT_DOUBLE_EQ(plain->predict(gemm(512, 4096, 4096), h100).pred_us,
+                   shipped->predict(gemm(512, 4096, 4096), h100).pred_us);
   fs::path again = tempDir("again");
   shipped->save(again, {});
   for (const char* f : {"gemm.json.gz", "norm.json.gz"}) {

@@ -47,7 +47,7 @@ TEST(NcclModel, InterpolatesInLogLogBetweenMeasuredSizes) {
   ASSERT_EQ(curves.size(), 1u);
   EXPECT_DOUBLE_EQ(curves[0].at(1024), 10);
   EXPECT_NEAR(curves[0].at(2048), std::sqrt(10.0 * 20.0), 1e-9);  // halfway in log(bytes)
-  EXPECT_DOUBLE_EQ(curves[0].at(1 << 30), 100);                     // clamped; the model extends it
+  EXPECT_DOUBLE_EQ(curves[0].at(1 << 30), 100);                   // clamped; the model extends it
 }
 
 TEST(NcclModel, MoreRanksAndSlowerLinksCostMore) {

@@ -1,9 +1,9 @@
 // LLM configs: every bundled model parses with its published figures; bad configs fail clearly.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 

@@ -33,7 +33,8 @@ SimulationConfig one_ms_steps(int64_t kv_blocks = 0) {
 }
 
 Workload batch(int64_t n, int64_t in, int64_t out) {
-  return parse_workload("batch:n=" + std::to_string(n) + ",input=" + std::to_string(in) + ",output=" + std::to_string(out));
+  return parse_workload("batch:n=" + std::to_string(n) + ",input=" + std::to_string(in) +
+                        ",output=" + std::to_string(out));
 }
 
 Workload trace(const std::string& csv) {
@@ -269,18 +270,18 @@ TEST(SimKvCache, PoolAllocatesEvictsAndShares) {
   std::vector<int32_t> ba, bb;
   ASSERT_TRUE(pool.allocate(ba, a, 0, 40));  // 3 blocks
   EXPECT_EQ(pool.free_blocks(), 1);
-  pool.cache_full_blocks(ba, a, 40);          // blocks 0 and 1 are the shared prefix
+  pool.cache_full_blocks(ba, a, 40);  // blocks 0 and 1 are the shared prefix
   EXPECT_EQ(pool.cached_prefix_blocks(b, 40), 2);
-  ASSERT_TRUE(pool.allocate(bb, b, 2, 40));    // shares 2, takes 1
+  ASSERT_TRUE(pool.allocate(bb, b, 2, 40));  // shares 2, takes 1
   EXPECT_EQ(pool.free_blocks(), 0);
   EXPECT_EQ(bb[0], ba[0]);
   std::vector<int32_t> bc;
   EXPECT_FALSE(pool.allocate(bc, BlockOwner{2, -1, 0}, 0, 1));
   pool.free(ba);
-  EXPECT_EQ(pool.free_blocks(), 1);            // the shared blocks are still held by b
+  EXPECT_EQ(pool.free_blocks(), 1);  // the shared blocks are still held by b
   pool.free(bb);
   EXPECT_EQ(pool.free_blocks(), 4);
-  EXPECT_EQ(pool.cached_prefix_blocks(b, 40), 2);  // freed, but their content is still cached
+  EXPECT_EQ(pool.cached_prefix_blocks(b, 40), 2);               // freed, but their content is still cached
   ASSERT_TRUE(pool.allocate(bc, BlockOwner{2, -1, 0}, 0, 64));  // takes all four: evicts the content
   EXPECT_EQ(pool.cached_prefix_blocks(b, 40), 0);
 }

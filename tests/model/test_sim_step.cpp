@@ -21,7 +21,9 @@ const GpuDatabase& db() {
   return d;
 }
 
-std::vector<SeqWork> decodes(int64_t n, int64_t context) { return std::vector<SeqWork>(static_cast<std::size_t>(n), {1, context}); }
+std::vector<SeqWork> decodes(int64_t n, int64_t context) {
+  return std::vector<SeqWork>(static_cast<std::size_t>(n), {1, context});
+}
 
 const StepKernel& find(const StepPlan& p, const std::string& label, int nth = 0) {
   for (const auto& k : p.kernels)
@@ -30,7 +32,8 @@ const StepKernel& find(const StepPlan& p, const std::string& label, int nth = 0)
 }
 
 int count_label(const StepPlan& p, const std::string& label) {
-  return static_cast<int>(std::count_if(p.kernels.begin(), p.kernels.end(), [&](const StepKernel& k) { return label == k.label; }));
+  return static_cast<int>(
+      std::count_if(p.kernels.begin(), p.kernels.end(), [&](const StepKernel& k) { return label == k.label; }));
 }
 
 std::vector<std::string> labels(const StepPlan& p) {
@@ -44,9 +47,9 @@ std::vector<std::string> labels(const StepPlan& p) {
 TEST(SimStep, Llama3_8BDecodeLayerKernelsAndShapes) {
   const LlmConfig c = load_llm_config("llama-3-8b");
   const StepPlan p = build_step(c, {}, decodes(8, 100));
-  const std::vector<std::string> want = {"embedding", "input_norm", "qkv_proj", "rotary", "kv_cache_write", "attn_decode",
-                                         "o_proj", "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj",
-                                         "final_norm", "lm_head", "sampling"};
+  const std::vector<std::string> want = {
+      "embedding",           "input_norm",   "qkv_proj", "rotary",    "kv_cache_write", "attn_decode", "o_proj",
+      "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj", "final_norm",     "lm_head",     "sampling"};
   EXPECT_EQ(labels(p), want);
   EXPECT_EQ(p.seqs, 8);
   EXPECT_EQ(p.tokens, 8);
@@ -203,7 +206,8 @@ TEST(SimStep, QkNormFusedIntoRotaryOrSeparate) {
   EXPECT_EQ(count_label(separate, "qk_norm_rotary"), 0);
   // Llama has no q/k norm: the option changes nothing
   const LlmConfig l = load_llm_config("llama-3-8b");
-  EXPECT_EQ(build_step(l, {1, 1, 1}, {{512, 0}}).kernels.size(), build_step(l, {1, 1, 1}, {{512, 0}}, sep).kernels.size());
+  EXPECT_EQ(build_step(l, {1, 1, 1}, {{512, 0}}).kernels.size(),
+            build_step(l, {1, 1, 1}, {{512, 0}}, sep).kernels.size());
   EXPECT_EQ(count_label(build_step(l, {1, 1, 1}, {{512, 0}}), "rotary"), 1);
 }
 
@@ -219,7 +223,7 @@ TEST(SimStep, DeepSeekV3MlaDecodeAtTp8) {
   EXPECT_EQ(find(p, "fused_qkv_a_proj").kernel.shape.N, 1536 + 512 + 64);
   EXPECT_EQ(find(p, "q_b_proj").kernel.shape.N, 16 * 192);
   EXPECT_EQ(find(p, "q_b_proj").kernel.dtype, Dtype::fp8e4m3);  // fp8 weights, fp8 tensor cores
-  EXPECT_TRUE(find(p, "q_b_proj").kernel.act_quant);              // the fp8 linear quantises its input
+  EXPECT_TRUE(find(p, "q_b_proj").kernel.act_quant);            // the fp8 linear quantises its input
   EXPECT_FALSE(find(p, "attn_decode_mla").kernel.act_quant);
   EXPECT_EQ(find(p, "q_nope_w_uk").kernel.shape.Bt, 16);
   EXPECT_EQ(find(p, "gate_up_proj").count, 3);  // the dense layers
@@ -251,7 +255,7 @@ TEST(SimStep, GptOssAlternatesSlidingAndFullLayers) {
   const StepKernel& moe = find(p, "moe_experts");
   EXPECT_EQ(moe.kernel.dtype, Dtype::bf16);
   EXPECT_NEAR(moe.weight_ratio, (0.5 + 1.0 / 32.0) / 2.0, 1e-9);  // mxfp4 read, bf16 compute
-  EXPECT_DOUBLE_EQ(find(p, "qkv_proj").weight_ratio, 1.0);         // attention stays bf16
+  EXPECT_DOUBLE_EQ(find(p, "qkv_proj").weight_ratio, 1.0);        // attention stays bf16
 }
 
 TEST(SimStep, PipelineStagesSplitLayersLikeVllm) {
@@ -387,7 +391,8 @@ TEST(SimMemory, KvCacheCapacityFromGpuMemory) {
   const LlmConfig ds = load_llm_config("deepseek-v3");
   EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(ds, {8, 1, 1}, 0, Dtype::bf16), 61 * 576 * 2.0);
   // gpt-oss: only the full-attention layers hold every token.
-  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(load_llm_config("gpt-oss-20b"), {}, 0, Dtype::bf16), 12 * 2 * 8 * 64 * 2.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(load_llm_config("gpt-oss-20b"), {}, 0, Dtype::bf16),
+                   12 * 2 * 8 * 64 * 2.0);
   // DeepSeek-V3 in fp8 takes ~640 GiB: it fits eight H200s, not eight H100s.
   EXPECT_THROW(plan_memory(ds, {8, 1, 1}, h100, {}), std::runtime_error);
   EXPECT_NO_THROW(plan_memory(ds, {8, 1, 1}, db().get("h200"), {}));
@@ -422,8 +427,10 @@ TEST(SimStep, SustainedClocksSlowALongPrefillButNotADecode) {
   EXPECT_DOUBLE_EQ(ps.host_us, pb.host_us);
   ASSERT_EQ(ps.kernels.size(), pb.kernels.size());
   for (std::size_t i = 0; i < ps.kernels.size(); ++i) {
-    EXPECT_GE(ps.kernels[i].us_each, pb.kernels[i].us_each * ps.power.memory * (1 - 1e-12)) << ps.kernels[i].kernel->label;
-    EXPECT_LE(ps.kernels[i].us_each, pb.kernels[i].us_each * ps.power.compute * (1 + 1e-12)) << ps.kernels[i].kernel->label;
+    EXPECT_GE(ps.kernels[i].us_each, pb.kernels[i].us_each * ps.power.memory * (1 - 1e-12))
+        << ps.kernels[i].kernel->label;
+    EXPECT_LE(ps.kernels[i].us_each, pb.kernels[i].us_each * ps.power.compute * (1 + 1e-12))
+        << ps.kernels[i].kernel->label;
   }
   // A decode step streams weights: low tensor utilisation, no slowdown to speak of.
   const StepPlan decode = build_step(c, {}, decodes(8, 1024));

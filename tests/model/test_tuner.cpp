@@ -11,20 +11,20 @@
 #include <set>
 #include <tuple>
 
-#include "tools/tuner_sweep.h"
 #include "model/compressed_text.h"
-#include "model/gpu_database.h"
-#include "model/learned_predictor.h"
-#include "model/tuner/acceptance_model.h"
-#include "model/tuner/least_squares.h"
-#include "model/tuner/sampling_plan.h"
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
 #include "model/features.h"
+#include "model/gpu_database.h"
+#include "model/learned_predictor.h"
 #include "model/training.h"
+#include "model/tuner/acceptance_model.h"
+#include "model/tuner/least_squares.h"
+#include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
 #include "model/tuner/tuner_fit.h"
 #include "model/tuner/variant_model.h"
+#include "tools/tuner_sweep.h"
 
 using namespace perfloom;
 using namespace perfloom::tuner;
@@ -48,8 +48,8 @@ TileConfig tile(int m, int n, int k, int split = 1, int cm = 1, int cn = 1) {
 }
 
 // A one-group table whose classes cost a constant each (only the "one" feature is non-zero).
-TunerTable constant_table(const std::vector<std::pair<TileConfig, double>>& classes, const std::vector<TileConfig>& bucket,
-                          BucketKey key) {
+TunerTable constant_table(const std::vector<std::pair<TileConfig, double>>& classes,
+                          const std::vector<TileConfig>& bucket, BucketKey key) {
   TunerTable t;
   t.gpu_id = "h100-sxm";
   t.sm_count = 132;
@@ -107,7 +107,8 @@ void expect_refused_with_renamed_feature(const TunerTable& t, const std::string&
 
 // What parse_tuner_table says of `text` with the first `from` after `section` replaced by `to`: its error, "" where it
 // parses, "not found: FROM" where there is no such `from`.
-std::string parse_error_after(std::string text, const std::string& section, const std::string& from, const std::string& to) {
+std::string parse_error_after(std::string text, const std::string& section, const std::string& from,
+                              const std::string& to) {
   const auto at = text.find(from, text.find(section));
   if (at == std::string::npos) return "not found: " + from;
   text.replace(at, from.size(), to);
@@ -121,7 +122,9 @@ std::string parse_error_after(std::string text, const std::string& section, cons
 
 // The head of a collector plan-mode CSV with the columns tools/tuner_sweep.h reads.
 const std::string kPlanSweepHeader =
-    "# sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+    "# "
+    "sweep=plan\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,"
+    "source\n";
 
 }  // namespace
 
@@ -232,7 +235,8 @@ TEST(TunerWaves, FeaturesAreBilinearInFillAndKLoop) {
   // One iteration of a 128x128x64 bf16 tile: 2 x 128 x 128 x 64 FLOPs at 4096 FLOPs/clk/SM.
   EXPECT_NEAR(mma_iteration_us(t, Dtype::bf16, hw), 2.0 * 128 * 128 * 64 / 4096 / h100.clock_hz() * 1e6, 1e-12);
   // Narrow tiles are padded to the MMA shape: an 8-wide tile costs as much as a 64-wide one.
-  EXPECT_DOUBLE_EQ(mma_iteration_us(tile(8, 192, 64), Dtype::bf16, hw), mma_iteration_us(tile(64, 192, 64), Dtype::bf16, hw));
+  EXPECT_DOUBLE_EQ(mma_iteration_us(tile(8, 192, 64), Dtype::bf16, hw),
+                   mma_iteration_us(tile(64, 192, 64), Dtype::bf16, hw));
 }
 
 // ---- least squares ----
@@ -275,9 +279,9 @@ TEST(TunerFit, SlotsAreReadFromPersistentLaunchesSmallerThanTheClusterPaddedGrid
   s.shape = {384, 5120, 3456, Dtype::bf16};
   s.config = tile(128, 128, 64, 1, 2, 4);  // 120 tiles, 160 CTAs in whole clusters of 8
   s.latency_us = 35;
-  s.launched_ctas = 120;                   // one persistent CTA per slot
+  s.launched_ctas = 120;  // one persistent CTA per slot
   EXPECT_EQ(measured_slots({s}, h100).at(8), 120);
-  s.launched_ctas = 160;                   // a launch of the whole grid says nothing about the slots
+  s.launched_ctas = 160;  // a launch of the whole grid says nothing about the slots
   EXPECT_TRUE(measured_slots({s}, h100).empty());
 }
 
@@ -340,7 +344,8 @@ TEST(TunerFit, ResidualCorrectionAndConfigurationFactorLearnWhatTheLinearFormCan
   }
   auto mape = [&](const TunerTable& t) {
     double sum = 0;
-    for (const auto& s : samples) sum += std::abs(evaluate_with_table(t, h100, s.shape, s.config).pred_us / s.latency_us - 1.0);
+    for (const auto& s : samples)
+      sum += std::abs(evaluate_with_table(t, h100, s.shape, s.config).pred_us / s.latency_us - 1.0);
     return sum / static_cast<double>(samples.size());
   };
   FitOptions plain;
@@ -421,7 +426,8 @@ TEST(TunerFit, LearnedResidualRanksWhatTheLinearCorrectionsCannot) {
   ASSERT_TRUE(back.groups.at("16bit").learned);
   for (std::size_t i = 0; i < samples.size(); i += 29) {
     const double p = evaluate_with_table(b, h100, samples[i].shape, samples[i].config).pred_us;
-    EXPECT_NEAR(evaluate_with_table(back, h100, samples[i].shape, samples[i].config).pred_us / p, 1.0, 1e-4) << i;  // coefficients stored to 5-7 digits
+    EXPECT_NEAR(evaluate_with_table(back, h100, samples[i].shape, samples[i].config).pred_us / p, 1.0, 1e-4)
+        << i;  // coefficients stored to 5-7 digits
   }
   expect_refused_with_renamed_feature(b, "\"log2_M\"", "\"log2_Q\"", "learned_features");
 }
@@ -468,7 +474,9 @@ TEST(TunerFit, ChooserLearnsToRankExhaustiveShapesAndSurvivesTheJsonForm) {
   ASSERT_EQ(ranked.size(), configs.size());
   // Highest first; the configurations beyond the chooser's kChooserRows (NaN: it did not score them) last.
   for (std::size_t i = 1; i < ranked.size(); ++i)
-    if (!std::isnan(ranked[i].rank_score)) { EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score) << i; }
+    if (!std::isnan(ranked[i].rank_score)) {
+      EXPECT_GE(ranked[i - 1].rank_score, ranked[i].rank_score) << i;
+    }
   EXPECT_EQ(std::count_if(ranked.begin(), ranked.end(), [](const RankedConfig& c) { return std::isnan(c.rank_score); }),
             static_cast<std::ptrdiff_t>(configs.size() - kChooserRows));
   // The latency stays the model's: the same prediction as one configuration alone.
@@ -612,7 +620,8 @@ TEST(TunerLookup, TheNearestMeasuredShapesLendTheirWinners) {
   // One bucket far away offers a (cost 20); two measured shapes near the query won with b (cost 5)
   // and c (9), a farther one with d (1): with the 2 nearest shapes, b and c become candidates, d not.
   const GpuSpec& h100 = db().get("h100-sxm");
-  const TileConfig a = tile(128, 128, 64), b = tile(128, 256, 64, 1, 2, 1), c = tile(64, 64, 64), d = tile(256, 128, 64);
+  const TileConfig a = tile(128, 128, 64), b = tile(128, 256, 64, 1, 2, 1), c = tile(64, 64, 64),
+                   d = tile(256, 128, 64);
   TunerTable t = constant_table({{a, 20}, {b, 5}, {c, 9}, {d, 1}}, {a}, bucket_of(16, 16, 16));
   GroupTable& g = t.groups["16bit"];
   g.winners = {{1000, 1000, 1100, {b}}, {900, 1024, 1024, {c, b}}, {4096, 4096, 4096, {d}}};
@@ -676,8 +685,8 @@ TEST(TunerLookup, TheLatencyModelsBestOfTheWholeTableJoinTheCandidates) {
   d_staged.stages = 4;
   TunerTable t = constant_table({{a, 20}, {c, 9}, {d, 1}}, {a}, bucket_of(1024, 1024, 1024));
   GroupTable& g = t.groups["16bit"];
-  g.winners = {{1000, 1000, 1000, {a}}, {1100, 1000, 1000, {a}}, {1000, 1100, 1000, {a}}, {1000, 1000, 1100, {a}},
-               {1100, 1100, 1100, {a}}, {8192, 8192, 8192, {c, d_staged}}};
+  g.winners = {{1000, 1000, 1000, {a}}, {1100, 1000, 1000, {a}}, {1000, 1100, 1000, {a}},
+               {1000, 1000, 1100, {a}}, {1100, 1100, 1100, {a}}, {8192, 8192, 8192, {c, d_staged}}};
   const GemmShape shape{1024, 1024, 1024, Dtype::bf16};
   EXPECT_EQ(table_candidates(g, shape), (std::vector<TileConfig>{a}));
   // A table built by hand has no catalogue until index_catalogue: the candidates stay the table's.
@@ -689,7 +698,8 @@ TEST(TunerLookup, TheLatencyModelsBestOfTheWholeTableJoinTheCandidates) {
   EXPECT_EQ(g.catalogue, (std::vector<TileConfig>{a, c, d_unstaged}));
   EXPECT_EQ(model_best(t, h100, shape, 2, 0), (std::vector<TileConfig>{d_unstaged, c}));
   EXPECT_EQ(model_best(t, h100, shape, 5, 0).size(), 3u);  // at most the catalogue
-  EXPECT_EQ(model_best(t, h100, shape, 1, 2), (std::vector<TileConfig>{d_unstaged}));  // the wave model's best 2, then 1
+  EXPECT_EQ(model_best(t, h100, shape, 1, 2),
+            (std::vector<TileConfig>{d_unstaged}));  // the wave model's best 2, then 1
   const auto cands = query_candidates(t, h100, shape);
   ASSERT_EQ(cands.size(), 3u);
   EXPECT_EQ(cands[0], a);  // the table's own first
@@ -700,7 +710,8 @@ TEST(TunerLookup, TheLatencyModelsBestOfTheWholeTableJoinTheCandidates) {
   const TunerTable back = parse_tuner_table(tuner_table_to_json(t), "c.json");
   EXPECT_EQ(back.groups.at("16bit").catalogue, g.catalogue);
   EXPECT_EQ(tune_gemm(shape, h100, 1, &back).ranked[0].config, d_unstaged);
-  const TunerTable fitted = fit_tuner_table(one_shape_samples({{a, 12}, {c, 10}, {d_staged, 30}}), h100, without_trees());
+  const TunerTable fitted =
+      fit_tuner_table(one_shape_samples({{a, 12}, {c, 10}, {d_staged, 30}}), h100, without_trees());
   EXPECT_FALSE(fitted.groups.at("16bit").catalogue.empty());
   // A group without a fit for the dtype: no candidates.
   EXPECT_TRUE(query_candidates(t, h100, {1024, 1024, 1024, Dtype::fp8e4m3}).empty());
@@ -731,7 +742,9 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
       EXPECT_EQ(tuned[i].config, two_pass[i].config) << i;
       EXPECT_EQ(tuned[i].pred_us, two_pass[i].pred_us) << i;
       EXPECT_EQ(std::isnan(tuned[i].rank_score), std::isnan(two_pass[i].rank_score)) << i;
-      if (!std::isnan(tuned[i].rank_score)) { EXPECT_EQ(tuned[i].rank_score, two_pass[i].rank_score) << i; }
+      if (!std::isnan(tuned[i].rank_score)) {
+        EXPECT_EQ(tuned[i].rank_score, two_pass[i].rank_score) << i;
+      }
     }
     const auto all = rank_with_table(*table, h100, shape, query_candidates(*table, h100, shape), false, SIZE_MAX);
     std::vector<double> scores;
@@ -742,14 +755,19 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
       if (i < scored) {
         ASSERT_FALSE(std::isnan(tuned[i].rank_score)) << i;
         EXPECT_LE(tuned[i].score, scores[scored - 1]) << i;  // among the model's kChooserRows best
-        if (i > 0) { EXPECT_GE(tuned[i - 1].rank_score, tuned[i].rank_score) << i; }
-        const auto same = std::find_if(all.begin(), all.end(), [&](const RankedConfig& a) { return a.config == tuned[i].config; });
+        if (i > 0) {
+          EXPECT_GE(tuned[i - 1].rank_score, tuned[i].rank_score) << i;
+        }
+        const auto same =
+            std::find_if(all.begin(), all.end(), [&](const RankedConfig& a) { return a.config == tuned[i].config; });
         ASSERT_NE(same, all.end());
         EXPECT_FLOAT_EQ(static_cast<float>(same->rank_score), static_cast<float>(tuned[i].rank_score)) << i;
       } else {
         ++beyond;
         EXPECT_TRUE(std::isnan(tuned[i].rank_score)) << i;
-        if (i > scored) { EXPECT_LE(tuned[i - 1].score, tuned[i].score) << i; }  // in the model's order
+        if (i > scored) {
+          EXPECT_LE(tuned[i - 1].score, tuned[i].score) << i;
+        }  // in the model's order
       }
     }
     // With the acceptance model: the same list, those predicted refused moved last, each part in the order above.
@@ -758,12 +776,15 @@ TEST(TunerLookup, TuneRanksInOnePassWhatCandidatesThenRankingRankAndTheChooserSc
     const double thr = bundled->acceptance.threshold;
     for (std::size_t i = 0; i < tuned.size(); ++i) {
       EXPECT_FALSE(std::isnan(accepted[i].refusal_p)) << i;
-      if (i + 1 < tuned.size()) { EXPECT_FALSE(accepted[i].refusal_p >= thr && accepted[i + 1].refusal_p < thr) << i; }
+      if (i + 1 < tuned.size()) {
+        EXPECT_FALSE(accepted[i].refusal_p >= thr && accepted[i + 1].refusal_p < thr) << i;
+      }
     }
     std::vector<TileConfig> plain_order;
     for (const auto& c : tuned) plain_order.push_back(c.config);
     std::stable_partition(plain_order.begin(), plain_order.end(), [&](const TileConfig& c) {
-      const auto it = std::find_if(accepted.begin(), accepted.end(), [&](const RankedConfig& a) { return a.config == c; });
+      const auto it =
+          std::find_if(accepted.begin(), accepted.end(), [&](const RankedConfig& a) { return a.config == c; });
       return it != accepted.end() && !(it->refusal_p >= thr);
     });
     for (std::size_t i = 0; i < tuned.size(); ++i) {
@@ -814,7 +835,7 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
   ASSERT_EQ(predictor->name(), "xgboost") << warning;
   EXPECT_TRUE(tile_swept("hopper", Dtype::bf16));  // the H100 SXM's and H200's tables
   EXPECT_TRUE(tile_swept("hopper", Dtype::fp8e4m3));
-  EXPECT_FALSE(tile_swept("hopper", Dtype::tf32));   // no tf32 fit: never swept
+  EXPECT_FALSE(tile_swept("hopper", Dtype::tf32));  // no tf32 fit: never swept
   EXPECT_FALSE(tile_swept("ada", Dtype::bf16));
   const GpuSpec& pcie = db().get("h100-pcie");
   ASSERT_EQ(bundled_tuner_table(pcie), nullptr);
@@ -830,7 +851,9 @@ TEST(TunerLookup, ATablelessGpuOfATileSweptArchitectureRanksWithTheLearnedPredic
   std::set<std::size_t> seen;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const RankedConfig& c = r.ranked[i];
-    if (i) { EXPECT_LE(r.ranked[i - 1].pred_us, c.pred_us); }
+    if (i) {
+      EXPECT_LE(r.ranked[i - 1].pred_us, c.pred_us);
+    }
     ASSERT_LT(c.index, candidates.size());
     seen.insert(c.index);
     EXPECT_EQ(c.config.tile_m, candidates[c.index].tile_m);
@@ -875,13 +898,15 @@ TEST(TunerLookup, TheAnalyticalRankingTakesTheLearnedPredictorsLatencyOfTheGemm)
       EXPECT_NEAR(anchored.anchor_us, library_us, 1e-9 * library_us) << id;
       ASSERT_EQ(anchored.ranked.size(), plain.ranked.size());
       EXPECT_NEAR(anchored.ranked[0].pred_us, library_us, 1e-9 * library_us) << id;
-      EXPECT_NE(anchored.note.find("latencies scaled so that the first takes the learned predictor's"), std::string::npos)
+      EXPECT_NE(anchored.note.find("latencies scaled so that the first takes the learned predictor's"),
+                std::string::npos)
           << anchored.note;
       // ... the order and every ratio stay the analytical model's.
       const double scale = anchored.ranked[0].pred_us / plain.ranked[0].pred_us;
       EXPECT_NE(scale, 1.0);
       for (std::size_t i = 0; i < plain.ranked.size(); ++i) {
-        EXPECT_EQ(config_to_string(anchored.ranked[i].config), config_to_string(plain.ranked[i].config)) << id << " rank " << i;
+        EXPECT_EQ(config_to_string(anchored.ranked[i].config), config_to_string(plain.ranked[i].config))
+            << id << " rank " << i;
         EXPECT_NEAR(anchored.ranked[i].pred_us, plain.ranked[i].pred_us * scale, 1e-9 * anchored.ranked[i].pred_us);
         EXPECT_EQ(anchored.ranked[i].grid.waves, plain.ranked[i].grid.waves);
         // Its interval is the learned prediction's, relative to its latency.
@@ -891,7 +916,8 @@ TEST(TunerLookup, TheAnalyticalRankingTakesTheLearnedPredictorsLatencyOfTheGemm)
     }
   }
   // A GPU without the dtype's path is refused as before, and another predictor scales nothing.
-  EXPECT_THROW(tune_gemm({4096, 4096, 4096, Dtype::fp8e4m3}, db().get("a100-sxm-80gb"), 3, predictor.get()), UnsupportedKernel);
+  EXPECT_THROW(tune_gemm({4096, 4096, 4096, Dtype::fp8e4m3}, db().get("a100-sxm-80gb"), 3, predictor.get()),
+               UnsupportedKernel);
   const RooflinePredictor roofline;
   EXPECT_TRUE(std::isnan(tune_gemm({4096, 4096, 4096, Dtype::bf16}, db().get("l40s"), 3, &roofline).anchor_us));
   EXPECT_TRUE(uses_learned_predictor(nullptr, Dtype::bf16));
@@ -968,15 +994,18 @@ TEST(TunerTableJson, RejectsCorruptAndMismatchedTablesWithAClearError) {
   EXPECT_NE(error_of(replace("\"l2_us\"", "\"l3_us\"")).find("refit the table"), std::string::npos);
   EXPECT_NE(error_of(replace("\"global\": [", "\"global\": [1,")).find("coefficients, this build's model has 10"),
             std::string::npos);
-  EXPECT_NE(error_of(replace("\"global\": [", "\"global\": [\"x\",")).find("field 'groups.16bit.global'"), std::string::npos);
+  EXPECT_NE(error_of(replace("\"global\": [", "\"global\": [\"x\",")).find("field 'groups.16bit.global'"),
+            std::string::npos);
   EXPECT_NE(error_of(replace("/s1/c1x4\"", "/s1/cz\"")).find("configuration '"), std::string::npos);
   EXPECT_NE(error_of(replace("\"sm_count\": 132", "\"sm_count\": -4")).find("field 'sm_count'"), std::string::npos);
   EXPECT_NE(error_of(replace("\"support_penalty\"", "\"no_penalty\"")).find("field 'support_penalty': is missing"),
             std::string::npos);
   // The latency interval: finite log ratios, the 10th percentile not above the 90th.
-  EXPECT_NE(error_of(replace("\"p10_log_ratio\": ", "\"p10_log_ratio\": \"x\", \"z\": ")).find("field 'groups.16bit.interval.p10_log_ratio'"),
+  EXPECT_NE(error_of(replace("\"p10_log_ratio\": ", "\"p10_log_ratio\": \"x\", \"z\": "))
+                .find("field 'groups.16bit.interval.p10_log_ratio'"),
             std::string::npos);
-  EXPECT_NE(error_of(replace("\"p10_log_ratio\": ", "\"p10_log_ratio\": 3, \"z\": ")).find("p10_log_ratio is above p90_log_ratio"),
+  EXPECT_NE(error_of(replace("\"p10_log_ratio\": ", "\"p10_log_ratio\": 3, \"z\": "))
+                .find("p10_log_ratio is above p90_log_ratio"),
             std::string::npos);
   EXPECT_NE(error_of(replace("\"rows\": ", "\"rows\": 0, \"z\": ")).find("interval.rows"), std::string::npos);
   EXPECT_EQ(error_of(good), "");
@@ -1026,7 +1055,9 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
       // One cluster past the boundary, or one per split-K slice when the slices make it come in more.
       EXPECT_GT(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count) << p.why;
       EXPECT_LE(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count + cs * p.config.split_k) << p.why;
-      if (p.config.split_k == 1) { EXPECT_EQ(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count + cs) << p.why; }
+      if (p.config.split_k == 1) {
+        EXPECT_EQ(p.grid.cluster_ctas, (p.grid.waves - 1) * p.grid.slot_count + cs) << p.why;
+      }
     } else {
       EXPECT_EQ(p.grid.waves, 1);
       EXPECT_NEAR(p.grid.last_wave_fill, 0.5, 0.1);
@@ -1044,11 +1075,12 @@ TEST(TunerPlan, PointsSitOnWaveBoundaries) {
 // ---- the exhaustive sweeps' reader (tools/tuner_sweep.h) ----
 
 TEST(TunerSweep, FileNamesSortWithTheirNumbersAsNumbers) {
-  std::vector<std::string> names{"tiles_s10.csv", "tiles_s2.csv.gz", "tiles_s1.csv", "lease_d_session9.csv.gz",
-                                 "tiles_s016.csv", "lease_c.csv.gz", "tiles_s9.csv", "tiles_s16.csv"};
+  std::vector<std::string> names{"tiles_s10.csv",  "tiles_s2.csv.gz", "tiles_s1.csv", "lease_d_session9.csv.gz",
+                                 "tiles_s016.csv", "lease_c.csv.gz",  "tiles_s9.csv", "tiles_s16.csv"};
   std::sort(names.begin(), names.end(), bench::natural_less);
-  EXPECT_EQ(names, (std::vector<std::string>{"lease_c.csv.gz", "lease_d_session9.csv.gz", "tiles_s1.csv", "tiles_s2.csv.gz",
-                                             "tiles_s9.csv", "tiles_s10.csv", "tiles_s16.csv", "tiles_s016.csv"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"lease_c.csv.gz", "lease_d_session9.csv.gz", "tiles_s1.csv", "tiles_s2.csv.gz",
+                                      "tiles_s9.csv", "tiles_s10.csv", "tiles_s16.csv", "tiles_s016.csv"}));
   EXPECT_FALSE(bench::natural_less("a", "a"));
   EXPECT_TRUE(bench::natural_less("a", "ab"));
   EXPECT_FALSE(bench::natural_less("ab", "a"));
@@ -1076,7 +1108,7 @@ TEST(TunerSweep, RandomGemmsNameTheirShapesBySeedAndAnMMinRaisesOnlyM) {
     EXPECT_GE(all[i].K, 512);
     small += all[i].M < 96;
   }
-  EXPECT_GT(small, 100);  // log-uniform from 1: about half below 96
+  EXPECT_GT(small, 100);                                               // log-uniform from 1: about half below 96
   const auto band = bench::random_gemms(dtypes, 200, 4343, 96, 1000);  // --m-min 96 --m-max 1000: the middle band alone
   ASSERT_EQ(band.size(), 400u);
   for (std::size_t i = 0; i < band.size(); ++i) {
@@ -1090,14 +1122,18 @@ TEST(TunerSweep, RandomGemmsNameTheirShapesBySeedAndAnMMinRaisesOnlyM) {
 
 TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepeatedShape) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("perfloom_tiles_more_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                                     "_" + std::to_string(std::random_device{}()));
+  const fs::path dir = fs::temp_directory_path() /
+                       ("perfloom_tiles_more_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                        "_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir / "tiles_more");
   const std::string header =
-      "# sweep=tiles\n# date=D0\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,source\n";
+      "# sweep=tiles\n# "
+      "date=D0\nop,dtype,M,N,K,latency_us,kernel_name,algo_id,tile,stages,splitk,cluster,heuristic_rank,grid,reps,"
+      "source\n";
   auto row = [](const std::string& shape, double lat, int rank) {
-    return "gemm," + shape + "," + std::to_string(lat) + ",nvjet_sm90_tst_128x128_64x6_4x1_v_bz_TNT,66,128x128,64xAUTO,1,1x1x1," +
-           std::to_string(rank) + ",4x30x1,20,x\n";
+    return "gemm," + shape + "," + std::to_string(lat) +
+           ",nvjet_sm90_tst_128x128_64x6_4x1_v_bz_TNT,66,128x128,64xAUTO,1,1x1x1," + std::to_string(rank) +
+           ",4x30x1,20,x\n";
   };
   auto write = [&](const fs::path& p, const std::string& body, const std::string& date) {
     std::ofstream os(p);
@@ -1105,10 +1141,13 @@ TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepe
     h.replace(h.find("D0"), 2, date);
     os << h << body;
   };
-  write(dir / "tiles.csv", row("bf16,128,4096,4096", 10, 1) + row("bf16,128,4096,4096", 11, 2) + row("fp8e4m3,64,1024,2048", 5, 1), "old");
+  write(dir / "tiles.csv",
+        row("bf16,128,4096,4096", 10, 1) + row("bf16,128,4096,4096", 11, 2) + row("fp8e4m3,64,1024,2048", 5, 1), "old");
   // A later sweep: one shape tiles.csv has (dropped, both rows), one new shape (kept, both rows).
-  write(dir / "tiles_more" / "tiles_s2.csv", row("bf16,128,4096,4096", 9, 1) + row("bf16,256,4096,4096", 20, 1) +
-                                                 row("bf16,128,4096,4096", 9.5, 2) + row("bf16,256,4096,4096", 21, 2), "new2");
+  write(dir / "tiles_more" / "tiles_s2.csv",
+        row("bf16,128,4096,4096", 9, 1) + row("bf16,256,4096,4096", 20, 1) + row("bf16,128,4096,4096", 9.5, 2) +
+            row("bf16,256,4096,4096", 21, 2),
+        "new2");
   // Files are read in name order: s1 before s2, so s2's new shape also repeats s1's and is dropped there.
   write(dir / "tiles_more" / "tiles_s1.csv", row("bf16,256,4096,4096", 30, 1), "new1");
   std::ofstream(dir / "tiles_more" / "log.txt") << "not a csv\n";
@@ -1119,11 +1158,12 @@ TEST(TunerSweep, ExtraExhaustiveSweepsAddShapesAndKeepTheFirstMeasurementOfARepe
     std::ofstream(dir / "tiles_more" / "tiles_s3.csv.gz", std::ios::binary) << gzip_text(text);
   }
   // Seed 10 comes after seed 3 (numbers in names compare as numbers): its repeat of s3's shape is dropped.
-  write(dir / "tiles_more" / "tiles_s10.csv", row("bf16,512,4096,4096", 41, 1) + row("bf16,1024,4096,4096", 80, 1), "new10");
+  write(dir / "tiles_more" / "tiles_s10.csv", row("bf16,512,4096,4096", 41, 1) + row("bf16,1024,4096,4096", 80, 1),
+        "new10");
 
   const bench::Sweep all = bench::read_exhaustive(dir);
   ASSERT_EQ(all.files, (std::vector<std::string>{"tiles.csv", "tiles_more/tiles_s1.csv", "tiles_more/tiles_s2.csv",
-                                                  "tiles_more/tiles_s3.csv.gz", "tiles_more/tiles_s10.csv"}));
+                                                 "tiles_more/tiles_s3.csv.gz", "tiles_more/tiles_s10.csv"}));
   EXPECT_EQ(all.file_shapes, (std::vector<std::size_t>{2, 1, 0, 1, 1}));
   // bf16 128 and bf16 256 (in s2), bf16 512 (in s10), each counted once per file
   EXPECT_EQ(all.duplicate_shapes, 3u);
@@ -1185,7 +1225,8 @@ TEST(TunerSweep, AReMeasurementsChoicesAreScaledToTheSweepByTheConfigurationsBot
   };
   const auto aligned = bench::read_picks(dir, sweep, true);
   ASSERT_EQ(aligned.size(), 2u);
-  // The median of 10 / 10.5 and 20 / 21.1 is 0.9524 / 1.05... : the choice's 12.6 us reads as 12.0 at the sweep's scale.
+  // The median of 10 / 10.5 and 20 / 21.1 is 0.9524 / 1.05... : the choice's 12.6 us reads as 12.0 at the sweep's
+  // scale.
   EXPECT_NEAR(latency_at(aligned, 128), 12.6 * ((10 / 10.5 + 20 / 21.1) / 2), 1e-9);
   EXPECT_NEAR(latency_at(aligned, 128), 12.0, 0.05);
   EXPECT_DOUBLE_EQ(latency_at(aligned, 256), 33);  // one shared configuration: kept as measured
@@ -1201,8 +1242,8 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
   fs::create_directories(dir);
   const std::string& header = kPlanSweepHeader;
   auto row = [](const std::string& tile, const std::string& cluster, double lat, int rank, const std::string& source) {
-    return "gemm,bf16,128,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile + "_64x6_1x1_v_bz_TNT,66," + tile +
-           ",64xAUTO,1," + cluster + "," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
+    return "gemm,bf16,128,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_" + tile + "_64x6_1x1_v_bz_TNT,66," +
+           tile + ",64xAUTO,1," + cluster + "," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
   };
   std::ofstream(dir / "tiles.csv") << header << row("128x128", "1x1x1", 10, 1, "x");
   EXPECT_TRUE(bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string())).empty());  // no file: none
@@ -1210,15 +1251,15 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
       header + row("128x64", "2x1x1", 12, -2, "plan:64x128x64/s1/c1x2 table 1 rep=1") +
       row("128x64", "2x1x1", 11, -2, "plan:64x128x64/s1/c1x2 table 1 rep=2") +
       row("128x64", "2x1x1", 15, -2, "plan:64x128x64/s1/c1x2 table 1 rep=3") +
-      row("128x128", "1x1x1", 9, -2, "plan:128x128x64/s1/c1x1 table 2 rep=1") +        // the sweep measured it: its row stays
-      row("256x64", "1x1x1", 20, -2, "plan:64x256x64/s1/c1x1 model 2 rep=1") +          // not one of the table path's
-      row("128x64", "2x1x1", 10.5, 1, "plan:heuristic rep=1");                          // cuBLASLt's default, as it is
+      row("128x128", "1x1x1", 9, -2, "plan:128x128x64/s1/c1x1 table 2 rep=1") +  // the sweep measured it: its row stays
+      row("256x64", "1x1x1", 20, -2, "plan:64x256x64/s1/c1x1 model 2 rep=1") +   // not one of the table path's
+      row("128x64", "2x1x1", 10.5, 1, "plan:heuristic rep=1");                   // cuBLASLt's default, as it is
   std::ofstream(dir / "tuner_picks.csv.gz", std::ios::binary) << gzip_text(picks);
   const auto got = bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_DOUBLE_EQ(got[0].sample.latency_us, 12);  // the median of 12, 11 and 15
   EXPECT_EQ(got[0].reps, 3);
-  EXPECT_EQ(got[0].sample.config.tile_m, 64);       // perfloom's orientation: cuBLASLt's 128x64 is 64 along M
+  EXPECT_EQ(got[0].sample.config.tile_m, 64);  // perfloom's orientation: cuBLASLt's 128x64 is 64 along M
   EXPECT_EQ(got[0].sample.config.tile_n, 128);
   EXPECT_EQ(got[0].sample.config.cluster_n, 2);
   EXPECT_EQ(bench::picks_files_present(dir), "tuner_picks.csv.gz");
@@ -1227,9 +1268,10 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
   // merged plan too); the newest one, confirm.csv, scores and is not learned.
   fs::create_directories(dir / "picks");
   std::ofstream(dir / "confirm.csv") << header << row("512x64", "1x1x1", 5, -2, "plan:64x512x64/s1/c1x1 table 1 rep=1");
-  std::ofstream(dir / "picks" / "lease_c.csv") << header << row("128x64", "2x1x1", 16, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=1")
-                                     << row("128x64", "2x1x1", 17, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=2")
-                                     << row("256x128", "1x2x1", 30, -2, "plan:128x256x64/s1/c2x1 table 1 via=r3 rep=1");
+  std::ofstream(dir / "picks" / "lease_c.csv")
+      << header << row("128x64", "2x1x1", 16, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=1")
+      << row("128x64", "2x1x1", 17, -2, "plan:64x128x64/s1/c1x2 earlier: table 1 rep=2")
+      << row("256x128", "1x2x1", 30, -2, "plan:128x256x64/s1/c2x1 table 1 via=r3 rep=1");
   const auto both = bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(bench::picks_files_present(dir), "tuner_picks.csv.gz, picks/lease_c.csv");
@@ -1243,7 +1285,8 @@ TEST(TunerSweep, TheTablePathsMeasuredChoicesAreReadAsOneMedianRowPerConfigurati
     }
   }
   fs::remove_all(dir / "picks");
-  std::ofstream(dir / "tuner_picks.csv.gz", std::ios::binary) << gzip_text(picks).substr(0, 40);  // cut: refused by name
+  std::ofstream(dir / "tuner_picks.csv.gz", std::ios::binary)
+      << gzip_text(picks).substr(0, 40);  // cut: refused by name
   try {
     bench::read_picks(dir, bench::read_sweep((dir / "tiles.csv").string()));
     ADD_FAILURE() << "a cut file was read";
@@ -1266,12 +1309,13 @@ TEST(TunerSweep, TimedQueryListsAreReadAsOneMedianRowPerConfigurationAtShapesThe
   const bench::Sweep sweep = bench::read_sweep((dir / "tiles.csv").string());
   EXPECT_TRUE(bench::read_lists(dir, sweep).empty());  // no lists/ folder: none
   fs::create_directories(dir / "lists");
-  std::ofstream(dir / "lists" / "lists_s1.csv") << header << row(300, "128x64", 12, -2, "plan:64x128x64/s1/c1x1 table 1 rep=1")
-                                                << row(300, "128x64", 11, -2, "plan:64x128x64/s1/c1x1 table 1 rep=2")
-                                                << row(300, "128x64", 16, 2, "plan:heuristic rep=1")  // the same configuration
-                                                << row(300, "256x128", 20, -2, "plan:128x256x64/s1/c1x1 table 2 rep=1")
-                                                << "gemm,bf16,300,4096,4096,30,magma_sgemm,1,,,1,,-2,4x30x1,20,plan:x table 3 rep=1\n"
-                                                << row(128, "128x64", 9, -2, "plan:64x128x64/s1/c1x1 table 1 rep=1");  // a swept shape
+  std::ofstream(dir / "lists" / "lists_s1.csv")
+      << header << row(300, "128x64", 12, -2, "plan:64x128x64/s1/c1x1 table 1 rep=1")
+      << row(300, "128x64", 11, -2, "plan:64x128x64/s1/c1x1 table 1 rep=2")
+      << row(300, "128x64", 16, 2, "plan:heuristic rep=1")  // the same configuration
+      << row(300, "256x128", 20, -2, "plan:128x256x64/s1/c1x1 table 2 rep=1")
+      << "gemm,bf16,300,4096,4096,30,magma_sgemm,1,,,1,,-2,4x30x1,20,plan:x table 3 rep=1\n"
+      << row(128, "128x64", 9, -2, "plan:64x128x64/s1/c1x1 table 1 rep=1");  // a swept shape
   const auto got = bench::read_lists(dir, sweep);
   ASSERT_EQ(got.size(), 2u);  // 300x4096x4096's two nvjet configurations; the swept shape's row is not learned
   for (const auto& r : got) {
@@ -1284,7 +1328,8 @@ TEST(TunerSweep, TimedQueryListsAreReadAsOneMedianRowPerConfigurationAtShapesThe
       EXPECT_EQ(r.sample.config.tile_m, 128);
     }
   }
-  std::ofstream(dir / "lists" / "lists_s2.csv.gz", std::ios::binary) << gzip_text(header + row(77, "128x64", 5, 1, "x")).substr(0, 30);
+  std::ofstream(dir / "lists" / "lists_s2.csv.gz", std::ios::binary)
+      << gzip_text(header + row(77, "128x64", 5, 1, "x")).substr(0, 30);
   try {  // a cut file is refused by name
     bench::read_lists(dir, sweep);
     ADD_FAILURE() << "a cut file was read";
@@ -1315,7 +1360,8 @@ std::vector<VariantSample> synthetic_variants(const std::vector<std::pair<int64_
         s.config = cfg;
         s.custom = c;
         s.latency_us = t;
-        s.kernel = std::string("nvjet_sm90_tst_128x128_64x4_2x1_") + (c & 2 ? "h" : "v") + "_bz_" + (c & 1 ? "TNT" : "TNN");
+        s.kernel =
+            std::string("nvjet_sm90_tst_128x128_64x4_2x1_") + (c & 2 ? "h" : "v") + "_bz_" + (c & 1 ? "TNT" : "TNN");
         out.push_back(s);
       }
   return out;
@@ -1393,7 +1439,7 @@ TEST(TunerVariant, ASweepRowIsRelabeledToItsConfigurationsFastestOption) {
   }
   rows[0].custom_option = 1;
   rows[1].custom_option = 2;
-  rows[2].custom_option = -1;                               // unknown: as measured
+  rows[2].custom_option = -1;                                      // unknown: as measured
   rows[3].config = tile(192, 128, 64), rows[3].custom_option = 1;  // a tile never timed with another option
   EXPECT_GE(to_fastest_option(rows, m, h100, {}), 1u);
   // (the trees see 160 shapes: the ratio within 10%)
@@ -1436,27 +1482,35 @@ TEST(TunerVariant, TablesCarryTheModelThroughJsonAndTuneNamesTheOption) {
   for (const auto& c : tune_gemm(s, h100, 5, &plain).ranked) EXPECT_EQ(c.custom_option, -1);
   // Bad variant sections are refused, naming the field.
   const std::string good = tuner_table_to_json(*bundled);
-  auto error_of = [&](const std::string& from, const std::string& to) { return parse_error_after(good, "\"variants\"", from, to); };
-  EXPECT_NE(error_of("\"variant:custom_bit2\"", "\"variant:custom_bit9\"").find("variants.features"), std::string::npos);
-  EXPECT_NE(error_of("\"accepted\": {", "\"accepted\": {\"bad\": {\"128x128x64/s1/c1x1\": [99]}, ").find("not a cuBLASLt custom option"),
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    return parse_error_after(good, "\"variants\"", from, to);
+  };
+  EXPECT_NE(error_of("\"variant:custom_bit2\"", "\"variant:custom_bit9\"").find("variants.features"),
+            std::string::npos);
+  EXPECT_NE(error_of("\"accepted\": {", "\"accepted\": {\"bad\": {\"128x128x64/s1/c1x1\": [99]}, ")
+                .find("not a cuBLASLt custom option"),
             std::string::npos);
   EXPECT_NE(error_of("\"accepted\": {", "\"accepted\": {\"bad\": {\"128xq/s1\": [1]}, ").find("variants.accepted.bad"),
             std::string::npos);
-  EXPECT_NE(error_of("\"labels\": {", "\"labels\": {\"seven\": \"x\", ").find("variants.labels.seven"), std::string::npos);
+  EXPECT_NE(error_of("\"labels\": {", "\"labels\": {\"seven\": \"x\", ").find("variants.labels.seven"),
+            std::string::npos);
   EXPECT_NE(error_of("\"model\": {", "\"model\": [1], \"m2\": {").find("variants.model"), std::string::npos);
 }
 
 TEST(TunerSweep, AVariantMeasurementIsReadAsOneMedianPerOptionWithTheForcedOneMarked) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_variants_" + std::to_string(std::random_device{}()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("perfloom_tuner_variants_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   const std::string& header = kPlanSweepHeader;
   auto row = [](const std::string& raster, double lat, int rank, const std::string& source) {
     return "gemm,bf16,512,4096,4096," + std::to_string(lat) + ",nvjet_sm90_tst_128x64_64x6_1x2_" + raster +
            "_bz_TNT,66,128x64,64xAUTO,1,1x2x1," + std::to_string(rank) + ",4x30x1,20," + source + "\n";
   };
-  std::ofstream(dir / "variants.csv") << header << row("v", 30, 1, "plan:heuristic rep=1") << row("v", 32, 1, "plan:heuristic rep=2")
-                                      << row("v", 20, -2, "plan:64x128x64/s1/c2x1 table 1; joint 2 via=r5 variant=c1/s0 base rep=1")
+  std::ofstream(dir / "variants.csv") << header << row("v", 30, 1, "plan:heuristic rep=1")
+                                      << row("v", 32, 1, "plan:heuristic rep=2")
+                                      << row("v", 20, -2,
+                                             "plan:64x128x64/s1/c2x1 table 1; joint 2 via=r5 variant=c1/s0 base rep=1")
                                       << row("h", 18, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c3/s0 rep=1")
                                       << row("v", 22, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c1/s0 base rep=2")
                                       << row("h", 19, -2, "plan:64x128x64/s1/c2x1 table 1 variant=c3/s0 rep=2")
@@ -1497,7 +1551,8 @@ TEST(TunerAcceptance, TheModelLearnsWhereCuBlasLtRefusesAConfigurationAndTuneMov
   const GpuSpec& h200 = db().get("h200");
   const TunerTable* bundled = bundled_tuner_table(h200);
   ASSERT_NE(bundled, nullptr);
-  ASSERT_NE(bundled->acceptance.booster, nullptr) << "the shipped H200 table has an acceptance model (perfloom-tuner-fit)";
+  ASSERT_NE(bundled->acceptance.booster, nullptr)
+      << "the shipped H200 table has an acceptance model (perfloom-tuner-fit)";
   // The bundled first choice at a shape, refused by a synthetic cuBLASLt at every M below 1,024 and run above it; the
   // table's other candidates there always run.
   const GemmShape query{300, 8192, 4096, Dtype::bf16};
@@ -1533,7 +1588,8 @@ TEST(TunerAcceptance, TheModelLearnsWhereCuBlasLtRefusesAConfigurationAndTuneMov
   // Above M = 1,024 it runs and keeps its place.
   const GemmShape large{4000, 8192, 4096, Dtype::bf16};
   const std::vector<RankedConfig> at_large = rank_with_table(with, h200, large, {refused, before.ranked[1].config});
-  const auto it = std::find_if(at_large.begin(), at_large.end(), [&](const RankedConfig& r) { return same_key(r.config, refused); });
+  const auto it = std::find_if(at_large.begin(), at_large.end(),
+                               [&](const RankedConfig& r) { return same_key(r.config, refused); });
   ASSERT_NE(it, at_large.end());
   EXPECT_LT(it->refusal_p, thr);
   const std::vector<RankedConfig> at_small = rank_with_table(with, h200, query, {refused, before.ranked[1].config});
@@ -1552,9 +1608,12 @@ TEST(TunerAcceptance, TheModelLearnsWhereCuBlasLtRefusesAConfigurationAndTuneMov
     EXPECT_TRUE(same_key(again.ranked[i].config, after.ranked[i].config));
     EXPECT_NEAR(again.ranked[i].refusal_p, after.ranked[i].refusal_p, 1e-6);
   }
-  auto error_of = [&](const std::string& from, const std::string& to) { return parse_error_after(text, "\"acceptance\"", from, to); };
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    return parse_error_after(text, "\"acceptance\"", from, to);
+  };
   EXPECT_NE(error_of("\"threshold\": 0.3", "\"threshold\": 1.5").find("acceptance.threshold"), std::string::npos);
-  EXPECT_NE(error_of("\"acceptance:log2_tiles_n\"", "\"acceptance:tiles_n\"").find("acceptance.features"), std::string::npos);
+  EXPECT_NE(error_of("\"acceptance:log2_tiles_n\"", "\"acceptance:tiles_n\"").find("acceptance.features"),
+            std::string::npos);
   EXPECT_NE(error_of("\"model\": {", "\"model\": [1], \"m2\": {").find("acceptance.model"), std::string::npos);
   // Too few refusals to learn from: no model.
   std::vector<AcceptanceSample> few(samples.begin(), samples.begin() + 30);
@@ -1567,26 +1626,30 @@ TEST(TunerSweep, PlanRunsAreReadAsAcceptedAndRefusedPointsOfTheShapesTheyReached
   const fs::path dir = fs::temp_directory_path() / ("perfloom_tuner_accept_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir / "lists");
   const std::string plan_header =
-      "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,heuristic_rank,"
+      "op,dtype,M,N,K,config,cublaslt_tile,cublaslt_cluster,splitk,waves,last_wave_fill,k_iters,why,cublaslt_stages,"
+      "heuristic_rank,"
       "cublaslt_custom\n";
   auto plan_row = [](int64_t m, const std::string& config, int rank = 0) {
     return "gemm,bf16," + std::to_string(m) + ",4096,4096," + config + ",128x64,1x1x1,1,1,1,64,\"table 1\",64xAUTO," +
            std::to_string(rank) + ",0\n";
   };
-  std::ofstream(dir / "run_s1_plan.csv") << plan_header << plan_row(300, "64x128x64/s1/c1x1") << plan_row(300, "128x256x64/s1/c1x2")
-                                         << plan_row(300, "64x128x64/s1/c1x1")  // twice: one point
+  std::ofstream(dir / "run_s1_plan.csv") << plan_header << plan_row(300, "64x128x64/s1/c1x1")
+                                         << plan_row(300, "128x256x64/s1/c1x2")
+                                         << plan_row(300, "64x128x64/s1/c1x1")    // twice: one point
                                          << plan_row(300, "64x64x64/s1/c1x1", 3)  // cuBLASLt's own result: not a point
                                          << plan_row(500, "64x128x64/s1/c1x1");   // a shape the run did not reach
   auto row = [](int64_t m, const std::string& source) {
-    return "gemm,bf16," + std::to_string(m) + ",4096,4096,12,nvjet_sm90_tst_128x64_64x6_1x1_v_bz_TNT,66,128x64,64xAUTO,1,1x1x1,-2,4x30x1,20," +
-           source + "\n";
+    return "gemm,bf16," + std::to_string(m) +
+           ",4096,4096,12,nvjet_sm90_tst_128x64_64x6_1x1_v_bz_TNT,66,128x64,64xAUTO,1,1x1x1,-2,4x30x1,20," + source +
+           "\n";
   };
   const std::string head = "# plan_files=/root/out/h200/run_s1_plan.csv\n" + kPlanSweepHeader;
-  std::ofstream(dir / "lists" / "run_s1.csv") << head << row(300, "plan:heuristic rep=1")
-                                              << row(300, "plan:64x128x64/s1/c1x1 table 1 rep=1");
-  std::ofstream(dir / "lists" / "run_s2.csv") << "# plan_files=/root/out/h200/gone_plan.csv\n" + kPlanSweepHeader
-                                              << row(300, "plan:heuristic rep=1");
-  const bench::AcceptanceData got = bench::read_acceptance(dir, {dir / "lists" / "run_s1.csv", dir / "lists" / "run_s2.csv"});
+  std::ofstream(dir / "lists" / "run_s1.csv")
+      << head << row(300, "plan:heuristic rep=1") << row(300, "plan:64x128x64/s1/c1x1 table 1 rep=1");
+  std::ofstream(dir / "lists" / "run_s2.csv")
+      << "# plan_files=/root/out/h200/gone_plan.csv\n" + kPlanSweepHeader << row(300, "plan:heuristic rep=1");
+  const bench::AcceptanceData got =
+      bench::read_acceptance(dir, {dir / "lists" / "run_s1.csv", dir / "lists" / "run_s2.csv"});
   ASSERT_EQ(got.samples.size(), 2u);
   std::map<std::string, bool> accepted;
   for (const auto& s : got.samples) {

@@ -80,8 +80,8 @@ TEST_F(WhatIfRulesTest, MeasuredOnTheSourceScaledElsewhere) {
 
 TEST_F(WhatIfRulesTest, ModelWithoutAMeasurementOrASourcePrediction) {
   const WhatIfPrediction on_h200 = predicted(30, 20, 40);
-  const WhatIfCell unmeasured = whatif_cell(kernel(Op::gemm, Family::gemm, std::nullopt), h100_, h200_, on_h200,
-                                            nullptr);
+  const WhatIfCell unmeasured =
+      whatif_cell(kernel(Op::gemm, Family::gemm, std::nullopt), h100_, h200_, on_h200, nullptr);
   EXPECT_EQ(unmeasured.method, WhatIfMethod::model);
   EXPECT_DOUBLE_EQ(unmeasured.pred_us, 30.0);
   EXPECT_DOUBLE_EQ(*unmeasured.lo_us, 20.0);

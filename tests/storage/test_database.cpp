@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
-#include <sqlite3.h>
 
 #include "storage/database.h"
 
@@ -34,8 +34,9 @@ TEST(Database, CreatesSchemaWithWalAndForeignKeys) {
   fs::path p = tempPath("new.db");
   Database db(p);
   EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
-                      "('sources','kernels','measurements','predictions','simulations','simulation_requests')"),
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                  "('sources','kernels','measurements','predictions','simulations','simulation_requests')"),
             6);
   EXPECT_EQ(count(db, "PRAGMA foreign_keys"), 1);
   sqlite3_stmt* st = nullptr;
@@ -92,7 +93,10 @@ TEST(Database, RefusesForeignFilesWithTheirName) {
 
 TEST(Database, RefusesANewerSchema) {
   fs::path p = tempPath("future.db");
-  { Database db(p); db.exec("PRAGMA user_version = 99"); }
+  {
+    Database db(p);
+    db.exec("PRAGMA user_version = 99");
+  }
   try {
     Database db(p);
     FAIL();

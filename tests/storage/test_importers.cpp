@@ -40,15 +40,15 @@ std::string kernel(const std::string& name, int64_t ext, int64_t corr, double ts
                      R"("grid": [2, 64, 1], "block": [384, 1, 1], "correlation": )" +
                      std::to_string(corr);
   if (ext >= 0) args += ", \"External id\": " + std::to_string(ext);
-  return R"({"ph": "X", "cat": "kernel", "name": ")" + name + R"(", "pid": 0, "tid": 7, "ts": )" +
-         std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
+  return R"({"ph": "X", "cat": "kernel", "name": ")" + name + R"(", "pid": 0, "tid": 7, "ts": )" + std::to_string(ts) +
+         ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
 }
 
 std::string runtime(int64_t ext, int64_t corr, double ts, int64_t tid = 776) {
   std::string args = "\"correlation\": " + std::to_string(corr);
   if (ext >= 0) args += ", \"External id\": " + std::to_string(ext);
-  return R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 776, "tid": )" +
-         std::to_string(tid) + ", \"ts\": " + std::to_string(ts) + ", \"dur\": 5, \"args\": {" + args + "}}";
+  return R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 776, "tid": )" + std::to_string(tid) +
+         ", \"ts\": " + std::to_string(ts) + ", \"dur\": 5, \"args\": {" + args + "}}";
 }
 
 constexpr const char* kGemm = "nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN";
@@ -194,8 +194,8 @@ TEST(ImportTorchTrace, SpillingTheOpTableToDiskChangesNothing) {
 }
 
 TEST(ImportTorchTrace, WithoutRecordShapesTheOpStillClassifies) {
-  RecordingSink s = import_text(trace_with(cpu_op("aten::mm", 5, 100, 50) + "," + runtime(5, 900, 110) + "," +
-                                           kernel(kGemm, 5, 900, 400, 12.5)));
+  RecordingSink s = import_text(
+      trace_with(cpu_op("aten::mm", 5, 100, 50) + "," + runtime(5, 900, 110) + "," + kernel(kGemm, 5, 900, 400, 12.5)));
   ASSERT_EQ(s.kernels.size(), 1u);
   EXPECT_EQ(s.kernels[0].family, Family::gemm);
   EXPECT_EQ(s.kernels[0].launched_by, "aten::mm");
@@ -205,8 +205,8 @@ TEST(ImportTorchTrace, WithoutRecordShapesTheOpStillClassifies) {
 
 TEST(ImportTorchTrace, KernelWithoutExternalIdIsJoinedThroughItsLaunch) {
   // The kernel carries only its correlation id; the runtime call names the op.
-  RecordingSink s = import_text(trace_with(cpu_op("aten::mm", 5, 100, 50, kMmDims) + "," + runtime(5, 900, 110) +
-                                           "," + kernel(kGemm, -1, 900, 400, 12.5)));
+  RecordingSink s = import_text(trace_with(cpu_op("aten::mm", 5, 100, 50, kMmDims) + "," + runtime(5, 900, 110) + "," +
+                                           kernel(kGemm, -1, 900, 400, 12.5)));
   ASSERT_EQ(s.kernels.size(), 1u);
   EXPECT_EQ(s.kernels[0].launched_by, "aten::mm");
   EXPECT_EQ(s.kernels[0].desc.shape.N, 3072);
@@ -214,11 +214,11 @@ TEST(ImportTorchTrace, KernelWithoutExternalIdIsJoinedThroughItsLaunch) {
 
 TEST(ImportTorchTrace, KernelBeforeItsLaunchAndGraphLaunchesResolve) {
   // Kineto often writes a kernel before its runtime event; one cudaGraphLaunch starts two kernels.
-  RecordingSink s = import_text(trace_with(cpu_op("aten::mm", 5, 100, 50, kMmDims) + "," + cpu_op("aten::add", 6, 200, 50) +
-                                           "," + kernel(kGemm, -1, 900, 400, 12.5) + "," +
-                                           kernel("void at::native::vectorized_elementwise_kernel<4>", -1, 901, 420, 2) +
-                                           "," + kernel(kGemm, -1, 901, 440, 12.5) + "," + runtime(5, 900, 110) + "," +
-                                           runtime(6, 901, 210)));
+  RecordingSink s = import_text(
+      trace_with(cpu_op("aten::mm", 5, 100, 50, kMmDims) + "," + cpu_op("aten::add", 6, 200, 50) + "," +
+                 kernel(kGemm, -1, 900, 400, 12.5) + "," +
+                 kernel("void at::native::vectorized_elementwise_kernel<4>", -1, 901, 420, 2) + "," +
+                 kernel(kGemm, -1, 901, 440, 12.5) + "," + runtime(5, 900, 110) + "," + runtime(6, 901, 210)));
   ASSERT_EQ(s.kernels.size(), 3u);
   EXPECT_EQ(s.kernels[0].launched_by, "aten::mm");
   EXPECT_EQ(s.kernels[1].launched_by, "aten::add");
@@ -234,8 +234,9 @@ TEST(ImportTorchTrace, WithoutExternalIdsTheLaunchingOpIsFoundByTime) {
   std::string ops;
   ops = cpu_op("aten::linear", 101, 100, 100, "", 9) + "," + cpu_op("aten::mm", 102, 120, 50, kMmDims, 9) + "," +
         cpu_op("aten::mm", 103, 120, 50, "[[1, 2], [2, 3]]", 8);
-  RecordingSink s = import_text(trace_with(ops + "," + runtime(-1, 900, 130, 9) + "," + kernel(kGemm, -1, 900, 400, 12.5) +
-                                           "," + runtime(-1, 901, 190, 9) + "," + kernel(kGemm, -1, 901, 500, 9)));
+  RecordingSink s =
+      import_text(trace_with(ops + "," + runtime(-1, 900, 130, 9) + "," + kernel(kGemm, -1, 900, 400, 12.5) + "," +
+                             runtime(-1, 901, 190, 9) + "," + kernel(kGemm, -1, 901, 500, 9)));
   ASSERT_EQ(s.kernels.size(), 2u);
   EXPECT_EQ(s.kernels[0].launched_by, "aten::mm");
   EXPECT_EQ(s.kernels[0].desc.shape.N, 3072);
@@ -258,8 +259,8 @@ TEST(ImportTorchTrace, ChromeArrayFormatAndUnknownGpuName) {
   EXPECT_EQ(s.gpu_id, "");
   ASSERT_FALSE(s.warnings.empty());
   EXPECT_TRUE(contains(s.warnings.front(), "deviceProperties"));
-  RecordingSink t = import_text(
-      R"({"deviceProperties": [{"id": 0, "name": "NVIDIA Imaginary X9"}], "traceEvents": [)" + kernel(kGemm, -1, 1, 1, 1) + "]}");
+  RecordingSink t = import_text(R"({"deviceProperties": [{"id": 0, "name": "NVIDIA Imaginary X9"}], "traceEvents": [)" +
+                                kernel(kGemm, -1, 1, 1, 1) + "]}");
   EXPECT_EQ(t.gpu_name, "NVIDIA Imaginary X9");
   EXPECT_EQ(t.gpu_id, "");
   EXPECT_TRUE(contains(t.warnings.front(), "not in the GPU database"));
@@ -324,8 +325,8 @@ TEST(ImportJsonReader, AcceptsExactlyWhatNlohmannAccepts) {
       "true", "false", "null", " \n {\"k\" : [ true , false ] } \n", "\"caf\xC3\xA9\"",
       // invalid
       "", "[1,]", "{\"a\":1,}", "[01]", "[1.]", "[.5]", "[1e]", "{\"a\" 1}", "{a:1}", "[\"\\x\"]", "[\"\\ud800\"]",
-      "[\"\\udc00\"]", "\"\x01\"", "[1 2]", "{}{}", "[tru]", "nul", "\"\xC3\x28\"", "\"\xED\xA0\x80\"", "\"\xF5\x80\x80\x80\"",
-      "[\"abc", "{\"a\":", "-", "[-]", "1e400"};
+      "[\"\\udc00\"]", "\"\x01\"", "[1 2]", "{}{}", "[tru]", "nul", "\"\xC3\x28\"", "\"\xED\xA0\x80\"",
+      "\"\xF5\x80\x80\x80\"", "[\"abc", "{\"a\":", "-", "[-]", "1e400"};
   for (const auto& d : docs) {
     bool ours = json_error(d).empty();
     bool theirs = nlohmann::json::accept(d);
@@ -335,7 +336,8 @@ TEST(ImportJsonReader, AcceptsExactlyWhatNlohmannAccepts) {
 
 TEST(ImportJsonReader, ReadsValuesAndNamesWhereItBroke) {
   JsonReader r = JsonReader::from_memory(R"({"s": "x\"y\u00e9", "i": -42, "f": 4424152389260.260, "tiny": 1e-400,
-    "big": 12345678901234567890, "b": true, "n": null, "skip": {"deep": [1, {"x": [2]}]}})", "v.json");
+    "big": 12345678901234567890, "b": true, "n": null, "skip": {"deep": [1, {"x": [2]}]}})",
+                                         "v.json");
   r.begin_object();
   std::string s;
   ASSERT_TRUE(r.next_member());
@@ -368,8 +370,9 @@ TEST(ImportJsonReader, ReadsValuesAndNamesWhereItBroke) {
 }
 
 TEST(ImportJsonReader, DecimalFastPathMatchesFromChars) {
-  for (const char* t : {"0.1", "4424152389260.260", "9007199254740.993", "123.456789012345", "0.000001", "1.7976931348623157",
-                        "3.0000000000000004", "5e-324", "2.2250738585072014e-308", "0.30000000000000004"}) {
+  for (const char* t :
+       {"0.1", "4424152389260.260", "9007199254740.993", "123.456789012345", "0.000001", "1.7976931348623157",
+        "3.0000000000000004", "5e-324", "2.2250738585072014e-308", "0.30000000000000004"}) {
     JsonReader r = JsonReader::from_memory(t, "n.json");
     EXPECT_EQ(r.read_number().value, std::strtod(t, nullptr)) << t;
   }
@@ -391,7 +394,8 @@ TEST(ImportJsonReader, LimitsDepthStringAndNumberLength) {
 TEST(ImportJsonReader, InputFileReadsGzipInPiecesAcrossItsBuffers) {
   TempDir dir;
   std::string text;
-  for (int i = 0; i < 200000; ++i) text += "{\"i\": " + std::to_string(i) + ", \"s\": \"" + std::string(i % 50, 'z') + "\"},";
+  for (int i = 0; i < 200000; ++i)
+    text += "{\"i\": " + std::to_string(i) + ", \"s\": \"" + std::string(i % 50, 'z') + "\"},";
   text = "[" + text.substr(0, text.size() - 1) + "]";
   write_gz(dir / "big.json.gz", text);
   InputFile f(dir / "big.json.gz");

@@ -25,8 +25,10 @@ class ImportBadInput : public ::testing::Test {
   // Imports `name` with `content`; returns the error message and checks that nothing changed.
   std::string refused(const std::string& name, const std::string& content, bool gz = false) {
     fs::path p = dir_ / name;
-    if (gz) write_gz(p, content);
-    else write_file(p, content);
+    if (gz)
+      write_gz(p, content);
+    else
+      write_file(p, content);
     return refused_file(p);
   }
   std::string refused_file(const fs::path& p) { return expect_refused(*store_, *db_, before_, p); }
@@ -76,7 +78,8 @@ TEST_F(ImportBadInput, MalformedJsonNamesLineAndByte) {
 
   m = refused("trailing.json", kHead + kKernel + "]} and more");
   EXPECT_TRUE(contains(m, "after the end of the JSON document")) << m;
-  m = refused("badstring.json", kHead + R"({"ph": "X", "cat": "kernel", "name": "a)" + std::string(1, '\x01') + "\"}]}");
+  m = refused("badstring.json",
+              kHead + R"({"ph": "X", "cat": "kernel", "name": "a)" + std::string(1, '\x01') + "\"}]}");
   EXPECT_TRUE(contains(m, "control character")) << m;
 }
 
@@ -87,10 +90,12 @@ TEST_F(ImportBadInput, EmptyBinaryAndForeignFiles) {
   for (auto& c : bin) c = static_cast<char>(rng());
   EXPECT_TRUE(contains(refused("random.json", bin), "binary data"));
   EXPECT_TRUE(contains(refused("random.json.gz", bin, true), "binary data"));
-  EXPECT_TRUE(contains(refused("config.json", R"({"architectures": ["LlamaForCausalLM"]})"), "not a format perfloom can import"));
+  EXPECT_TRUE(contains(refused("config.json", R"({"architectures": ["LlamaForCausalLM"]})"),
+                       "not a format perfloom can import"));
   EXPECT_TRUE(contains(refused("events.json", R"({"traceEvents": {"a": 1}})"), "traceEvents: expected an array"));
-  EXPECT_TRUE(contains(refused("nokernels.json", kHead + R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1}]})"),
-                       "no GPU kernel events"));
+  EXPECT_TRUE(contains(
+      refused("nokernels.json", kHead + R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1}]})"),
+      "no GPU kernel events"));
   // A trace-looking file whose events are not objects.
   std::string m = refused("numbers.json", R"({"traceEvents": [1, 2, 3]})");
   EXPECT_TRUE(contains(m, "event 0")) << m;
@@ -112,12 +117,14 @@ TEST_F(ImportBadInput, HostileNestingNumbersAndTypes) {
   EXPECT_TRUE(contains(m, "event 0 (line 1, byte")) << m;
   EXPECT_TRUE(contains(m, "ts: expected a number, found a string")) << m;
 
-  m = refused("grid.json", kHead + kKernel + "," +
-                               R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"grid": "big"}}]})");
+  m = refused("grid.json",
+              kHead + kKernel + "," +
+                  R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"grid": "big"}}]})");
   EXPECT_TRUE(contains(m, "event 1")) << m;
   EXPECT_TRUE(contains(m, "args.grid: expected an array of 3 integers, found a string")) << m;
 
-  m = refused("dims.json", kHead + R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": {"Input Dims": [[1.5]]}}]})");
+  m = refused("dims.json",
+              kHead + R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": {"Input Dims": [[1.5]]}}]})");
   EXPECT_TRUE(contains(m, "args.Input Dims")) << m;
 
   m = refused("negative.json", kHead + R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": -5}]})");
@@ -148,8 +155,9 @@ TEST_F(ImportBadInput, NcuCollectorAndDatasetErrorsNameTheFile) {
   EXPECT_TRUE(contains(m, "Imaginary X9")) << m;
   m = refused("gemm_perf.csv", "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n");
   EXPECT_TRUE(contains(m, "no usable rows")) << m;
-  m = refused("open.csv", "# format=perfloom-collector/1\n# gpu_name=NVIDIA H100 80GB HBM3\nop,dtype,latency_us,kernel_name\n"
-                          "gemm,bf16,3.5,\"never closed\n");
+  m = refused("open.csv",
+              "# format=perfloom-collector/1\n# gpu_name=NVIDIA H100 80GB HBM3\nop,dtype,latency_us,kernel_name\n"
+              "gemm,bf16,3.5,\"never closed\n");
   EXPECT_TRUE(contains(m, "quoted field")) << m;
 }
 

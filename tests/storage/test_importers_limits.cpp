@@ -145,7 +145,8 @@ TEST_F(ImportLimits, CollectorCsvHugeFieldAndUnterminatedQuote) {
   for (int i = 0; i < 2000; ++i) lines += "gemm,bf16,1,2,3,4.5,k" + std::to_string(i) + "\n";
   write_big(p, kCollectorHead + "gemm,bf16,1,2,3,4.5,\"opened", 'B', 2, "\n" + lines);
   m = refused(p);
-  EXPECT_TRUE(contains(m, "line 5: field longer than 1048576 bytes (column 7); a quote opened there may never be closed"))
+  EXPECT_TRUE(
+      contains(m, "line 5: field longer than 1048576 bytes (column 7); a quote opened there may never be closed"))
       << m;
 
   // Unterminated quote at the end of the file.
@@ -168,7 +169,8 @@ TEST_F(ImportLimits, NcuCsvQuotedFieldWithLineBreaksIsCappedToo) {
   std::string body;
   body.reserve(3 << 20);
   for (int i = 0; i < (3 << 20) / 8; ++i) body += "abcdefg\n";
-  write_file(p, "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n\"\",\"\",\"nsecond\"\n\"0\",\"" + body + "\",\"5\"\n");
+  write_file(
+      p, "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n\"\",\"\",\"nsecond\"\n\"0\",\"" + body + "\",\"5\"\n");
   std::string m = refused(p);
   EXPECT_TRUE(contains(m, "line 3: field longer than 1048576 bytes (column 2)")) << m;
 }
@@ -188,8 +190,9 @@ TEST_F(ImportLimits, CollectorFolderIsOneSourceAndItsReimportIsRecognised) {
   fs::path d = dir_ / "sweep";
   fs::create_directories(d / "sub");
   write_file(d / "b_gemm.csv", kCollectorHead + "gemm,bf16,128,256,512,3.5,k1\ngemm,bf16,256,256,512,4.5,k2\n");
-  write_gz(d / "a_attention.csv.gz", "# format=perfloom-collector/1\n# sweep=attention\n# gpu_name=NVIDIA H100 80GB HBM3\n"
-                                     "op,dtype,B,S,Hq,Hkv,D,latency_us\nattn_prefill,bf16,1,512,32,8,128,20.5\n");
+  write_gz(d / "a_attention.csv.gz",
+           "# format=perfloom-collector/1\n# sweep=attention\n# gpu_name=NVIDIA H100 80GB HBM3\n"
+           "op,dtype,B,S,Hq,Hkv,D,latency_us\nattn_prefill,bf16,1,512,32,8,128,20.5\n");
   write_file(d / "log.txt", "collector ran\n");
   write_file(d / "sub" / "c.csv", kCollectorHead + "gemm,bf16,1,1,1,1,x\n");  // not entered
 
@@ -260,11 +263,12 @@ TEST_F(ImportLimits, RealCollectorFolderImports) {
 // measurement; empty where NVML is missing): a reader that finds columns by name reads such a file
 // as before, the settled H200 lists round with its 19,360 rows included.
 TEST_F(ImportLimits, CollectorCsvWithTheSmClockColumnImports) {
-  write_file(dir_ / "clock.csv",
-             "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H200\n# settle_ms=20.0\n"
-             "op,dtype,M,N,K,latency_us,kernel_name,source,sm_mhz\n"
-             "gemm,bf16,1720,7488,30464,968.614,nvjet_sm90_tst_192x176_64x4_1x2_h_bz_coopB_TNT,plan:heuristic rep=1,1545\n"
-             "gemm,bf16,1720,7488,30464,975.5,nvjet_sm90_tst_192x176_64x4_1x2_h_bz_coopB_TNT,plan:heuristic rep=2,\n");
+  write_file(
+      dir_ / "clock.csv",
+      "# format=perfloom-collector/1\n# sweep=plan\n# gpu_name=NVIDIA H200\n# settle_ms=20.0\n"
+      "op,dtype,M,N,K,latency_us,kernel_name,source,sm_mhz\n"
+      "gemm,bf16,1720,7488,30464,968.614,nvjet_sm90_tst_192x176_64x4_1x2_h_bz_coopB_TNT,plan:heuristic rep=1,1545\n"
+      "gemm,bf16,1720,7488,30464,975.5,nvjet_sm90_tst_192x176_64x4_1x2_h_bz_coopB_TNT,plan:heuristic rep=2,\n");
   ImportSummary s = store_->import_file(dir_ / "clock.csv", control());
   EXPECT_EQ(s.format, "collector-csv");
   EXPECT_EQ(s.gpu_id, "h200");
@@ -282,9 +286,9 @@ TEST_F(ImportLimits, CollectorCsvWithTheSmClockColumnImports) {
 namespace {
 
 std::string cpu_op(int64_t pid, const std::string& name, int64_t ext, double ts, const std::string& dims) {
-  return R"({"ph": "X", "cat": "cpu_op", "name": ")" + name + R"(", "pid": )" + std::to_string(pid) +
-         R"(, "tid": )" + std::to_string(pid) + R"(, "ts": )" + std::to_string(ts) +
-         R"(, "dur": 50, "args": {"External id": )" + std::to_string(ext) + R"(, "Input Dims": )" + dims +
+  return R"({"ph": "X", "cat": "cpu_op", "name": ")" + name + R"(", "pid": )" + std::to_string(pid) + R"(, "tid": )" +
+         std::to_string(pid) + R"(, "ts": )" + std::to_string(ts) + R"(, "dur": 50, "args": {"External id": )" +
+         std::to_string(ext) + R"(, "Input Dims": )" + dims +
          R"(, "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]}})";
 }
 std::string runtime(int64_t pid, int64_t ext, int64_t corr, double ts) {
@@ -376,8 +380,8 @@ TEST(ImportTorchTraceMultiProcess, NeverJoinedToAnotherProcesssOp) {
 
   // Repeated correlation ids and GPU rows on the device pid: which process launched the second
   // kernel is unknowable from the ids, and the device has no other kernel to tell: no op.
-  s = import_trace(trace({kOpA, kOpB, runtime(100, 5, 900, 1010), runtime(200, 5, 900, 1010),
-                          kernel(1, 1, 5, 900, 1100)}));
+  s = import_trace(
+      trace({kOpA, kOpB, runtime(100, 5, 900, 1010), runtime(200, 5, 900, 1010), kernel(1, 1, 5, 900, 1100)}));
   ASSERT_EQ(s.kernels.size(), 1u);
   EXPECT_EQ(s.kernels[0].launched_by, "");
 }
@@ -385,10 +389,11 @@ TEST(ImportTorchTraceMultiProcess, NeverJoinedToAnotherProcesssOp) {
 TEST(ImportTorchTraceMultiProcess, DeviceLearnedFromUnambiguousLaunchesResolvesTheRest) {
   // Device 1's first kernel has a unique correlation id (launched by process 200); its second
   // kernel's correlation id was used by both processes: the device says process 200.
-  RecordingSink s = import_trace(trace({kOpA, kOpB, cpu_op(200, "aten::addmm", 7, 2000, "[[256], [64, 1024], [1024, 256]]"),
-                                        cpu_op(100, "aten::mm", 7, 2000, "[[512, 2048], [2048, 3072]]"),
-                                        runtime(200, 5, 1900, 1010), kernel(1, 1, 5, 1900, 1100),
-                                        runtime(100, 7, 950, 2010), runtime(200, 7, 950, 2010), kernel(1, 1, 7, 950, 2100)}));
+  RecordingSink s =
+      import_trace(trace({kOpA, kOpB, cpu_op(200, "aten::addmm", 7, 2000, "[[256], [64, 1024], [1024, 256]]"),
+                          cpu_op(100, "aten::mm", 7, 2000, "[[512, 2048], [2048, 3072]]"), runtime(200, 5, 1900, 1010),
+                          kernel(1, 1, 5, 1900, 1100), runtime(100, 7, 950, 2010), runtime(200, 7, 950, 2010),
+                          kernel(1, 1, 7, 950, 2100)}));
   ASSERT_EQ(s.kernels.size(), 2u);
   expect_b(s.kernels[0]);
   expect_b(s.kernels[1]);

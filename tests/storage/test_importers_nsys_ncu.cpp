@@ -60,19 +60,23 @@ INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242, 'GPU-abc', 132);
       ", 3, 4, NULL, 1, 0, 24, 1024, 1, 1, 128, 1, 1, 0, 0, 0, 0, 2, 0, NULL, 1)");
   ins("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2200000, 2222100, 0, 1, NULL, 7, 103, " + std::to_string(gpid) +
       ", 7, 7, NULL, 1, 0, 255, 8, 16, 2, 128, 1, 1, 1024, 32768, 0, 0, 3, 0, NULL, 1)");
-  ins("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000100, 1000900, 1, " + std::to_string(gtid) + ", 101, 5, 0, NULL)");
-  ins("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1500100, 1500900, 1, " + std::to_string(gtid) + ", 102, 5, 0, NULL)");
+  ins("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000100, 1000900, 1, " + std::to_string(gtid) +
+      ", 101, 5, 0, NULL)");
+  ins("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1500100, 1500900, 1, " + std::to_string(gtid) +
+      ", 102, 5, 0, NULL)");
   if (with_nvtx) {
     ins(R"sql(CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
       category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER,
       uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL,
       jsonTextId INTEGER, jsonText TEXT, binaryData TEXT))sql");
     auto nvtx = [&](int64_t s, int64_t e, int type, const std::string& text, const std::string& text_id) {
-      ins("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId) VALUES (" + std::to_string(s) + ", " +
-          std::to_string(e) + ", " + std::to_string(type) + ", " + text + ", " + std::to_string(gtid) + ", " + text_id + ")");
+      ins("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId) VALUES (" + std::to_string(s) +
+          ", " + std::to_string(e) + ", " + std::to_string(type) + ", " + text + ", " + std::to_string(gtid) + ", " +
+          text_id + ")");
     };
     nvtx(900000, 1900000, 59, "NULL", "6");  // "forward", by textId
-    nvtx(1000000, 1001000, 59, "'aten::mm, seq = 3, op_id = 7, sizes = [[512, 2048], [2048, 3072]], input_op_ids = [(5, 0)]'", "NULL");
+    nvtx(1000000, 1001000, 59,
+         "'aten::mm, seq = 3, op_id = 7, sizes = [[512, 2048], [2048, 3072]], input_op_ids = [(5, 0)]'", "NULL");
     nvtx(1400000, 1600000, 59, "'layers.0.mlp'", "NULL");
     nvtx(1450000, 1450000, 34, "'a mark'", "NULL");
   }
@@ -161,22 +165,27 @@ namespace {
 const char* kNcuRaw =
     "==PROF== Connected to process 12345 (/usr/bin/python3.11)\n"
     "==PROF== Profiling \"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\" - 0: 0%....50%....100% - 9 passes\n"
-    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\","
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid "
+    "Size\","
     "\"Device\",\"CC\",\"device__attribute_display_name\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\","
     "\"gpu__time_duration.sum\",\"launch__block_size\",\"launch__grid_size\",\"launch__registers_per_thread\","
     "\"launch__shared_mem_per_block_dynamic\",\"launch__shared_mem_per_block_static\","
     "\"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\",\"launch__func_cache_config\"\n"
-    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Mbyte\",\"Kbyte\",\"usecond\",\"\",\"\",\"register/thread\","
+    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Mbyte\",\"Kbyte\",\"usecond\",\"\",\"\",\"register/"
+    "thread\","
     "\"Kbyte/block\",\"byte/block\",\"%\",\"\"\n"
-    "\"0\",\"12345\",\"python3.11\",\"127.0.0.1\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\","
+    "\"0\",\"12345\",\"python3.11\",\"127.0.0.1\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, "
+    "1)\","
     "\"(2, 64, 1)\",\"0\",\"9.0\",\"NVIDIA H100 80GB HBM3\",\"6.29\",\"3,145.73\",\"12.35\",\"384\",\"128\",\"168\","
     "\"217.36\",\"0\",\"61.2\",\"CachePreferNone\"\n"
     "==PROF== Profiling \"vectorized_elementwise_kernel\" - 1: 0%....50%....100% - 9 passes\n"
     "\"1\",\"12345\",\"python3.11\",\"127.0.0.1\",\"void at::native::vectorized_elementwise_kernel<8, "
-    "at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >(int, "
+    "at::native::CUDAFunctor_add<c10::BFloat16>, "
     "std::array<char*, 3ul>)\",\"1\",\"7\",\"(128, 1, 1)\",\"(1,024, 1, 1)\",\"0\",\"9.0\",\"NVIDIA H100 80GB HBM3\","
     "\"4.19\",\"2,097.15\",\"3.10\",\"128\",\"1,024\",\"24\",\"0\",\"0\",\"0\",\"CachePreferNone\"\n"
-    "\"2\",\"12345\",\"python3.11\",\"127.0.0.1\",\"some_kernel\",\"1\",\"7\",\"(64, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\","
+    "\"2\",\"12345\",\"python3.11\",\"127.0.0.1\",\"some_kernel\",\"1\",\"7\",\"(64, 1, 1)\",\"(1, 1, "
+    "1)\",\"0\",\"9.0\","
     "\"NVIDIA H100 80GB HBM3\",\"n/a\",\"n/a\",\"n/a\",\"64\",\"1\",\"16\",\"0\",\"0\",\"n/a\",\"CachePreferNone\"\n"
     "==PROF== Disconnected from process 12345\n";
 }  // namespace
@@ -205,7 +214,8 @@ TEST(ImportNcu, RawPageWithUnitsRowCountersAndLaunch) {
   EXPECT_DOUBLE_EQ(counters.at("dram__bytes_read.sum").get<double>(), 6.29e6);
   EXPECT_DOUBLE_EQ(counters.at("dram__bytes_write.sum").get<double>(), 3145730.0);
   EXPECT_DOUBLE_EQ(counters.at("gpu__time_duration.sum").get<double>(), 12350.0);  // ns
-  EXPECT_DOUBLE_EQ(counters.at("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active").get<double>(), 61.2);
+  EXPECT_DOUBLE_EQ(counters.at("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active").get<double>(),
+                   61.2);
   EXPECT_FALSE(counters.contains("launch__func_cache_config"));
 
   const ImportedKernel& add = s.kernels[1];
@@ -218,11 +228,14 @@ TEST(ImportNcu, LongFormOneRowPerMetric) {
   const std::string csv =
       "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\","
       "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
-      "\"0\",\"1\",\"app\",\"h\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\",\"(2, 64, 1)\",\"0\",\"9.0\","
+      "\"0\",\"1\",\"app\",\"h\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\",\"(2, 64, "
+      "1)\",\"0\",\"9.0\","
       "\"GPU Speed Of Light Throughput\",\"Duration\",\"usecond\",\"11.52\"\n"
-      "\"0\",\"1\",\"app\",\"h\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\",\"(2, 64, 1)\",\"0\",\"9.0\","
+      "\"0\",\"1\",\"app\",\"h\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\",\"(2, 64, "
+      "1)\",\"0\",\"9.0\","
       "\"Launch Statistics\",\"Registers Per Thread\",\"register/thread\",\"168\"\n"
-      "\"0\",\"1\",\"app\",\"h\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\",\"(2, 64, 1)\",\"0\",\"9.0\","
+      "\"0\",\"1\",\"app\",\"h\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"1\",\"7\",\"(384, 1, 1)\",\"(2, 64, "
+      "1)\",\"0\",\"9.0\","
       "\"Command line profiler metrics\",\"dram__bytes_read.sum\",\"Mbyte\",\"6.29\"\n"
       "\"1\",\"1\",\"app\",\"h\",\"other_kernel\",\"1\",\"7\",\"(64, 1, 1)\",\"(8, 1, 1)\",\"0\",\"9.0\","
       "\"GPU Speed Of Light Throughput\",\"Duration\",\"nsecond\",\"2,848\"\n";
@@ -232,8 +245,8 @@ TEST(ImportNcu, LongFormOneRowPerMetric) {
   ASSERT_EQ(s.kernels.size(), 2u);
   EXPECT_DOUBLE_EQ(s.kernels[0].measurement->latency_us, 11.52);
   EXPECT_EQ(s.kernels[0].desc.launch->registers_per_thread, 168);
-  EXPECT_DOUBLE_EQ(nlohmann::json::parse(s.kernels[0].measurement->counters_json).at("dram__bytes_read.sum").get<double>(),
-                   6.29e6);
+  EXPECT_DOUBLE_EQ(
+      nlohmann::json::parse(s.kernels[0].measurement->counters_json).at("dram__bytes_read.sum").get<double>(), 6.29e6);
   EXPECT_DOUBLE_EQ(s.kernels[1].measurement->latency_us, 2.848);
   EXPECT_EQ(s.gpu_id, "");
 }
@@ -248,7 +261,8 @@ TEST(ImportNcu, BadValuesNameTheLineAndColumn) {
   EXPECT_TRUE(contains(e, "gpu__time_duration.sum")) << e;
 
   e = import_error([&] {
-    NcuCsvImporter::import_text("\"ID\",\"Kernel Name\",\"Block Size\"\n\"0\",\"k\",\"(1, 1, 1)\"\n", "nodur.csv", s, c);
+    NcuCsvImporter::import_text("\"ID\",\"Kernel Name\",\"Block Size\"\n\"0\",\"k\",\"(1, 1, 1)\"\n", "nodur.csv", s,
+                                c);
   });
   EXPECT_TRUE(contains(e, "no gpu__time_duration.sum column")) << e;
   e = import_error([&] {
@@ -256,8 +270,9 @@ TEST(ImportNcu, BadValuesNameTheLineAndColumn) {
   });
   EXPECT_TRUE(contains(e, "short.csv: line 2: 2 fields where the header has 3")) << e;
   e = import_error([&] {
-    NcuCsvImporter::import_text("\"ID\",\"Kernel Name\",\"Grid Size\",\"gpu__time_duration.sum\"\n\"0\",\"k\",\"(a, 1)\",\"1\"\n",
-                                "grid.csv", s, c);
+    NcuCsvImporter::import_text(
+        "\"ID\",\"Kernel Name\",\"Grid Size\",\"gpu__time_duration.sum\"\n\"0\",\"k\",\"(a, 1)\",\"1\"\n", "grid.csv",
+        s, c);
   });
   EXPECT_TRUE(contains(e, "Grid Size")) << e;
 }

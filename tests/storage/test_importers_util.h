@@ -2,14 +2,14 @@
 // Helpers shared by the importer and kernel-store tests.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+#include <unistd.h>
+#include <zlib.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <sqlite3.h>
 #include <string>
-#include <unistd.h>
 #include <vector>
-#include <zlib.h>
 
 #include "model/gpu_database.h"
 #include "storage/database.h"
@@ -105,7 +105,8 @@ inline std::string snapshot(Database& db) {
   std::string out;
   std::vector<std::string> tables;
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db.handle(), "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &st, nullptr);
+  sqlite3_prepare_v2(db.handle(), "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &st,
+                     nullptr);
   while (sqlite3_step(st) == SQLITE_ROW) tables.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
   sqlite3_finalize(st);
   for (const auto& t : tables) {

@@ -106,7 +106,8 @@ TEST(KernelStore, SameContentTwiceIsRefusedEvenUnderAnotherName) {
   } catch (const AlreadyImported& e) {
     EXPECT_EQ(e.source_id(), first.source_id);
     std::string m = e.what();
-    EXPECT_TRUE(contains(m, "renamed.json.gz: already imported as source " + std::to_string(first.source_id) + " on ")) << m;
+    EXPECT_TRUE(contains(m, "renamed.json.gz: already imported as source " + std::to_string(first.source_id) + " on "))
+        << m;
     EXPECT_TRUE(contains(m, "data/h200/trace.json.gz")) << m;
   }
   EXPECT_TRUE(snapshot(db) == before);
@@ -189,13 +190,14 @@ TEST(KernelStore, MigratesAVersion1DatabaseAndKeepsItsData) {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open((dir / "old.db").c_str(), &raw), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(raw, schema_migrations().at(0).c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(raw,
-                           "INSERT INTO sources (id, path, format, content_hash, bytes) VALUES (7, 'a.json', 'torch-trace', "
-                           "'abc', 10);"
-                           "INSERT INTO kernels (id, source_id, seq, name) VALUES (70, 7, 0, 'k');"
-                           "INSERT INTO predictions (kernel_id, gpu_id, model_version, pred_us) VALUES (70, 'h200', 'v0', 3.5);"
-                           "PRAGMA user_version = 1;",
-                           nullptr, nullptr, nullptr),
+    ASSERT_EQ(sqlite3_exec(
+                  raw,
+                  "INSERT INTO sources (id, path, format, content_hash, bytes) VALUES (7, 'a.json', 'torch-trace', "
+                  "'abc', 10);"
+                  "INSERT INTO kernels (id, source_id, seq, name) VALUES (70, 7, 0, 'k');"
+                  "INSERT INTO predictions (kernel_id, gpu_id, model_version, pred_us) VALUES (70, 'h200', 'v0', 3.5);"
+                  "PRAGMA user_version = 1;",
+                  nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(raw);
   }
@@ -270,7 +272,8 @@ TEST(KernelStore, PublicDatasetFileIsTrainingDataWithProvenance) {
   auto src = store.source(sum.source_id);
   EXPECT_TRUE(contains(src->provenance, "microsoft/vidur")) << src->provenance;
   EXPECT_TRUE(contains(src->provenance, "phi-2/mlp.csv")) << src->provenance;
-  int64_t with_method = scalar(db, "SELECT count(*) FROM measurements WHERE method LIKE 'vidur/%' AND gpu_id IS NOT NULL");
+  int64_t with_method =
+      scalar(db, "SELECT count(*) FROM measurements WHERE method LIKE 'vidur/%' AND gpu_id IS NOT NULL");
   EXPECT_EQ(with_method, static_cast<int64_t>(sum.kernels));
 }
 
@@ -281,7 +284,8 @@ TEST(KernelStore, ActivationQuantisedGemmsComeBackMarked) {
   Database db(dir / "q.db");
   KernelStore store(db);
   const fs::path file = source_dir() /
-      "data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/sglang/0.5.10/gemm_perf.csv.gz";
+                        "data/public/aiconfigurator/aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/sglang/"
+                        "0.5.10/gemm_perf.csv.gz";
   auto sum = store.import_file(file, control());
   std::size_t fp8 = 0, bf16 = 0;
   for (const auto& k : store.kernels(sum.source_id)) {

@@ -41,8 +41,7 @@ class TempDir {
  public:
   TempDir() {
     static std::atomic<int> n{0};
-    path_ = fs::temp_directory_path() /
-            ("perfloom-public-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    path_ = fs::temp_directory_path() / ("perfloom-public-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -232,11 +231,12 @@ TEST(PublicDatasets, AiconfiguratorGemmNvfp4OnBlackwell) {
 
 TEST(PublicDatasets, AiconfiguratorAttentionKnownRows) {
   DatasetLoadReport rep;
-  auto ctx = read_aiconfigurator_attention(
-      aic("h100_sxm/attention/vllm/0.14.0/context_attention_perf.csv.gz"), db(), &rep);
+  auto ctx =
+      read_aiconfigurator_attention(aic("h100_sxm/attention/vllm/0.14.0/context_attention_perf.csv.gz"), db(), &rep);
   EXPECT_EQ(rep.rows, 10914u);
   EXPECT_EQ(rep.kept, 10914u);
-  // VLLM,0.14.0,NVIDIA H100 80GB HBM3,context_attention,vllm_flash_attn,8,16384,64,1,128,1,bfloat16,bfloat16,0,60.649454752604164
+  // VLLM,0.14.0,NVIDIA H100 80GB
+  // HBM3,context_attention,vllm_flash_attn,8,16384,64,1,128,1,bfloat16,bfloat16,0,60.649454752604164
   ASSERT_GE(ctx.size(), 2u);
   const MeasuredKernel& p = ctx[0];
   EXPECT_EQ(p.kernel.op, Op::attn_prefill);
@@ -256,11 +256,12 @@ TEST(PublicDatasets, AiconfiguratorAttentionKnownRows) {
   EXPECT_NE(ctx[1].note.find("kv_cache_dtype=fp8"), std::string::npos) << ctx[1].note;
   EXPECT_NEAR(ctx[1].latency_us, 54277.069091796875, 1e-7);
 
-  auto gen = read_aiconfigurator_attention(
-      aic("h100_sxm/attention/vllm/0.14.0/generation_attention_perf.csv.gz"), db(), &rep);
+  auto gen =
+      read_aiconfigurator_attention(aic("h100_sxm/attention/vllm/0.14.0/generation_attention_perf.csv.gz"), db(), &rep);
   EXPECT_EQ(rep.rows, 10870u);
   EXPECT_EQ(rep.kept, 10870u);
-  // VLLM,0.14.0,NVIDIA H100 80GB HBM3,generation_attention,vllm_flash_attn,32,1,64,1,128,1,bfloat16,bfloat16,1,0.0121759...
+  // VLLM,0.14.0,NVIDIA H100 80GB
+  // HBM3,generation_attention,vllm_flash_attn,32,1,64,1,128,1,bfloat16,bfloat16,1,0.0121759...
   const MeasuredKernel& d = gen[0];
   EXPECT_EQ(d.kernel.op, Op::attn_decode);
   EXPECT_EQ(d.kernel.shape.B, 32);
@@ -277,13 +278,14 @@ TEST(PublicDatasets, AttentionSlidingWindowAndPrefixRows) {
   const std::string head =
       "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,"
       "beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency\n";
-  const fs::path ctx_file = dir.write("context_attention_perf.csv",
-                                      head +
-                                          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,fp8,fp8,0,0,0.5\n"
-                                          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,bfloat16,bfloat16,0,128,0.5\n"
-                                          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,bfloat16,bfloat16,0,4096,0.5\n"
-                                          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,bfloat16,bfloat16,64,0,0.5\n"
-                                          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,12,8,128,1,bfloat16,bfloat16,0,0,0.5\n");
+  const fs::path ctx_file = dir.write(
+      "context_attention_perf.csv",
+      head +
+          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,fp8,fp8,0,0,0.5\n"
+          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,bfloat16,bfloat16,0,128,0.5\n"
+          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,bfloat16,bfloat16,0,4096,0.5\n"
+          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,8,8,128,1,bfloat16,bfloat16,64,0,0.5\n"
+          "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,2,1024,12,8,128,1,bfloat16,bfloat16,0,0,0.5\n");
   DatasetLoadReport rep;
   auto ks = read_aiconfigurator_attention(ctx_file, db(), &rep);
   EXPECT_EQ(rep.rows, 5u);
@@ -304,7 +306,8 @@ TEST(PublicDatasets, NeuSightKnownRows) {
   auto lin = read_neusight(neusight("test/linear.csv.gz"), db(), &rep);
   EXPECT_EQ(rep.rows, 5134u);
   EXPECT_EQ(rep.kept, 5134u);
-  // linear,1.1143167972564698,Tesla V100-PCIE-32GB,...,volta_sgemm_128x64_tn,16.0,4.0,20,16,1,128,1,1,cu121,,1,1024,2560,2560
+  // linear,1.1143167972564698,Tesla
+  // V100-PCIE-32GB,...,volta_sgemm_128x64_tn,16.0,4.0,20,16,1,128,1,1,cu121,,1,1024,2560,2560
   const MeasuredKernel& g = lin.front();
   EXPECT_EQ(g.kernel.op, Op::gemm);
   EXPECT_EQ(g.kernel.dtype, Dtype::fp32);
@@ -490,7 +493,8 @@ TEST(PublicDatasets, EveryFileOfTheFolderIsReadAndEachSourceKeepsItsRows) {
     kept += r.kept;
   }
   EXPECT_EQ(kept, kernels);  // every kept row reaches the sink, once
-  EXPECT_GE(kept_by_source["aiconfigurator/gemm"], 226715u);  // vLLM 0.14.0's fp8 table is left out (inconsistent_gemm_table)
+  EXPECT_GE(kept_by_source["aiconfigurator/gemm"],
+            226715u);  // vLLM 0.14.0's fp8 table is left out (inconsistent_gemm_table)
   EXPECT_GE(kept_by_source["aiconfigurator/attention"], 211475u);
   EXPECT_GE(kept_by_source["neusight"], 138211u);
   EXPECT_GE(kept_by_source["vidur"], 198561u);
@@ -507,7 +511,7 @@ TEST(PublicDatasets, LoadPublicDatasetsSniffsFormats) {
   std::vector<DatasetLoadReport> reports;
   auto ks = load_public_datasets(dir.path(), db(), &reports);
   EXPECT_EQ(ks.size(), 375u);
-  ASSERT_EQ(reports.size(), 2u);  // the two .csv files; README.md is not looked at
+  ASSERT_EQ(reports.size(), 2u);   // the two .csv files; README.md is not looked at
   EXPECT_EQ(reports[0].kept, 0u);  // notes/other.csv: recognised as nothing
   ASSERT_EQ(reports[0].skip_reasons.size(), 1u);
   EXPECT_EQ(reports[1].kept, 375u);
@@ -536,18 +540,19 @@ TEST(PublicDatasets, GpuMapping) {
 TEST(PublicDatasets, MalformedRowsAreSkippedAndCounted) {
   TempDir dir;
   const std::string h100 = "VLLM,0.14.0,NVIDIA H100 80GB HBM3,gemm,vllm_default,";
-  const fs::path file = dir.write(
-      "gemm_perf.csv",
-      "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n" +
-          h100 + "bfloat16,128,256,512,0.01\n" +                    // 2 kept
-          h100 + "bfloat16,12x8,256,512,0.01\n" +                   // 3 bad integer
-          h100 + "bfloat16,128,256,512\n" +                         // 4 short row
-          h100 + "bfloat16,128,256,512,abc\n" +                     // 5 bad number
-          "VLLM,0.14.0,\"NVIDIA H100 80GB HBM3\",gemm,\"vllm, default\",bfloat16,64,64,64,0.002\n"  // 6 kept
-          "VLLM,0.14.0,NVIDIA Imaginary 9000,gemm,vllm_default,bfloat16,128,256,512,0.01\n" +     // 7 GPU
-          h100 + "int4_wo,128,256,512,0.01\n" +                     // 8 weight-only
-          h100 + "bfloat16,0,256,512,0.01\n" +                      // 9 invalid shape
-          h100 + "bfloat16,128,256,512,-1\n");                      // 10 latency
+  const fs::path file =
+      dir.write("gemm_perf.csv",
+                "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n" + h100 +
+                    "bfloat16,128,256,512,0.01\n" +          // 2 kept
+                    h100 + "bfloat16,12x8,256,512,0.01\n" +  // 3 bad integer
+                    h100 + "bfloat16,128,256,512\n" +        // 4 short row
+                    h100 + "bfloat16,128,256,512,abc\n" +    // 5 bad number
+                    "VLLM,0.14.0,\"NVIDIA H100 80GB HBM3\",gemm,\"vllm, default\",bfloat16,64,64,64,0.002\n"  // 6 kept
+                    "VLLM,0.14.0,NVIDIA Imaginary 9000,gemm,vllm_default,bfloat16,128,256,512,0.01\n" +       // 7 GPU
+                    h100 +
+                    "int4_wo,128,256,512,0.01\n" +        // 8 weight-only
+                    h100 + "bfloat16,0,256,512,0.01\n" +  // 9 invalid shape
+                    h100 + "bfloat16,128,256,512,-1\n");  // 10 latency
   DatasetLoadReport rep;
   auto ks = read_aiconfigurator_gemm(file, db(), &rep);
   EXPECT_EQ(rep.file, file.string());
@@ -577,12 +582,14 @@ TEST(PublicDatasets, MalformedRowsAreSkippedAndCounted) {
 // signed overflow) is a malformed row, skipped with its reason; the file's other rows are kept.
 TEST(PublicDatasets, NeuSightLinearWhoseBatchTimesRowsOverflowsIsSkipped) {
   TempDir dir;
-  const std::string head = "OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,Blocks per SM,"
-                           "Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,Kernels,B,M,N,K\n";
-  const std::string row = "linear,1.1143167972564698,Tesla V100-PCIE-32GB,p2.1.0,8902,volta_sgemm_128x64_tn,16.0,4.0,"
-                          "20,16,1,128,1,1,cu121,,";
-  const fs::path file = dir.write("linear.csv", head + row + "1,1024,2560,2560\n" + row +
-                                                    "2849875556098091,65536,2560,2560\n");
+  const std::string head =
+      "OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,Blocks per SM,"
+      "Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,Kernels,B,M,N,K\n";
+  const std::string row =
+      "linear,1.1143167972564698,Tesla V100-PCIE-32GB,p2.1.0,8902,volta_sgemm_128x64_tn,16.0,4.0,"
+      "20,16,1,128,1,1,cu121,,";
+  const fs::path file =
+      dir.write("linear.csv", head + row + "1,1024,2560,2560\n" + row + "2849875556098091,65536,2560,2560\n");
   DatasetLoadReport rep;
   auto ks = read_neusight(file, db(), &rep);
   EXPECT_EQ(rep.rows, 2u);
@@ -604,10 +611,11 @@ TEST(PublicDatasets, VidurRowWhoseDerivedWidthsOverflowIsSkipped) {
     }
   head += "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
   TempDir dir;
-  const fs::path file = dir.write("compute/h100/org/model/mlp.csv",
-                                  head + stats + "32,32,4096,11008,32768,True,4096,1\n" +   // line 2: kept
-                                      stats + "32,4611686018427387904,4096,11008,32768,True,4096,1\n" +  // 2 x n_kv_head
-                                      stats + "32,32,4096,4611686018427387904,32768,True,4096,1\n");     // 2 x mlp width
+  const fs::path file =
+      dir.write("compute/h100/org/model/mlp.csv",
+                head + stats + "32,32,4096,11008,32768,True,4096,1\n" +                // line 2: kept
+                    stats + "32,4611686018427387904,4096,11008,32768,True,4096,1\n" +  // 2 x n_kv_head
+                    stats + "32,32,4096,4611686018427387904,32768,True,4096,1\n");     // 2 x mlp width
   DatasetLoadReport rep;
   auto ks = read_vidur(file, db(), &rep);
   EXPECT_EQ(rep.rows, 3u);
@@ -637,7 +645,8 @@ TEST(PublicDatasets, MissingOrForeignFilesThrowNamingTheFile) {
 
   TempDir dir;
   const fs::path no_latency = dir.write("gemm_perf.csv", "device,gemm_dtype,m,n,k\nx,bfloat16,1,2,3\n");
-  expect_names([&] { read_aiconfigurator_gemm(no_latency, db(), nullptr); }, no_latency.string() + ": no column 'latency'");
+  expect_names([&] { read_aiconfigurator_gemm(no_latency, db(), nullptr); },
+               no_latency.string() + ": no column 'latency'");
   const fs::path empty = dir.write("empty.csv", "");
   expect_names([&] { read_neusight(empty, db(), nullptr); }, empty.string());
   const fs::path not_vidur = dir.write("compute/a100/org/model/mlp.csv", "a,b\n1,2\n");

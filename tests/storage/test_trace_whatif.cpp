@@ -2,11 +2,11 @@
 // trace and collector sweep of data: methods, totals, errors and the prediction cache.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
 #include "model/families/family_models.h"
 #include "model/gpu_database.h"
@@ -98,8 +98,8 @@ TEST_F(TraceWhatIfTest, EveryKernelOnEveryTargetWithMethodsAndTotals) {
       } else {
         // The trace's attention kernels (cuDNN SDPA) carry no shape: the model cannot analyse them.
         EXPECT_EQ(c.method, WhatIfMethod::scaled_spec) << k.desc.name;
-        const auto ratio = whatif_spec_ratio(k.family, k.dtype_known ? std::optional<Dtype>(k.desc.dtype) : std::nullopt,
-                                             h100, *t.gpu);
+        const auto ratio = whatif_spec_ratio(
+            k.family, k.dtype_known ? std::optional<Dtype>(k.desc.dtype) : std::nullopt, h100, *t.gpu);
         ASSERT_TRUE(ratio);
         if ((k.family == Family::norm || k.family == Family::elementwise) && k.desc.launch && k.desc.launch->known()) {
           // Memory kernels with a launch grid (PyTorch's elementwise_kernel, CatArrayBatchedCopy):
@@ -215,7 +215,8 @@ TEST_F(TraceWhatIfTest, Fp8OnAmpereIsAnErrorRowNotAGuessAndItIsCached) {
   const TraceWhatIf c = run_trace_whatif(*store_, src, h100, {&a100}, again);
   EXPECT_EQ(again.calls.load(), 0);
   EXPECT_EQ(c.targets[0].total.errors, fp8);
-  for (std::size_t i = 0; i < c.kernels.size(); ++i) EXPECT_EQ(c.targets[0].cells[i].error, r.targets[0].cells[i].error);
+  for (std::size_t i = 0; i < c.kernels.size(); ++i)
+    EXPECT_EQ(c.targets[0].cells[i].error, r.targets[0].cells[i].error);
 }
 
 TEST_F(TraceWhatIfTest, UnknownSourceAndSpecRatios) {

@@ -10,8 +10,8 @@
 #include "ui/gpu_view.h"
 #include "ui/main_window.h"
 #include "ui/simulator_view.h"
-#include "ui/tuner_view.h"
 #include "ui/traces_view.h"
+#include "ui/tuner_view.h"
 #include "ui/whatif_view.h"
 
 using namespace perfloom;

@@ -106,8 +106,8 @@ class TestBottleneckView : public QObject {
     QTemporaryDir dir;
     std::ostringstream err;
     std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
-    const int rc = ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm,h200", "--kernel", spec, "--out",
-                                       dir.filePath("b.svg")});
+    const int rc = ui::runExportChart(
+        {"export-chart", "bottleneck", "--gpu", "h100-sxm,h200", "--kernel", spec, "--out", dir.filePath("b.svg")});
     std::cerr.rdbuf(old);
     QCOMPARE(rc, 0);
     for (const std::string& s : sentences) QVERIFY2(err.str().find(s + "\n") != std::string::npos, err.str().c_str());
@@ -116,7 +116,8 @@ class TestBottleneckView : public QObject {
     QVERIFY(csv.open(QIODevice::WriteOnly));
     csv.write("op,dtype,M,N,K\ngemm,bf16,4096,4096,4096\n");
     csv.close();
-    const ui::WhatIfResult w = ui::compute_whatif_file(csv.fileName(), {gpus_.get("h100-sxm"), gpus_.get("h200")}, *predictor_);
+    const ui::WhatIfResult w =
+        ui::compute_whatif_file(csv.fileName(), {gpus_.get("h100-sxm"), gpus_.get("h200")}, *predictor_);
     QCOMPARE(w.gpus.size(), std::size_t(2));
     for (const auto& g : w.gpus) QCOMPARE(g.total_us, r.gpus[g.gpu_id == "h100-sxm" ? 0 : 1].pred_us);
   }
@@ -154,12 +155,14 @@ class TestBottleneckView : public QObject {
     QVERIFY(inkPixels(image.copy(0, 0, 1600, 80)) > 200);
     QVERIFY(ui::ChartExporter::save(chart.get(), dir.filePath("b1.png"), QSize(800, 500), 1.0, &error));
     QCOMPARE(QImage(dir.filePath("b1.png")).size(), QSize(800, 500));
-    QVERIFY2(ui::ChartExporter::save(chart.get(), dir.filePath("b.svg"), QSize(800, 500), 1.0, &error), qPrintable(error));
+    QVERIFY2(ui::ChartExporter::save(chart.get(), dir.filePath("b.svg"), QSize(800, 500), 1.0, &error),
+             qPrintable(error));
     QFile svg(dir.filePath("b.svg"));
     QVERIFY(svg.open(QIODevice::ReadOnly));
     const QByteArray svgText = svg.readAll();
     QVERIFY(svgText.contains("<svg"));
-    QVERIFY2(ui::ChartExporter::save(chart.get(), dir.filePath("b.pdf"), QSize(800, 500), 1.0, &error), qPrintable(error));
+    QVERIFY2(ui::ChartExporter::save(chart.get(), dir.filePath("b.pdf"), QSize(800, 500), 1.0, &error),
+             qPrintable(error));
     QFile pdf(dir.filePath("b.pdf"));
     QVERIFY(pdf.open(QIODevice::ReadOnly));
     QVERIFY(pdf.read(5) == "%PDF-");
@@ -184,14 +187,19 @@ class TestBottleneckView : public QObject {
                                  dir.filePath("w.svg")}),
              0);
     QVERIFY(QFileInfo(dir.filePath("w.svg")).size() > 1000);
-    QCOMPARE(ui::runExportChart({"export-chart", "simulator", "--gpu", "h100-sxm", "--model", "llama-3.2-1b", "--workload",
-                                 "poisson:rate=1,n=10,input=128,output=16", "--rates", "1,2", "--out", dir.filePath("s.pdf")}),
+    QCOMPARE(ui::runExportChart({"export-chart", "simulator", "--gpu", "h100-sxm", "--model", "llama-3.2-1b",
+                                 "--workload", "poisson:rate=1,n=10,input=128,output=16", "--rates", "1,2", "--out",
+                                 dir.filePath("s.pdf")}),
              0);
     QVERIFY(QFileInfo(dir.filePath("s.pdf")).size() > 1000);
     // Mistakes are refused with a status, not a crash.
     QCOMPARE(ui::runExportChart({"export-chart", "nosuchview", "--gpu", "h100-sxm", "--out", png}), 2);
-    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "nosuchgpu", "--kernel", "gemm:bf16:M=1,N=1,K=1", "--out", png}), 1);
-    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm", "--kernel", "gemm:bf16:M=1,N=1,K=1", "--out", dir.filePath("x.gif")}), 1);
+    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "nosuchgpu", "--kernel",
+                                 "gemm:bf16:M=1,N=1,K=1", "--out", png}),
+             1);
+    QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm", "--kernel", "gemm:bf16:M=1,N=1,K=1",
+                                 "--out", dir.filePath("x.gif")}),
+             1);
   }
 };
 

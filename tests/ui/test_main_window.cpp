@@ -1,25 +1,25 @@
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
-#include <QComboBox>
 #include <QTabWidget>
 #include <QtTest>
 
-#include "model/gpu_database.h"
-#include "ui/gpu_table_model.h"
-#include "ui/gpu_view.h"
-#include "ui/main_window.h"
-#include "ui/bottleneck_view.h"
-#include "ui/simulator_view.h"
-#include "ui/traces_view.h"
-#include "ui/whatif_view.h"
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QPushButton>
-#include <QTableView>
-#include <QTemporaryDir>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include "model/gpu_database.h"
+#include "ui/bottleneck_view.h"
+#include "ui/gpu_table_model.h"
+#include "ui/gpu_view.h"
+#include "ui/main_window.h"
+#include "ui/simulator_view.h"
+#include "ui/traces_view.h"
+#include "ui/whatif_view.h"
 
 using namespace perfloom;
 
@@ -131,7 +131,10 @@ class TestMainWindow : public QObject {
     req.workload = "poisson:rate=1,n=20,input=256,output=32,seed=1";
     req.rates = ui::parse_rates("2,8");
     int calls = 0;
-    const ui::SimulatorResult r = ui::run_simulations(req, [&](int, int total, const QString&) { ++calls; return total == 4; });
+    const ui::SimulatorResult r = ui::run_simulations(req, [&](int, int total, const QString&) {
+      ++calls;
+      return total == 4;
+    });
     QCOMPARE(r.runs.size(), std::size_t(4));
     QVERIFY(calls >= 4);
     for (const auto& run : r.runs) {
@@ -186,8 +189,10 @@ class TestMainWindow : public QObject {
     // busy for most of a second: well past the limit's rise time (model/power.h), so the first tokens
     // come later than at burst clocks (the roofline predictor's slower steps load the GPU less than
     // the learned model's: 1.008x here, 1.09x with the learned models; SimStep tests check the factors).
-    QVERIFY2(sustained.runs[0].ttft_ms.p50 > 1.005 * burst.runs[0].ttft_ms.p50,
-             qPrintable(QString("sustained %1 ms, burst %2 ms").arg(sustained.runs[0].ttft_ms.p50).arg(burst.runs[0].ttft_ms.p50)));
+    QVERIFY2(
+        sustained.runs[0].ttft_ms.p50 > 1.005 * burst.runs[0].ttft_ms.p50,
+        qPrintable(
+            QString("sustained %1 ms, burst %2 ms").arg(sustained.runs[0].ttft_ms.p50).arg(burst.runs[0].ttft_ms.p50)));
     // B200 has no sustained-power measurement: its row says so, the H100's still ran.
     QVERIFY(burst.runs[1].error.isEmpty());
     QVERIFY2(sustained.runs[1].error.contains("power_probe.py"), qPrintable(sustained.runs[1].error));

@@ -43,8 +43,10 @@ class ResourcesOverride {
     qputenv("PERFLOOM_RESOURCES", dir.toLocal8Bit());
   }
   ~ResourcesOverride() {
-    if (had_) qputenv("PERFLOOM_RESOURCES", old_);
-    else qunsetenv("PERFLOOM_RESOURCES");
+    if (had_)
+      qputenv("PERFLOOM_RESOURCES", old_);
+    else
+      qunsetenv("PERFLOOM_RESOURCES");
   }
 
  private:

@@ -7,8 +7,8 @@
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QHeaderView>
-#include <QLabel>
 #include <QItemSelectionModel>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMimeData>
@@ -93,7 +93,8 @@ class TestTracesView : public QObject {
     QCoreApplication::setApplicationName("perfloom-ui-traces-tests");
     // Settings must never be the user's: ctest points XDG_CONFIG_HOME into the build tree.
     QVERIFY(!qEnvironmentVariableIsEmpty("XDG_CONFIG_HOME"));
-    QVERIFY2(QSettings().fileName().startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")), qPrintable(QSettings().fileName()));
+    QVERIFY2(QSettings().fileName().startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")),
+             qPrintable(QSettings().fileName()));
     QSettings().clear();
   }
   void cleanupTestCase() { QSettings().clear(); }
@@ -398,7 +399,8 @@ class TestTracesView : public QObject {
     QCOMPARE(proxy.rowCount(), 200000);
     const auto& rows = kernels.kernels().rows;
     for (int r = 1; r < proxy.rowCount(); ++r)
-      QVERIFY(rows[std::size_t(proxy.mapToSource(r - 1))].measured_us >= rows[std::size_t(proxy.mapToSource(r))].measured_us);
+      QVERIFY(rows[std::size_t(proxy.mapToSource(r - 1))].measured_us >=
+              rows[std::size_t(proxy.mapToSource(r))].measured_us);
     QCOMPARE(proxy.index(0, ui::KernelTableModel::MeasuredUs).data().toString(), QString("100002.5"));
 
     // A filter on top of the sort: case-insensitive, on name, family and shape; still sorted.
@@ -417,7 +419,8 @@ class TestTracesView : public QObject {
       if (r > 0) QVERIFY(rows[std::size_t(proxy.mapToSource(r - 1))].measured_us >= row.measured_us);
     }
     // The same function the job runs, for a text column ascending: ties keep the file order.
-    const std::vector<int> byFamily = ui::kernel_row_order(rows, QRegularExpression(), ui::KernelTableModel::FamilyColumn, Qt::AscendingOrder);
+    const std::vector<int> byFamily =
+        ui::kernel_row_order(rows, QRegularExpression(), ui::KernelTableModel::FamilyColumn, Qt::AscendingOrder);
     QCOMPARE(byFamily.size(), rows.size());
     QCOMPARE(rows[std::size_t(byFamily.front())].family, QString("attention"));
     QCOMPARE(byFamily[0], 1);
@@ -456,7 +459,8 @@ class TestTracesView : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(proxy.jobsRunning() == 0, 20000);
     QCOMPARE(proxy.rowCount(), 1000);
     for (int r = 1; r < proxy.rowCount(); ++r)
-      QVERIFY(QString::compare(proxy.index(r - 1, 0).data().toString(), proxy.index(r, 0).data().toString(), Qt::CaseInsensitive) <= 0);
+      QVERIFY(QString::compare(proxy.index(r - 1, 0).data().toString(), proxy.index(r, 0).data().toString(),
+                               Qt::CaseInsensitive) <= 0);
   }
 
   void headerClickSortsInTheBackgroundAndKeepsTheIndicator() {
@@ -476,12 +480,18 @@ class TestTracesView : public QObject {
     QCOMPARE(view.kernelProxy()->sortColumn(), int(ui::KernelTableModel::MeasuredUs));
     const Qt::SortOrder order = header->sortIndicatorOrder();
     QCOMPARE(view.kernelProxy()->sortOrder(), order);
-    auto value = [&](int r) { return view.kernelProxy()->index(r, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble(); };
+    auto value = [&](int r) {
+      return view.kernelProxy()
+          ->index(r, ui::KernelTableModel::MeasuredUs)
+          .data(ui::KernelTableModel::SortRole)
+          .toDouble();
+    };
     for (int r = 1; r < view.kernelProxy()->rowCount(); ++r)
       QVERIFY(order == Qt::AscendingOrder ? value(r - 1) <= value(r) : value(r - 1) >= value(r));
     // The selection follows its rows through a re-sort (a layout change, not a reset).
     const QString firstName = view.kernelProxy()->index(0, 0).data().toString();
-    table->selectionModel()->select(view.kernelProxy()->index(0, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table->selectionModel()->select(view.kernelProxy()->index(0, 0),
+                                    QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     QTest::mouseClick(header->viewport(), Qt::LeftButton, Qt::NoModifier, at);  // the other direction
     QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
     QCOMPARE(view.kernelProxy()->sortOrder(), header->sortIndicatorOrder());
@@ -526,7 +536,8 @@ class TestTracesView : public QObject {
     QVERIFY2(errors.filter("notes.json").size() == 1, qPrintable(errors.join('\n')));
     for (const QString& e : errors) QVERIFY2(e.section(": ", 1).size() > 3, qPrintable(e));  // a reason after the name
     QVERIFY(!view->errorsLabel()->isHidden());
-    for (const QString& e : errors) QVERIFY2(view->errorsLabel()->text().contains(e), qPrintable(view->errorsLabel()->text()));
+    for (const QString& e : errors)
+      QVERIFY2(view->errorsLabel()->text().contains(e), qPrintable(view->errorsLabel()->text()));
     QCOMPARE(failed.count(), 1);
     QCOMPARE(failed[0][0].toStringList(), errors);
     // The next batch starts a new list.

@@ -1,5 +1,3 @@
-#include <algorithm>
-#include <cmath>
 #include <QAbstractItemModelTester>
 #include <QBarSet>
 #include <QChart>
@@ -9,15 +7,17 @@
 #include <QLineSeries>
 #include <QPushButton>
 #include <QtTest>
+#include <algorithm>
+#include <cmath>
 
+#include <QScatterSeries>
+#include <cmath>
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
 #include "model/tuner/tuner.h"
 #include "ui/chart_panel.h"
 #include "ui/simulator_view.h"
 #include "ui/tuner_view.h"
-#include <QScatterSeries>
-#include <cmath>
 
 using namespace perfloom;
 
@@ -59,11 +59,15 @@ class TestTunerView : public QObject {
     QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Range)).toString(),
              QString("%1–%2").arg(r.ranked.front().lo_us, 0, 'f', 1).arg(r.ranked.front().hi_us, 0, 'f', 1));
     QVERIFY(r.ranked.front().lo_us < r.ranked.front().pred_us && r.ranked.front().pred_us < r.ranked.front().hi_us);
-    QVERIFY(model.data(model.index(0, ui::TunerRankModel::Range), Qt::ToolTipRole).toString().contains("80% of measured"));
+    QVERIFY(
+        model.data(model.index(0, ui::TunerRankModel::Range), Qt::ToolTipRole).toString().contains("80% of measured"));
     // The shipped H200 table names each configuration's kernel variant.
     QVERIFY(r.ranked.front().custom_option >= 0);
-    QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Option)).toString(), QString("c%1").arg(r.ranked.front().custom_option));
-    QVERIFY(model.data(model.index(0, ui::TunerRankModel::Option), Qt::ToolTipRole).toString().contains("CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"));
+    QCOMPARE(model.data(model.index(0, ui::TunerRankModel::Option)).toString(),
+             QString("c%1").arg(r.ranked.front().custom_option));
+    QVERIFY(model.data(model.index(0, ui::TunerRankModel::Option), Qt::ToolTipRole)
+                .toString()
+                .contains("CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION"));
     model.setResult({});
     QCOMPARE(model.rowCount(), 0);
   }
@@ -88,8 +92,11 @@ class TestTunerView : public QObject {
       QCOMPARE(model.data(model.index(row, ui::TunerRankModel::Tile), Qt::ForegroundRole).isValid(), likely);
       const QString tip = model.data(model.index(row, ui::TunerRankModel::Reason), Qt::ToolTipRole).toString();
       QCOMPARE(tip.contains("acceptance model"), likely);
-      if (likely) QVERIFY(model.data(model.index(row, ui::TunerRankModel::Reason)).toString().contains("cuBLASLt likely refuses it"));
-      else QCOMPARE(refused, 0);  // none predicted to run after one predicted refused
+      if (likely)
+        QVERIFY(
+            model.data(model.index(row, ui::TunerRankModel::Reason)).toString().contains("cuBLASLt likely refuses it"));
+      else
+        QCOMPARE(refused, 0);  // none predicted to run after one predicted refused
     }
     QVERIFY(refused > 0);
   }
@@ -114,7 +121,8 @@ class TestTunerView : public QObject {
   }
 
   void aGpuOfAnUnsweptArchitectureIsSweptAtTheLearnedPredictorsLevel() {
-    const ui::TunerRequest req = learnedRequest("a100-sxm-80gb", 15);  // M: 512, 768, ... 4096, the query's 2048 among them
+    const ui::TunerRequest req =
+        learnedRequest("a100-sxm-80gb", 15);  // M: 512, 768, ... 4096, the query's 2048 among them
     QCOMPARE(QString::fromStdString(req.predictor->name()), QString("xgboost"));
     const ui::TunerViewResult r = ui::compute_tuner(req);
     QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
@@ -209,7 +217,8 @@ class TestTunerView : public QObject {
   // receives, keeping the extremes; the chart builders with an unbounded point count use it.
   void manyPointsAreDownsampledBeforeTheyReachQt() {
     QList<QPointF> points;
-    for (int i = 0; i < 100000; ++i) points << QPointF(i, std::sin(i * 0.001) + (i == 54321 ? 50.0 : 0.0) - (i == 777 ? 40.0 : 0.0));
+    for (int i = 0; i < 100000; ++i)
+      points << QPointF(i, std::sin(i * 0.001) + (i == 54321 ? 50.0 : 0.0) - (i == 777 ? 40.0 : 0.0));
     const QList<QPointF> few = ui::downsample_points(points);
     QVERIFY(few.size() <= ui::kMaxSeriesPoints);
     QVERIFY(few.size() > ui::kMaxSeriesPoints / 2);
@@ -218,7 +227,7 @@ class TestTunerView : public QObject {
     QVERIFY(few.contains(points[54321]));  // the spike and the dip survive
     QVERIFY(few.contains(points[777]));
     for (int i = 1; i < few.size(); ++i) QVERIFY(few[i - 1].x() < few[i].x());  // still in x order
-    QCOMPARE(ui::downsample_points(points.mid(0, 100)), points.mid(0, 100));      // few points: unchanged
+    QCOMPARE(ui::downsample_points(points.mid(0, 100)), points.mid(0, 100));    // few points: unchanged
     QCOMPARE(ui::downsample_points(points, 10).size(), 10);
 
     QLineSeries line;
@@ -269,7 +278,8 @@ class TestTunerView : public QObject {
     view.setSelection(1024, 4096, 4096, "bf16", "h100-sxm", 'M');
     QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
     QVERIFY(view.timingPlanButton()->isEnabled());
-    const QString path = QDir::temp().filePath(QString("perfloom-timing-plan-%1.csv").arg(QCoreApplication::applicationPid()));
+    const QString path =
+        QDir::temp().filePath(QString("perfloom-timing-plan-%1.csv").arg(QCoreApplication::applicationPid()));
     QString error;
     QVERIFY2(view.saveTimingPlan(path, 3, &error), qPrintable(error));
     QFile f(path);
@@ -283,8 +293,10 @@ class TestTunerView : public QObject {
     int named = 0;
     for (int i = 0; i < 3; ++i) {
       const auto& c = ranked[static_cast<std::size_t>(i)];
-      QVERIFY2(lines[i + 1].startsWith(QString("gemm,bf16,1024,4096,4096,%1,").arg(QString::fromStdString(tuner::config_to_string(c.config)))),
-               qPrintable(lines[i + 1]));
+      QVERIFY2(
+          lines[i + 1].startsWith(
+              QString("gemm,bf16,1024,4096,4096,%1,").arg(QString::fromStdString(tuner::config_to_string(c.config)))),
+          qPrintable(lines[i + 1]));
       QVERIFY2(lines[i + 1].contains(QString("\"tune %1\"").arg(i + 1)), qPrintable(lines[i + 1]));
       // The option the variant model names; none (an empty field) for a configuration whose tile was never timed
       // with options (one that only the latency model's best of the whole table brought in).

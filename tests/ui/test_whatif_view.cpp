@@ -1,15 +1,18 @@
 #include <QAbstractItemModelTester>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
-#include <QStackedBarSeries>
-#include <QBarSet>
 #include <QSettings>
+#include <QStackedBarSeries>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <QLineSeries>
 #include <cmath>
 
+#include <QComboBox>
+#include <QLineEdit>
+#include <QListWidget>
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
 #include "storage/database.h"
@@ -17,9 +20,6 @@
 #include "storage/kernel_store.h"
 #include "storage/trace_whatif.h"
 #include "ui/gpu_picker.h"
-#include <QComboBox>
-#include <QLineEdit>
-#include <QListWidget>
 #include "ui/whatif_models.h"
 #include "ui/whatif_view.h"
 
@@ -46,16 +46,18 @@ class TestWhatIfView : public QObject {
     QCoreApplication::setApplicationName("perfloom-ui-whatif-tests");
     // Settings must never be the user's: ctest points XDG_CONFIG_HOME into the build tree.
     QVERIFY(!qEnvironmentVariableIsEmpty("XDG_CONFIG_HOME"));
-    QVERIFY2(QSettings().fileName().startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")), qPrintable(QSettings().fileName()));
+    QVERIFY2(QSettings().fileName().startsWith(qEnvironmentVariable("XDG_CONFIG_HOME")),
+             qPrintable(QSettings().fileName()));
     QSettings().clear();
     csv_ = dir_.filePath("kernels.csv");
     QFile f(csv_);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write("op,dtype,M,N,K,T,H\n"
-            "gemm,bf16,4096,4096,4096,,\n"
-            "gemm,bf16,128,14336,4096,,\n"
-            "rmsnorm,bf16,,,,4096,4096\n"
-            "silu_mul,bf16,,,,,\n");  // invalid row: no T, I
+    f.write(
+        "op,dtype,M,N,K,T,H\n"
+        "gemm,bf16,4096,4096,4096,,\n"
+        "gemm,bf16,128,14336,4096,,\n"
+        "rmsnorm,bf16,,,,4096,4096\n"
+        "silu_mul,bf16,,,,,\n");  // invalid row: no T, I
   }
 
   void speedupModelPassesTheModelTester() {
@@ -63,8 +65,10 @@ class TestWhatIfView : public QObject {
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setResult(ui::compute_whatif_file(csv_, {gpus_.get("a100-sxm-80gb"), gpus_.get("h100-sxm")}, *predictor_));
     QCOMPARE(model.rowCount(), 2);
-    QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::Speedup), ui::SpeedupTableModel::SortRole).toDouble(), 1.0);
-    QVERIFY(model.data(model.index(1, ui::SpeedupTableModel::Speedup), ui::SpeedupTableModel::SortRole).toDouble() > 1.0);
+    QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::Speedup), ui::SpeedupTableModel::SortRole).toDouble(),
+             1.0);
+    QVERIFY(model.data(model.index(1, ui::SpeedupTableModel::Speedup), ui::SpeedupTableModel::SortRole).toDouble() >
+            1.0);
     model.setResult({});
     QCOMPARE(model.rowCount(), 0);
   }
@@ -110,7 +114,8 @@ class TestWhatIfView : public QObject {
     picker.searchEdit()->clear();
     picker.architectureFilter()->setCurrentIndex(picker.architectureFilter()->findData("ampere"));
     for (int i = 0; i < picker.list()->count(); ++i)
-      if (!picker.list()->item(i)->isHidden()) QCOMPARE(picker.list()->item(i)->data(Qt::UserRole + 1).toString(), QString("ampere"));
+      if (!picker.list()->item(i)->isHidden())
+        QCOMPARE(picker.list()->item(i)->data(Qt::UserRole + 1).toString(), QString("ampere"));
     picker.setCheckedIds({"h100-sxm", "a100-sxm-80gb"});
     QCOMPARE(picker.checkedIds().size(), 2);
   }
@@ -121,9 +126,9 @@ class TestWhatIfView : public QObject {
     // $3.50/h x 1.8 s / 1000 tokens x 1e6 = $1.75.
     QVERIFY(close(*ui::cost_per_million_tokens(3.5, 1.8e6, 1000), 1.75));
     QVERIFY(close(*ui::cost_per_million_tokens(3.5, 0.9e6, 1000), 0.875));  // half the time, half the cost
-    QVERIFY(!ui::cost_per_million_tokens(0, 1.8e6, 1000));  // no price
-    QVERIFY(!ui::cost_per_million_tokens(3.5, 1.8e6, 0));   // no token count
-    QVERIFY(!ui::cost_per_million_tokens(3.5, 0, 1000));    // nothing predicted
+    QVERIFY(!ui::cost_per_million_tokens(0, 1.8e6, 1000));                  // no price
+    QVERIFY(!ui::cost_per_million_tokens(3.5, 1.8e6, 0));                   // no token count
+    QVERIFY(!ui::cost_per_million_tokens(3.5, 0, 1000));                    // nothing predicted
 
     // The speedup table: the price column is editable per GPU and the cost follows the total.
     ui::SpeedupTableModel model;
@@ -138,9 +143,13 @@ class TestWhatIfView : public QObject {
     QCOMPARE(model.price("h100-sxm"), 2.5);
     QCOMPARE(model.data(cost, ui::SpeedupTableModel::SortRole).toDouble(), -1.0);  // no token count yet
     model.setTokens(4096);
-    const double total = model.data(model.index(1, ui::SpeedupTableModel::TotalUs), ui::SpeedupTableModel::SortRole).toDouble();
-    QVERIFY(close(model.data(cost, ui::SpeedupTableModel::SortRole).toDouble(), 2.5 / 3600 * total * 1e-6 / 4096 * 1e6));
-    QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::CostPerMTokens), ui::SpeedupTableModel::SortRole).toDouble(), -1.0);
+    const double total =
+        model.data(model.index(1, ui::SpeedupTableModel::TotalUs), ui::SpeedupTableModel::SortRole).toDouble();
+    QVERIFY(
+        close(model.data(cost, ui::SpeedupTableModel::SortRole).toDouble(), 2.5 / 3600 * total * 1e-6 / 4096 * 1e6));
+    QCOMPARE(
+        model.data(model.index(0, ui::SpeedupTableModel::CostPerMTokens), ui::SpeedupTableModel::SortRole).toDouble(),
+        -1.0);
     QVERIFY(!model.setData(price, "cheap"));
     QVERIFY(!model.setData(price, "-1"));
     QCOMPARE(model.price("h100-sxm"), 2.5);
@@ -149,7 +158,9 @@ class TestWhatIfView : public QObject {
     QVERIFY(model.setData(price, 2.5));
     // Prices belong to the GPU, not the row: they survive a new result.
     model.setResult(ui::compute_whatif_file(csv_, {gpus_.get("h100-sxm")}, *predictor_));
-    QCOMPARE(model.data(model.index(0, ui::SpeedupTableModel::PricePerHour), ui::SpeedupTableModel::SortRole).toDouble(), 2.5);
+    QCOMPARE(
+        model.data(model.index(0, ui::SpeedupTableModel::PricePerHour), ui::SpeedupTableModel::SortRole).toDouble(),
+        2.5);
   }
 
   void cleanupTestCase() { QSettings().clear(); }
@@ -218,7 +229,8 @@ class TestWhatIfView : public QObject {
     for (const QString& id : ids) targets.push_back(&gpus_.get(id.toStdString()));
     storage::WhatIfOptions options;
     options.use_cache = false;
-    const storage::TraceWhatIf t = storage::run_trace_whatif(store, source_id, gpus_.get("h100-sxm"), targets, *predictor_, options);
+    const storage::TraceWhatIf t =
+        storage::run_trace_whatif(store, source_id, gpus_.get("h100-sxm"), targets, *predictor_, options);
     QCOMPARE(r.kernels, int(t.kernels.size()));
     QVERIFY(r.kernels > 0);
     double measured = 0;
@@ -228,7 +240,8 @@ class TestWhatIfView : public QObject {
     for (std::size_t i = 0; i < r.gpus.size(); ++i) {
       const ui::WhatIfGpu& g = r.gpus[i];
       QCOMPARE(g.gpu_id, ids[int(i)]);
-      QVERIFY2(close(g.total_us, t.targets[i].total.pred_us), qPrintable(QString("%1: %2 vs %3").arg(g.gpu_id).arg(g.total_us).arg(t.targets[i].total.pred_us)));
+      QVERIFY2(close(g.total_us, t.targets[i].total.pred_us),
+               qPrintable(QString("%1: %2 vs %3").arg(g.gpu_id).arg(g.total_us).arg(t.targets[i].total.pred_us)));
       QVERIFY(close(g.lo_us, t.targets[i].total.lo_us));
       QVERIFY(close(g.hi_us, t.targets[i].total.hi_us));
       QCOMPARE(g.predicted, int(t.targets[i].total.kernels));
@@ -260,7 +273,8 @@ class TestWhatIfView : public QObject {
       double predicted = 0;
       for (int row = 0; row < km->rowCount(); ++row) {
         const auto& cell = t.targets[target].cells[std::size_t(row)];
-        const double shown = km->data(km->index(row, ui::KernelCompareModel::PredictedUs), ui::KernelCompareModel::SortRole).toDouble();
+        const double shown =
+            km->data(km->index(row, ui::KernelCompareModel::PredictedUs), ui::KernelCompareModel::SortRole).toDouble();
         QCOMPARE(km->data(km->index(row, ui::KernelCompareModel::Method)).toString(),
                  QString::fromStdString(std::string(storage::whatif_method_name(cell.method))));
         if (cell.method == storage::WhatIfMethod::error) {
@@ -271,9 +285,12 @@ class TestWhatIfView : public QObject {
         predicted += shown;
         const auto& k = t.kernels[std::size_t(row)];
         if (k.measured_us && *k.measured_us > 0) {
-          QVERIFY(close(km->data(km->index(row, ui::KernelCompareModel::MeasuredUs), ui::KernelCompareModel::SortRole).toDouble(), *k.measured_us));
-          QVERIFY(close(km->data(km->index(row, ui::KernelCompareModel::Ratio), ui::KernelCompareModel::SortRole).toDouble(),
-                        cell.pred_us / *k.measured_us));
+          QVERIFY(close(
+              km->data(km->index(row, ui::KernelCompareModel::MeasuredUs), ui::KernelCompareModel::SortRole).toDouble(),
+              *k.measured_us));
+          QVERIFY(close(
+              km->data(km->index(row, ui::KernelCompareModel::Ratio), ui::KernelCompareModel::SortRole).toDouble(),
+              cell.pred_us / *k.measured_us));
         }
       }
       QVERIFY(close(predicted, t.targets[target].total.pred_us));
@@ -282,7 +299,8 @@ class TestWhatIfView : public QObject {
     view.targetCombo()->setCurrentIndex(1);
     QCOMPARE(km->target(), 1);
     checkTarget(1);
-    QVERIFY(km->headerData(ui::KernelCompareModel::PredictedUs, Qt::Horizontal).toString().contains(r.gpus[1].gpu_name));
+    QVERIFY(
+        km->headerData(ui::KernelCompareModel::PredictedUs, Qt::Horizontal).toString().contains(r.gpus[1].gpu_name));
 
     // Another view on the same database lists the source as soon as it is shown.
     {

@@ -39,7 +39,8 @@ std::vector<Row> read_rows(const std::string& path) {
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::string line;
   std::getline(in, line);
-  if (line.rfind("op,dtype,bytes,ranks,mode,median_us", 0) != 0) throw std::runtime_error(path + ": line 1: not nccl_torch.py output");
+  if (line.rfind("op,dtype,bytes,ranks,mode,median_us", 0) != 0)
+    throw std::runtime_error(path + ": line 1: not nccl_torch.py output");
   std::vector<Row> rows;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
@@ -115,7 +116,8 @@ int main(int argc, char** argv) {
 
   std::map<std::string, std::map<std::string, Stats>> table;  // group -> column -> stats
   std::ostringstream detail;
-  detail << "| op | ranks | bytes | measured us | before | model | held-out ranks | shipped |\n|---|---|---|---|---|---|---|---|\n";
+  detail << "| op | ranks | bytes | measured us | before | model | held-out ranks | shipped "
+            "|\n|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
     KernelDesc k;
     k.op = r.op;
@@ -134,26 +136,28 @@ int main(int argc, char** argv) {
       table[g]["model"].add(model, r.us);
       table[g]["held-out ranks"].add(held_ranks, r.us);
       table[g]["shipped"].add(shipped, r.us);
-      if (held_size.at(&r)) table[g]["held-out sizes"].add(estimate_collective(r.op, r.ranks, r.bytes, h200, &even_sizes).time_us, r.us);
+      if (held_size.at(&r))
+        table[g]["held-out sizes"].add(estimate_collective(r.op, r.ranks, r.bytes, h200, &even_sizes).time_us, r.us);
     }
     char buf[256];
-    std::snprintf(buf, sizeof buf, "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", op_name(r.op).data(), r.ranks,
-                  r.bytes, r.us, before, model, held_ranks, shipped);
+    std::snprintf(buf, sizeof buf, "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", op_name(r.op).data(),
+                  r.ranks, r.bytes, r.us, before, model, held_ranks, shipped);
     detail << buf;
   }
 
-  std::cout << "# Collectives: perfloom's communication model vs NCCL on H200s\n\n"
-            << "Measured: `tools/collector/nccl_torch.py` on 4 H200s of one host (NVLink, every pair NV18; NCCL 2.28.9 "
-               "through PyTorch 2.11; NVLink multicast off), bf16, 1 KiB to 1 GiB, 2 and 4 ranks; GPU-side time = "
-               "CUDA-graph replay (up to 64 MiB) or eager (above, where the host cost is hidden). Data: "
-               "`data/nccl-h200/`. Produced by `build/bin/perfloom-comm-check data/nccl-h200/nccl.csv`.\n\n"
-            << "Columns: *before* = the roofline over a fixed 0.7 NCCL efficiency (perfloom before this data); *model* = the "
-               "analytical NCCL model alone (`model/families/communication/nccl_model.h`, constants from "
-               "`tools/comm_check/fit_nccl.py`); *held-out ranks* = the estimate from the other rank count's curve only; "
-               "*held-out sizes* = the estimate from curves with every other size removed, on the removed sizes; "
-               "*shipped* = what `perfloom predict` gives on H200 (in-sample).\n\n"
-            << "Absolute percentage error: MAPE / median / p90.\n\n"
-            << "| group | n | before | model | held-out ranks | held-out sizes | shipped |\n|---|---|---|---|---|---|---|\n";
+  std::cout
+      << "# Collectives: perfloom's communication model vs NCCL on H200s\n\n"
+      << "Measured: `tools/collector/nccl_torch.py` on 4 H200s of one host (NVLink, every pair NV18; NCCL 2.28.9 "
+         "through PyTorch 2.11; NVLink multicast off), bf16, 1 KiB to 1 GiB, 2 and 4 ranks; GPU-side time = "
+         "CUDA-graph replay (up to 64 MiB) or eager (above, where the host cost is hidden). Data: "
+         "`data/nccl-h200/`. Produced by `build/bin/perfloom-comm-check data/nccl-h200/nccl.csv`.\n\n"
+      << "Columns: *before* = the roofline over a fixed 0.7 NCCL efficiency (perfloom before this data); *model* = the "
+         "analytical NCCL model alone (`model/families/communication/nccl_model.h`, constants from "
+         "`tools/comm_check/fit_nccl.py`); *held-out ranks* = the estimate from the other rank count's curve only; "
+         "*held-out sizes* = the estimate from curves with every other size removed, on the removed sizes; "
+         "*shipped* = what `perfloom predict` gives on H200 (in-sample).\n\n"
+      << "Absolute percentage error: MAPE / median / p90.\n\n"
+      << "| group | n | before | model | held-out ranks | held-out sizes | shipped |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [g, cols] : table) {
     std::cout << "| " << g << " | " << cols.at("before").err.size();
     for (const char* c : {"before", "model", "held-out ranks", "held-out sizes", "shipped"})

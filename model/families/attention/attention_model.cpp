@@ -87,7 +87,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
       const double kv_exec = std::ceil(kv / t.kv_cols) * t.kv_cols;
       const double flops = 4.0 * t.q_rows * kv_exec * D;  // QK^T and PV
       d.tensor_flops += flops * hq;
-      d.sfu_ops += t.q_rows * kv_exec * hq;               // one exp2 per score
+      d.sfu_ops += t.q_rows * kv_exec * hq;  // one exp2 per score
       d.fma_flops += (4.0 * t.q_rows * kv_exec + 2.0 * t.q_rows * D * (kv_exec / t.kv_cols)) * hq;
       d.l2_bytes += (t.q_rows * D + 2.0 * kv * D) * b * hq;
       d.smem_bytes += (t.q_rows * D + 2.0 * kv_exec * D * kv_readers) * b * hq;
@@ -103,7 +103,7 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   }
   d.dram_bytes = tokens * D * b * (2.0 * hq + 2.0 * hkv);  // Q and O, K and V, each once
   d.dram_write_bytes = tokens * hq * D * b;
-  d.l2_bytes += tokens * hq * D * b;                        // O written
+  d.l2_bytes += tokens * hq * D * b;  // O written
   Analysis a;
   a.family = Family::attention;
   a.op = k.op;
@@ -117,9 +117,8 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   const int threads = named ? 32 * named->warps : warpgroup_architecture(gpu) ? 384 : 128;
   const double smem_cta = (t.q_rows * D + 2.0 * 2.0 * t.kv_cols * D) * b;
   a.plan = plan_uniform_ctas(ctas, std::min(occupancy(threads, 0, smem_cta, hw), 2), threads, hw);
-  a.plan.busiest_sm_share = exact_schedule
-                               ? busiest_share_lpt(std::move(cta_work), hw.sms)
-                               : std::max(d.tensor_flops / hw.sms, max_cta_flops) / d.tensor_flops;
+  a.plan.busiest_sm_share = exact_schedule ? busiest_share_lpt(std::move(cta_work), hw.sms)
+                                           : std::max(d.tensor_flops / hw.sms, max_cta_flops) / d.tensor_flops;
   a.tile = TileConfig{t.q_rows, t.kv_cols, static_cast<int>(s.D)};
   a.tile_origin = named ? "kernel name" : "architecture default";
   return a;
@@ -235,9 +234,7 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
     const double m_blocks = std::ceil(group / named->q_rows);
     ctas = B * hkv * m_blocks;
     rows_exec = named->q_rows;
-    if (named->split_kv)
-      splits = launched_splits(*named, k, m_blocks)
-                   .value_or(sdpa_decode_splits(s, kv_block, hw));
+    if (named->split_kv) splits = launched_splits(*named, k, m_blocks).value_or(sdpa_decode_splits(s, kv_block, hw));
   }
 
   PipeDemand d;
@@ -246,7 +243,7 @@ Analysis decode(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw
   d.fma_flops = d.sfu_ops * 4.0;
   d.dram_bytes = B * L * hkv * D * 2.0 * b + 2.0 * B * hq * D * b;  // the KV cache once, q and o
   d.dram_write_bytes = B * hq * D * b;
-  d.l2_bytes = d.dram_bytes + (ctas - B * hkv) * L * D * 2.0 * b;    // CTAs sharing a KV head hit L2
+  d.l2_bytes = d.dram_bytes + (ctas - B * hkv) * L * D * 2.0 * b;  // CTAs sharing a KV head hit L2
   d.smem_bytes = ctas * kv_exec * D * 2.0 * b * kv_tile_readers(named);
   if (splits > 1) {
     const double partials = B * hq * splits * (D + 2.0) * 4.0;  // fp32 partial O, max and sum

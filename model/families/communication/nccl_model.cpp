@@ -26,10 +26,14 @@ CollectiveTraffic collective_traffic(Op op, int ranks, double bytes) {
     case Op::allreduce:
       return {std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)) + 1.0), 2.0 * (n - 1) / n * bytes};
     case Op::allgather:
-    case Op::reducescatter: return {n - 1, (n - 1) / n * bytes};
-    case Op::alltoall: return {1, (n - 1) / n * bytes};
-    case Op::sendrecv: return {1, bytes};
-    default: throw std::invalid_argument("not a communication op");
+    case Op::reducescatter:
+      return {n - 1, (n - 1) / n * bytes};
+    case Op::alltoall:
+      return {1, (n - 1) / n * bytes};
+    case Op::sendrecv:
+      return {1, bytes};
+    default:
+      throw std::invalid_argument("not a communication op");
   }
 }
 
@@ -175,8 +179,7 @@ CollectiveEstimate estimate_collective(Op op, int ranks, double bytes, const Gpu
   const double ref_model = nccl_model_us(curve_op(op), best->ranks, clamped, best->link_bytes_per_s, true);
   CollectiveEstimate e;
   e.time_us = measured * target_model / ref_model;
-  const bool same_system = best->gpu_id == gpu.id && best->ranks == ranks && curve_op(op) == op &&
-                           clamped == bytes;
+  const bool same_system = best->gpu_id == gpu.id && best->ranks == ranks && curve_op(op) == op && clamped == bytes;
   e.origin = "NCCL measured on " + best->gpu_id + " x" + std::to_string(best->ranks) +
              (same_system ? "" : " (scaled by the NCCL model)");
   return e;

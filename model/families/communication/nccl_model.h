@@ -46,8 +46,8 @@ struct CollectiveCurve {
   std::string gpu_id;
   Op op = Op::unknown;
   int ranks = 0;
-  double link_bytes_per_s = 0;          // one way, per GPU, of the measured system
-  std::vector<double> bytes, time_us;   // sorted by bytes
+  double link_bytes_per_s = 0;         // one way, per GPU, of the measured system
+  std::vector<double> bytes, time_us;  // sorted by bytes
   // Log-log interpolation, clamped to the measured range.
   double at(double b) const;
 };

@@ -23,7 +23,7 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
       const double out = T * s.I;
       d.dram_bytes = 3.0 * out * b;  // reads gate and up, writes the product
       d.dram_write_bytes = out * b;
-      d.sfu_ops = 2.0 * out;         // exp and reciprocal (or tanh/erf pieces)
+      d.sfu_ops = 2.0 * out;  // exp and reciprocal (or tanh/erf pieces)
       d.fma_flops = 8.0 * out;
       row_elems = static_cast<double>(s.I);
       streams = 2;
@@ -81,10 +81,13 @@ Analysis analyze_elementwise(const KernelDesc& k, const GpuSpec& gpu) {
       row_per_cta = false;
       break;
     }
-    default: throw UnsupportedKernel("not an elementwise op: " + std::string(op_name(k.op)));
+    default:
+      throw UnsupportedKernel("not an elementwise op: " + std::string(op_name(k.op)));
   }
-  if (d.l2_bytes == 0) d.l2_bytes = d.dram_bytes;
-  else d.l2_bytes += d.dram_bytes;
+  if (d.l2_bytes == 0)
+    d.l2_bytes = d.dram_bytes;
+  else
+    d.l2_bytes += d.dram_bytes;
   Analysis a;
   a.family = Family::elementwise;
   a.op = k.op;

@@ -16,22 +16,25 @@ namespace perfloom {
 double gemm_output_bytes(Dtype dtype) {
   switch (dtype) {
     case Dtype::fp32:
-    case Dtype::tf32: return 4;
-    case Dtype::int8: return 4;  // int32 accumulators written out
-    default: return 2;           // fp16/bf16, and fp8/fp4 GEMMs write bf16
+    case Dtype::tf32:
+      return 4;
+    case Dtype::int8:
+      return 4;  // int32 accumulators written out
+    default:
+      return 2;  // fp16/bf16, and fp8/fp4 GEMMs write bf16
   }
 }
 
 const std::vector<TileConfig>& gemm_tile_candidates(const GpuSpec& gpu, Dtype dtype) {
   // Hopper and Blackwell: warpgroup MMA wants M tiles of 64 per warpgroup; cuBLAS's nvjet kernels
   // also run narrow N tiles (64x8 ... 64x64) for skinny problems, with the operands swapped.
-  static const std::vector<TileConfig> sm90 = {
-      {128, 256, 64}, {256, 128, 64}, {128, 128, 64}, {128, 64, 64}, {64, 256, 64}, {64, 128, 64},
-      {64, 64, 64},   {64, 32, 128},  {64, 16, 128},  {64, 8, 128}};
+  static const std::vector<TileConfig> sm90 = {{128, 256, 64}, {256, 128, 64}, {128, 128, 64}, {128, 64, 64},
+                                               {64, 256, 64},  {64, 128, 64},  {64, 64, 64},   {64, 32, 128},
+                                               {64, 16, 128},  {64, 8, 128}};
   // Ampere and Ada: mma.sync kernels (ampere_*_s16816gemm, cutlass_80_*).
-  static const std::vector<TileConfig> sm80 = {
-      {256, 128, 32}, {128, 256, 32}, {128, 128, 32}, {128, 64, 32}, {64, 128, 32}, {64, 64, 64},
-      {64, 32, 64},   {32, 64, 64},   {16, 64, 128}};
+  static const std::vector<TileConfig> sm80 = {{256, 128, 32}, {128, 256, 32}, {128, 128, 32},
+                                               {128, 64, 32},  {64, 128, 32},  {64, 64, 64},
+                                               {64, 32, 64},   {32, 64, 64},   {16, 64, 128}};
   // Volta/Turing and fp32 SIMT GEMMs (volta_sgemm_128x64 ...).
   static const std::vector<TileConfig> simt = {{128, 128, 8}, {128, 64, 8}, {64, 64, 8}, {64, 32, 8}, {32, 32, 8}};
   // Blackwell's tcgen05 MMA pairs two CTAs on a 256-wide tile.
@@ -126,18 +129,20 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   // The least any tiling must do: FLOPs without tile padding, operands read from L2 once per
   // 256-wide block (the largest tiles, or 128-wide ones sharing loads across a cluster).
   PipeDemand least = d;
-  if (on_tensor_cores(p.dtype, hw)) least.tensor_flops = a.useful_flops;
-  else least.fma_flops = a.useful_flops;
-  least.l2_bytes = p.batch * ((p.M * std::ceil(p.N / 256.0) + p.N * std::ceil(p.M / 256.0)) * p.K * in_b +
-                              p.M * p.N * out_b);
+  if (on_tensor_cores(p.dtype, hw))
+    least.tensor_flops = a.useful_flops;
+  else
+    least.fma_flops = a.useful_flops;
+  least.l2_bytes =
+      p.batch * ((p.M * std::ceil(p.N / 256.0) + p.N * std::ceil(p.M / 256.0)) * p.K * in_b + p.M * p.N * out_b);
   least.smem_bytes = least.l2_bytes;
   least.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
   a.least_demand = least;
 
   // Shared memory per CTA: as many pipeline stages as fit in one CTA's budget (2..7).
   const double stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * in_b;
-  const int stages = t.stages > 0 ? t.stages
-                                  : std::clamp(static_cast<int>(hw.max_smem_per_block_bytes * 0.9 / stage_bytes), 2, 7);
+  const int stages =
+      t.stages > 0 ? t.stages : std::clamp(static_cast<int>(hw.max_smem_per_block_bytes * 0.9 / stage_bytes), 2, 7);
   const int threads = on_tensor_cores(p.dtype, hw) ? (t.tile_m * t.tile_n >= 128 * 128 ? 256 : 128) : 256;
   const int per_sm = std::min(occupancy(threads, 0, stages * stage_bytes, hw), 4);
   a.plan = plan_uniform_ctas(ctas, per_sm, threads, hw);
@@ -217,8 +222,10 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
     if (k.launch && k.launch->known() && tile.split_k <= 1) {
       const double tiles = cluster_grid_tiles(p, tile);
       const double ctas = static_cast<double>(k.launch->ctas());
-      if (ctas >= 2 * tiles) tile.split_k = static_cast<int>(std::lround(ctas / tiles));
-      else if (ctas < tiles) tile.stream_k = true;
+      if (ctas >= 2 * tiles)
+        tile.split_k = static_cast<int>(std::lround(ctas / tiles));
+      else if (ctas < tiles)
+        tile.stream_k = true;
     }
   } else if (auto t = untiled_gemm_tile() == UntiledGemmTile::tuner ? tuner_tile(k, p, gpu) : std::nullopt) {
     tile = *t;

@@ -25,8 +25,8 @@ const std::vector<TileConfig>& gemm_tile_candidates(const GpuSpec& gpu, Dtype dt
 // us on the A100 (7,000-9,000 cycles with the launch): a count of cycles more than of microseconds.
 // Without it the learned efficiency of such a GEMM depended on its length, and a held-out GPU with
 // another DRAM bandwidth got the wrong one (H100 held out: its own default GEMMs 1.05-1.09x
-// over-predicted at the median between 5 and 100 us). Held-out GEMM MAPE 4,000 / 5,000 / 7,000 / 10,000 cycles: H100 8.2 /
-// 8.1 / 8.2 / 8.4% (none: 9.3%), H200 8.2 / 8.2 / 8.1 / 8.1% (8.4%); bench/results/eval_holdout.md,
+// over-predicted at the median between 5 and 100 us). Held-out GEMM MAPE 4,000 / 5,000 / 7,000 / 10,000 cycles:
+// H100 8.2 / 8.1 / 8.2 / 8.4% (none: 9.3%), H200 8.2 / 8.2 / 8.1 / 8.1% (8.4%); bench/results/eval_holdout.md,
 // session 19.
 inline constexpr double kGemmFixedCycles = 5000;
 

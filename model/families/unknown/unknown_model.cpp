@@ -13,10 +13,10 @@ Analysis analyze_unknown(const KernelDesc& k, const GpuSpec& gpu) {
   a.op = k.op;
   if (k.launch && k.launch->known()) {
     const int threads = static_cast<int>(std::max<int64_t>(1, k.launch->threads_per_cta()));
-    a.plan = plan_uniform_ctas(static_cast<double>(k.launch->ctas()),
-                               occupancy(threads, k.launch->registers_per_thread,
-                                         static_cast<double>(k.launch->shared_memory_bytes), hw),
-                               threads, hw);
+    a.plan = plan_uniform_ctas(
+        static_cast<double>(k.launch->ctas()),
+        occupancy(threads, k.launch->registers_per_thread, static_cast<double>(k.launch->shared_memory_bytes), hw),
+        threads, hw);
   } else {
     a.plan = plan_uniform_ctas(1, 1, 128, hw);
   }
