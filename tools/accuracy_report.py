@@ -72,6 +72,8 @@ def holdout(args, md):
                       f"{pct(h['mape']) if h['kernels'] else '-'}{cov if h['kernels'] else ''} |")
         cmds.append(f"`{cmdline(cmd)}` ({secs:.0f} s)")
         print(f"holdout {gpu}: {secs:.0f} s", file=sys.stderr)
+        with open(args.out, "w") as f:  # the held-out GPUs so far
+            f.write("\n".join(md).rstrip() + "\n")
     md.append("\nCommands: " + "; ".join(cmds) + ".\n")
 
 
@@ -138,8 +140,8 @@ def main():
         if s not in skip:
             SECTION_FUNCS[s](args, md)
             md.append("")
-    with open(args.out, "w") as f:
-        f.write("\n".join(md).rstrip() + "\n")
+            with open(args.out, "w") as f:  # after every section, so that a long run stopped early keeps what it has
+                f.write("\n".join(md).rstrip() + "\n")
     print(f"wrote {os.path.relpath(args.out, ROOT)}", file=sys.stderr)
 
 
