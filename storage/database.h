@@ -27,7 +27,9 @@ class Database {
   static std::filesystem::path default_path();
 
   // Opens (creating if needed) and migrates to the current schema. Refuses a file that is not an
-  // SQLite database, or one whose schema is newer than this build understands.
+  // SQLite database, not perfloom's, or at a schema version this build does not read, before
+  // writing anything to it. A new file is created 0600, its missing folders 0700. A read-only file
+  // (no write permission, or no write bit at all) is opened read-only, if it needs no migration.
   explicit Database(const std::filesystem::path& path);
   ~Database();
   Database(const Database&) = delete;
@@ -36,6 +38,8 @@ class Database {
   static constexpr int kSchemaVersion = 2;
   int schema_version() const;
   const std::filesystem::path& path() const { return path_; }
+  // Opened read-only: every write fails (SQLITE_READONLY); callers skip what they can do without.
+  bool read_only() const { return read_only_; }
   sqlite3* handle() const { return db_; }
 
   void exec(const std::string& sql);
@@ -44,7 +48,9 @@ class Database {
 
  private:
   void migrate();
+  void check_is_perfloom() const;
   std::filesystem::path path_;
+  bool read_only_ = false;
   sqlite3* db_ = nullptr;
 };
 
