@@ -61,7 +61,7 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("rows", "write every held-out kernel's measured and predicted time to this CSV", "OUT.csv"),
          QCommandLineOption("save-models",
                             "also write the models trained without the held-out GPUs to this folder "
-                            "(what perfloom-tuner-eval --learned-models ranks with)",
+                            "(for checks that need models that never saw those GPUs)",
                             "DIR")}}},
       {"predict",
        {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "

@@ -179,10 +179,10 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // The same work at the achievable rates: the learned model's view. A GEMM on the warpgroup MMA
   // streams its tiles from L2 with bulk copies, which reach more than loads (4% more on an H100, 11%
   // on an H200): the same GEMMs whose L2 traffic exceeds their tensor time run 6-10% faster on the
-  // H200, as the ratio of the bulk rates says (bench/results/eval_holdout.md, session 24). Where no
-  // calibration of the GPU's architecture measured bulk copies, both rates are its L2 rate. Attention
-  // kernels keep the load rate: with the bulk rate the H100's held-out attention error rose (15.4 ->
-  // 16.1%) and the H200's did not move. So do GEMMs on warp-level MMA (written for sm80: cp.async).
+  // H200, as the ratio of the bulk rates says. Where no calibration of the GPU's architecture measured
+  // bulk copies, both rates are its L2 rate. Attention kernels keep the load rate: the bulk rate raises
+  // the H100's held-out attention error (15.4 -> 16.1%) and leaves the H200's unchanged. So do GEMMs
+  // on warp-level MMA (written for sm80: cp.async).
   const auto& ach = hw.achievable;
   const bool bulk_copies = a.family == Family::gemm && d.tensor_flops > 0 && !a.warp_level_mma;
   const double ach_l2_bytes_per_clk = bulk_copies ? ach.l2_bulk_bytes_per_clk : ach.l2_bytes_per_clk;
@@ -194,7 +194,7 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // (each warp runs its MMAs, softmax and shared-memory reads one after another), the SM's pipes in
   // series: the tensor slot holds tensor + SFU + FMA + shared memory. With it, PyTorch's
   // FlashAttention-2 and cuDNN's sm80 kernels measured on the H100 predict the H200's at 0.95-1.04x
-  // per kernel group (bench/results/eval_holdout.md, session 16).
+  // per kernel group.
   if (a.warp_level_mma && d.tensor_flops > 0 && ach.mma_sync_flops_per_clk > 0 &&
       ach.mma_sync_flops_per_clk < ach.tensor_flops_per_clk) {
     const double slower = ach.tensor_flops_per_clk / ach.mma_sync_flops_per_clk;
@@ -205,8 +205,7 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   }
   // The achievable DRAM time of a kernel with few bytes in flight (dram_time_with_latency), which
   // fits perfloom-calibrate's read sweep (20 points from 256 B to 32 KiB per SM) within 2.1% (H100)
-  // and 2.4% (H200) on average at each GPU's Little's-law latency (383 / 381 ns;
-  // bench/results/eval_holdout.md, session 15).
+  // and 2.4% (H200) on average at each GPU's Little's-law latency (383 / 381 ns).
   if (a.bytes_in_flight_per_thread > 0 && loaded > 0 && ach.dram_latency_cycles > 0) {
     const double resident = std::min(a.plan.ctas, static_cast<double>(a.plan.ctas_per_sm) * sms);
     const double in_flight = resident * a.plan.threads_per_cta * a.bytes_in_flight_per_thread;
@@ -227,7 +226,7 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // rate the same) take H200 / H100 = 0.99 where the L2 needs half the tensor time, 0.96-0.97 where
   // as much, 0.90-0.95 at 1.4x; the 4-norm of tensor and L2 gives 0.994 / 0.949 / 0.914. With the
   // DRAM pipe in the norm too, held out, GEMM MAPE H100 5.9 -> 5.8%, H200 5.8 -> 5.8% (with the
-  // features of make_features; bench/results/eval_holdout.md, sessions 28-29).
+  // features of make_features).
   if (bulk_copies) {
     const auto& c = a.achievable_cycles_busiest;
     double sum = 0;
@@ -238,8 +237,8 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   // The GPU's own launch floor differs from the shared one by launch_offset_us. A kernel no longer
   // than the floor pays the difference whole; a longer one overlaps it with its work, in proportion
   // (matched kernels of the H100 and H200: 0.19 us of the 0.255 us difference at the floor, ~0.07 us
-  // for 2 us GEMMs; held out, the whole difference put small norms and GEMMs 5-10% low and this
-  // share none: bench/results/eval_holdout.md, "Session 23").
+  // for 2 us GEMMs; held out, the whole difference puts small norms and GEMMs 5-10% low and this
+  // share does not).
   a.launch_offset_us = a.achievable_roofline_us > 0
                            ? ach.launch_offset_us * std::min(1.0, ach.launch_floor_us / a.achievable_roofline_us)
                            : 0.0;

@@ -71,11 +71,10 @@ struct Analysis {
   // GPU whose own tensor path is faster (Hopper's warpgroup MMA) reaches only its measured rate
   // (HardwareRates::Achievable::mma_sync_flops_per_clk): there its achievable tensor cycles use that
   // rate and add the SM's other pipes in series (finish_analysis). Set for attention kernels, where
-  // our FlashAttention-2 and cuDNN measurements on the H100 and H200 check it, and (since feature
-  // version 19) for GEMMs written for sm80 or older (cuBLAS's cutlass_80 / cutlass_75 kernels on
-  // Hopper), whose tiles also come through L2 at the load rate, not the bulk-copy rate. Session 16
-  // left GEMMs out (H100 tf32 8.0 -> 8.6%, before the tf32 mma.sync rate was calibrated); with the
-  // operand load width as a feature they gain (bench/results/eval_holdout.md, session 25).
+  // our FlashAttention-2 and cuDNN measurements on the H100 and H200 check it, and for GEMMs written
+  // for sm80 or older (cuBLAS's cutlass_80 / cutlass_75 kernels on Hopper), whose tiles also come
+  // through L2 at the load rate, not the bulk-copy rate: together with the operand load width as a
+  // feature (features.h operand_load_bytes) this lowers their held-out error (gemm_model.cpp analyze_gemm).
   bool warp_level_mma = false;
   std::optional<TileConfig> tile;  // GEMM-like kernels: the tile the model assumes
   // "kernel name", "given", "tuner", "heuristic" (chosen per shape, GEMM: gemm_model.h), or

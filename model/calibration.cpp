@@ -278,11 +278,10 @@ AchievableRates measured_rates(const Calibration& c, const GpuSpec& gpu, const A
   // The launch floor in the features stays the default (the mean empty-kernel time over the bundled
   // calibrations): the CUPTI empty-kernel time is 0.93 us on our H100 and 0.67 us on our H200, same
   // architecture and driver, and the measured kernels of other sources were timed otherwise. Used
-  // per GPU inside the roofline that the model scales it cost accuracy on the held-out GPU
-  // (bench/results/eval_holdout.md, "Target-measured tier"). The difference is a fixed time that a
-  // kernel at the floor pays whole and a longer one in part (Analysis::launch_offset_us): the
-  // learned model learns each measurement less that share and adds it back (eval_holdout.md,
-  // "Session 23").
+  // per GPU inside the roofline that the model scales, it costs accuracy on the held-out GPU
+  // (`perfloom eval --holdout-gpu`). The difference is a fixed time that a kernel at the floor pays
+  // whole and a longer one in part (Analysis::launch_offset_us): the learned model learns each
+  // measurement less that share and adds it back.
   a.launch_offset_us = c.empty_kernel_us - a.rates.launch_floor_us;
   a.measured = true;
   a.origin = "calibration " + c.file;

@@ -78,8 +78,8 @@ struct AchievableFractions {
   std::map<std::string, std::map<std::string, double>> mma_sync_by_architecture;
   // Bulk-copy L2 (PipeRates::l2_bulk_bytes_per_s) over the datasheet's L2 figure, by architecture: a
   // GPU without a calibration takes its architecture's mean; an architecture none measured it on keeps
-  // its one L2 rate (on Blackwell, which has bulk copies too, the Hopper fraction cost the held-out
-  // A40 and T4 GEMMs 0.5-0.7 points: bench/results/eval_holdout.md, session 24).
+  // its one L2 rate (on Blackwell, which has bulk copies too, the Hopper fraction costs the held-out
+  // A40 and T4 GEMMs 0.5-0.7 points).
   std::map<std::string, double> l2_bulk_by_architecture;
   std::vector<std::string> from;  // the GPUs averaged
 };

@@ -90,11 +90,11 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // A GEMM's L2 and DRAM cycles as read at the geometric mean of its L2 rate and a reference rate,
   // their ratio kept. On one GPU a GEMM's L2 share is fixed by its tile and cluster, so trees that
   // saw it at the GPU's own rate explain a kernel's efficiency by its tile as much as by its L2
-  // time, and a held-out GPU whose L2 alone is faster (the H200's) got the training GPU's time; at
+  // time, and a held-out GPU whose L2 alone is faster (the H200's) gets the training GPU's time; at
   // a reference rate the L2 reaches the prediction only through the smooth bound of the roofline
-  // (kGemmOverlapNorm), which cost the H100 held out its DRAM-bound GEMMs. Half of each: held out,
+  // (kGemmOverlapNorm), which costs the H100 held out its DRAM-bound GEMMs. Half of each: held out,
   // GEMM MAPE H200 6.3 -> 5.8%, H100 5.9 -> 5.8%, A40 9.7 -> 8.6%, Blackwell 14.6 -> 14.2%, T4 28.9 ->
-  // 33.0% (seed 7; bench/results/eval_holdout.md, session 29).
+  // 33.0% (seed 7).
   if (a.family == Family::gemm && a.achievable_l2_bytes_per_s > 0) {
     const double scale = std::sqrt(a.achievable_l2_bytes_per_s / kReferenceL2BytesPerS);
     for (auto* c : {&balanced, &busiest})
@@ -138,20 +138,20 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   f.push_back(lg(hw.achievable.launch_floor_us * 1e-6 * hw.clock_hz));
   f.push_back(static_cast<float>(implementation_class(k.name)));
   // The activation quantisation's estimated time over the GEMM's roofline time (achievable rates),
-  // 0 where the measured time includes none. As a flag (v5-v7) it said only that some overhead was
-  // in the time, and how large had to come from the other GPUs' rows at the same shape; it scales
+  // 0 where the measured time includes none. A flag would say only that some overhead is in the
+  // time, and how large would have to come from the other GPUs' rows at the same shape; it scales
   // with M x K, not with the GEMM's work (about 1 for a launch-bound GEMM, a few % for a
-  // compute-bound one). Held out, H100 GEMMs 18.4% -> 15.5% MAPE (aiconfigurator's SGLang fp8
-  // table 30.0% -> 19.2%), other GPUs within seed noise. Added to the roofline instead (moving
-  // the label), the same estimate cost A40 6-12 points (bench/results/eval_holdout.md).
+  // compute-bound one). Held out, this share instead of a flag takes H100 GEMMs from 18.4% to 15.5%
+  // MAPE (aiconfigurator's SGLang fp8 table 30.0% -> 19.2%), other GPUs within seed noise. Added to
+  // the roofline instead (moving the label), the same estimate costs A40 6-12 points.
   const double quant_us = act_quant_us(k, gpu);
   f.push_back(
       static_cast<float>(quant_us > 0 && a.achievable_roofline_us > 0 ? quant_us / a.achievable_roofline_us : 0.0));
   // Whether the tile came with the kernel (its name, the caller) or the model chose it (heuristic,
   // tuner). The same tile means different things: a measured configuration (the collector's
   // `tiles` and `plan` sweeps force slow ones too) or the library's own choice for the shape,
-  // which an untiled row's time is. Without this flag both land on one leaf: held out, A100 GEMMs
-  // 21.6% -> 13.9% MAPE, B200 24.1% -> 19.9% (bench/results/eval_holdout.md).
+  // which an untiled row's time is. Without this flag both land on one leaf; with it, held out, A100
+  // GEMMs go from 21.6% to 13.9% MAPE, B200 from 24.1% to 19.9%.
   // An attention kernel's tile that its implementation fixes for the shape ("implementation":
   // PyTorch SDPA's FlashAttention-2 and cuDNN kernels named without their tile) counts as known.
   f.push_back(a.tile_origin == "given" || a.tile_origin == "kernel name" || a.tile_origin == "implementation" ? 1.0f
@@ -163,7 +163,7 @@ std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const 
   // DRAM pipes (training.cpp features_not_learned): held out, GEMM MAPE (library-chosen rows) H100
   // 14.9 -> 14.4%, H200 10.3 -> 9.4%, A100 12.9 -> 11.7%; attention H100 21.0 -> 17.5%, A100 19.9
   // -> 18.1%; all six cost attention and the norm and elementwise families 3-13 points (H100
-  // attention 22.0 -> 34.5%, H200 norm 10.0 -> 18.7%) (bench/results/eval_holdout.md, session 14).
+  // attention 22.0 -> 34.5%, H200 norm 10.0 -> 18.7%).
   for (Pipe p : kWorkPipes) {
     const double c = busiest[static_cast<std::size_t>(p)];
     f.push_back(work > 0 ? static_cast<float>(std::log2((c + 1.0) / (work + 1.0))) : 0.0f);

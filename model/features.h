@@ -61,7 +61,7 @@ double act_quant_us(const KernelDesc& k, const GpuSpec& gpu);
 // N elements at a time (cuBLAS launches align1 and align2 kernels for operands whose rows are not
 // 16-byte aligned); 16 (a full vector) when the name gives no alignment. On our H100 and H200 the
 // cutlass_75 align1 kernels of the tile sweeps run 4.2-5.4x their achievable roofline where the
-// align8 ones run 1.2-1.3x (bench/results/eval_holdout.md, session 25): the feature "operand_load_bytes".
+// align8 ones run 1.2-1.3x: the feature "operand_load_bytes".
 double operand_load_bytes(const KernelDesc& k);
 
 }  // namespace perfloom

@@ -36,9 +36,8 @@ struct PipeRates {
   std::map<std::string, double> mma_sync_flops_per_s;
   // L2 read through bulk copies into shared memory (cp.async.bulk, the tensor memory accelerator of
   // Hopper and later), how warpgroup-MMA GEMMs (cuBLASLt's nvjet kernels) stream their tiles: measured
-  // 8,449 GB/s on an H100 and 9,515 on an H200, where loads reach 8,150 and 8,576 (finish_analysis;
-  // bench/results/eval_holdout.md, session 24). 0: the L2 rate (architectures that no calibration
-  // measured it on, datasheets).
+  // 8,449 GB/s on an H100 and 9,515 on an H200, where loads reach 8,150 and 8,576 (finish_analysis).
+  // 0: the L2 rate (architectures that no calibration measured it on, datasheets).
   double l2_bulk_bytes_per_s = 0;
 };
 

@@ -31,9 +31,10 @@
 // first-order lags fitted to a GEMM ramp after 3 s idle and to GEMMs after idle gaps of 2-1000 ms).
 // A step then runs at the slowdown of its mean lagged load: a lone prefill after idle runs near its
 // burst time, a long stream of prefills at the sustained one. Without the response times (a curve
-// from the load levels alone) every step runs at its own steady state. Checked against measured
-// prefill sequences in bench/results/power_check.md: better than burst clocks, but on those steps not
-// better than the steady state per step (the limit bites within 25-75 ms, inside one long step).
+// from the load levels alone) every step runs at its own steady state. Against measured prefill
+// sequences (tools/power/step_sequence.py, compare_sequence.py) it is better than burst clocks, but on
+// those steps not better than the steady state per step (the limit bites within 25-75 ms, inside one
+// long step).
 #include <string>
 #include <vector>
 

@@ -8,7 +8,7 @@ namespace perfloom {
 
 FamilyEfficiency roofline_efficiency(Family f) {
   // p10 / p50 / p90 of roofline time / measured over the public datasets, every GPU together:
-  // `perfloom-roofline-check`, bench/results/roofline_baseline.md.
+  // `perfloom-roofline-check` (docs/accuracy.md, "The ceiling is a lower bound").
   switch (f) {
     case Family::gemm:
       return {0.569, 0.203, 0.847};
@@ -32,8 +32,8 @@ FamilyEfficiency roofline_efficiency(Family f) {
 
 FamilyEfficiency estimate_spread(Family f) {
   // measured / estimate at the 10th, 50th and 90th percentile on held-out rank counts.
-  // Collectives: the estimate carried to a rank count it was not measured at was within 24% on 90%
-  // of the measurements (bench/results/comm_check.md, "held-out ranks").
+  // Collectives: the estimate carried to a rank count it was not measured at is within 24% on 90%
+  // of the measurements (`perfloom-comm-check`, "held-out ranks"; docs/accuracy.md, "Collectives").
   if (f == Family::communication) return {1.0, 0.8, 1.2};
   return {1.0, 1.0, 1.0};
 }
@@ -61,7 +61,7 @@ Prediction predict_roofline(const KernelDesc& k, const GpuSpec& gpu) {
   p.bound = p.analysis.bound;
   if (p.analysis.estimate_us) {
     // The family's calibrated estimate; its interval is the spread of that estimate on held-out
-    // measurements (collectives: bench/results/comm_check.md).
+    // measurements (collectives: estimate_spread, checked by `perfloom-comm-check`).
     const FamilyEfficiency spread = estimate_spread(p.family);
     p.pred_us = *p.analysis.estimate_us;
     p.lo_us = std::max(p.ceiling_us, p.pred_us * spread.p10);

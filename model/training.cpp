@@ -123,23 +123,23 @@ std::optional<std::pair<double, double>> gpu_fold_interval(const std::vector<flo
 
 // The GPU's own rate features (the achievable DRAM and tensor rates, the L2 size, the launch floor)
 // name the GPU as much as they describe it. For a GPU in training that helps: its trees tell its
-// implementations apart by them (`perfloom train`'s held-out rows, session 13, with / without them:
+// implementations apart by them (`perfloom train`'s held-out rows with / without them:
 // GEMM 8.7 / 9.8%, norm 4.0 / 4.3%, elementwise 2.4 / 2.9%). For a GPU that is not, a tree that
 // splits between two trained GPUs' values sends it to whichever side, with whatever implementation
-// trained there: held out, the H100's own norm kernels landed on the leaves of Vidur's A100/A40
-// norms (framework ops, 2x slower) and were over-predicted by 69.5%, and the A40's GEMMs, which
-// run at their achievable roofline, looked like a T4's (43.9% MAPE). The cycle features already
+// trained there: held out, the H100's own norm kernels land on the leaves of Vidur's A100/A40
+// norms (framework ops, 2x slower) and are over-predicted by 69.5%, and the A40's GEMMs, which
+// run at their achievable roofline, look like a T4's (43.9% MAPE). The cycle features already
 // carry every GPU's rates (DRAM, L2, tensor and launch-floor cycles at its achievable rates). So the
 // GEMM, norm and elementwise families have a second booster, trained without the rate features,
 // for the GPUs that are not in training, which is what `perfloom eval --holdout-gpu` scores
-// (seed 7; bench/results/eval_holdout.md, sessions 12 and 13): norm H100 15.3 -> 11.4% (its own
+// (seed 7): norm H100 15.3 -> 11.4% (its own
 // norms 69.5 -> 11.5%), H200 10.4 -> 10.0%, but T4 11.4 -> 16.6%; elementwise H100 12.9 -> 11.5%,
 // H200 9.8 -> 8.4%, T4 4.0 -> 6.2% (Turing's only GPU: no architecture in training to lean on);
 // GEMM (library-chosen rows) A40 43.9 -> 9.7%, H100 16.0 -> 14.7%, but H200 9.1 -> 10.2%, T4 26.3 ->
 // 30.4%. For attention the same cost 1-2 points (H100 20.9 -> 22.7%, H200 9.5 -> 10.4%): one booster
 // with them serves every GPU. Only the tensor rate, or it and the DRAM rate, left out did worse.
 // The pipe shares (features.cpp, `log2_share_*`) are learned by the GEMM boosters, and the tensor and
-// DRAM shares by attention's, for either scope (session 14, held out, seeds 7 / 8: attention H100
+// DRAM shares by attention's, for either scope (held out, seeds 7 / 8: attention H100
 // 21.0 / 22.1 -> 17.5 / 17.3%, A100 19.9 -> 18.1%, H200 11.0 -> 11.0%); all six cost attention 13
 // points on the H100 and the norm and elementwise families 3-8 points on the H200.
 const std::vector<std::string_view>& features_not_learned(Family fam, GpuScope scope) {

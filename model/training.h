@@ -76,10 +76,9 @@ bool is_configuration_sweep(std::string_view dataset);
 // 100k B200 GEMMs do not drown 400 norms of a T4. A configuration sweep counts as
 // sqrt(kDatasetRows x rows): its rows are not repeats of a few kernels but different tile
 // configurations of each shape, the structure the GEMM booster learns; held out at 3,000 rows, our
-// Hopper sweeps were over-predicted by 3-5% on both GPUs. The untiled copies of our own tiled
+// Hopper sweeps are over-predicted by 3-5% on both GPUs. The untiled copies of our own tiled
 // measurements (add_untiled_copies) count the same way, so that the sweeps' weight does not take
-// the trees from what a GEMM of unknown tile costs (bench/results/eval_holdout.md, section
-// "Session 22: a configuration sweep counts as the geometric mean of its rows and 3,000").
+// the trees from what a GEMM of unknown tile costs.
 inline constexpr double kDatasetRows = 3000;
 double dataset_row_weight(std::string_view dataset, std::size_t rows);
 
@@ -118,7 +117,7 @@ struct FamilyModel {
   std::map<std::string, std::size_t> rows_by_gpu;
   // The 80% interval (log measured / predicted) for a GPU not in training: residuals of GPUs held
   // out of the booster (folds by GPU), not of held-out kernels of the training GPUs, which are far
-  // narrower. Unset: the booster's own (models from before session 13).
+  // narrower. Unset (a model file without it): the booster's own.
   std::optional<std::pair<double, double>> unseen_gpu_log_q10_q90;
 
   // Whether the GPU's measurements trained this family's boosters.

@@ -209,8 +209,8 @@ GemmDtype map_gemm_dtype(const std::string& text) {
 }
 
 // Public GEMM tables whose rows contradict the op they name, found by setting them against the other
-// tables of the same GPU; their rows are skipped with the reason, never trained or scored on
-// (bench/results/eval_holdout.md, section "Session 27: aiconfigurator's vLLM fp8 GEMM table").
+// tables of the same GPU; their rows are skipped with the reason, never trained or scored on (each
+// entry's `reason` says what contradicts).
 struct InconsistentGemmTable {
   std::string_view framework, version, gemm_dtype;  // as the table writes them (framework: any case)
   std::string_view reason;

@@ -55,11 +55,10 @@ Classification classify_kernel(const ClassifyInput& in);
 //      kernel name of their own. Its SiLU-and-mul is vLLM's kernel of the time, one CTA per token
 //      (what perfloom's collector version 1 copied and version 2 replaced); perfloom's latency
 //      probe (tools/collector/latency_probe.cu) runs kernels of that design, named vllm2023_*,
-//      on the H100 and H200 (which Vidur did not profile: the H200). With H100 held out,
-//      feature set v7 predicted Vidur's H100 SiLU-and-mul rows at 0.77x and its rotary rows at
-//      0.73x their measured time (median). As a class of their own (v8), held-out norm / elementwise
-//      MAPE went 13.8 / 11.5% -> 10.4 / 9.1% (H200), 15.8 / 17.6% -> 15.3 / 16.5% (H100)
-//      (bench/results/eval_holdout.md, section v8).
+//      on the H100 and H200 (which Vidur did not profile: the H200). With H100 held out and
+//      without this class, Vidur's H100 SiLU-and-mul rows are predicted at 0.77x and its rotary
+//      rows at 0.73x their measured time (median). As a class of their own, held-out norm /
+//      elementwise MAPE goes 13.8 / 11.5% -> 10.4 / 9.1% (H200), 15.8 / 17.6% -> 15.3 / 16.5% (H100).
 // Measured on our H200: the same decode shape takes 770 us through FA2 and 484 us through cuDNN
 // (tools/step_check/decode_attn_probe.py, data/step/decode_attn_probe_h200.csv).
 inline constexpr std::string_view kSarathiKernelPrefix = "sarathi::";

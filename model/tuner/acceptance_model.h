@@ -3,12 +3,11 @@
 // (tile, stages, split-K, cluster) is set on one of cuBLASLt's heuristic results for the GEMM
 // (cublasLtMatmulAlgoConfigSetAttribute, then cublasLtMatmulAlgoCheck); at some shapes cuBLASLt
 // refuses it (CUBLAS_STATUS_NOT_SUPPORTED on every heuristic result that offers the tile) while it
-// runs at others, and which shapes is cuBLASLt's own business: on the H200's timed query lists
-// (data/h200/lists, lists_held) 7.3% of the 449,749 (shape, configuration) points the tuner
-// listed by session 44 were refused (7.3% of 532,535 by session 45); over those and its checks 403 configurations were
-// refused at some shapes and run at others (fp8 128x176 cluster 1x2 at 39% of its shapes, mostly small M). A refused
-// first choice is of no use to the user, and on the H200 it was the largest single loss of the first choice above M =
-// 1,000 (bench/results/tuner_eval.md, *Session 43*).
+// runs at others, and which shapes is cuBLASLt's own business: on the H200's timed query lists cuBLASLt
+// refuses 7.3% of the 532,535 (shape, configuration) points the tuner listed, and over those and the
+// tuner's checks 403 configurations are refused at some shapes and run at others (fp8 128x176 cluster 1x2
+// at 39% of its shapes, mostly small M). A refused first choice is of no use to the user, and on the H200
+// it is the largest single loss of the first choice above M = 1,000.
 //
 // The acceptance model learns, from the collector's plan runs (every plan point of a shape it
 // reached either ran or was refused: tools/tuner_sweep.h read_acceptance), the probability that
@@ -36,8 +35,7 @@ const std::array<std::string, kAcceptanceFeatureCount>& acceptance_feature_names
 std::array<float, kAcceptanceFeatureCount> acceptance_features(const GemmShape& s, const TileConfig& t,
                                                                const WaveFeatures& f);
 
-// 300 rounds of depth 6: 600 of depth 8 scored the same on held-out H200 checks (bench/results/tuner_eval.md,
-// *Session 44*) in a table 2.2 MB larger.
+// 300 rounds of depth 6: 600 of depth 8 score the same on held-out H200 checks in a table 2.2 MB larger.
 struct AcceptanceFitOptions {
   int rounds = 300;
   int depth = 6;

@@ -47,8 +47,8 @@ std::string plan_to_csv(const std::vector<PlanPoint>& plan);
 // A timing plan: the first `top` of `ranked` (tune_gemm's answer for `shape`) as plan points, each with
 // the custom option the table names and "<label> K" as its reason ("tune K" by default; perfloom-tuner-eval's
 // checks name other lists), for the collector to time on the GPU (`perfloom tune --gemm ... --plan`, the tuner
-// view's "Export timing plan"). Timed so, the fastest of the first 3 was within 3% of the best on 89.9 / 89.6%
-// of 900 held-out shapes (H100 / H200; bench/results/tuner_eval.md, Session 31).
+// view's "Export timing plan"). Timed so, the fastest of the first 3 is within 3% of the best on 89.9 / 89.6%
+// of 900 held-out shapes (H100 / H200).
 std::vector<PlanPoint> timing_plan(const GemmShape& shape, const std::vector<RankedConfig>& ranked, std::size_t top,
                                    const std::string& label = "tune");
 

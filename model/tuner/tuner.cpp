@@ -177,7 +177,7 @@ std::vector<std::size_t> best_by_score(const std::vector<RankedConfig>& scored, 
 // What `perfloom tune` ranks with a table: rank_with_table(query_candidates(...)), with the latency model run once per
 // configuration. query_candidates predicts the model's shortlist to pick its best, rank_with_table the chosen list
 // again; here the shortlist and the nearest shapes' candidates are predicted in one batch, and the list taken from
-// it. With kChooserRows, 18% less time per query (perfloom-bench-tune, bench/results/tuner_eval.md *Session 38*).
+// it. With kChooserRows, 18% less time per query (perfloom-bench-tune).
 // Empty where the group has no table candidates.
 std::vector<RankedConfig> rank_query(const TunerTable& table, const GroupTable& group, const HardwareRates& hw,
                                      const GemmShape& shape) {

@@ -70,23 +70,24 @@ RankedConfig evaluate_with_table(const TunerTable& table, const GpuSpec& gpu, co
 std::vector<RankedConfig> predict_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                              const std::vector<TileConfig>& configs);
 // The chooser scores only the kChooserRows configurations of a query's list (~27) that the latency model scores best;
-// the rest follow them in the model's order. Its 800 trees of depth 8 on the whole list were about half of a query
-// (perfloom-bench-tune: 3.2-3.5 of 7.1-7.3 ms here; on 16 rows 2.1-2.5 ms);
-// its first choice lay beyond the model's 16 best at 0-4 of 800 held-out GEMMs per timed lists file (H100 and H200,
-// rounds 7 and 8 and round 8's second lease), and the first choice within 3% of the fastest moved by at most 0.1
-// points there (bench/results/tuner_eval.md, *Session 38*).
+// the rest follow them in the model's order. Its 800 trees of depth 8 on the whole list are about half of a query
+// (perfloom-bench-tune: 3.2-3.5 of 7.1-7.3 ms; on 16 rows 2.1-2.5 ms); on the whole list its first choice lies
+// beyond the model's 16 best at 0-4 of 800 held-out GEMMs per timed lists file (H100 and H200), and the share of
+// first choices within 3% of the fastest differs by at most 0.1 points.
 inline constexpr std::size_t kChooserRows = 16;
 // Every configuration predicted and ordered best first: by the table's chooser (TunerTable::ranker)
 // where it has one, else by score, those the table's acceptance model predicts cuBLASLt refuses
 // (TunerTable::acceptance) after the others, in the same order (reasons only when asked: a string per candidate is most
-// of a query's cost). `chooser_rows`: how many the chooser scores (SIZE_MAX: every one, as before session 38).
+// of a query's cost). `chooser_rows`: how many the chooser scores (SIZE_MAX: every one).
 std::vector<RankedConfig> rank_with_table(const TunerTable& table, const GpuSpec& gpu, const GemmShape& shape,
                                           const std::vector<TileConfig>& configs, bool with_reasons = true,
                                           std::size_t chooser_rows = kChooserRows);
 // The candidates of a query: the configurations of the nearest shape buckets (octaves of M, N and
 // K, nearest first, at least `want` of them), the winners of the `nearest` measured shapes closest
 // to it (distance: the sum of |log2| ratios of M, N and K; GroupTable::winners) and the group's
-// most frequent winners. Session 10 chose 4 nearest shapes (bench/results/tuner_eval.md).
+// most frequent winners. 4 nearest shapes: with the buckets' candidates they hold a configuration within 3% of the
+// best on 85.1 / 84.1% of held-out shapes (H100 / H200), the buckets alone on 77.8 / 76.5%; 4 is the smallest count
+// that closes most of that gap.
 inline constexpr std::size_t kNearestShapes = 4;
 // The `n` measured shapes of the group nearest to `shape` (same distance), nearest first, with their distance.
 std::vector<std::pair<double, const ShapeWinners*>> nearest_winners(const GroupTable& group, const GemmShape& shape,
@@ -102,10 +103,10 @@ std::vector<TileConfig> model_best(const TunerTable& table, const GpuSpec& gpu, 
                                    std::size_t prefilter);
 // What a query ranks: table_candidates plus the kModelBest of model_best: the nearest shapes' winners
 // often miss a GEMM's best tile, which the latency model finds in the whole table. Timed against
-// table_candidates alone on three rounds of new H100 / H200 leases (496 / 503 GEMMs, mostly unmeasured
-// shapes): the first choice within 3% of the fastest timed on 60.7 -> 68.3% / 61.2 -> 71.2% of them, the
-// fastest of the first 3 on 74.6 -> 89.1% / 71.4 -> 92.2%; ~0.6-0.9 ms per query instead of ~0.15-0.18
-// (bench/results/candidate_check, tuner_eval.md *Session 34*). Empty where the group has no table candidates.
+// table_candidates alone at 496 / 503 new H100 / H200 GEMMs (mostly unmeasured shapes): the first choice
+// within 3% of the fastest timed on 60.7 -> 68.3% / 61.2 -> 71.2% of them, the fastest of the first 3 on
+// 74.6 -> 89.1% / 71.4 -> 92.2%; ~0.6-0.9 ms per query instead of ~0.15-0.18. Empty where the group has no
+// table candidates.
 // `nearest` and `prefilter` as table_candidates' and model_best's (experiments; the defaults are what tune_gemm uses).
 inline constexpr std::size_t kModelBest = 10;
 inline constexpr std::size_t kModelPrefilter = 60;
@@ -135,8 +136,7 @@ std::optional<Prediction> library_prediction(const KernelPredictor* predictor, c
 // configurations at `shape`, scaled so that the fastest takes library_prediction's latency (`library_us`
 // gets it), so that `perfloom tune` and `perfloom predict` agree on a GPU without a table; the others keep
 // their analytical ratio to it, and each interval is the learned prediction's, relative to its latency.
-// Unscaled, and `library_us` NaN, where there is no library_prediction (bench/results/tuner_eval.md,
-// *Session 33*).
+// Unscaled, and `library_us` NaN, where there is no library_prediction.
 std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& shape, const KernelPredictor* predictor,
                                           double* library_us = nullptr);
 
@@ -144,7 +144,7 @@ std::vector<RankedConfig> rank_analytical(const GpuSpec& gpu, const GemmShape& s
 // tile sweeps are in the learned predictor's training, which then ranks a table-less GPU's tiles well
 // (H100 held out, the H200's sweeps in training: 78.6% within 3% of the best, the roofline 64.1%);
 // with no GPU of the architecture swept it ranks them worse than the roofline (both Hopper GPUs held
-// out: 39.8% / 35.1%; bench/results/tuner_eval.md, *Session 30*).
+// out: 39.8% / 35.1%).
 bool tile_swept(const std::string& architecture, Dtype dtype);
 // Whether tune_gemm uses the learned predictor for a query when given one: `table` (may be
 // null) has no fit for the dtype's group, so that the predictor ranks the candidates (the architecture

@@ -48,8 +48,7 @@ struct FitOptions {
   // wave_model.h learned_features, fitted to log(measured / the prediction with the corrections
   // above) minus its shape's mean (how the configurations of one shape differ, which is what the
   // ranking needs), rows weighted as for the residual correction; 0 rounds: off.
-  // 400 rounds of depth 6 since session 5: chosen by nested cross-validation among 200/400 rounds x
-  // depth 4/6 (bench/results/tuner_eval.md, Session 5); session 4 shipped 200 of depth 4.
+  // 400 rounds of depth 6: chosen by nested cross-validation among 200/400 rounds x depth 4/6.
   int learned_rounds = 400;
   int learned_depth = 6;
   double learned_eta = 0.05;
@@ -60,10 +59,10 @@ struct FitOptions {
   // by a table fitted without them (every other row kept). The objective (rank:pairwise or
   // rank:ndcg) and the relevance grading are chosen by cross-validation over the same folds (the
   // share of held-out shapes whose first choice is within 3% of their best). 0 rounds: none.
-  // 800 rounds of depth 8 since session 36 (200 of depth 4 before): with ~5,000 query groups the
-  // smaller chooser underfits; by the same fold cross-validation (rank:ndcg, 1/3/5/10%) its held-out
-  // first choice is within 3% on 79.9 / 80.9% of the shapes (H100 / H200), 86.8 / 87.2% with 800 of
-  // depth 8, 86.8 / 86.9% with 1,500 of depth 8 at eta 0.05 (bench/results/tuner_eval.md, Session 36).
+  // 800 rounds of depth 8: with ~5,000 query groups a chooser of 200 rounds of depth 4 underfits; by
+  // the same fold cross-validation (rank:ndcg, 1/3/5/10%) its held-out first choice is within 3% on
+  // 79.9 / 80.9% of the shapes (H100 / H200), 86.8 / 87.2% with 800 of depth 8, 86.8 / 86.9% with
+  // 1,500 of depth 8 at eta 0.05.
   int ranker_rounds = 800;
   int ranker_depth = 8;
   double ranker_eta = 0.1;
@@ -104,8 +103,9 @@ TunerTable fit_tuner_table(const std::vector<TunerSample>& samples, const GpuSpe
 
 // Table 1 (buckets, the shapes' winners, the most frequent winners) of every group of `table` again
 // from `samples`, as fit_tuner_table builds it; the fitted coefficients and models are left alone.
-// It is cheap (a sort per shape): perfloom-tuner-eval applies it to the tables it caches, so that a
-// change of the candidates does not refit them.
+// It is cheap (a sort per shape): a table's candidates can follow a change in how they are chosen
+// without a refit of its models. perfloom-tuner-fit builds them in fit_tuner_table; only the tests
+// call this.
 void refit_candidates(TunerTable& table, const std::vector<TunerSample>& samples, const FitOptions& options = {});
 
 }  // namespace perfloom::tuner

@@ -80,7 +80,7 @@ struct GroupTable {
   std::map<TileClassKey, ClassFit> classes;
   std::map<BucketKey, std::vector<TileConfig>> buckets;  // best first
   std::vector<TileConfig> common;                        // configurations that won most often in the group
-  std::vector<ShapeWinners> winners;  // per measured shape (JSON "winners"; tables before session 10 have none)
+  std::vector<ShapeWinners> winners;  // per measured shape (JSON "winners", optional: a table without it has none)
   // Every distinct configuration (tile, split-K, cluster) of buckets, winners and common, in that order:
   // what a query's latency model may pick from beyond the nearest shapes' candidates (tuner.h
   // query_candidates). Derived, not in the JSON: index_catalogue builds it after a parse or a fit.
@@ -96,8 +96,8 @@ struct GroupTable {
   // How far a measured latency falls from the prediction (the 10th and 90th percentiles of
   // log(measured / predicted)) over the configurations predicted within 10% of their shape's
   // fastest, out-of-sample by the chooser's fold tables (tuner_fit.h): the near-best configurations
-  // a query ranks first. Its 80% interval is the prediction times exp of these. rows 0: none (JSON "interval"; tables
-  // before session 33 have none).
+  // a query ranks first. Its 80% interval is the prediction times exp of these. rows 0: none (JSON "interval",
+  // optional).
   struct Interval {
     double lo_log = 0, hi_log = 0;
     int rows = 0;
@@ -141,11 +141,11 @@ struct VariantModel {
 
 // The acceptance model (model/tuner/acceptance_model.h): gradient-boosted trees that predict the
 // probability that cuBLASLt refuses a configuration at a shape. A query moves the configurations
-// whose probability is at least `threshold` behind the others. 0.3 since session 44: on 2,375 held-out
-// GEMMs of the H200 it left 17 of the first choice's 38 refusals, 0.5 and 0.7 21, the first choice
-// within 3% of the fastest timed as often; at the GEMMs of 32 new seeds where it moved the first choice,
-// within 3% (refusals as misses) on 75.4% at 0.3, 69.5% at 0.5, 63.1% at 0.7 (bench/results/tuner_eval.md,
-// *Session 44*): a demoted first choice costs little, a refused one is a miss.
+// whose probability is at least `threshold` behind the others. 0.3: on 2,375 held-out GEMMs of the H200
+// it leaves 17 of the first choice's 38 refusals, 0.5 and 0.7 21, the first choice within 3% of the
+// fastest timed as often; at the GEMMs of 32 further seeds of random GEMMs where it moves the first
+// choice, that choice is within 3% (refusals as misses) on 75.4% at 0.3, 69.5% at 0.5, 63.1% at 0.7: a
+// demoted first choice costs little, a refused one is a miss.
 struct AcceptanceModel {
   std::shared_ptr<const XgbBooster> booster;  // null: none
   double threshold = 0.3;

@@ -4,9 +4,9 @@
 // open; on Hopper's nvjet kernels the option picks the raster order, the cooperative schedule and the
 // operand order (seen in the kernels' names: _v_ / _h_, coopA / coopB, ...TNN / ...TNT). Forced on a
 // heuristic result, a configuration takes that result's option, chosen by cuBLASLt for another tile.
-// Measured on the H100 (bench/results/tuner_eval.md, section *Session 31*: 896 held-out shapes, every
-// accepted option of the table path's first choice timed 3 times): that first choice is within 3% of
-// the best on 72.8% of the shapes with the option it was forced with and on 81.8% with its fastest.
+// Measured on the H100 (896 held-out shapes, every accepted option of the table path's first choice
+// timed 3 times): that first choice is within 3% of the best on 72.8% of the shapes with the option it
+// was forced with and on 81.8% with its fastest.
 //
 // The variant model learns, from such measurements (`perfloom-collect --sweep plan --variants`), how
 // much slower each option of a configuration is than the configuration's fastest option at the shape,

@@ -26,7 +26,7 @@ std::string dtype_group(Dtype d);
 // takes a cluster_m x cluster_n block of output tiles, so the tile grid is rounded up to whole
 // clusters along M and N, and the CTAs of the padding run the main loop like the others (TMA
 // fills their out-of-bounds operands with zeros): they hold slots and count in the waves. Measured
-// on the H100 sweeps (bench/results/tuner_eval.md, session 17): two clusters of the same tile whose
+// on the H100 sweeps: two clusters of the same tile whose
 // unpadded grids need the same waves differ 1.32x (median) when the padding adds one wave.
 struct WaveGrid {
   int64_t tiles_m = 0, tiles_n = 0, split_k = 1;

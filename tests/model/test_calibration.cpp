@@ -257,7 +257,7 @@ TEST(Calibration, WarpLevelMmaRateIsTheCalibratedGpusOwnOrItsArchitecturesMean) 
   EXPECT_EQ(error_of(c, &db).field(), "measured.mma_sync_tflops.bf16");
 }
 
-// measured.l2_bulk_gb_s (perfloom-calibrate, session 24): the L2 through bulk copies into shared
+// measured.l2_bulk_gb_s (perfloom-calibrate): the L2 through bulk copies into shared
 // memory, 8,449 GB/s on an H100 and 9,515 on an H200, where loads reach 8,150 and 8,576. A tensor-core
 // GEMM has its achievable L2 cycles at that rate; an attention kernel (here FlashAttention-2) keeps
 // the load rate. A Hopper GPU without a calibration takes its architecture's mean fraction of its

@@ -591,8 +591,8 @@ TEST(Features, PipeSharesAreEachPipesCyclesOverTheBindingPipes) {
 TEST(GemmModel, AWarpgroupGemmsPipesCombineAsASmoothBoundThatTheH200sFasterL2Shortens) {
   // Tensor-bound on both Hopper GPUs (their calibrated tensor rates within 1%), with L2 traffic
   // close to the tensor time: the H200's 12.6% faster bulk-copy L2 makes the GEMM faster, more so
-  // the closer its L2 time comes, as measured (session 28: H200 / H100 = 0.99 at an L2 share of
-  // 0.5, 0.96-0.97 at 1), where the maximum of the pipes would give both GPUs the same time.
+  // the closer its L2 time comes, as measured (H200 / H100 = 0.99 at an L2 share of 0.5, 0.96-0.97
+  // at 1), where the maximum of the pipes would give both GPUs the same time.
   auto cyc = [](const Analysis& a, Pipe p) { return a.achievable_cycles_busiest[static_cast<std::size_t>(p)]; };
   double last_ratio = 0, last_share = 1;
   for (const auto& [cluster_m, cluster_n] : {std::pair{4, 2}, std::pair{2, 2}, std::pair{1, 2}}) {

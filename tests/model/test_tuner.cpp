@@ -183,7 +183,7 @@ TEST(TunerWaves, ClustersPadTheTileGridAndCountInTheWaves) {
   // 384x5120x3456 on 128x128x64: 3 x 40 = 120 tiles. Clusters of 2 (M) x 4 (N) take 2 x 4 blocks of
   // tiles, so M's 3 tiles round up to 4: 160 CTAs on 120 slots (clusters of 8), two waves. On the
   // H100 this configuration took 34.98 us against 21.50 us for the same tile in 1 x 2 clusters, whose
-  // 120 CTAs are one wave (lease F, data/h100-sxm/picks/lease_f_session13.csv.gz).
+  // 120 CTAs are one wave.
   const WaveGrid padded = wave_grid({384, 5120, 3456, Dtype::bf16}, tile(128, 128, 64, 1, 2, 4), 120);
   EXPECT_EQ(padded.ctas, 120);
   EXPECT_EQ(padded.cluster_ctas, 160);

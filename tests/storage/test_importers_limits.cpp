@@ -259,9 +259,9 @@ TEST_F(ImportLimits, RealCollectorFolderImports) {
   EXPECT_TRUE(told) << "the trace next to the CSVs is named in a warning";
 }
 
-// Since session 40 the collector appends an `sm_mhz` column (NVML's SM clock after each
-// measurement; empty where NVML is missing): a reader that finds columns by name reads such a file
-// as before, the settled H200 lists round with its 19,360 rows included.
+// The collector appends an `sm_mhz` column (NVML's SM clock after each measurement; empty where
+// NVML is missing): a reader that finds columns by name reads such a file like one without it, a
+// real settled plan run (tests/data/tuner_check) with every row.
 TEST_F(ImportLimits, CollectorCsvWithTheSmClockColumnImports) {
   write_file(
       dir_ / "clock.csv",

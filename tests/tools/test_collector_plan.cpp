@@ -62,7 +62,7 @@ TEST(CollectorPlan, ReadsRowsQuotesAndOrientation) {
   EXPECT_EQ(plan[1].why, "say \"hi\"");
 }
 
-// A re-measurement plan (perfloom-tuner-eval --confirm-plan): exact stages, and cuBLASLt's own
+// A re-measurement plan (cublaslt_stages, heuristic_rank: tools/collector/plan.h): exact stages, and cuBLASLt's own
 // heuristic results named by rank.
 TEST(CollectorPlan, ReadsExactStagesAndHeuristicRank) {
   const auto plan = parse(

@@ -10,8 +10,8 @@
 // The estimate: the measured curve of the same op (resources/comm/<gpu>.csv, log-log interpolation
 // in bytes) at the nearest measured rank count, times model(target) / model(measured system).
 // On the measured system and rank count this is the measurement; elsewhere the model's ratio
-// moves it (more ranks: more steps and link bytes; another link: its bandwidth). The check of
-// this against held-out rank counts is bench/results/comm_check.md.
+// moves it (more ranks: more steps and link bytes; another link: its bandwidth). `perfloom-comm-check`
+// checks this against held-out rank counts (docs/accuracy.md, "Collectives").
 #include <optional>
 #include <string>
 #include <vector>

@@ -238,9 +238,9 @@ Analysis analyze_gemm(const KernelDesc& k, const GpuSpec& gpu) {
   a.tile_origin = origin;
   // A kernel written for sm80 or older (cuBLAS's cutlass_80 / cutlass_75 fallbacks on Hopper:
   // misaligned operands, tf32) issues warp-level MMA: finish_analysis puts its tensor work at the
-  // calibrated mma.sync rate and its tiles through L2 at the load rate. Held out, the tile sweeps'
-  // ~2,500 such kernels per Hopper GPU went from 45-47% to 11% MAPE, our tf32 defaults on the H100
-  // 6.9 -> 5.6% (with the split-K fix above; bench/results/eval_holdout.md, session 25).
+  // calibrated mma.sync rate and its tiles through L2 at the load rate. Held out, this takes the tile
+  // sweeps' ~2,500 such kernels per Hopper GPU from 45-47% to 11% MAPE, our tf32 defaults on the H100
+  // from 6.9 to 5.6% (with the split-K reading above counting tiles in whole clusters).
   a.warp_level_mma = warp_level_mma_kernel(k.name);
   // A tile read from the kernel name fixes the CTA grid; stream-K spreads the work evenly anyway.
   a.schedule_exact = (origin == "given" || origin == "kernel name") && !tile.stream_k;

@@ -44,11 +44,11 @@ Analysis analyze_norm(const KernelDesc& k, const GpuSpec& gpu) {
   // (the bandwidth alone: 1.6-2.8), which the cube norm fits with about 6 DRAM latencies (381 ns)
   // per wave: the first pass's round trip, which the bytes in flight count, and kNormChainRoundTrips.
   // The first wave's chain overlaps the launch (finish_analysis counts waves - 1): counted in full it
-  // put one-wave norms (1.9-3.6 us measured) ~2x over in the what-if bench's retraining.
+  // puts one-wave norms (1.9-3.6 us measured) ~2x over.
   // Sarathi-Serve's scalar loop waits once per element and thread in each pass, which the bytes in
   // flight count, and its latency was fitted on kernels of its design (perfloom-latency-probe):
-  // with the chain too, the H100's Vidur norms held out went 12.4 -> 13.3%, the T4's 17.9 -> 25.1%
-  // (bench/results/eval_holdout.md, session 19).
+  // with the chain too, the held-out H100's Vidur norms would go from 12.4 to 13.3%, the T4's from
+  // 17.9 to 25.1%.
   a.chain_round_trips_per_wave = scalar ? 0.0 : kNormChainRoundTrips;
   a.schedule_exact = true;  // one CTA per row
   finish_analysis(a, hw);
