@@ -60,17 +60,21 @@ WhatIfResult compute_whatif(const std::vector<KernelDesc>& kernels, const std::v
     g.gpu_id = QString::fromStdString(gpu.id);
     g.gpu_name = QString::fromStdString(gpu.name);
     g.family_us.assign(static_cast<std::size_t>(r.families.size()), 0.0);
-    for (const KernelDesc& k : kernels) {
-      try {
-        const Prediction p = predictor.predict(k, gpu);
-        g.family_us[static_cast<std::size_t>(column[static_cast<std::size_t>(family_of(k.op))])] += p.pred_us;
-        g.total_us += p.pred_us;
-        g.lo_us += p.lo_us;
-        g.hi_us += p.hi_us;
-        ++g.predicted;
-      } catch (const std::exception&) {
+    // One batch per GPU, as `perfloom predict --kernels` does: the learned models answer each family
+    // with one booster call. A kernel that cannot run on the GPU is counted, not summed.
+    std::vector<std::string> errors;
+    const std::vector<Prediction> predictions = predictor.predict_batch(kernels, gpu, &errors);
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      if (!errors[i].empty()) {
         ++g.failed;
+        continue;
       }
+      const Prediction& p = predictions[i];
+      g.family_us[static_cast<std::size_t>(column[static_cast<std::size_t>(family_of(kernels[i].op))])] += p.pred_us;
+      g.total_us += p.pred_us;
+      g.lo_us += p.lo_us;
+      g.hi_us += p.hi_us;
+      ++g.predicted;
     }
     r.gpus.push_back(std::move(g));
   }
