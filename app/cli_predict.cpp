@@ -237,6 +237,10 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
     imported = true;
   } catch (const storage::AlreadyImported& e) {
     source_id = e.source_id();
+  } catch (const storage::DatabaseError&) {
+    if (!db.read_only()) throw;
+    throw std::runtime_error(ctx.db_path.string() + ": is read-only and does not hold " + file +
+                             "; import it into a writable database (--db PATH) first");
   }
   const auto src = store.source(source_id);
   if (!src) throw std::runtime_error(file + ": source " + std::to_string(source_id) + " vanished from the database");
@@ -255,7 +259,13 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
-  const storage::TraceWhatIf r = storage::run_trace_whatif(store, source_id, *source_gpu, gpus, *predictor);
+  storage::WhatIfOptions options;
+  if (db.read_only()) {
+    options.write_cache = false;
+    std::cerr << "perfloom predict: note: " << ctx.db_path.string()
+              << " is read-only: predictions are not cached in it\n";
+  }
+  const storage::TraceWhatIf r = storage::run_trace_whatif(store, source_id, *source_gpu, gpus, *predictor, options);
 
   std::size_t errors = 0;
   std::map<std::string, std::size_t> error_reasons;

@@ -191,7 +191,7 @@ TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpe
     auto raw = predict_raw(d.descs, gpu, predictor);
     from_cache = false;
     predicted = raw.size();
-    if (options.use_cache) write_cache(store, source_id, gpu, r.model_version, d, raw);
+    if (options.use_cache && options.write_cache) write_cache(store, source_id, gpu, r.model_version, d, raw);
     return raw;
   };
 

@@ -73,6 +73,7 @@ struct TraceWhatIf {
 
 struct WhatIfOptions {
   bool use_cache = true;                      // read and write the prediction cache
+  bool write_cache = true;                    // false: read it only (a read-only database)
   const std::atomic<bool>* cancel = nullptr;  // set -> std::runtime_error("cancelled")
   std::function<void(const std::string& stage)> progress;
 };

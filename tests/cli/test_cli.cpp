@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -310,4 +311,33 @@ TEST(CliCalibration, ABadCalibrationWarnsAndFallsBackToTheDatasheet) {
   EXPECT_NE(missing.err.find("/nonexistent/cal.json"), std::string::npos) << missing.err;
   EXPECT_EQ(json::parse(missing.out)["gpus"][0]["achievable"]["tier"], "cross-generation");
   fs::remove(file);
+}
+
+TEST(Cli, AForeignSqliteFileIsRefusedAndLeftAsItWas) {
+  const fs::path db = fs::temp_directory_path() / ("perfloom-cli-foreign-" + std::to_string(::getpid()) + ".db");
+  fs::remove(db);
+  // An SQLite file of another program, in rollback-journal (DELETE) mode.
+  ASSERT_EQ(std::system(("sqlite3 " + db.string() +
+                         " 'PRAGMA journal_mode = DELETE; CREATE TABLE customers(id INTEGER); INSERT INTO customers "
+                         "VALUES (1)' >/dev/null")
+                            .c_str()),
+            0);
+  auto bytes = [&] {
+    std::ifstream in(db, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string before = bytes();
+  const std::string trace = (fs::path(PERFLOOM_SOURCE_DIR) / "data/h100-sxm/trace.json.gz").string();
+  auto r = runPerfloom("predict --trace " + trace + " --gpu h200 --db " + db.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(db.string() + ": is an SQLite file but not a perfloom database"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes(), before);
+  EXPECT_FALSE(fs::exists(db.string() + "-wal"));
+  EXPECT_FALSE(fs::exists(db.string() + "-shm"));
+  // The journal mode is in the header: byte 18 (write version) is 1 for rollback, 2 for WAL.
+  ASSERT_GT(before.size(), 19u);
+  EXPECT_EQ(before[18], 1);
+  fs::remove(db);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -274,3 +275,31 @@ TEST(CliPredictTrace, Fp8OnAmpereIsAnErrorRow) {
 }
 
 }  // namespace
+
+TEST(CliPredictTrace, AReadOnlyDatabaseIsReadAndNotWritten) {
+  const fs::path db = fresh("read-only.db");
+  auto first = runPerfloom("predict --trace " + kTrace + " --gpu h200 --json --db " + db.string());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string cached_rows = query(db, "SELECT count(*) FROM predictions");
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  std::ifstream in(db, std::ios::binary);
+  const std::string before{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // b200 is not in the cache: it is predicted, and the cache is not written.
+  auto r = runPerfloom("predict --trace " + kTrace + " --gpu h200,b200 --json --db " + db.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, db.string() + " is read-only: predictions are not cached in it")) << r.err;
+  const json b = json::parse(r.out);
+  EXPECT_TRUE(b["cache"]["h200"]["from_cache"].get<bool>());
+  EXPECT_FALSE(b["cache"]["b200"]["from_cache"].get<bool>());
+  EXPECT_EQ(b["rows"].size(), 2 * kTraceKernels);
+  std::ifstream again(db, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), std::istreambuf_iterator<char>()), before);
+  EXPECT_EQ(query(db, "SELECT count(*) FROM predictions"), cached_rows);
+  // A trace it does not hold cannot be imported into it: said so, naming the database.
+  const std::string seed = (kSrc / "tests/fuzz/seeds/torch_trace/array_format.json").string();
+  r = runPerfloom("predict --trace " + seed + " --gpu h200 --source-gpu h100 --db " + db.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(has(r.err, db.string() + ": is read-only and does not hold")) << r.err;
+  EXPECT_FALSE(has(r.err, "not a perfloom database")) << r.err;
+  fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
+}
