@@ -27,8 +27,15 @@ def run(cmd, **kw):
     return r, time.time() - t0
 
 
-def cmdline(cmd):
-    return " ".join(os.path.relpath(c, ROOT) if os.path.isabs(c) and c.startswith(ROOT) else c for c in cmd)
+BIN_SHOWN = "build/bin"  # how the report names the programs, wherever --bin put them
+
+
+def cmdline(cmd, bin_dir=None):
+    def show(c):
+        if bin_dir and os.path.isabs(c) and os.path.dirname(c) == bin_dir:
+            return os.path.join(BIN_SHOWN, os.path.basename(c))
+        return os.path.relpath(c, ROOT) if os.path.isabs(c) and c.startswith(ROOT) else c
+    return " ".join(show(c) for c in cmd)
 
 
 def demote(md, levels=1):
@@ -70,7 +77,7 @@ def holdout(args, md):
             md.append(f"| {gpu} | {j['tier']} | {fam} | {f['kernels']} | {pct(f['learned']['mape'])} | "
                       f"{pct(f['learned']['median_ape'])} | {pct(f['learned']['p90_ape'])} | {pct(f['roofline']['mape'])} | "
                       f"{pct(h['mape']) if h['kernels'] else '-'}{cov if h['kernels'] else ''} |")
-        cmds.append(f"`{cmdline(cmd)}` ({secs:.0f} s)")
+        cmds.append(f"`{cmdline(cmd, args.bin)}` ({secs:.0f} s)")
         print(f"holdout {gpu}: {secs:.0f} s", file=sys.stderr)
         with open(args.out, "w") as f:  # the held-out GPUs so far
             f.write("\n".join(md).rstrip() + "\n")
@@ -87,7 +94,7 @@ def tool_section(title, cmd, out_flag=None, stdout=False, intro=""):
         md.append(f"## {title}\n")
         if intro:
             md.append(intro + "\n")
-        md.append(f"Command: `{cmdline(full).replace(path, 'OUT.md')}` ({secs:.0f} s).\n")
+        md.append(f"Command: `{cmdline(full, args.bin).replace(path, 'OUT.md')}` ({secs:.0f} s).\n")
         md.append(demote(text))
         print(f"{title}: {secs:.0f} s", file=sys.stderr)
     return section
