@@ -218,7 +218,7 @@ std::string GpuDatabase::add_calibration(Calibration c) {
                            "\"" + c.gpu_name + "\" names no known GPU (`perfloom gpus` lists them with their aliases)");
   achievable_fractions(c, *gpu);   // validates it against the spec
   sustained_power_curve(c, *gpu);  // and its sustained-power block, if any
-  const std::string id = gpu->id;
+  std::string id = gpu->id;
   calibrations_[id] = std::move(c);
   refresh_achievable();
   return id;

@@ -34,13 +34,9 @@ WhatIfMethod whatif_family_rule(Family f) {
   // follow: the ratio also cancels a fixed per-family efficiency (the roofline baseline) exactly.
   switch (f) {
     case Family::gemm:
-      return WhatIfMethod::scaled;
     case Family::attention:
-      return WhatIfMethod::scaled;
     case Family::norm:
-      return WhatIfMethod::scaled;
     case Family::elementwise:
-      return WhatIfMethod::scaled;
     case Family::moe:
     case Family::communication:
     case Family::unknown:

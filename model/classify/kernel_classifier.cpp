@@ -672,10 +672,9 @@ bool gemm_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
     case Fop::mm:
     case Fop::scaled_mm:
       return set_mm(dim_at(in, 0), dim_at(in, 1));
-    case Fop::addmm:
+    case Fop::addmm:              // (bias, a, b)
+    case Fop::cutlass_scaled_mm:  // (out, a, b, scales...)
       return set_mm(dim_at(in, 1), dim_at(in, 2));
-    case Fop::cutlass_scaled_mm:
-      return set_mm(dim_at(in, 1), dim_at(in, 2));  // (out, a, b, scales...)
     case Fop::bmm:
       return set_bmm(dim_at(in, 0), dim_at(in, 1));
     case Fop::baddbmm:

@@ -62,7 +62,8 @@ namespace {
 double activation_bytes(const LlmConfig& c, const Parallelism& par, const MemoryOptions& opt) {
   const double act = c.act_bytes(), tp = par.tp;
   const double T = static_cast<double>(opt.max_num_batched_tokens);
-  const double qkv = static_cast<double>(c.heads / par.tp) * c.qk_head_dim() * 2.0 +
+  const int64_t heads_per_rank = c.heads / par.tp;  // TP divides the heads (checked by the caller)
+  const double qkv = static_cast<double>(heads_per_rank) * c.qk_head_dim() * 2.0 +
                      static_cast<double>(kv_heads_per_rank(c, par.tp)) * c.qk_head_dim() * 2.0;
   double mlp = 0;
   if (c.moe_layer_count() < c.layers) mlp = 3.0 * static_cast<double>(c.intermediate) / tp;

@@ -448,6 +448,7 @@ void name_variants(const TunerTable& table, const GpuSpec& gpu, const GemmShape&
                    std::vector<RankedConfig>& ranked) {
   if (!table.variants.booster) return;
   std::vector<TileConfig> configs;
+  configs.reserve(ranked.size());
   for (const auto& c : ranked) configs.push_back(c.config);
   const std::vector<int> chosen = choose_variants(table.variants, gpu, table.slots_by_cluster, shape, configs);
   for (std::size_t i = 0; i < ranked.size(); ++i) {

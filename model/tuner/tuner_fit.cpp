@@ -239,7 +239,7 @@ TunerRanker fit_ranker(const std::vector<TunerSample>& samples, const GpuSpec& g
 // Table 1 of a group: per shape its fastest few configurations (at most candidates_per_shape, within
 // candidate_within of its best: GroupTable::winners); a bucket ranks them by how close to the best
 // they came, summed over its shapes; the group's most frequent winners.
-void fit_candidates(GroupTable& g, std::vector<const TunerSample*> rows, const FitOptions& opt) {
+void fit_candidates(GroupTable& g, const std::vector<const TunerSample*>& rows, const FitOptions& opt) {
   g.buckets.clear();
   g.common.clear();
   g.winners.clear();

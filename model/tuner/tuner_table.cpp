@@ -439,6 +439,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
   };
   auto configs_from = [&](const std::vector<JsonValue>& entries) {
     std::vector<TileConfig> out;
+    out.reserve(entries.size());
     for (const JsonValue& e : entries) out.push_back(config_at(e, e.string()));
     return out;
   };
@@ -534,6 +535,7 @@ TunerTable parse_tuner_table(std::string_view json_text, const std::string& labe
         const std::vector<JsonValue> entries = customs.array();
         if (entries.empty()) customs.fail("is not a list of custom options");
         std::vector<int> v;
+        v.reserve(entries.size());
         for (const JsonValue& e : entries) v.push_back(option(e));
         std::sort(v.begin(), v.end());
         v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -599,7 +601,7 @@ Bundled load_bundled(const std::filesystem::path& dir) {
       if (!in) throw TunerTableError(p + ": cannot be read");
       const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       TunerTable t = parse_tuner_table(gunzip_if_compressed(bytes, p), p);
-      if (t.gpu_id != id)
+      if (t.gpu_id != id)  // NOLINTNEXTLINE(performance-inefficient-string-concatenation): an error, built once
         throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
       out.by_id.emplace(id, std::move(t));
     } catch (const CompressedTextError& e) {

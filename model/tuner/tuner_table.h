@@ -35,6 +35,7 @@ using Coefficients = std::array<double, kFeatureCount>;
 struct TileClassKey {
   int tile_m = 0, tile_n = 0, tile_k = 0;
   bool split = false;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy misreads the defaulted comparison
   auto operator<=>(const TileClassKey&) const = default;
 };
 TileClassKey class_of(const TileConfig& t);
@@ -47,6 +48,7 @@ struct ClassFit {
 // An exact configuration without its stage count (tile, split-K, cluster).
 struct ConfigKey {
   int tile_m = 0, tile_n = 0, tile_k = 0, split_k = 1, cluster_m = 1, cluster_n = 1;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy misreads the defaulted comparison
   auto operator<=>(const ConfigKey&) const = default;
 };
 ConfigKey config_key(const TileConfig& t);
@@ -54,6 +56,7 @@ ConfigKey config_key(const TileConfig& t);
 // Octaves: floor(log2(dim)).
 struct BucketKey {
   int m = 0, n = 0, k = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy misreads the defaulted comparison
   auto operator<=>(const BucketKey&) const = default;
 };
 BucketKey bucket_of(int64_t M, int64_t N, int64_t K);

@@ -74,7 +74,10 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   PipeDemand d, least;
   double useful = 0, tokens = 0;
   double ctas = 0, max_cta_flops = 0;
-  for (int64_t len : lens) ctas += static_cast<double>((len + t.q_rows - 1) / t.q_rows) * hq;
+  for (int64_t len : lens) {
+    const int64_t q_tiles = (len + t.q_rows - 1) / t.q_rows;  // ceil: a partial tile is a whole CTA
+    ctas += static_cast<double>(q_tiles) * hq;
+  }
   const bool exact_schedule = ctas <= 20000;
   std::vector<double> cta_work;  // executed tensor FLOPs per CTA, when few enough to schedule exactly
   for (int64_t len : lens) {

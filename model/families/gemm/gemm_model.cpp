@@ -115,7 +115,8 @@ void gemm_demand(const GemmProblem& p, const TileConfig& t, const HardwareRates&
   d.dram_bytes = p.batch * ((p.M * p.K + p.N * p.K) * in_b + p.M * p.N * out_b);
   d.dram_write_bytes = p.batch * p.M * p.N * out_b;
   // A thread-block cluster multicasts each operand tile to the CTAs that share it.
-  const double l2_per_k = t.tile_m / std::max(1, t.cluster_n) + t.tile_n / std::max(1, t.cluster_m);
+  const double l2_per_k = static_cast<double>(t.tile_m) / std::max(1, t.cluster_n) +
+                          static_cast<double>(t.tile_n) / std::max(1, t.cluster_m);
   d.l2_bytes = output_ctas * l2_per_k * k_per_cta * in_b + p.batch * p.M * p.N * out_b;
   d.smem_bytes = ctas * (t.tile_m + t.tile_n) * k_per_cta * in_b;
   if (split > 1) {
@@ -157,7 +158,8 @@ TileConfig choose_gemm_tile(const GemmProblem& p, const GpuSpec& gpu, const Hard
   for (TileConfig t : gemm_tile_candidates(gpu, p.dtype)) {
     const double tiles = p.batch * std::ceil(p.M / t.tile_m) * std::ceil(p.N / t.tile_n);
     // Split-K only when the output tiles leave most SMs idle and K is long enough to cut.
-    const int max_split = tiles < hw.sms / 2 ? static_cast<int>(std::min(16.0, std::floor(p.K / (4.0 * t.tile_k)))) : 1;
+    const int half_sms = hw.sms / 2;  // rounded down for an odd SM count
+    const int max_split = tiles < half_sms ? static_cast<int>(std::min(16.0, std::floor(p.K / (4.0 * t.tile_k)))) : 1;
     for (int s = 1; s <= std::max(1, max_split); s = s < 4 ? s + 1 : s * 2) {
       t.split_k = s;
       const double c = estimate_cycles(p, t, hw);
