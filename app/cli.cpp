@@ -53,7 +53,10 @@ const std::map<QString, Command>& commands() {
         "(target-measured tier), or with --no-target-calibration its datasheet (cross-generation tier)",
         cmdEval,
         {QCommandLineOption("holdout-gpu", "GPU to hold out", "ID"),
-         QCommandLineOption("holdout-arch", "architecture to hold out", "ARCH"),
+         QCommandLineOption("holdout-arch",
+                            "architecture to hold out: its name (ampere, hopper, blackwell, ...) or a compute "
+                            "capability (sm89, sm100, sm120)",
+                            "ARCH"),
          QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed",
                             "random seed of the row and column subsampling (7): how much a result depends on it", "N"),
@@ -99,7 +102,8 @@ const std::map<QString, Command>& commands() {
       {"simulate",
        {"perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json]",
         "serving simulation (batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | "
-        "trace:FILE.csv): TTFT, TPOT, E2E, throughput",
+        "closed:concurrency=C,n=N,input=I,output=O | trace:FILE.csv; docs/cli.md has the whole grammar): TTFT, "
+        "TPOT, E2E, throughput, goodput",
         cmdSimulate,
         {QCommandLineOption("model", "bundled model id or config.json", "M"), QCommandLineOption("gpu", "GPU id", "ID"),
          QCommandLineOption("tp", "tensor parallel degree", "N"),
@@ -119,7 +123,8 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("clocks",
                             "burst (default) or sustained: each step slowed as far as its load drives the "
                             "GPU into its power limit (needs a sustained-power calibration)",
-                            "STATE")}}},
+                            "STATE"),
+         QCommandLineOption("sla", "latency objective for goodput: ttft=MS,tpot=MS,e2e=MS (any of them)", "BOUNDS")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
         "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out "

@@ -1,11 +1,14 @@
 // `perfloom train` and `perfloom eval --holdout-gpu ID`: the learned models, rebuilt from the
 // measurements a fresh clone carries (data), and their honest cross-GPU accuracy.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -59,6 +62,40 @@ TrainOptions trainOptions(const QCommandLineParser& args) {
     if (!ok || o.seed < 0) throw std::invalid_argument("--seed must be a non-negative whole number");
   }
   return o;
+}
+
+// The GPUs an --holdout-arch value names: an `architecture` of the GPU files ("ampere",
+// "blackwell"; any case), or a compute capability written smXY or sm_XY ("sm89", "sm100",
+// "sm120"), which separates the parts that share an architecture name but not their SMs
+// (datacenter Blackwell sm100/sm103 against the RTX Blackwell sm120).
+std::set<std::string> gpusOfArchitecture(const GpuDatabase& gpus, const std::string& arch) {
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  auto sm = [](const std::string& cc) {  // "12.0" -> "sm120"
+    std::string digits;
+    std::copy_if(cc.begin(), cc.end(), std::back_inserter(digits), [](unsigned char c) { return std::isdigit(c); });
+    return digits.empty() ? std::string() : "sm" + digits;
+  };
+  std::string want = lower(arch);
+  if (want.rfind("sm_", 0) == 0) want.erase(2, 1);
+  std::set<std::string> held, names, capabilities;
+  for (const auto& g : gpus.all()) {
+    names.insert(lower(g.architecture));
+    if (!sm(g.compute_capability).empty()) capabilities.insert(sm(g.compute_capability));
+    if (lower(g.architecture) == want || sm(g.compute_capability) == want) held.insert(g.id);
+  }
+  if (held.empty()) {
+    auto join = [](const std::set<std::string>& v) {
+      std::string out;
+      for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+      return out;
+    };
+    throw std::invalid_argument("no GPU of architecture \"" + arch + "\": give an architecture (" + join(names) +
+                                ") or a compute capability (" + join(capabilities) + ")");
+  }
+  return held;
 }
 
 std::string pct(double v) {
@@ -136,9 +173,7 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     what = g.id;
   } else {
     what = args.value("holdout-arch").toStdString();
-    for (const auto& g : ctx.gpus.all())
-      if (g.architecture == what) held.insert(g.id);
-    if (held.empty()) throw std::invalid_argument("no GPU of architecture \"" + what + "\"");
+    held = gpusOfArchitecture(ctx.gpus, what);
   }
   // The held-out GPUs' calibrations never reach the training GPUs (the default fractions average
   // the others'), so the training rows are the same with and without --no-target-calibration; only

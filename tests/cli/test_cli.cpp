@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "run_process.h"
@@ -129,6 +131,58 @@ TEST(Cli, EvalSavesTheModelsItTrainedWithoutTheHeldOutGpu) {
                          " --save-models /dev/null/models " + kDb);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("/dev/null/models"), std::string::npos) << bad.err;
+  fs::remove_all(data);
+}
+
+// --holdout-arch takes an architecture name or a compute capability: "blackwell" holds out the
+// datacenter and the RTX parts together, "sm120" (or "sm_120") only the RTX ones.
+TEST(Cli, EvalHoldsOutAnArchitectureByNameOrByComputeCapability) {
+  const fs::path data = fs::temp_directory_path() / ("perfloom-cli-arch-" + std::to_string(::getpid()));
+  const std::map<std::string, std::pair<std::string, int>> gpus = {
+      // folder: driver name, rows
+      {"h100-sxm", {"NVIDIA H100 80GB HBM3", 12}},
+      {"b200", {"NVIDIA B200", 10}},
+      {"rtx-pro-6000-server", {"NVIDIA RTX PRO 6000 Blackwell Server Edition", 8}}};
+  for (const auto& [dir, gpu] : gpus) {
+    fs::create_directories(data / dir);
+    std::ofstream csv(data / dir / "norm.csv");
+    csv << "# format=perfloom-collector/1\n# sweep=elementwise\n# gpu_name=" << gpu.first
+        << "\nop,dtype,T,H,latency_us\n";
+    for (int i = 0; i < gpu.second; ++i) csv << "rmsnorm,bf16," << (1 << i) << ",4096," << 2.0 + 0.5 * i << "\n";
+  }
+  auto eval = [&](const std::string& arch) {
+    return runPerfloom("eval --holdout-arch " + arch + " --rounds 5 --json --data " + data.string() + " " + kDb);
+  };
+  auto held = [](const json& doc) { return doc.at("held_out_gpus").get<std::set<std::string>>(); };
+
+  auto sm120 = eval("sm120");
+  ASSERT_EQ(sm120.exit_code, 0) << sm120.err;
+  const json by_cc = json::parse(sm120.out);
+  EXPECT_EQ(by_cc.at("holdout"), "sm120");
+  EXPECT_EQ(held(by_cc).count("rtx-pro-6000-server"), 1u);
+  EXPECT_EQ(held(by_cc).count("b200"), 0u);
+  EXPECT_EQ(held(by_cc).count("h100-sxm"), 0u);
+  EXPECT_EQ(by_cc.at("test_rows"), 8);
+  EXPECT_EQ(by_cc.at("train_rows"), 22);
+
+  auto underscore = eval("SM_120");
+  ASSERT_EQ(underscore.exit_code, 0) << underscore.err;
+  EXPECT_EQ(held(json::parse(underscore.out)), held(by_cc));
+
+  auto blackwell = eval("Blackwell");
+  ASSERT_EQ(blackwell.exit_code, 0) << blackwell.err;
+  const json by_name = json::parse(blackwell.out);
+  EXPECT_EQ(held(by_name).count("b200"), 1u);
+  EXPECT_EQ(held(by_name).count("rtx-pro-6000-server"), 1u);
+  EXPECT_EQ(held(by_name).count("h100-sxm"), 0u);
+  EXPECT_EQ(by_name.at("test_rows"), 18);
+  EXPECT_EQ(by_name.at("train_rows"), 12);
+
+  auto unknown = eval("sm999");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("no GPU of architecture \"sm999\""), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("hopper"), std::string::npos) << unknown.err;  // what it could have been
+  EXPECT_NE(unknown.err.find("sm120"), std::string::npos) << unknown.err;
   fs::remove_all(data);
 }
 

@@ -229,6 +229,71 @@ TEST(PublicDatasets, AiconfiguratorGemmNvfp4OnBlackwell) {
   EXPECT_EQ(ks[1].gpu_id, "b200");
 }
 
+// The SGLang 0.5.10 tables of an Ada part (FlashAttention) and of an RTX Blackwell part (Triton
+// attention, nvfp4 GEMMs): every row is kept and reaches its GPU.
+TEST(PublicDatasets, AiconfiguratorL40sAndRtxPro6000ServerTables) {
+  DatasetLoadReport rep;
+  auto l40s = read_aiconfigurator_gemm(aic("l40s/gemm/sglang/0.5.10/gemm_perf.csv.gz"), db(), &rep);
+  EXPECT_EQ(rep.rows, 71484u);
+  EXPECT_EQ(rep.kept, 71484u);
+  // First row: SGLang,0.5.10,NVIDIA L40S,gemm,sglang,fp8,3840,5120,1536,0.18570933077070448
+  ASSERT_FALSE(l40s.empty());
+  EXPECT_EQ(l40s.front().gpu_id, "l40s");
+  EXPECT_EQ(l40s.front().kernel.dtype, Dtype::fp8e4m3);
+  EXPECT_EQ(l40s.front().kernel.shape.M, 3840);
+  EXPECT_EQ(l40s.front().kernel.shape.N, 5120);
+  EXPECT_EQ(l40s.front().kernel.shape.K, 1536);
+  EXPECT_NEAR(l40s.front().latency_us, 185.70933077070448, 1e-9);
+  EXPECT_EQ(l40s.front().dataset, "aiconfigurator/l40s/gemm/sglang-0.5.10");
+  std::map<Dtype, std::size_t> by;
+  for (const auto& m : l40s) ++by[m.kernel.dtype];
+  EXPECT_EQ(by, (std::map<Dtype, std::size_t>{{Dtype::bf16, 35742u}, {Dtype::fp8e4m3, 35742u}}));
+
+  auto gen =
+      read_aiconfigurator_attention(aic("l40s/attention/sglang/0.5.10/generation_attention_perf.csv.gz"), db(), &rep);
+  EXPECT_EQ(rep.rows, 5173u);
+  EXPECT_EQ(rep.kept, 5173u);
+  // SGLang,0.5.10,NVIDIA L40S,generation_attention,flash_attention,64,1,64,64,128,1,bfloat16,bfloat16,1,0,0.1736736...
+  ASSERT_FALSE(gen.empty());
+  EXPECT_EQ(gen.front().kernel.op, Op::attn_decode);
+  EXPECT_EQ(gen.front().kernel.shape.B, 64);
+  EXPECT_EQ(gen.front().kernel.shape.L, 2);
+  EXPECT_EQ(gen.front().kernel.shape.Hkv, 64);
+  EXPECT_NEAR(gen.front().latency_us, 173.67360591888428, 1e-9);
+  EXPECT_NE(gen.front().note.find("kernel_source=flash_attention"), std::string::npos) << gen.front().note;
+
+  auto rtx = read_aiconfigurator_gemm(aic("rtx_pro_6000_server/gemm/sglang/0.5.10/gemm_perf.csv.gz"), db(), &rep);
+  EXPECT_EQ(rep.rows, 101010u);
+  EXPECT_EQ(rep.kept, 101010u);
+  by.clear();
+  for (const auto& m : rtx) ++by[m.kernel.dtype];
+  EXPECT_EQ(by, (std::map<Dtype, std::size_t>{{Dtype::bf16, 35742u}, {Dtype::fp8e4m3, 35742u}, {Dtype::fp4, 29526u}}));
+  // First row: SGLang,0.5.10,NVIDIA RTX PRO 6000 Blackwell Server Edition,gemm,sglang,nvfp4,224,1536,2048,0.01241955...
+  ASSERT_FALSE(rtx.empty());
+  EXPECT_EQ(rtx.front().gpu_id, "rtx-pro-6000-server");
+  EXPECT_EQ(rtx.front().kernel.dtype, Dtype::fp4);
+  EXPECT_NEAR(rtx.front().latency_us, 12.4195557501581, 1e-9);
+
+  // No window_size column in this table: no row is a sliding-window row.
+  auto ctx = read_aiconfigurator_attention(
+      aic("rtx_pro_6000_server/attention/sglang/0.5.10/context_attention_perf.csv.gz"), db(), &rep);
+  EXPECT_EQ(rep.rows, 33522u);
+  EXPECT_EQ(rep.kept, 33522u);
+  // SGLang,0.5.10,NVIDIA RTX PRO 6000 Blackwell Server
+  // Edition,context_attention,triton,8,16384,96,2,128,1,fp8,fp8,0,239.00244140625
+  ASSERT_FALSE(ctx.empty());
+  const MeasuredKernel& p = ctx.front();
+  EXPECT_EQ(p.kernel.op, Op::attn_prefill);
+  EXPECT_EQ(p.kernel.dtype, Dtype::fp8e4m3);
+  EXPECT_EQ(p.kernel.shape.B, 8);
+  EXPECT_EQ(p.kernel.shape.S, 16384);
+  EXPECT_EQ(p.kernel.shape.Hq, 96);
+  EXPECT_EQ(p.kernel.shape.Hkv, 2);
+  EXPECT_NEAR(p.latency_us, 239002.44140625, 1e-6);
+  EXPECT_EQ(p.dataset, "aiconfigurator/rtx_pro_6000_server/context_attention/sglang-0.5.10");
+  EXPECT_NE(p.note.find("kernel_source=triton"), std::string::npos) << p.note;
+}
+
 TEST(PublicDatasets, AiconfiguratorAttentionKnownRows) {
   DatasetLoadReport rep;
   auto ctx =
@@ -499,7 +564,7 @@ TEST(PublicDatasets, EveryFileOfTheFolderIsReadAndEachSourceKeepsItsRows) {
   EXPECT_GE(kept_by_source["neusight"], 138211u);
   EXPECT_GE(kept_by_source["vidur"], 198561u);
   for (const char* gpu : {"a100-sxm-80gb", "b200", "h100-sxm", "a100-pcie-40gb", "p100-pcie", "p4", "t4", "v100-pcie",
-                          "a100-pcie-80gb", "a40"})
+                          "a100-pcie-80gb", "a40", "l40s", "rtx-pro-6000-server"})
     EXPECT_EQ(gpus.count(gpu), 1u) << gpu;
 }
 
@@ -522,6 +587,8 @@ TEST(PublicDatasets, GpuMapping) {
   EXPECT_EQ(public_dataset_gpu_id("NVIDIA H100 80GB HBM3", db()), "h100-sxm");
   EXPECT_EQ(public_dataset_gpu_id("NVIDIA A100-SXM4-80GB", db()), "a100-sxm-80gb");
   EXPECT_EQ(public_dataset_gpu_id("NVIDIA B200", db()), "b200");
+  EXPECT_EQ(public_dataset_gpu_id("NVIDIA L40S", db()), "l40s");
+  EXPECT_EQ(public_dataset_gpu_id("NVIDIA RTX PRO 6000 Blackwell Server Edition", db()), "rtx-pro-6000-server");
   EXPECT_EQ(public_dataset_gpu_id("NVIDIA_A100-SXM4-40GB", db()), "a100-sxm-40gb");  // NeuSight file names
   EXPECT_EQ(public_dataset_gpu_id("NVIDIA_H100_80GB_HBM3", db()), "h100-sxm");
   EXPECT_EQ(public_dataset_gpu_id("Tesla V100-PCIE-32GB", db()), "v100-pcie");
