@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/file_reader.h"
 #include "model/gpu_database.h"
 #include "model/json_fields.h"
 
@@ -125,11 +125,8 @@ Calibration parse_calibration(std::string_view json_text, const std::string& fil
 }
 
 Calibration read_calibration_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CalibrationError(path.string(), "", "missing or unreadable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_calibration(ss.str(), path.string());
+  return parse_calibration(read_file_guarded(path, file_limits::calibration, &throw_field_error<CalibrationError>),
+                           path.string());
 }
 
 AchievableFractions achievable_fractions(const Calibration& c, const GpuSpec& gpu) {

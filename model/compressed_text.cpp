@@ -13,8 +13,12 @@ bool is_gzip(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-std::string gunzip_if_compressed(std::string_view bytes, const std::string& label) {
-  if (!is_gzip(bytes)) return std::string(bytes);
+std::string gunzip_if_compressed(std::string_view bytes, const std::string& label, std::size_t max_bytes) {
+  if (!is_gzip(bytes)) {
+    if (bytes.size() > max_bytes)
+      throw CompressedTextTooLarge(label + ": more than " + std::to_string(max_bytes) + " bytes");
+    return std::string(bytes);
+  }
   std::string out;
   z_stream zs{};
   if (inflateInit2(&zs, kGzipWindow) != Z_OK) throw CompressedTextError(label + ": cannot start zlib");
@@ -26,7 +30,12 @@ std::string gunzip_if_compressed(std::string_view bytes, const std::string& labe
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
+    const std::size_t got = sizeof buf - zs.avail_out;
+    if (got > max_bytes - out.size()) {
+      inflateEnd(&zs);
+      throw CompressedTextTooLarge(label + ": inflates to more than " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, got);
     if (rc == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
       inflateReset(&zs);  // another gzip member follows

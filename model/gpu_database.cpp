@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/file_reader.h"
 #include "model/json_fields.h"
 
 namespace perfloom {
@@ -27,6 +27,7 @@ std::string lower(std::string_view s) {
 }
 
 constexpr FieldErrorFn kRaise = &throw_field_error<GpuSpecError>;
+constexpr std::size_t kMaxIdChars = 64, kMaxNameChars = 256;
 
 // "[a-z0-9][a-z0-9.-]*", by hand: std::regex recurses per character and a hostile id can be megabytes.
 bool is_gpu_id(std::string_view id) {
@@ -64,7 +65,15 @@ GpuSpec parse_gpu_spec(std::string_view json_text, const std::string& file) {
   g.id = r.string("id");
   if (!is_gpu_id(g.id))
     r.fail("id", "must be lowercase letters, digits, '-' and '.' (got " + quote_excerpt(g.id) + ")");
+  // Names are echoed in tables and messages: a GPU's longest real name is some 60 characters.
+  auto bounded = [&](const std::string& field, const std::string& v, std::size_t max) {
+    if (v.size() > max)
+      r.fail(field, "is " + std::to_string(v.size()) + " characters long; at most " + std::to_string(max) + " (got " +
+                        quote_excerpt(v) + ")");
+  };
+  bounded("id", g.id, kMaxIdChars);
   g.name = r.string("name");
+  bounded("name", g.name, kMaxNameChars);
   g.vendor = r.string("vendor");
   if (g.vendor != "nvidia" && g.vendor != "amd" && g.vendor != "intel")
     r.fail("vendor", "must be nvidia, amd or intel (got " + quote_excerpt(g.vendor) + ")");
@@ -75,7 +84,12 @@ GpuSpec parse_gpu_spec(std::string_view json_text, const std::string& file) {
   if (!is_compute_capability(g.compute_capability))
     r.fail("compute_capability", "must look like \"9.0\" (got " + quote_excerpt(g.compute_capability) + ")");
   if (const auto aliases = r.optional("aliases"))
-    for (const JsonValue& a : aliases->array()) g.aliases.push_back(a.string(false));
+    for (const JsonValue& a : aliases->array()) {
+      g.aliases.push_back(a.string(false));
+      if (g.aliases.back().size() > kMaxNameChars)
+        a.fail("is " + std::to_string(g.aliases.back().size()) + " characters long; at most " +
+               std::to_string(kMaxNameChars) + " (got " + quote_excerpt(g.aliases.back()) + ")");
+    }
 
   g.sm_count = static_cast<int>(r.integer("sm_count", R::between(1, 1024)));
   g.boost_clock_mhz = r.number("boost_clock_mhz", R::between(100, 5000));
@@ -214,8 +228,9 @@ GpuDatabase GpuDatabase::builtin() {
 std::string GpuDatabase::add_calibration(Calibration c) {
   const GpuSpec* gpu = find(c.gpu_name);
   if (!gpu)
-    throw CalibrationError(c.file, "gpu_name",
-                           "\"" + c.gpu_name + "\" names no known GPU (`perfloom gpus` lists them with their aliases)");
+    throw CalibrationError(
+        c.file, "gpu_name",
+        quote_excerpt(c.gpu_name) + " names no known GPU (`perfloom gpus` lists them with their aliases)");
   achievable_fractions(c, *gpu);   // validates it against the spec
   sustained_power_curve(c, *gpu);  // and its sustained-power block, if any
   std::string id = gpu->id;
@@ -269,7 +284,7 @@ void GpuDatabase::add(GpuSpec gpu) {
     const GpuSpec* other = find(n);
     if (other && other->id != gpu.id)
       throw GpuSpecError(gpu.source_file, "aliases",
-                         "\"" + n + "\" already names GPU '" + other->id + "' (" + other->source_file + ")");
+                         quote_excerpt(n) + " already names GPU '" + other->id + "' (" + other->source_file + ")");
   }
   auto same = std::find_if(gpus_.begin(), gpus_.end(), [&](const GpuSpec& g) { return g.id == gpu.id; });
   if (same != gpus_.end())
@@ -284,19 +299,18 @@ void GpuDatabase::add_json(std::string_view json_text, const std::string& file_l
 }
 
 void GpuDatabase::add_directory(const std::filesystem::path& dir) {
-  if (!std::filesystem::is_directory(dir)) throw GpuSpecError(dir.string(), "", "is not a folder");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw GpuSpecError(dir.string(), "", "is not a folder");
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  // Every *.json entry, whatever its type: a named pipe or a folder of that name is refused by the
+  // reader, by name, rather than skipped without a word.
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    if (it->path().extension() == ".json") files.push_back(it->path());
+  if (ec) throw GpuSpecError(dir.string(), "", "cannot be listed: " + ec.message());
   std::sort(files.begin(), files.end());
   GpuDatabase staged = *this;  // all or nothing
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) throw GpuSpecError(f.string(), "", "cannot be read");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    staged.add_json(ss.str(), f.string());
-  }
+  for (const auto& f : files) staged.add_json(read_file_guarded(f, file_limits::gpu_spec, kRaise), f.string());
   *this = std::move(staged);
 }
 
@@ -321,7 +335,7 @@ const GpuSpec& GpuDatabase::get(std::string_view key) const {
     if (close && !k.empty()) hint += (hint.empty() ? "" : ", ") + g.id;
   }
   throw std::invalid_argument(
-      "unknown GPU \"" + std::string(key) + "\"" +
+      "unknown GPU " + quote_excerpt(key) +
       (hint.empty() ? std::string("; `perfloom gpus` lists the known ones") : "; did you mean: " + hint + "?"));
 }
 

@@ -58,6 +58,11 @@ std::string describe_json(const nlohmann::json& v);
 nlohmann::json parse_json_object(std::string_view text, const std::string& file, FieldErrorFn raise,
                                  std::string_view expected = {}, int max_depth = kMaxJsonDepth);
 
+// True when the JSON text `text` opens more than `max_depth` arrays and objects inside one another
+// (brackets in strings do not count). A linear scan that builds nothing, for text handed to a parser
+// that recurses per level (XGBoost's), before it is handed over.
+bool json_nests_deeper_than(std::string_view text, int max_depth);
+
 // The numbers a field accepts: [lo, hi], either end open or unbounded. `what` names the kind of value
 // in the message ("a probability": "must be a probability in (0, 1]").
 struct NumberRange {

@@ -9,7 +9,9 @@
 #include "model/compressed_text.h"
 #include "model/families/family_models.h"
 #include "model/features.h"
+#include "model/file_reader.h"
 #include "model/hash.h"
+#include "model/json_fields.h"
 #include "model/resources.h"
 #include "model/training.h"
 
@@ -20,13 +22,9 @@ constexpr const char* kSchema = "perfloom-models/1";
 
 // The file's text; gzip-compressed files (the shipped *.json.gz) are inflated, plain ones read as they are.
 std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw ModelLoadError(p.string() + ": missing or unreadable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
   try {
-    return gunzip_if_compressed(ss.str(), p.string());
-  } catch (const CompressedTextError& e) {
+    return read_file_guarded(p, file_limits::learned_model);
+  } catch (const FileReadError& e) {
     throw ModelLoadError(e.what());
   }
 }
@@ -78,17 +76,19 @@ LearnedPredictor::LearnedPredictor(std::vector<FamilyModel> models, nlohmann::js
 
 std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::path& dir) {
   const auto manifest_path = dir / "manifest.json";
-  nlohmann::json manifest;
-  try {
-    manifest = nlohmann::json::parse(read_file(manifest_path));
-  } catch (const nlohmann::json::exception& e) {
-    throw ModelLoadError(manifest_path.string() + ": not valid JSON: " + e.what());
-  }
-  if (!manifest.is_object() || !manifest.contains("families") || !manifest["families"].is_object())
+  // Depth-bounded, with a bounded message (model/json_fields.h): the folder may be anyone's.
+  nlohmann::json manifest = parse_json_object(
+      read_file(manifest_path), manifest_path.string(),
+      [](const std::string& file, const std::string&, const std::string& reason) {
+        throw ModelLoadError(file + ": " + reason);
+      },
+      "a perfloom model manifest");
+  if (!manifest.contains("families") || !manifest["families"].is_object())
     throw ModelLoadError(manifest_path.string() +
                          ": not a perfloom model manifest (expected an object with \"families\")");
-  if (manifest.value("schema", "") != kSchema)
-    throw ModelLoadError(manifest_path.string() + ": schema is " + manifest.value("schema", "missing") + ", expected " +
+  if (!manifest.contains("schema") || manifest["schema"] != kSchema)
+    throw ModelLoadError(manifest_path.string() + ": schema is " +
+                         (manifest.contains("schema") ? json_excerpt(manifest["schema"]) : "missing") + ", expected " +
                          kSchema);
   if (manifest.value("feature_version", -1) != kFeatureVersion)
     throw ModelLoadError(manifest_path.string() + ": trained on feature version " +
@@ -108,7 +108,7 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
   std::vector<Pending> pending;
   for (auto& [fname, info] : manifest.at("families").items()) {
     auto fam = parse_family(fname);
-    if (!fam) throw ModelLoadError(manifest_path.string() + ": unknown family \"" + fname + "\"");
+    if (!fam) throw ModelLoadError(manifest_path.string() + ": unknown family " + quote_excerpt(fname));
     Pending p;
     p.model.family = *fam;
     p.model.train_rows = info.value("train_rows", 0);

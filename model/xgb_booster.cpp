@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/json_fields.h"
+
 namespace perfloom {
 
 namespace {
@@ -58,6 +60,11 @@ XgbBooster XgbBooster::train(const std::vector<float>& features, std::size_t row
 }
 
 XgbBooster XgbBooster::load_json(const std::string& json_text, const std::string& label) {
+  // XGBoost's JSON reader recurses once per level: a file nested 100,000 deep would overflow the
+  // stack. Its own models nest about 10 levels.
+  if (json_nests_deeper_than(json_text, kMaxJsonDepth))
+    throw XgbError(label + ": not a usable XGBoost model: nests deeper than " + std::to_string(kMaxJsonDepth) +
+                   " levels");
   XgbBooster b;
   check(XGBoosterCreate(nullptr, 0, &b.handle_), "create");
   if (XGBoosterLoadModelFromBuffer(b.handle_, json_text.data(), json_text.size()) != 0)

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/file_reader.h"
 #include "model/json_fields.h"
 
 namespace perfloom::embedded {
@@ -387,14 +386,12 @@ LlmConfig load_llm_config(const std::string& id_or_path) {
   std::filesystem::path path = id_or_path;
   if (std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(path / "config.json", ec))
     path /= "config.json";  // a model folder as downloaded from the Hub
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw std::invalid_argument("unknown model \"" + id_or_path + "\": not a bundled id (" +
+  // A named pipe or a device of that name is refused by the reader, by its type; a folder without a
+  // config.json is no model.
+  if (!std::filesystem::exists(path, ec) || std::filesystem::is_directory(path, ec))
+    throw std::invalid_argument("unknown model " + quote_excerpt(id_or_path) + ": not a bundled id (" +
                                 join(bundled_llm_ids(), ", ") + ") and no config.json file of that name");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LlmConfigError(path.string(), "", "cannot be read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_llm_config(ss.str(), path.string());
+  return parse_llm_config(read_file_guarded(path, file_limits::llm_config, kRaise), path.string());
 }
 
 }  // namespace perfloom::sim

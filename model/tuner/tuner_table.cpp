@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/compressed_text.h"
+#include "model/file_reader.h"
 #include "model/json_fields.h"
 #include "model/resources.h"
 #include "model/tuner/acceptance_model.h"
@@ -588,7 +589,8 @@ Bundled load_bundled(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (e.is_regular_file(ec) && (name.ends_with(".json.gz") || name.ends_with(".json"))) files.push_back(e.path());
+    // A named pipe or a folder of that name is kept: the reader refuses it, and the table says why.
+    if (name.ends_with(".json.gz") || name.ends_with(".json")) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   for (const auto& path : files) {
@@ -597,14 +599,11 @@ Bundled load_bundled(const std::filesystem::path& dir) {
     for (std::string_view ext : {".gz", ".json"})
       if (id.size() > ext.size() && id.ends_with(ext)) id.resize(id.size() - ext.size());
     try {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) throw TunerTableError(p + ": cannot be read");
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      TunerTable t = parse_tuner_table(gunzip_if_compressed(bytes, p), p);
+      TunerTable t = parse_tuner_table(read_file_guarded(path, file_limits::tuner_table), p);
       if (t.gpu_id != id)  // NOLINTNEXTLINE(performance-inefficient-string-concatenation): an error, built once
-        throw TunerTableError(p + ": field 'gpu' is '" + t.gpu_id + "', but the file is named for '" + id + "'");
+        throw TunerTableError(p + ": field 'gpu' is '" + text_excerpt(t.gpu_id) + "', but the file is named for '" + id + "'");
       out.by_id.emplace(id, std::move(t));
-    } catch (const CompressedTextError& e) {
+    } catch (const FileReadError& e) {
       out.by_id.emplace(id, std::string(e.what()));
     } catch (const TunerTableError& e) {
       out.by_id.emplace(id, std::string(e.what()));
