@@ -1,5 +1,5 @@
-// `perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json] [--json]`
-// (CONTRACT.md): a serving simulation.
+// `perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json] [--json] [--sla BOUNDS]`
+// (docs/cli.md): a serving simulation.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -53,6 +53,7 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     sc.attention_impl = *impl;
   }
   sc.clocks = cliClockState(args);
+  if (args.isSet("sla")) sc.sla = sim::parse_sla(args.value("sla").toStdString());
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
   const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
   const sim::Workload workload = sim::parse_workload(args.value("workload").toStdString());
@@ -82,6 +83,10 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   std::printf("%zu requests in %.3f s, %lld steps, %lld preemptions, %lld prompt tokens from the prefix cache\n",
               r.requests.size(), r.duration_s, static_cast<long long>(r.step_count),
               static_cast<long long>(r.preemptions), static_cast<long long>(r.cached_tokens));
+  if (r.warmup > 0 || r.cooldown > 0)
+    std::printf("measured: %lld requests (first %lld and last %lld to arrive left out), window %.3f-%.3f s\n",
+                static_cast<long long>(r.measured), static_cast<long long>(r.warmup),
+                static_cast<long long>(r.cooldown), r.window_start_s, r.window_end_s);
   if (workload.kind == sim::WorkloadKind::batch) {
     std::printf("prefill_ms: %.3f\n", r.prefill_ms);
     std::printf("median_decode_ms: %.3f\n", r.median_decode_ms);
@@ -96,6 +101,21 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   row("e2e_ms", r.e2e_ms);
   std::printf("throughput: %.1f output tokens/s, %.1f total tokens/s, %.3f requests/s\n", r.output_tokens_per_s,
               r.total_tokens_per_s, r.requests_per_s);
+  if (r.sla.set()) {
+    std::string bounds;
+    auto bound = [&](const char* name, double ms) {
+      if (ms <= 0) return;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s <= %g ms", bounds.empty() ? "" : ", ", name, ms);
+      bounds += buf;
+    };
+    bound("ttft", r.sla.ttft_ms);
+    bound("tpot", r.sla.tpot_ms);
+    bound("e2e", r.sla.e2e_ms);
+    std::printf("sla: %lld of %lld requests (%.1f%%) meet %s; goodput %.3f requests/s\n",
+                static_cast<long long>(r.sla_met), static_cast<long long>(r.measured), 100.0 * r.sla_attainment,
+                bounds.c_str(), r.goodput_requests_per_s);
+  }
   double total = 0;
   for (double v : r.breakdown_us) total += v;
   std::printf("breakdown_us:");

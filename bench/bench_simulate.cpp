@@ -1,9 +1,10 @@
-// Speed of the serving simulator (issue 7): 10,000 Poisson requests of Llama-3.1-70B at TP 4 on
-// H100s, input 1024 and output 256 tokens, at 20 requests/s (more than the deployment serves, so
-// it runs full batches throughout). Goal: under 2 s of wall time on a 2-core machine. Kernels are
-// predicted as `perfloom simulate` predicts them: the learned models (loading them is part of the
-// setup time), or the roofline with --roofline.
-//   perfloom-bench-simulate [--roofline] [REQUESTS] [RATE]
+// Speed of the serving simulator: 10,000 requests of Llama-3.1-70B at TP 4 on H100s, input 1024 and
+// output 256 tokens, open loop (Poisson at 20 requests/s, more than the deployment serves, so it runs
+// full batches throughout) or closed loop (`--closed C`: C clients, each sending its next request when
+// the last one finishes). Goal: under 2 s of wall time on a 2-core machine. Kernels are predicted as
+// `perfloom simulate` predicts them: the learned models (loading them is part of the setup time), or
+// the roofline with --roofline. `--workload SPEC` runs any workload instead.
+//   perfloom-bench-simulate [--roofline] [--closed C | --workload SPEC] [REQUESTS] [RATE]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +19,21 @@
 using namespace perfloom;
 
 int main(int argc, char** argv) {
-  const bool roofline = argc > 1 && std::string(argv[1]) == "--roofline";
-  if (roofline) {
+  bool roofline = false;
+  long closed = 0;
+  std::string spec;
+  for (;;) {
+    const std::string a = argc > 1 ? argv[1] : "";
+    if (a == "--roofline") {
+      roofline = true;
+    } else if ((a == "--closed" || a == "--workload") && argc > 2) {
+      if (a == "--closed") closed = std::atol(argv[2]);
+      if (a == "--workload") spec = argv[2];
+      --argc;
+      ++argv;
+    } else {
+      break;
+    }
     --argc;
     ++argv;
   }
@@ -27,8 +41,10 @@ int main(int argc, char** argv) {
   const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
   char rate_text[32];
   std::snprintf(rate_text, sizeof rate_text, "%g", rate);
-  const std::string spec =
-      std::string("poisson:rate=") + rate_text + ",n=" + std::to_string(n) + ",input=1024,output=256,seed=1";
+  if (spec.empty() && closed > 0)
+    spec = "closed:concurrency=" + std::to_string(closed) + ",n=" + std::to_string(n) + ",input=1024,output=256,seed=1";
+  if (spec.empty())
+    spec = std::string("poisson:rate=") + rate_text + ",n=" + std::to_string(n) + ",input=1024,output=256,seed=1";
   try {
     const auto t0 = std::chrono::steady_clock::now();
     const GpuDatabase gpus = GpuDatabase::builtin();

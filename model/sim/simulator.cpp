@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +32,34 @@ LatencyStats latency_stats(std::vector<double> v) {
   s.p90 = pct(90);
   s.p99 = pct(99);
   return s;
+}
+
+Sla parse_sla(const std::string& spec) {
+  Sla sla;
+  auto bad = [&](const std::string& why) { throw std::invalid_argument("--sla \"" + spec + "\": " + why); };
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', start), spec.size());
+    const std::string part = spec.substr(start, comma - start);
+    start = comma + 1;
+    const std::size_t eq = part.find('=');
+    if (eq == std::string::npos) bad("\"" + part + "\" is not KEY=MS (keys: ttft, tpot, e2e)");
+    const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
+    double* slot = key == "ttft" ? &sla.ttft_ms : key == "tpot" ? &sla.tpot_ms : key == "e2e" ? &sla.e2e_ms : nullptr;
+    if (!slot) bad("unknown key \"" + key + "\" (expected ttft, tpot or e2e)");
+    if (*slot > 0) bad("\"" + key + "\" given twice");
+    double v = 0;
+    std::size_t used = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || !std::isfinite(v) || v <= 0 || v > 1e9)
+      bad(key + " must be a positive number of milliseconds (got \"" + value + "\")");
+    *slot = v;
+  }
+  return sla;
 }
 
 namespace {
@@ -61,21 +91,26 @@ struct Flight {
 class Engine {
  public:
   Engine(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor, const SimulationConfig& sc,
-         const SchedulerConfig& sched, const MemoryPlan& mem, const std::vector<RequestSpec>& specs,
-         SimulationResult& out)
+         const SchedulerConfig& sched, const MemoryPlan& mem, const Workload& w, SimulationResult& out)
       : cfg_(cfg),
         sc_(sc),
         sched_(sched),
         pool_(mem.num_blocks, mem.block_size, sched.prefix_caching),
         cost_(predictor, gpu, sc.overheads, sc.clocks),
         out_(out) {
+    const std::vector<RequestSpec>& specs = w.requests;
     reqs_.reserve(specs.size());
     for (std::size_t i = 0; i < specs.size(); ++i) {
       Req r;
       r.spec = specs[i];
       r.owner = {static_cast<int64_t>(i), specs[i].prefix_id, specs[i].prefix_tokens};
       reqs_.push_back(std::move(r));
+      if (!specs[i].released_by_run)
+        arrivals_.push({specs[i].arrival_s, static_cast<int32_t>(i)});
+      else if (w.concurrency > 0 && (i == 0 || specs[i - 1].next_turn != static_cast<int64_t>(i)))
+        gated_heads_.push_back(static_cast<int32_t>(i));  // a closed-loop session waiting for a free client
     }
+    arrival_order_.reserve(specs.size());
     step_opt_.context_quantum = mem.block_size;
     step_opt_.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
     step_opt_.kv_dtype = sc.memory.kv_dtype;
@@ -86,13 +121,17 @@ class Engine {
   void run() {
     const std::size_t n = reqs_.size();
     const double inf = std::numeric_limits<double>::infinity();
-    std::size_t next_arrival = 0, done = 0;
+    std::size_t done = 0;
     double now = 0, slot_free_at = 0;
     std::vector<Flight> flights;
     int stuck = 0;
     while (done < n) {
-      while (next_arrival < n && reqs_[next_arrival].spec.arrival_s <= now)
-        waiting_.push_back(static_cast<int32_t>(next_arrival++));
+      while (!arrivals_.empty() && arrivals_.top().time_s <= now) {
+        const int32_t id = arrivals_.top().id;
+        arrivals_.pop();
+        arrival_order_.push_back(id);
+        waiting_.push_back(id);
+      }
       bool issued = false;
       if (static_cast<int>(flights.size()) < sc_.par.pp && now >= slot_free_at) {
         std::vector<Scheduled> batch = schedule();
@@ -105,7 +144,7 @@ class Engine {
       double t = inf;
       for (const Flight& f : flights) t = std::min(t, f.end_s);
       const bool slot_open = static_cast<int>(flights.size()) < sc_.par.pp;
-      if (slot_open && next_arrival < n) t = std::min(t, reqs_[next_arrival].spec.arrival_s);
+      if (slot_open && !arrivals_.empty()) t = std::min(t, arrivals_.top().time_s);
       if (slot_open && slot_free_at > now) t = std::min(t, slot_free_at);
       if (t == inf) {
         throw std::runtime_error("the scheduler cannot make progress: " + std::to_string(waiting_.size()) +
@@ -236,9 +275,25 @@ class Engine {
     return c.interval_us * 1e-6;
   }
 
+  // A finished request releases its session's next turn after the think time; a session's last turn
+  // frees its closed-loop client for the next waiting session.
+  void release_after(int32_t id, double finish_s) {
+    const RequestSpec& spec = reqs_[static_cast<std::size_t>(id)].spec;
+    if (spec.next_turn >= 0) {
+      Req& next = reqs_[static_cast<std::size_t>(spec.next_turn)];
+      next.spec.arrival_s = finish_s + spec.think_s;
+      arrivals_.push({next.spec.arrival_s, static_cast<int32_t>(spec.next_turn)});
+    } else if (next_gated_ < gated_heads_.size()) {
+      const int32_t head = gated_heads_[next_gated_++];
+      reqs_[static_cast<std::size_t>(head)].spec.arrival_s = finish_s;
+      arrivals_.push({finish_s, head});
+    }
+  }
+
   // Applies a finished step; returns how many requests it completed.
   std::size_t complete(const Flight& f) {
     std::size_t finished = 0;
+    int64_t sampled = 0;
     for (const Scheduled& s : f.batch) {
       Req& r = reqs_[static_cast<std::size_t>(s.req)];
       r.in_flight = false;
@@ -246,13 +301,16 @@ class Engine {
       if (r.computed < r.num_tokens()) continue;  // a prompt chunk: nothing sampled yet
       r.generated += 1;
       if (r.first_token_s < 0) r.first_token_s = f.end_s;
+      ++sampled;
       if (r.generated >= r.spec.output_tokens) {
         r.finish_s = f.end_s;
         r.done = true;
         pool_.free(r.blocks);
         ++finished;
+        release_after(s.req, f.end_s);
       }
     }
+    sampled_.push_back({f.end_s, sampled});
     if (finished)
       running_.erase(std::remove_if(running_.begin(), running_.end(),
                                     [&](int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; }),
@@ -265,6 +323,12 @@ class Engine {
   double last_prefill_end_s() const { return last_prefill_end_s_; }
   std::vector<double>& decode_step_ms() { return decode_step_ms_; }
   const StepCostModel& cost_model() const { return cost_; }
+  const std::vector<int32_t>& arrival_order() const { return arrival_order_; }
+  struct Sampled {
+    double end_s;
+    int64_t tokens;
+  };
+  const std::vector<Sampled>& sampled() const { return sampled_; }
 
  private:
   const LlmConfig& cfg_;
@@ -282,6 +346,16 @@ class Engine {
   int32_t preempted_now_ = 0;
   double last_prefill_end_s_ = 0;
   std::vector<double> decode_step_ms_;
+  struct Arrival {
+    double time_s;
+    int32_t id;
+    bool operator>(const Arrival& o) const { return time_s != o.time_s ? time_s > o.time_s : id > o.id; }
+  };
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;  // known, not yet arrived
+  std::vector<int32_t> gated_heads_;  // closed loop: sessions waiting for a client, in order
+  std::size_t next_gated_ = 0;
+  std::vector<int32_t> arrival_order_;
+  std::vector<Sampled> sampled_;  // tokens sampled per finished step
 };
 
 }  // namespace
@@ -327,14 +401,24 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
                                "), which chunked prefill off cannot schedule");
   }
 
-  Engine engine(cfg, gpu, predictor, config, sched, out.memory, w.requests, out);
+  if (w.warmup < 0 || w.cooldown < 0 || w.warmup + w.cooldown >= static_cast<int64_t>(w.requests.size()))
+    throw std::invalid_argument("warm-up and cool-down leave no request to measure");
+  Engine engine(cfg, gpu, predictor, config, sched, out.memory, w, out);
   engine.run();
 
+  const std::vector<Req>& reqs = engine.requests();
+  const std::vector<int32_t>& order = engine.arrival_order();
+  const std::size_t n = reqs.size();
+  std::vector<char> measured(n, 1);
+  for (std::size_t k = 0; k < n; ++k)
+    if (static_cast<int64_t>(k) < w.warmup || static_cast<int64_t>(k) >= static_cast<int64_t>(n) - w.cooldown)
+      measured[static_cast<std::size_t>(order[k])] = 0;
+  out.warmup = w.warmup;
+  out.cooldown = w.cooldown;
   std::vector<double> ttft, tpot, e2e;
   double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0;
-  int64_t in_tokens = 0, out_tokens = 0;
-  for (std::size_t i = 0; i < engine.requests().size(); ++i) {
-    const Req& q = engine.requests()[i];
+  for (std::size_t i = 0; i < n; ++i) {
+    const Req& q = reqs[i];
     RequestRecord rec;
     rec.id = static_cast<int64_t>(i);
     rec.arrival_s = q.spec.arrival_s;
@@ -344,23 +428,54 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     rec.output_tokens = q.spec.output_tokens;
     rec.cached_tokens = q.cached_tokens;
     rec.preemptions = q.preemptions;
-    ttft.push_back(rec.ttft_ms());
-    e2e.push_back(rec.e2e_ms());
-    if (rec.output_tokens > 1) tpot.push_back(rec.tpot_ms());
+    rec.session = q.spec.session;
+    rec.measured = measured[i] != 0;
     first_arrival = std::min(first_arrival, rec.arrival_s);
     last_finish = std::max(last_finish, rec.finish_s);
-    in_tokens += rec.input_tokens;
-    out_tokens += rec.output_tokens;
+    if (rec.measured) {
+      ttft.push_back(rec.ttft_ms());
+      e2e.push_back(rec.e2e_ms());
+      if (rec.output_tokens > 1) tpot.push_back(rec.tpot_ms());
+      out.measured += 1;
+      if (config.sla.set()) {
+        const Sla& sla = config.sla;
+        const bool met = (sla.ttft_ms <= 0 || rec.ttft_ms() <= sla.ttft_ms) &&
+                         (sla.tpot_ms <= 0 || rec.output_tokens < 2 || rec.tpot_ms() <= sla.tpot_ms) &&
+                         (sla.e2e_ms <= 0 || rec.e2e_ms() <= sla.e2e_ms);
+        out.sla_met += met ? 1 : 0;
+      }
+    }
     out.requests.push_back(rec);
   }
   out.ttft_ms = latency_stats(std::move(ttft));
   out.tpot_ms = latency_stats(std::move(tpot));
   out.e2e_ms = latency_stats(std::move(e2e));
   out.duration_s = last_finish - first_arrival;
-  if (out.duration_s > 0) {
-    out.output_tokens_per_s = static_cast<double>(out_tokens) / out.duration_s;
-    out.total_tokens_per_s = static_cast<double>(in_tokens + out_tokens) / out.duration_s;
-    out.requests_per_s = static_cast<double>(out.requests.size()) / out.duration_s;
+  // The throughput window (simulator.h); without warm-up and cool-down, the whole run.
+  out.window_start_s = w.warmup > 0
+                           ? reqs[static_cast<std::size_t>(order[static_cast<std::size_t>(w.warmup)])].spec.arrival_s
+                           : first_arrival;
+  out.window_end_s =
+      w.cooldown > 0 ? reqs[static_cast<std::size_t>(order[n - static_cast<std::size_t>(w.cooldown)])].spec.arrival_s
+                     : last_finish;
+  const double window = out.window_end_s - out.window_start_s;
+  if (window > 0) {
+    auto in_window = [&](double t) { return t > out.window_start_s && t <= out.window_end_s; };
+    int64_t sampled = 0, prompts = 0, finished = 0;
+    for (const auto& s : engine.sampled())
+      if (in_window(s.end_s)) sampled += s.tokens;
+    for (const RequestRecord& rec : out.requests) {
+      if (in_window(rec.first_token_s)) prompts += rec.input_tokens;
+      if (in_window(rec.finish_s)) finished += 1;
+    }
+    out.output_tokens_per_s = static_cast<double>(sampled) / window;
+    out.total_tokens_per_s = static_cast<double>(prompts + sampled) / window;
+    out.requests_per_s = static_cast<double>(finished) / window;
+  }
+  if (config.sla.set()) {
+    out.sla = config.sla;
+    out.sla_attainment = out.measured > 0 ? static_cast<double>(out.sla_met) / static_cast<double>(out.measured) : 0;
+    out.goodput_requests_per_s = out.requests_per_s * out.sla_attainment;
   }
   out.prefill_ms = engine.last_prefill_end_s() * 1e3;
   out.median_decode_ms = latency_stats(engine.decode_step_ms()).p50;
@@ -407,6 +522,21 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
   j["throughput"] = {{"output_tokens_per_s", r.output_tokens_per_s},
                      {"total_tokens_per_s", r.total_tokens_per_s},
                      {"requests_per_s", r.requests_per_s}};
+  j["measured"] = {{"requests", r.measured},
+                   {"warmup", r.warmup},
+                   {"cooldown", r.cooldown},
+                   {"window_start_s", r.window_start_s},
+                   {"window_end_s", r.window_end_s}};
+  if (r.sla.set()) {
+    json sla = json::object();
+    if (r.sla.ttft_ms > 0) sla["ttft_ms"] = r.sla.ttft_ms;
+    if (r.sla.tpot_ms > 0) sla["tpot_ms"] = r.sla.tpot_ms;
+    if (r.sla.e2e_ms > 0) sla["e2e_ms"] = r.sla.e2e_ms;
+    j["sla"] = {{"bounds", sla},
+                {"met", r.sla_met},
+                {"attainment", r.sla_attainment},
+                {"goodput_requests_per_s", r.goodput_requests_per_s}};
+  }
   if (r.kind == WorkloadKind::batch) {
     j["prefill_ms"] = r.prefill_ms;
     j["median_decode_ms"] = r.median_decode_ms;
@@ -427,6 +557,8 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
                       {"output_tokens", q.output_tokens},
                       {"cached_tokens", q.cached_tokens},
                       {"preemptions", q.preemptions},
+                      {"session", q.session},
+                      {"measured", q.measured},
                       {"ttft_ms", q.ttft_ms()},
                       {"tpot_ms", q.tpot_ms()},
                       {"e2e_ms", q.e2e_ms()}});

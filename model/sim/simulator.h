@@ -36,6 +36,15 @@ struct SchedulerConfig {
   bool cuda_graphs = true;     // vLLM's default (no --enforce-eager)
 };
 
+// A latency service-level objective: a request meets it when each of its latencies is within the
+// bound (an unset bound is infinite). TPOT counts for requests of two or more output tokens.
+struct Sla {
+  double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0;  // 0: no bound
+  bool set() const { return ttft_ms > 0 || tpot_ms > 0 || e2e_ms > 0; }
+};
+// "ttft=MS,tpot=MS,e2e=MS" (any of them); throws std::invalid_argument naming the part that is wrong.
+Sla parse_sla(const std::string& spec);
+
 struct SimulationConfig {
   Parallelism par;
   SchedulerConfig sched;
@@ -44,6 +53,7 @@ struct SimulationConfig {
   Overheads overheads;
   ClockState clocks = ClockState::burst;  // sustained: each step at the power state its load holds
   bool record_steps = true;               // keep the per-step timeline
+  Sla sla;                                // goodput: the requests that meet it
 };
 
 struct RequestRecord {
@@ -52,6 +62,8 @@ struct RequestRecord {
   int64_t input_tokens = 0, output_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens found in the prefix cache (summed over admissions)
   int preemptions = 0;
+  int64_t session = -1;  // multi-turn session or closed-loop chain; -1: none
+  bool measured = true;  // in the statistics (not warm-up or cool-down)
   double ttft_ms() const { return (first_token_s - arrival_s) * 1e3; }
   double e2e_ms() const { return (finish_s - arrival_s) * 1e3; }
   // Time per output token after the first; 0 for a single-token output.
@@ -88,8 +100,17 @@ struct SimulationResult {
   std::array<double, kBreakdownCount> breakdown_us{};  // summed over all steps
   int64_t step_count = 0, preemptions = 0, cached_tokens = 0;
   double duration_s = 0;  // first arrival to last token
+  // The statistics cover the measured requests; the throughput, the window from the first measured
+  // arrival to the first cool-down arrival (without cool-down: the last token), open at its start: tokens
+  // sampled by the steps that end in it, prompts whose first token comes in it, requests that finish in it.
+  int64_t warmup = 0, cooldown = 0, measured = 0;
+  double window_start_s = 0, window_end_s = 0;
   LatencyStats ttft_ms, tpot_ms, e2e_ms;
   double output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0;
+  // With an SLA: measured requests that meet it, their share, and goodput = requests_per_s * attainment.
+  Sla sla;
+  int64_t sla_met = 0;
+  double sla_attainment = 0, goodput_requests_per_s = 0;
   // batch workloads (CONTRACT.md): the prefill, the median decode step, all of it
   double prefill_ms = 0, median_decode_ms = 0, total_ms = 0;
   std::size_t predictions = 0, prediction_cache_hits = 0;

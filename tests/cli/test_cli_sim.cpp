@@ -168,6 +168,41 @@ TEST(CliSim, SimulateTraceWithPrefixes) {
   fs::remove(csv);
 }
 
+TEST(CliSim, SimulateClosedLoopReportsTheMeasuredWindowAndGoodput) {
+  auto r = runPerfloom(
+      "simulate --model llama-3-8b --gpu h100 --workload closed:concurrency=4,n=40,lengths=chat,seed=2 "
+      "--sla ttft=400,tpot=30 --json " +
+      kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["requests"], 40);
+  EXPECT_EQ(d["measured"]["requests"], 32);  // the first and last 4 to arrive left out
+  EXPECT_EQ(d["measured"]["warmup"], 4);
+  EXPECT_EQ(d["ttft_ms"]["count"], 32);
+  EXPECT_LT(d["measured"]["window_start_s"].get<double>(), d["measured"]["window_end_s"].get<double>());
+  EXPECT_EQ(d["sla"]["bounds"]["ttft_ms"], 400);
+  const double att = d["sla"]["attainment"].get<double>();
+  EXPECT_NEAR(att, d["sla"]["met"].get<double>() / 32, 1e-12);
+  EXPECT_NEAR(d["sla"]["goodput_requests_per_s"].get<double>(), att * d["throughput"]["requests_per_s"].get<double>(),
+              1e-9);
+
+  auto text = runPerfloom(
+      "simulate --model llama-3-8b --gpu h100 --workload closed:concurrency=2,n=10,input=64,output=4 "
+      "--sla e2e=1000 " +
+      kDb);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("measured: 6 requests (first 2 and last 2 to arrive left out)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("meet e2e <= 1000 ms; goodput"), std::string::npos) << text.out;
+
+  auto bad = runPerfloom(
+      "simulate --model llama-3-8b --gpu h100 --workload closed:concurrency=2,n=10,input=64,output=4 --sla ttft=-5 " +
+      kDb);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--sla \"ttft=-5\": ttft must be a positive number of milliseconds"), std::string::npos)
+      << bad.err;
+}
+
 TEST(CliSim, BadInputsFailWithAReason) {
   auto unknown = runPerfloom("step --model llama-9-1t --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
   EXPECT_NE(unknown.exit_code, 0);
