@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "storage/csv_reader.h"
+#include "storage/folder_files.h"
 #include "storage/importers/input_file.h"
 
 namespace perfloom::storage {
@@ -199,13 +200,12 @@ void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase
                             std::vector<DatasetLoadReport>* reports) {
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": not a folder");
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
+  // A symbolic link out of the folder is not read (storage/folder_files.h).
+  for (const auto& f : folder_files(root, true).files) {
     // By content, plain or gzip (FILE.csv.gz), as the importer does; never by the extension. A
     // bounded read: the file may be one huge line.
-    if (sniff_collector_csv(InputFile::head(e.path(), 4096))) files.push_back(e.path());
+    if (sniff_collector_csv(InputFile::head(f, 4096))) files.push_back(f);
   }
-  std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     DatasetLoadReport rep;
     visit_collector_csv(f, gpus, sink, &rep);

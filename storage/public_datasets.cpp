@@ -11,6 +11,7 @@
 
 #include "model/classify/kernel_classifier.h"
 #include "storage/csv_reader.h"
+#include "storage/folder_files.h"
 
 namespace perfloom::storage {
 
@@ -872,9 +873,9 @@ void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase&
   if (!std::filesystem::is_directory(root, ec))
     throw std::runtime_error("cannot read " + root.string() + ": not a directory");
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root))
-    if (e.is_regular_file() && is_csv(e.path())) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  // A symbolic link out of the folder is not read (storage/folder_files.h).
+  for (const auto& f : folder_files(root, true).files)
+    if (is_csv(f)) files.push_back(f);
 
   for (const auto& file : files) {
     DatasetLoadReport rep;

@@ -6,6 +6,7 @@
 
 #include "storage/collector_csv.h"
 #include "storage/database.h"
+#include "storage/folder_files.h"
 #include "storage/importers/input_file.h"
 #include "storage/importers/registry.h"
 #include "storage/public_datasets.h"
@@ -37,22 +38,23 @@ ImportError wrap(const std::string& label, const std::exception& e) {
 }  // namespace
 
 std::vector<std::filesystem::path> CollectorCsvImporter::folder_files(const std::filesystem::path& dir,
-                                                                      std::vector<std::string>* others) {
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec)) {
-    std::error_code fec;
-    if (!it->is_regular_file(fec)) continue;
-    // By content (plain or gzip), never by the extension.
-    if (sniff_collector_csv(InputFile::head(it->path(), 4096)))  // 4 KiB: enough to inflate a gzip's first line
-      files.push_back(it->path());
-    else if (others)
-      others->push_back(it->path().filename().string());
+                                                                      std::vector<std::string>* others,
+                                                                      std::vector<std::string>* links_out) {
+  FolderFiles listed;
+  try {
+    listed = storage::folder_files(dir, false);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw ImportError(dir.string(), "", "cannot list the folder: " + e.code().message());
   }
-  if (ec) throw ImportError(dir.string(), "", "cannot list the folder: " + ec.message());
-  std::sort(files.begin(), files.end());
-  if (others) std::sort(others->begin(), others->end());
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : listed.files) {
+    // By content (plain or gzip), never by the extension.
+    if (sniff_collector_csv(InputFile::head(f, 4096)))  // 4 KiB: enough to inflate a gzip's first line
+      files.push_back(f);
+    else if (others)
+      others->push_back(f.filename().string());
+  }
+  if (links_out) *links_out = std::move(listed.links_out);
   return files;
 }
 
@@ -142,12 +144,14 @@ void CollectorCsvImporter::import(const std::filesystem::path& path, ImportSink&
 
   // A folder: every collector CSV in it, one source. A file that fails fails the whole folder
   // (the store then writes nothing), with the file's own name and line in the message.
-  std::vector<std::string> others;
-  const auto files = folder_files(path, &others);
+  std::vector<std::string> others, links_out;
+  const auto files = folder_files(path, &others, &links_out);
+  if (!links_out.empty()) sink.warning(links_out_warning(links_out));
   if (files.empty())
     throw ImportError(label, "",
                       "no collector CSV in the folder (files starting with \"# format=perfloom-collector/1\"" +
-                          std::string(others.empty() ? "; the folder is empty" : "") + ")");
+                          std::string(others.empty() && links_out.empty() ? "; the folder is empty" : "") + ")" +
+                          (links_out.empty() ? "" : "; " + links_out_warning(links_out)));
   nlohmann::json prov{{"folder", label}, {"files", nlohmann::json::object()}};
   std::set<std::string> gpu_names, gpu_ids;
   std::size_t rows = 0;

@@ -22,9 +22,11 @@ class CollectorCsvImporter final : public Importer {
   std::vector<std::filesystem::path> content_files(const std::filesystem::path& path) const override;
 
   // The collector CSVs directly in `dir`, sorted by name; `others` gets the names of the other
-  // regular files. Throws ImportError naming the folder when it cannot be listed.
+  // regular files, `links_out` the symbolic links that lead out of the folder, which are not read
+  // (storage/folder_files.h). Throws ImportError naming the folder when it cannot be listed.
   static std::vector<std::filesystem::path> folder_files(const std::filesystem::path& dir,
-                                                         std::vector<std::string>* others = nullptr);
+                                                         std::vector<std::string>* others = nullptr,
+                                                         std::vector<std::string>* links_out = nullptr);
 };
 
 }  // namespace perfloom::storage

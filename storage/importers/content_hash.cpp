@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "storage/folder_files.h"
 #include "storage/importers/importer.h"
 
 namespace perfloom::storage {
@@ -57,15 +58,13 @@ void hash_file_into(Digest& d, const std::filesystem::path& path) {
   }
 }
 
+// The files an import of the folder reads: links out of it are not (storage/folder_files.h).
 std::vector<std::filesystem::path> tree_files(const std::filesystem::path& dir) {
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec))
-    if (it->is_regular_file(ec)) files.push_back(it->path());
-  if (ec) throw ImportError(dir.string(), "", "cannot list the folder: " + ec.message());
-  std::sort(files.begin(), files.end());
-  return files;
+  try {
+    return folder_files(dir, true).files;
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw ImportError(dir.string(), "", "cannot list the folder: " + e.code().message());
+  }
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 #include "storage/importers/public_dataset_importer.h"
 
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "model/file_reader.h"
 #include "storage/database.h"
+#include "storage/folder_files.h"
 #include "storage/importers/input_file.h"
 #include "storage/public_datasets.h"
 
@@ -38,26 +39,30 @@ Table table_of(std::string_view head) {
   return Table::unknown;
 }
 
-std::string read_text(const std::filesystem::path& p, std::size_t max = 1 << 20) {
-  std::ifstream in(p, std::ios::binary);
-  std::string s(max, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(max));
-  s.resize(static_cast<std::size_t>(in.gcount()));
-  return s;
-}
-
-// The MANIFEST.tsv rows that describe `path` (a file under a public-data root, or the root).
-std::string provenance_of(const std::filesystem::path& path) {
+// The MANIFEST.tsv rows that describe `path` (a file under a public-data root, or the root): the
+// nearest MANIFEST.tsv in the file's folder or up to 11 folders above it, as the path was named
+// (symbolic links in it are not resolved). The file must be a regular file, not a link (it was
+// not named, so it is not followed), of at most file_limits::dataset_manifest's size; one that is
+// not is not read, and `warning` says why.
+std::string provenance_of(const std::filesystem::path& path, std::string& warning) {
   std::error_code ec;
-  std::filesystem::path abs = std::filesystem::weakly_canonical(path, ec);
+  std::filesystem::path abs = std::filesystem::absolute(path, ec).lexically_normal();
   if (ec) abs = path;
+  if (!abs.has_filename()) abs = abs.parent_path();  // "dir/" names the folder
   std::filesystem::path dir = std::filesystem::is_directory(abs, ec) ? abs : abs.parent_path();
   for (int up = 0; up < 12 && !dir.empty(); ++up) {
     std::filesystem::path manifest = dir / "MANIFEST.tsv";
-    if (std::filesystem::exists(manifest, ec)) {
-      std::string text = read_text(manifest);
+    if (std::filesystem::exists(std::filesystem::symlink_status(manifest, ec))) {
+      std::string text;
+      try {
+        text = read_file_guarded(manifest, file_limits::dataset_manifest);
+      } catch (const FileReadError& e) {
+        warning = std::string(e.what()) + "; the source's provenance does not quote it";
+        return "public dataset file " + path.filename().string() + " (" + manifest.string() +
+               " not read: " + e.reason() + ")";
+      }
       if (std::filesystem::is_directory(abs, ec)) return "MANIFEST.tsv:\n" + text;
-      std::string rel = std::filesystem::relative(abs, dir, ec).generic_string();
+      std::string rel = abs.lexically_relative(dir).generic_string();
       std::istringstream lines(text);
       std::string line, out, header;
       std::getline(lines, header);
@@ -153,7 +158,11 @@ void PublicDatasetImporter::import(const std::filesystem::path& path, ImportSink
   } catch (const std::exception& e) {
     throw wrap(label, e);
   }
-  sink.provenance(provenance_of(path));
+  std::string manifest_warning;
+  sink.provenance(provenance_of(path, manifest_warning));
+  if (!manifest_warning.empty()) sink.warning(manifest_warning);
+  if (std::filesystem::is_directory(path, ec))
+    if (const std::string w = links_out_warning(folder_files(path, true).links_out); !w.empty()) sink.warning(w);
   if (gpus.size() == 1 && !gpus.begin()->empty()) sink.gpu(*gpus.begin(), *gpus.begin());
   std::size_t rows = 0, skipped = 0;
   std::map<std::string, std::size_t> why;
