@@ -4,13 +4,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
 
-#include "model/compressed_text.h"
+#include "model/file_reader.h"
 #include "model/resources.h"
 
 namespace perfloom::sim {
@@ -363,11 +362,15 @@ Workload parse_workload(const std::string& spec) {
 }
 
 std::vector<RequestSpec> read_trace_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("trace " + path + ": cannot be read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_trace_csv(gunzip_if_compressed(ss.str(), "trace " + path), path);
+  // The guarded reader (model/file_reader.h): a named pipe or a device is refused before it is read,
+  // the file and its inflated text are bounded.
+  std::string text;
+  try {
+    text = read_file_guarded(path, file_limits::workload_trace);
+  } catch (const FileReadError& e) {
+    throw std::invalid_argument("trace " + std::string(e.what()));
+  }
+  return parse_trace_csv(text, path);
 }
 
 std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::string& label) {
