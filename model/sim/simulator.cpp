@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 
@@ -32,6 +33,16 @@ LatencyStats latency_stats(std::vector<double> v) {
   s.p90 = pct(90);
   s.p99 = pct(99);
   return s;
+}
+
+const char* router_policy_name(RouterPolicy p) {
+  return p == RouterPolicy::round_robin ? "round-robin" : "least-loaded";
+}
+
+std::optional<RouterPolicy> parse_router_policy(const std::string& s) {
+  if (s == "round-robin") return RouterPolicy::round_robin;
+  if (s == "least-loaded") return RouterPolicy::least_loaded;
+  return std::nullopt;
 }
 
 Sla parse_sla(const std::string& spec) {
@@ -69,10 +80,13 @@ struct Req {
   BlockOwner owner;
   int64_t computed = 0;   // tokens whose KV is in the cache (or being written by a step in flight)
   int64_t generated = 0;  // output tokens sampled
+  int64_t preloaded = 0;  // disaggregated decode: prompt tokens whose KV came from the prefill pool
   std::vector<int32_t> blocks;
   double first_token_s = -1, finish_s = -1;
+  double kv_transfer_ms = 0;
   int preemptions = 0;
   int64_t cached_tokens = 0;
+  int32_t instance = -1;  // the engine instance that finished it
   bool in_flight = false, done = false;
   int64_t num_tokens() const { return spec.input_tokens + generated; }
 };
@@ -88,88 +102,76 @@ struct Flight {
   std::vector<Scheduled> batch;
 };
 
+// One engine instance (a vLLM process over its TP x PP GPUs): its KV cache, its scheduler, its steps
+// in flight. The cluster (run_cluster) routes requests to instances and moves time forward.
 class Engine {
  public:
-  Engine(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor, const SimulationConfig& sc,
-         const SchedulerConfig& sched, const MemoryPlan& mem, const Workload& w, SimulationResult& out)
+  Engine(const LlmConfig& cfg, StepCostModel& cost, const Parallelism& par, const SimulationConfig& sc,
+         const SchedulerConfig& sched, const MemoryPlan& mem, std::vector<Req>& reqs, SimulationResult& out,
+         int32_t instance, bool prefill_only)
       : cfg_(cfg),
+        par_(par),
         sc_(sc),
         sched_(sched),
         pool_(mem.num_blocks, mem.block_size, sched.prefix_caching),
-        cost_(predictor, gpu, sc.overheads, sc.clocks),
-        out_(out) {
-    const std::vector<RequestSpec>& specs = w.requests;
-    reqs_.reserve(specs.size());
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      Req r;
-      r.spec = specs[i];
-      r.owner = {static_cast<int64_t>(i), specs[i].prefix_id, specs[i].prefix_tokens};
-      reqs_.push_back(std::move(r));
-      if (!specs[i].released_by_run)
-        arrivals_.push({specs[i].arrival_s, static_cast<int32_t>(i)});
-      else if (w.concurrency > 0 && (i == 0 || specs[i - 1].next_turn != static_cast<int64_t>(i)))
-        gated_heads_.push_back(static_cast<int32_t>(i));  // a closed-loop session waiting for a free client
-    }
-    arrival_order_.reserve(specs.size());
+        cost_(cost),
+        reqs_(reqs),
+        out_(out),
+        instance_(instance),
+        prefill_only_(prefill_only) {
     step_opt_.context_quantum = mem.block_size;
-    step_opt_.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
+    step_opt_.fp8_tensor_cores = cost.gpu().supports(Dtype::fp8e4m3);
     step_opt_.kv_dtype = sc.memory.kv_dtype;
     step_opt_.kv_dtype_set = sc.memory.kv_dtype_set;
     step_opt_.attention_impl = sc.attention_impl;
   }
 
-  void run() {
-    const std::size_t n = reqs_.size();
-    const double inf = std::numeric_limits<double>::infinity();
-    std::size_t done = 0;
-    double now = 0, slot_free_at = 0;
-    std::vector<Flight> flights;
-    int stuck = 0;
-    while (done < n) {
-      while (!arrivals_.empty() && arrivals_.top().time_s <= now) {
-        const int32_t id = arrivals_.top().id;
-        arrivals_.pop();
-        arrival_order_.push_back(id);
-        waiting_.push_back(id);
-      }
-      bool issued = false;
-      if (static_cast<int>(flights.size()) < sc_.par.pp && now >= slot_free_at) {
-        std::vector<Scheduled> batch = schedule();
-        if (!batch.empty()) {
-          issued = true;
-          const double interval_s = issue(now, batch, flights);
-          slot_free_at = now + interval_s;
-        }
-      }
-      double t = inf;
-      for (const Flight& f : flights) t = std::min(t, f.end_s);
-      const bool slot_open = static_cast<int>(flights.size()) < sc_.par.pp;
-      if (slot_open && !arrivals_.empty()) t = std::min(t, arrivals_.top().time_s);
-      if (slot_open && slot_free_at > now) t = std::min(t, slot_free_at);
-      if (t == inf) {
-        throw std::runtime_error("the scheduler cannot make progress: " + std::to_string(waiting_.size()) +
-                                 " requests wait but none can be scheduled (KV cache of " +
-                                 std::to_string(pool_.num_blocks()) + " blocks, max_num_seqs " +
-                                 std::to_string(sched_.max_num_seqs) + ")");
-      }
-      if (!issued && flights.empty() && t <= now && ++stuck > 4)
-        throw std::runtime_error("the scheduler cannot make progress at t=" + std::to_string(now) + " s");
-      now = std::max(now, t);
-      // Finish the steps that end now, earliest first.
-      std::sort(flights.begin(), flights.end(), [](const Flight& a, const Flight& b) { return a.end_s < b.end_s; });
-      while (!flights.empty() && flights.front().end_s <= now) {
-        done += complete(flights.front());
-        flights.erase(flights.begin());
-        stuck = 0;
-      }
+  void enqueue(int32_t id) { waiting_.push_back(id); }
+  // Requests waiting or running here: what a least-loaded router compares.
+  int64_t load() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
+  bool has_flights() const { return !flights_.empty(); }
+  std::size_t waiting() const { return waiting_.size(); }
+  int64_t num_blocks() const { return pool_.num_blocks(); }
+
+  // Completes the steps that end at or before `now`, earliest first; appends the requests they
+  // finished (a prefill-only instance: whose first token they sampled) and when.
+  void complete_until(double now, std::vector<std::pair<int32_t, double>>& finished) {
+    std::sort(flights_.begin(), flights_.end(), [](const Flight& a, const Flight& b) { return a.end_s < b.end_s; });
+    while (!flights_.empty() && flights_.front().end_s <= now) {
+      complete(flights_.front(), finished);
+      flights_.erase(flights_.begin());
     }
   }
+
+  // Issues a step at `now` if a pipeline slot is free and something can be scheduled.
+  bool try_issue(double now) {
+    if (static_cast<int>(flights_.size()) >= par_.pp || now < slot_free_at_) return false;
+    std::vector<Scheduled> batch = schedule();
+    if (batch.empty()) return false;
+    slot_free_at_ = now + issue(now, batch);
+    return true;
+  }
+
+  // When something next happens here: a step ends, or a pipeline slot frees. inf: nothing.
+  double next_time(double now) const {
+    double t = std::numeric_limits<double>::infinity();
+    for (const Flight& f : flights_) t = std::min(t, f.end_s);
+    if (static_cast<int>(flights_.size()) < par_.pp && slot_free_at_ > now) t = std::min(t, slot_free_at_);
+    return t;
+  }
+
+  // Disaggregated prefill: the blocks a finished prompt held until its KV left for the decode pool.
+  void release_blocks(int32_t id) { pool_.free(reqs_[static_cast<std::size_t>(id)].blocks); }
+
+  double last_prefill_end_s() const { return last_prefill_end_s_; }
+  const std::vector<double>& decode_step_ms() const { return decode_step_ms_; }
 
  private:
   void preempt(int32_t victim) {
     Req& v = reqs_[static_cast<std::size_t>(victim)];
     pool_.free(v.blocks);
     v.computed = 0;
+    v.preloaded = 0;  // a preempted request recomputes what it had received too
     v.preemptions += 1;
     out_.preemptions += 1;
     preempted_now_ += 1;
@@ -225,15 +227,15 @@ class Engine {
         const int32_t id = waiting_.front();
         Req& r = reqs_[static_cast<std::size_t>(id)];
         const int64_t hit = pool_.cached_prefix_blocks(r.owner, r.num_tokens());
-        const int64_t computed = hit * pool_.block_size();
+        const int64_t computed = std::max(hit * pool_.block_size(), r.preloaded);
         int64_t new_tokens = r.num_tokens() - computed;
         if (!sched_.chunked_prefill && new_tokens > budget) break;
         new_tokens = std::min(new_tokens, budget);
         if (!pool_.allocate(r.blocks, r.owner, hit, computed + new_tokens)) break;
         waiting_.pop_front();
         running_.push_back(id);
-        r.cached_tokens += computed;
-        out_.cached_tokens += computed;
+        r.cached_tokens += hit * pool_.block_size();
+        out_.cached_tokens += hit * pool_.block_size();
         batch.push_back({id, new_tokens, computed});
         r.computed = computed + new_tokens;
         r.in_flight = true;
@@ -244,10 +246,10 @@ class Engine {
   }
 
   // Predicts the step, records it, puts it in flight; returns when the next step may start (s).
-  double issue(double now, std::vector<Scheduled>& batch, std::vector<Flight>& flights) {
+  double issue(double now, std::vector<Scheduled>& batch) {
     work_.clear();
     for (const Scheduled& s : batch) work_.push_back({s.new_tokens, s.context});
-    const StepPlan plan = build_step(cfg_, sc_.par, work_, step_opt_);
+    const StepPlan plan = build_step(cfg_, par_, work_, step_opt_);
     const StepCost c = cost_.cost(plan, sched_.cuda_graphs, false, &power_, now * 1e6);
     for (int i = 0; i < kBreakdownCount; ++i)
       out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
@@ -260,6 +262,7 @@ class Engine {
       StepRecord s;
       s.start_s = now;
       s.duration_ms = c.latency_us * 1e-3;
+      s.instance = instance_;
       s.seqs = static_cast<int32_t>(plan.seqs);
       s.prefill_seqs = static_cast<int32_t>(plan.prefill_seqs);
       s.decode_seqs = static_cast<int32_t>(plan.decode_seqs);
@@ -271,28 +274,13 @@ class Engine {
       s.graphs = c.graphs;
       out_.steps.push_back(s);
     }
-    flights.push_back({now + c.latency_us * 1e-6, std::move(batch)});
+    flights_.push_back({now + c.latency_us * 1e-6, std::move(batch)});
     return c.interval_us * 1e-6;
   }
 
-  // A finished request releases its session's next turn after the think time; a session's last turn
-  // frees its closed-loop client for the next waiting session.
-  void release_after(int32_t id, double finish_s) {
-    const RequestSpec& spec = reqs_[static_cast<std::size_t>(id)].spec;
-    if (spec.next_turn >= 0) {
-      Req& next = reqs_[static_cast<std::size_t>(spec.next_turn)];
-      next.spec.arrival_s = finish_s + spec.think_s;
-      arrivals_.push({next.spec.arrival_s, static_cast<int32_t>(spec.next_turn)});
-    } else if (next_gated_ < gated_heads_.size()) {
-      const int32_t head = gated_heads_[next_gated_++];
-      reqs_[static_cast<std::size_t>(head)].spec.arrival_s = finish_s;
-      arrivals_.push({finish_s, head});
-    }
-  }
-
-  // Applies a finished step; returns how many requests it completed.
-  std::size_t complete(const Flight& f) {
-    std::size_t finished = 0;
+  // Applies a finished step.
+  void complete(const Flight& f, std::vector<std::pair<int32_t, double>>& finished) {
+    std::size_t before = finished.size();
     int64_t sampled = 0;
     for (const Scheduled& s : f.batch) {
       Req& r = reqs_[static_cast<std::size_t>(s.req)];
@@ -300,75 +288,201 @@ class Engine {
       pool_.cache_full_blocks(r.blocks, r.owner, r.computed);
       if (r.computed < r.num_tokens()) continue;  // a prompt chunk: nothing sampled yet
       r.generated += 1;
-      if (r.first_token_s < 0) r.first_token_s = f.end_s;
       ++sampled;
-      if (r.generated >= r.spec.output_tokens) {
-        r.finish_s = f.end_s;
+      if (r.first_token_s < 0) r.first_token_s = f.end_s;
+      if (prefill_only_ || r.generated >= r.spec.output_tokens) {
         r.done = true;
-        pool_.free(r.blocks);
-        ++finished;
-        release_after(s.req, f.end_s);
+        r.instance = instance_;
+        if (!prefill_only_) {  // a prompt's blocks stay until its KV has left for the decode pool
+          r.finish_s = f.end_s;
+          pool_.free(r.blocks);
+        }
+        finished.push_back({s.req, f.end_s});
       }
     }
-    sampled_.push_back({f.end_s, sampled});
-    if (finished)
+    out_.sampled.push_back({f.end_s, sampled});
+    if (finished.size() > before)
       running_.erase(std::remove_if(running_.begin(), running_.end(),
                                     [&](int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; }),
                      running_.end());
-    return finished;
   }
 
- public:
-  const std::vector<Req>& requests() const { return reqs_; }
-  double last_prefill_end_s() const { return last_prefill_end_s_; }
-  std::vector<double>& decode_step_ms() { return decode_step_ms_; }
-  const StepCostModel& cost_model() const { return cost_; }
-  const std::vector<int32_t>& arrival_order() const { return arrival_order_; }
-  struct Sampled {
-    double end_s;
-    int64_t tokens;
-  };
-  const std::vector<Sampled>& sampled() const { return sampled_; }
-
- private:
   const LlmConfig& cfg_;
+  Parallelism par_;
   const SimulationConfig& sc_;
   SchedulerConfig sched_;
   BlockPool pool_;
-  StepCostModel cost_;
+  StepCostModel& cost_;
   PowerHistory power_;  // sustained clocks: the GPU's lagged load across steps
+  std::vector<Req>& reqs_;
   SimulationResult& out_;
+  int32_t instance_;
+  bool prefill_only_;
   StepOptions step_opt_;
-  std::vector<Req> reqs_;
   std::deque<int32_t> waiting_;
   std::vector<int32_t> running_;
+  std::vector<Flight> flights_;
   std::vector<SeqWork> work_;
+  double slot_free_at_ = 0;
   int32_t preempted_now_ = 0;
   double last_prefill_end_s_ = 0;
   std::vector<double> decode_step_ms_;
-  struct Arrival {
+};
+
+// A pool of identical engine instances behind a router.
+struct Pool {
+  std::vector<Engine> engines;
+  RouterPolicy router = RouterPolicy::round_robin;
+  std::size_t next = 0;  // round robin
+  Engine& route() {
+    if (router == RouterPolicy::round_robin) return engines[next++ % engines.size()];
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < engines.size(); ++i)
+      if (engines[i].load() < engines[best].load()) best = i;
+    return engines[best];
+  }
+};
+
+// Moves time forward over every instance: arrivals (known ones, later turns, closed-loop clients),
+// steps, and for a disaggregated deployment the KV transfers from the prefill to the decode pool.
+class Cluster {
+ public:
+  Cluster(std::vector<Req>& reqs, const Workload& w, Pool* prefill, Pool& serve, double transfer_s_per_token)
+      : reqs_(reqs), prefill_(prefill), serve_(serve), transfer_s_per_token_(transfer_s_per_token) {
+    for (std::size_t i = 0; i < w.requests.size(); ++i) {
+      const RequestSpec& spec = w.requests[i];
+      if (!spec.released_by_run)
+        events_.push({spec.arrival_s, static_cast<int32_t>(i), Event::arrival});
+      else if (w.concurrency > 0 && (i == 0 || w.requests[i - 1].next_turn != static_cast<int64_t>(i)))
+        gated_heads_.push_back(static_cast<int32_t>(i));  // a closed-loop session waiting for a free client
+    }
+    arrival_order_.reserve(w.requests.size());
+    if (prefill_) link_free_s_.assign(prefill_->engines.size(), 0.0);
+  }
+
+  void run() {
+    const std::size_t n = reqs_.size();
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<Engine*> all;
+    if (prefill_)
+      for (Engine& e : prefill_->engines) all.push_back(&e);
+    for (Engine& e : serve_.engines) all.push_back(&e);
+    std::vector<std::pair<int32_t, double>> finished;
+    double now = 0;
+    int stuck = 0;
+    while (done_ < n) {
+      // 1. Steps that end now: what they finished releases later turns, clients, transfers.
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        all[k]->complete_until(now, finished);
+        for (const auto& [id, t] : finished) on_finished(id, t, prefill_ && k < prefill_->engines.size(), k);
+        if (!finished.empty()) stuck = 0;
+        finished.clear();
+      }
+      if (done_ == n) break;
+      // 2. Arrivals and transfers that are due.
+      while (!events_.empty() && events_.top().time_s <= now) {
+        const Event e = events_.top();
+        events_.pop();
+        if (e.kind == Event::arrival) {
+          arrival_order_.push_back(e.id);
+          (prefill_ ? prefill_->route() : serve_.route()).enqueue(e.id);
+        } else {
+          Req& r = reqs_[static_cast<std::size_t>(e.id)];
+          prefill_->engines[static_cast<std::size_t>(e.from)].release_blocks(e.id);
+          r.done = false;
+          r.computed = 0;
+          r.preloaded = r.spec.input_tokens;
+          serve_.route().enqueue(e.id);
+        }
+      }
+      // 3. Every instance schedules a step if it can.
+      bool issued = false;
+      for (Engine* e : all) issued |= e->try_issue(now);
+      double t = events_.empty() ? inf : events_.top().time_s;
+      bool flights = false;
+      for (const Engine* e : all) {
+        t = std::min(t, e->next_time(now));
+        flights |= e->has_flights();
+      }
+      if (t == inf) {
+        std::size_t waiting = 0;
+        int64_t blocks = 0;
+        for (const Engine* e : all) {
+          waiting += e->waiting();
+          blocks = std::max(blocks, e->num_blocks());
+        }
+        throw std::runtime_error("the scheduler cannot make progress: " + std::to_string(waiting) +
+                                 " requests wait but none can be scheduled (KV cache of " + std::to_string(blocks) +
+                                 " blocks)");
+      }
+      if (!issued && !flights && t <= now && ++stuck > 4)
+        throw std::runtime_error("the scheduler cannot make progress at t=" + std::to_string(now) + " s");
+      now = std::max(now, t);
+    }
+  }
+
+  const std::vector<int32_t>& arrival_order() const { return arrival_order_; }
+  double kv_transfer_us() const { return kv_transfer_us_; }
+
+ private:
+  struct Event {
     double time_s;
     int32_t id;
-    bool operator>(const Arrival& o) const { return time_s != o.time_s ? time_s > o.time_s : id > o.id; }
+    enum Kind { arrival, transfer_done } kind;
+    int32_t from = -1;  // transfer: the prefill instance
+    bool operator>(const Event& o) const {
+      if (time_s != o.time_s) return time_s > o.time_s;
+      if (kind != o.kind) return kind > o.kind;
+      return id > o.id;
+    }
   };
-  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;  // known, not yet arrived
+
+  void on_finished(int32_t id, double t, bool prefilled, std::size_t engine_index) {
+    Req& r = reqs_[static_cast<std::size_t>(id)];
+    if (prefilled && r.spec.output_tokens > 1) {
+      // The prompt's KV goes over its prefill instance's link, one transfer after another.
+      double& link = link_free_s_[engine_index];
+      const double start = std::max(t, link);
+      const double dur = transfer_s_per_token_ * static_cast<double>(r.spec.input_tokens);
+      link = start + dur;
+      r.kv_transfer_ms = (link - t) * 1e3;
+      kv_transfer_us_ += dur * 1e6;
+      events_.push({link, id, Event::transfer_done, static_cast<int32_t>(engine_index)});
+      return;
+    }
+    if (prefilled) {  // a single-token answer is finished by its prefill
+      prefill_->engines[engine_index].release_blocks(id);
+      r.finish_s = t;
+    }
+    ++done_;
+    // The session's next turn comes after the think time; a session's end frees its client.
+    const RequestSpec& spec = r.spec;
+    if (spec.next_turn >= 0) {
+      Req& next = reqs_[static_cast<std::size_t>(spec.next_turn)];
+      next.spec.arrival_s = t + spec.think_s;
+      events_.push({next.spec.arrival_s, static_cast<int32_t>(spec.next_turn), Event::arrival});
+    } else if (next_gated_ < gated_heads_.size()) {
+      const int32_t head = gated_heads_[next_gated_++];
+      reqs_[static_cast<std::size_t>(head)].spec.arrival_s = t;
+      events_.push({t, head, Event::arrival});
+    }
+  }
+
+  std::vector<Req>& reqs_;
+  Pool* prefill_;
+  Pool& serve_;
+  double transfer_s_per_token_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<int32_t> gated_heads_;  // closed loop: sessions waiting for a client, in order
   std::size_t next_gated_ = 0;
   std::vector<int32_t> arrival_order_;
-  std::vector<Sampled> sampled_;  // tokens sampled per finished step
+  std::vector<double> link_free_s_;
+  double kv_transfer_us_ = 0;
+  std::size_t done_ = 0;
 };
 
-}  // namespace
-
-SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor, const Workload& w,
-                          const SimulationConfig& config) {
-  if (w.requests.empty()) throw std::invalid_argument("the workload has no requests");
-  SimulationResult out;
-  out.model = cfg.id;
-  out.gpu = gpu.id;
-  out.workload = w.spec;
-  out.kind = w.kind;
-  out.par = config.par;
+// The scheduler limits as applied, and the checks every request must pass against one pool.
+SchedulerConfig applied_scheduler(const SimulationConfig& config, const Workload& w) {
   SchedulerConfig sched = config.sched;
   if (sched.max_num_seqs <= 0 || sched.max_num_batched_tokens <= 0)
     throw std::invalid_argument("max_num_seqs and max_num_batched_tokens must be positive");
@@ -378,36 +492,103 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     sched.max_num_seqs = std::max(sched.max_num_seqs, n);
     sched.max_num_batched_tokens = std::max(sched.max_num_batched_tokens, n * w.requests.front().input_tokens);
   }
-  out.sched = sched;
-  out.clocks = config.clocks;
-  MemoryOptions mo = config.memory;
-  mo.max_num_batched_tokens = sched.max_num_batched_tokens;
-  mo.max_num_seqs = sched.max_num_seqs;
-  validate_parallelism(cfg, config.par);
-  out.memory = plan_memory(cfg, config.par, gpu, mo);
+  return sched;
+}
 
-  const int64_t capacity = out.memory.kv_tokens();
+void check_requests_fit(const Workload& w, const MemoryPlan& plan, const SchedulerConfig& sched, bool prompt_only,
+                        const std::string& pool) {
+  const int64_t capacity = plan.kv_tokens();
   for (std::size_t i = 0; i < w.requests.size(); ++i) {
     const RequestSpec& r = w.requests[i];
-    const int64_t need = r.input_tokens + r.output_tokens - 1;
+    const int64_t need = prompt_only ? r.input_tokens : r.input_tokens + r.output_tokens - 1;
     if (need > capacity)
       throw std::runtime_error("request " + std::to_string(i) + " needs " + std::to_string(need) +
-                               " tokens of KV cache, more than the whole cache holds (" + std::to_string(capacity) +
-                               " tokens in " + std::to_string(out.memory.num_blocks) + " blocks)");
+                               " tokens of KV cache, more than the whole cache" + pool + " holds (" +
+                               std::to_string(capacity) + " tokens in " + std::to_string(plan.num_blocks) + " blocks)");
     if (!sched.chunked_prefill && need > sched.max_num_batched_tokens)
       throw std::runtime_error("request " + std::to_string(i) + " has " + std::to_string(need) +
                                " tokens, more than max_num_batched_tokens (" +
                                std::to_string(sched.max_num_batched_tokens) +
                                "), which chunked prefill off cannot schedule");
   }
+}
 
+}  // namespace
+
+SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const KernelPredictor& predictor, const Workload& w,
+                          const SimulationConfig& config) {
+  if (w.requests.empty()) throw std::invalid_argument("the workload has no requests");
+  const Deployment& dep = config.deployment;
+  if (dep.replicas < 1 || dep.prefill_replicas < 1 || dep.decode_replicas < 1)
+    throw std::invalid_argument("a deployment needs at least one instance in each pool");
+  SimulationResult out;
+  out.model = cfg.id;
+  out.gpu = gpu.id;
+  out.workload = w.spec;
+  out.kind = w.kind;
+  out.par = dep.disaggregated ? dep.decode_par : config.par;
+  out.deployment = dep;
+  const SchedulerConfig sched = applied_scheduler(config, w);
+  out.sched = sched;
+  out.clocks = config.clocks;
+  MemoryOptions mo = config.memory;
+  mo.max_num_batched_tokens = sched.max_num_batched_tokens;
+  mo.max_num_seqs = sched.max_num_seqs;
+  const GpuSpec& decode_gpu = dep.disaggregated && dep.decode_gpu ? *dep.decode_gpu : gpu;
+  const GpuSpec& prefill_gpu = dep.disaggregated && dep.prefill_gpu ? *dep.prefill_gpu : gpu;
+  validate_parallelism(cfg, out.par);
+  out.memory = plan_memory(cfg, out.par, decode_gpu, mo);
+  check_requests_fit(w, out.memory, sched, false, dep.disaggregated ? " of a decode instance" : "");
+  double transfer_s_per_token = 0;
+  if (dep.disaggregated) {
+    validate_parallelism(cfg, dep.prefill_par);
+    out.prefill_memory = plan_memory(cfg, dep.prefill_par, prefill_gpu, mo);
+    check_requests_fit(w, out.prefill_memory, sched, true, " of a prefill instance");
+    // Each decode rank receives its shard of the prompt's KV; each prefill rank sends 1/TP_p of all of
+    // it; both over a per-GPU link. The slower side sets the time.
+    double gb_s = dep.kv_transfer_gb_s;
+    if (gb_s <= 0) {
+      if (prefill_gpu.id != decode_gpu.id || prefill_gpu.interconnect.nvlink_bandwidth_gb_s <= 0)
+        throw std::invalid_argument("a disaggregated deployment over GPUs without one NVLink domain (" +
+                                    prefill_gpu.id + " to " + decode_gpu.id +
+                                    ") needs the network bandwidth per GPU: --kv-transfer-gbps GB/S");
+      gb_s = prefill_gpu.interconnect.nvlink_bandwidth_gb_s / 2;  // one direction
+    }
+    out.kv_transfer_gb_s = gb_s;
+    const double per_decode_rank = out.memory.kv_bytes_per_token;
+    const double total = per_decode_rank * dep.decode_par.tp * dep.decode_par.pp;
+    const double per_prefill_rank = total / (dep.prefill_par.tp * dep.prefill_par.pp);
+    transfer_s_per_token = std::max(per_decode_rank, per_prefill_rank) / (gb_s * 1e9);
+  }
   if (w.warmup < 0 || w.cooldown < 0 || w.warmup + w.cooldown >= static_cast<int64_t>(w.requests.size()))
     throw std::invalid_argument("warm-up and cool-down leave no request to measure");
-  Engine engine(cfg, gpu, predictor, config, sched, out.memory, w, out);
-  engine.run();
 
-  const std::vector<Req>& reqs = engine.requests();
-  const std::vector<int32_t>& order = engine.arrival_order();
+  std::vector<Req> reqs(w.requests.size());
+  for (std::size_t i = 0; i < w.requests.size(); ++i) {
+    reqs[i].spec = w.requests[i];
+    reqs[i].owner = {static_cast<int64_t>(i), w.requests[i].prefix_id, w.requests[i].prefix_tokens};
+  }
+  StepCostModel serve_cost(predictor, decode_gpu, config.overheads, config.clocks);
+  std::optional<StepCostModel> prefill_cost;
+  Pool prefill, serve;
+  prefill.router = serve.router = dep.router;
+  const int serve_count = dep.disaggregated ? dep.decode_replicas : dep.replicas;
+  int32_t instance = 0;
+  if (dep.disaggregated) {
+    prefill_cost.emplace(predictor, prefill_gpu, config.overheads, config.clocks);
+    prefill.engines.reserve(static_cast<std::size_t>(dep.prefill_replicas));
+    for (int i = 0; i < dep.prefill_replicas; ++i)
+      prefill.engines.emplace_back(cfg, *prefill_cost, dep.prefill_par, config, sched, out.prefill_memory, reqs, out,
+                                   instance++, true);
+  }
+  serve.engines.reserve(static_cast<std::size_t>(serve_count));
+  for (int i = 0; i < serve_count; ++i)
+    serve.engines.emplace_back(cfg, serve_cost, out.par, config, sched, out.memory, reqs, out, instance++, false);
+  Cluster cluster(reqs, w, dep.disaggregated ? &prefill : nullptr, serve, transfer_s_per_token);
+  cluster.run();
+  out.kv_transfer_us = cluster.kv_transfer_us();
+
+  const std::vector<int32_t>& order = cluster.arrival_order();
   const std::size_t n = reqs.size();
   std::vector<char> measured(n, 1);
   for (std::size_t k = 0; k < n; ++k)
@@ -429,6 +610,8 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     rec.cached_tokens = q.cached_tokens;
     rec.preemptions = q.preemptions;
     rec.session = q.spec.session;
+    rec.instance = q.instance;
+    rec.kv_transfer_ms = q.kv_transfer_ms;
     rec.measured = measured[i] != 0;
     first_arrival = std::min(first_arrival, rec.arrival_s);
     last_finish = std::max(last_finish, rec.finish_s);
@@ -462,7 +645,7 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
   if (window > 0) {
     auto in_window = [&](double t) { return t > out.window_start_s && t <= out.window_end_s; };
     int64_t sampled = 0, prompts = 0, finished = 0;
-    for (const auto& s : engine.sampled())
+    for (const auto& s : out.sampled)
       if (in_window(s.end_s)) sampled += s.tokens;
     for (const RequestRecord& rec : out.requests) {
       if (in_window(rec.first_token_s)) prompts += rec.input_tokens;
@@ -477,11 +660,16 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     out.sla_attainment = out.measured > 0 ? static_cast<double>(out.sla_met) / static_cast<double>(out.measured) : 0;
     out.goodput_requests_per_s = out.requests_per_s * out.sla_attainment;
   }
-  out.prefill_ms = engine.last_prefill_end_s() * 1e3;
-  out.median_decode_ms = latency_stats(engine.decode_step_ms()).p50;
+  std::vector<double> decode_ms;
+  for (const Pool* p : {&prefill, &serve})
+    for (const Engine& e : p->engines) {
+      out.prefill_ms = std::max(out.prefill_ms, e.last_prefill_end_s() * 1e3);
+      decode_ms.insert(decode_ms.end(), e.decode_step_ms().begin(), e.decode_step_ms().end());
+    }
+  out.median_decode_ms = latency_stats(std::move(decode_ms)).p50;
   out.total_ms = last_finish * 1e3;
-  out.predictions = engine.cost_model().cache_misses();
-  out.prediction_cache_hits = engine.cost_model().cache_hits();
+  out.predictions = serve_cost.cache_misses() + (prefill_cost ? prefill_cost->cache_misses() : 0);
+  out.prediction_cache_hits = serve_cost.cache_hits() + (prefill_cost ? prefill_cost->cache_hits() : 0);
   return out;
 }
 
@@ -511,6 +699,27 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
                  {"block_size", r.memory.block_size},
                  {"kv_blocks", r.memory.num_blocks},
                  {"kv_tokens", r.memory.kv_tokens()}};
+  const Deployment& d = r.deployment;
+  if (d.disaggregated) {
+    auto pool = [](int instances, const std::string& gpu, const Parallelism& p, const MemoryPlan& m) {
+      return json{{"instances", instances},
+                  {"gpu", gpu},
+                  {"tp", p.tp},
+                  {"pp", p.pp},
+                  {"ep", p.ep},
+                  {"kv_tokens", m.kv_tokens()},
+                  {"kv_blocks", m.num_blocks}};
+    };
+    j["deployment"] = {
+        {"disaggregated", true},
+        {"router", router_policy_name(d.router)},
+        {"prefill",
+         pool(d.prefill_replicas, d.prefill_gpu ? d.prefill_gpu->id : r.gpu, d.prefill_par, r.prefill_memory)},
+        {"decode", pool(d.decode_replicas, d.decode_gpu ? d.decode_gpu->id : r.gpu, d.decode_par, r.memory)},
+        {"kv_transfer_gb_s", r.kv_transfer_gb_s}};
+  } else {
+    j["deployment"] = {{"disaggregated", false}, {"replicas", d.replicas}, {"router", router_policy_name(d.router)}};
+  }
   j["requests"] = static_cast<int64_t>(r.requests.size());
   j["steps"] = r.step_count;
   j["preemptions"] = r.preemptions;
@@ -544,6 +753,7 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
   }
   json b = json::object();
   for (int i = 0; i < kBreakdownCount; ++i) b[breakdown_name(i)] = r.breakdown_us[static_cast<std::size_t>(i)];
+  if (d.disaggregated) b["kv_transfer"] = r.kv_transfer_us;
   j["breakdown_us"] = b;
   j["predictions"] = {{"computed", r.predictions}, {"cache_hits", r.prediction_cache_hits}};
   if (details) {
@@ -559,6 +769,8 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
                       {"preemptions", q.preemptions},
                       {"session", q.session},
                       {"measured", q.measured},
+                      {"instance", q.instance},
+                      {"kv_transfer_ms", q.kv_transfer_ms},
                       {"ttft_ms", q.ttft_ms()},
                       {"tpot_ms", q.tpot_ms()},
                       {"e2e_ms", q.e2e_ms()}});
@@ -566,6 +778,7 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
     json steps = json::array();
     for (const auto& s : r.steps)
       steps.push_back({{"start_s", s.start_s},
+                       {"instance", s.instance},
                        {"duration_ms", s.duration_ms},
                        {"seqs", s.seqs},
                        {"prefill_seqs", s.prefill_seqs},

@@ -13,6 +13,7 @@
 // starting when the slowest stage is free; a request is in at most one of them.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,28 @@ struct Sla {
 // "ttft=MS,tpot=MS,e2e=MS" (any of them); throws std::invalid_argument naming the part that is wrong.
 Sla parse_sla(const std::string& spec);
 
+// How requests are spread over an instance pool's engines (vLLM's data-parallel load balancer and
+// the routers in front of engine replicas): in arrival order, or to the one with the fewest requests
+// waiting and running.
+enum class RouterPolicy { round_robin, least_loaded };
+const char* router_policy_name(RouterPolicy p);
+std::optional<RouterPolicy> parse_router_policy(const std::string& s);
+
+// Where the model is served. Unified: `replicas` identical engine instances (data parallel), each of
+// SimulationConfig::par. Disaggregated: a prefill pool and a decode pool, each of its own instances,
+// parallelism and GPU; a prompt's KV cache goes from its prefill instance to a decode instance over a
+// per-GPU link of kv_transfer_gb_s one way (0: NVLink, when both pools are of one GPU type that has it).
+struct Deployment {
+  int replicas = 1;
+  RouterPolicy router = RouterPolicy::round_robin;
+  bool disaggregated = false;
+  int prefill_replicas = 1, decode_replicas = 1;
+  Parallelism prefill_par, decode_par;
+  const GpuSpec* prefill_gpu = nullptr;  // null: the simulation's GPU
+  const GpuSpec* decode_gpu = nullptr;
+  double kv_transfer_gb_s = 0;
+};
+
 struct SimulationConfig {
   Parallelism par;
   SchedulerConfig sched;
@@ -54,6 +77,7 @@ struct SimulationConfig {
   ClockState clocks = ClockState::burst;  // sustained: each step at the power state its load holds
   bool record_steps = true;               // keep the per-step timeline
   Sla sla;                                // goodput: the requests that meet it
+  Deployment deployment;
 };
 
 struct RequestRecord {
@@ -62,8 +86,10 @@ struct RequestRecord {
   int64_t input_tokens = 0, output_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens found in the prefix cache (summed over admissions)
   int preemptions = 0;
-  int64_t session = -1;  // multi-turn session or closed-loop chain; -1: none
-  bool measured = true;  // in the statistics (not warm-up or cool-down)
+  int64_t session = -1;       // multi-turn session or closed-loop chain; -1: none
+  bool measured = true;       // in the statistics (not warm-up or cool-down)
+  int32_t instance = 0;       // the engine instance that decoded it
+  double kv_transfer_ms = 0;  // disaggregated: from its first token to its KV's arrival in the decode pool
   double ttft_ms() const { return (first_token_s - arrival_s) * 1e3; }
   double e2e_ms() const { return (finish_s - arrival_s) * 1e3; }
   // Time per output token after the first; 0 for a single-token output.
@@ -74,6 +100,7 @@ struct RequestRecord {
 
 struct StepRecord {
   double start_s = 0, duration_ms = 0;
+  int32_t instance = 0;  // which engine instance ran it (disaggregated: the prefill pool's come first)
   int32_t seqs = 0, prefill_seqs = 0, decode_seqs = 0;
   int64_t tokens = 0, prefill_tokens = 0;
   int64_t waiting = 0;  // requests waiting after scheduling
@@ -94,8 +121,11 @@ struct SimulationResult {
   Parallelism par;
   SchedulerConfig sched;  // as applied (batch workloads raise the limits)
   ClockState clocks = ClockState::burst;
-  MemoryPlan memory;
-  std::vector<RequestRecord> requests;  // in arrival order
+  MemoryPlan memory;  // of each (decode) instance
+  Deployment deployment;
+  MemoryPlan prefill_memory;                        // disaggregated: of each prefill instance
+  double kv_transfer_gb_s = 0, kv_transfer_us = 0;  // disaggregated: the link, and all transfers' time
+  std::vector<RequestRecord> requests;              // in the workload's order
   std::vector<StepRecord> steps;
   std::array<double, kBreakdownCount> breakdown_us{};  // summed over all steps
   int64_t step_count = 0, preemptions = 0, cached_tokens = 0;
@@ -114,6 +144,11 @@ struct SimulationResult {
   // batch workloads (CONTRACT.md): the prefill, the median decode step, all of it
   double prefill_ms = 0, median_decode_ms = 0, total_ms = 0;
   std::size_t predictions = 0, prediction_cache_hits = 0;
+  struct Sampled {
+    double end_s = 0;
+    int64_t tokens = 0;
+  };
+  std::vector<Sampled> sampled;  // per finished step: when it ended and how many tokens it sampled
 };
 
 // Throws std::invalid_argument / std::runtime_error with the reason (model too big, TP that does not
