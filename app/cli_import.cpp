@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_commands.h"
+#include "model/json_fields.h"
 #include "storage/database.h"
 #include "storage/kernel_store.h"
 
@@ -29,8 +30,9 @@ std::string seconds_text(double s) {
 
 std::string gpu_text(const storage::ImportSummary& s) {
   if (!s.gpu_id.empty())
-    return "GPU " + s.gpu_id + (s.gpu_name.empty() || s.gpu_name == s.gpu_id ? "" : " (" + s.gpu_name + ")");
-  if (!s.gpu_name.empty()) return "GPU \"" + s.gpu_name + "\" (unknown)";
+    return "GPU " + s.gpu_id +
+           (s.gpu_name.empty() || s.gpu_name == s.gpu_id ? "" : " (" + text_excerpt(s.gpu_name) + ")");
+  if (!s.gpu_name.empty()) return "GPU " + quote_excerpt(s.gpu_name) + " (unknown)";
   std::error_code ec;
   return s.format == "public-dataset" || std::filesystem::is_directory(s.path, ec) ? "several GPUs" : "GPU unknown";
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/json_fields.h"
 #include "storage/csv_reader.h"
 #include "storage/folder_files.h"
 #include "storage/importers/input_file.h"
@@ -74,7 +75,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   if (line_no == 0) throw std::runtime_error(label + ": empty file");
   const std::string gpu_name = file.environment["gpu_name"];
   const GpuSpec* gpu = gpus.find(gpu_name);
-  if (!gpu) throw std::runtime_error(label + ": gpu_name \"" + gpu_name + "\" is not in the GPU database");
+  if (!gpu) throw std::runtime_error(label + ": gpu_name " + quote_excerpt(gpu_name) + " is not in the GPU database");
   const std::size_t header_line = line_no;
   bool pending_used = false;
   CsvReader reader(

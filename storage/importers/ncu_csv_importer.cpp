@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "model/json_fields.h"
 #include "storage/csv_reader.h"
 #include "storage/database.h"
 #include "storage/importers/input_file.h"
@@ -323,7 +324,7 @@ class NcuReader {
     }
     std::string id = control_.gpus ? public_dataset_gpu_id(best, *control_.gpus) : std::string();
     sink_.gpu(id, best);
-    if (id.empty()) sink_.warning("GPU \"" + best + "\" is not in the GPU database; add it with --gpus-dir");
+    if (id.empty()) sink_.warning("GPU " + quote_excerpt(best) + " is not in the GPU database; add it with --gpus-dir");
   }
 
   CsvReader r_;

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "model/json_fields.h"
 #include "storage/importers/scratch_db.h"
 #include "storage/public_datasets.h"
 
@@ -328,7 +329,8 @@ class NsysReader {
     } else {
       std::string id = control_.gpus ? public_dataset_gpu_id(name, *control_.gpus) : std::string();
       sink_.gpu(id, name);
-      if (id.empty()) sink_.warning("GPU \"" + name + "\" is not in the GPU database; add it with --gpus-dir");
+      if (id.empty())
+        sink_.warning("GPU " + quote_excerpt(name) + " is not in the GPU database; add it with --gpus-dir");
     }
   }
 

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include "storage/importers/varint.h"
 
+#include "model/json_fields.h"
 #include "storage/importers/input_file.h"
 #include "storage/importers/op_table.h"
 #include "storage/importers/scratch_db.h"
@@ -729,7 +730,8 @@ class TraceParser {
       std::string id = control_.gpus ? public_dataset_gpu_id(it->second, *control_.gpus) : std::string();
       sink_.gpu(id, it->second);
       if (id.empty())
-        sink_.warning("GPU \"" + it->second + "\" is not in the GPU database (perfloom gpus); add it with --gpus-dir");
+        sink_.warning("GPU " + quote_excerpt(it->second) +
+                      " is not in the GPU database (perfloom gpus); add it with --gpus-dir");
     } else {
       sink_.warning("the trace has no deviceProperties for device " + std::to_string(device) + ": GPU unknown");
     }

@@ -266,6 +266,17 @@ TEST(ImportTorchTrace, ChromeArrayFormatAndUnknownGpuName) {
   EXPECT_TRUE(contains(t.warnings.front(), "not in the GPU database"));
 }
 
+// A GPU name of megabytes is kept as the source's GPU name, but a warning quotes only its start.
+TEST(ImportTorchTrace, AHugeUnknownGpuNameIsQuotedCutInTheWarning) {
+  const std::string huge(5'000'000, 'G');
+  RecordingSink t = import_text(R"({"deviceProperties": [{"id": 0, "name": ")" + huge + R"("}], "traceEvents": [)" +
+                                kernel(kGemm, -1, 1, 1, 1) + "]}");
+  EXPECT_EQ(t.gpu_name.size(), huge.size());
+  ASSERT_FALSE(t.warnings.empty());
+  EXPECT_TRUE(contains(t.warnings.front(), "(5000000 bytes) is not in the GPU database")) << t.warnings.front();
+  EXPECT_LT(t.warnings.front().size(), 300u);
+}
+
 TEST(ImportTorchTrace, SyntheticTraceImportsEveryKernel) {
   TempDir dir;
   for (bool gz : {false, true}) {
