@@ -105,7 +105,8 @@ const std::map<QString, Command>& commands() {
         "closed:concurrency=C,n=N,input=I,output=O | trace:FILE.csv; docs/cli.md has the whole grammar): TTFT, "
         "TPOT, E2E, throughput, goodput",
         cmdSimulate,
-        {QCommandLineOption("model", "bundled model id or config.json", "M"), QCommandLineOption("gpu", "GPU id", "ID"),
+        {QCommandLineOption("model", "bundled model id or config.json", "M"),
+         QCommandLineOption("gpu", "GPU id", "ID"),
          QCommandLineOption("tp", "tensor parallel degree", "N"),
          QCommandLineOption("pp", "pipeline parallel degree", "N"),
          QCommandLineOption("ep", "expert parallel degree (1 or the TP degree)", "N"),
@@ -114,7 +115,8 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("max-num-seqs", "running sequences at most (256)", "N"),
          QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N"),
          QCommandLineOption("no-chunked-prefill", "schedule whole prompts only"),
-         QCommandLineOption("no-prefix-caching", "no prefix caching"), QCommandLineOption("eager", "no CUDA graphs"),
+         QCommandLineOption("no-prefix-caching", "no prefix caching"),
+         QCommandLineOption("eager", "no CUDA graphs"),
          QCommandLineOption("gpu-memory-utilization", "fraction of GPU memory vLLM may use (0.9)", "F"),
          QCommandLineOption("block-size", "KV-cache block size in tokens (16)", "N"),
          QCommandLineOption("kv-blocks", "KV-cache blocks (instead of the memory estimate)", "N"),
@@ -124,7 +126,19 @@ const std::map<QString, Command>& commands() {
                             "burst (default) or sustained: each step slowed as far as its load drives the "
                             "GPU into its power limit (needs a sustained-power calibration)",
                             "STATE"),
-         QCommandLineOption("sla", "latency objective for goodput: ttft=MS,tpot=MS,e2e=MS (any of them)", "BOUNDS")}}},
+         QCommandLineOption("sla", "latency objective for goodput: ttft=MS,tpot=MS,e2e=MS (any of them)", "BOUNDS"),
+         QCommandLineOption("dp", "data-parallel replicas of the engine behind the router (1)", "N"),
+         QCommandLineOption("router", "how requests are spread: round-robin (default) or least-loaded", "POLICY"),
+         QCommandLineOption("prefill-instances", "disaggregated: prefill engine instances", "N"),
+         QCommandLineOption("decode-instances", "disaggregated: decode engine instances", "N"),
+         QCommandLineOption("prefill-gpu", "disaggregated: the prefill pool's GPU (--gpu)", "ID"),
+         QCommandLineOption("decode-gpu", "disaggregated: the decode pool's GPU (--gpu)", "ID"),
+         QCommandLineOption("prefill-tp", "disaggregated: each prefill instance's TP degree (--tp)", "N"),
+         QCommandLineOption("decode-tp", "disaggregated: each decode instance's TP degree (--tp)", "N"),
+         QCommandLineOption("kv-transfer-gbps",
+                            "disaggregated: KV-cache link per GPU, one way, GB/s (NVLink when both pools are one "
+                            "GPU type that has it)",
+                            "GB/S")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
         "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out "

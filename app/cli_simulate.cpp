@@ -54,6 +54,41 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   }
   sc.clocks = cliClockState(args);
   if (args.isSet("sla")) sc.sla = sim::parse_sla(args.value("sla").toStdString());
+  sim::Deployment& dep = sc.deployment;
+  dep.replicas = static_cast<int>(cliInteger(args, "dp", 1, 1));
+  if (args.isSet("router")) {
+    const auto policy = sim::parse_router_policy(args.value("router").toStdString());
+    if (!policy)
+      throw std::invalid_argument("--router must be round-robin or least-loaded (got \"" +
+                                  args.value("router").toStdString() + "\")");
+    dep.router = *policy;
+  }
+  for (const char* o : {"prefill-instances", "decode-instances", "prefill-gpu", "decode-gpu", "prefill-tp", "decode-tp",
+                        "kv-transfer-gbps"})
+    if (args.isSet(o)) dep.disaggregated = true;
+  if (dep.disaggregated) {
+    if (args.isSet("dp"))
+      throw std::invalid_argument(
+          "--dp replicates a unified engine; a disaggregated deployment sizes its pools with --prefill-instances and "
+          "--decode-instances");
+    if (sc.par.pp > 1) throw std::invalid_argument("a disaggregated deployment runs without pipeline parallelism");
+    dep.prefill_replicas = static_cast<int>(cliInteger(args, "prefill-instances", 1, 1));
+    dep.decode_replicas = static_cast<int>(cliInteger(args, "decode-instances", 1, 1));
+    dep.prefill_par.tp = static_cast<int>(cliInteger(args, "prefill-tp", sc.par.tp, 1));
+    dep.decode_par.tp = static_cast<int>(cliInteger(args, "decode-tp", sc.par.tp, 1));
+    // Expert parallelism follows each pool's TP group, as --ep follows --tp.
+    dep.prefill_par.ep = sc.par.ep > 1 ? dep.prefill_par.tp : 1;
+    dep.decode_par.ep = sc.par.ep > 1 ? dep.decode_par.tp : 1;
+    if (args.isSet("prefill-gpu")) dep.prefill_gpu = &ctx.gpus.get(args.value("prefill-gpu").toStdString());
+    if (args.isSet("decode-gpu")) dep.decode_gpu = &ctx.gpus.get(args.value("decode-gpu").toStdString());
+    if (args.isSet("kv-transfer-gbps")) {
+      bool ok = false;
+      dep.kv_transfer_gb_s = args.value("kv-transfer-gbps").toDouble(&ok);
+      if (!ok || !(dep.kv_transfer_gb_s > 0) || dep.kv_transfer_gb_s > 1e6)
+        throw std::invalid_argument("--kv-transfer-gbps must be a bandwidth in GB/s above 0 (got \"" +
+                                    args.value("kv-transfer-gbps").toStdString() + "\")");
+    }
+  }
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
   const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
   const sim::Workload workload = sim::parse_workload(args.value("workload").toStdString());
@@ -75,11 +110,29 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     std::cout << sim::simulation_to_json(r, false).dump(2) << "\n";
     return 0;
   }
-  std::printf("%s on %s, TP %d, PP %d%s: KV cache %lld tokens (%lld blocks of %lld), weights %.1f GiB per GPU\n",
-              r.model.c_str(), r.gpu.c_str(), r.par.tp, r.par.pp,
-              r.par.ep > 1 ? (", EP " + std::to_string(r.par.ep)).c_str() : "",
-              static_cast<long long>(r.memory.kv_tokens()), static_cast<long long>(r.memory.num_blocks),
-              static_cast<long long>(r.memory.block_size), r.memory.weights_gib);
+  const sim::Deployment& d = r.deployment;
+  if (d.disaggregated) {
+    auto pool = [&](const char* name, int n, const GpuSpec* g, const sim::Parallelism& p, const sim::MemoryPlan& m) {
+      std::printf("%s pool: %d instance%s on %s, TP %d%s: KV cache %lld tokens each, weights %.1f GiB per GPU\n", name,
+                  n, n == 1 ? "" : "s", g ? g->id.c_str() : r.gpu.c_str(), p.tp,
+                  p.ep > 1 ? (", EP " + std::to_string(p.ep)).c_str() : "", static_cast<long long>(m.kv_tokens()),
+                  m.weights_gib);
+    };
+    std::printf("%s, disaggregated (%s routing), KV transfer %.0f GB/s per GPU one way\n", r.model.c_str(),
+                sim::router_policy_name(d.router), r.kv_transfer_gb_s);
+    pool("prefill", d.prefill_replicas, d.prefill_gpu, d.prefill_par, r.prefill_memory);
+    pool("decode", d.decode_replicas, d.decode_gpu, d.decode_par, r.memory);
+  } else {
+    std::printf(
+        "%s on %s, TP %d, PP %d%s%s: KV cache %lld tokens (%lld blocks of %lld), weights %.1f GiB per GPU\n",
+        r.model.c_str(), r.gpu.c_str(), r.par.tp, r.par.pp,
+        r.par.ep > 1 ? (", EP " + std::to_string(r.par.ep)).c_str() : "",
+        d.replicas > 1
+            ? (", " + std::to_string(d.replicas) + " replicas (" + sim::router_policy_name(d.router) + ")").c_str()
+            : "",
+        static_cast<long long>(r.memory.kv_tokens()), static_cast<long long>(r.memory.num_blocks),
+        static_cast<long long>(r.memory.block_size), r.memory.weights_gib);
+  }
   std::printf("%zu requests in %.3f s, %lld steps, %lld preemptions, %lld prompt tokens from the prefix cache\n",
               r.requests.size(), r.duration_s, static_cast<long long>(r.step_count),
               static_cast<long long>(r.preemptions), static_cast<long long>(r.cached_tokens));
@@ -123,6 +176,7 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     const double us = r.breakdown_us[static_cast<std::size_t>(i)];
     if (us > 0) std::printf(" %s %.0f (%.1f%%)", sim::breakdown_name(i), us, total > 0 ? 100.0 * us / total : 0.0);
   }
+  if (d.disaggregated) std::printf(" kv_transfer %.0f (beside the steps)", r.kv_transfer_us);
   std::printf("\n");
   if (args.isSet("out"))
     std::fprintf(stderr, "perfloom simulate: records and timeline written to %s\n",

@@ -203,6 +203,32 @@ TEST(CliSim, SimulateClosedLoopReportsTheMeasuredWindowAndGoodput) {
       << bad.err;
 }
 
+TEST(CliSim, SimulateReplicasAndDisaggregatedPools) {
+  const std::string base = "simulate --model llama-3-8b --gpu h100 --workload poisson:rate=4,n=30,input=512,output=32 ";
+  auto dp = runPerfloom(base + "--dp 2 --router least-loaded --json " + kDb);
+  ASSERT_EQ(dp.exit_code, 0) << dp.err;
+  json d = json::parse(dp.out);
+  EXPECT_EQ(d["deployment"]["replicas"], 2);
+  EXPECT_EQ(d["deployment"]["router"], "least-loaded");
+
+  auto pd =
+      runPerfloom(base + "--prefill-instances 1 --decode-instances 2 --decode-gpu h200 --kv-transfer-gbps 50 " + kDb);
+  ASSERT_EQ(pd.exit_code, 0) << pd.err;
+  EXPECT_NE(pd.out.find("prefill pool: 1 instance on h100-sxm, TP 1"), std::string::npos) << pd.out;
+  EXPECT_NE(pd.out.find("decode pool: 2 instances on h200, TP 1"), std::string::npos) << pd.out;
+  EXPECT_NE(pd.out.find("kv_transfer "), std::string::npos) << pd.out;
+
+  auto cross = runPerfloom(base + "--prefill-instances 1 --decode-gpu h200 " + kDb);
+  EXPECT_NE(cross.exit_code, 0);
+  EXPECT_NE(cross.err.find("needs the network bandwidth per GPU: --kv-transfer-gbps"), std::string::npos) << cross.err;
+  auto both = runPerfloom(base + "--dp 2 --decode-instances 2 " + kDb);
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--dp replicates a unified engine"), std::string::npos) << both.err;
+  auto router = runPerfloom(base + "--dp 2 --router random " + kDb);
+  EXPECT_NE(router.exit_code, 0);
+  EXPECT_NE(router.err.find("--router must be round-robin or least-loaded"), std::string::npos) << router.err;
+}
+
 TEST(CliSim, BadInputsFailWithAReason) {
   auto unknown = runPerfloom("step --model llama-9-1t --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
   EXPECT_NE(unknown.exit_code, 0);

@@ -1,0 +1,142 @@
+// Deployments: data-parallel replicas behind a router, and disaggregated prefill/decode pools with
+// the KV cache moved between them. Every kernel takes no time and each step exactly 1 ms of host
+// time, so times are step counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/gpu_database.h"
+#include "model/predictor.h"
+#include "model/sim/simulator.h"
+
+using namespace perfloom;
+using namespace perfloom::sim;
+
+namespace {
+
+class ZeroPredictor : public KernelPredictor {
+ public:
+  Prediction predict(const KernelDesc&, const GpuSpec&) const override { return {}; }
+  std::string name() const override { return "zero"; }
+};
+
+const GpuDatabase& gpus() {
+  static const GpuDatabase d = GpuDatabase::builtin();
+  return d;
+}
+
+SimulationConfig one_ms_steps() {
+  SimulationConfig sc;
+  sc.overheads = {0.0, 0.0, 1000.0, 0.0, 512, 0.0};  // 1 ms of host time, nothing else
+  return sc;
+}
+
+Workload trace(const std::string& csv) {
+  Workload w;
+  w.kind = WorkloadKind::trace;
+  w.spec = "trace:inline";
+  w.requests = parse_trace_csv(csv, "inline");
+  return w;
+}
+
+SimulationResult run(const Workload& w, const SimulationConfig& sc, const std::string& model = "llama-3.2-1b") {
+  ZeroPredictor zero;
+  return simulate(load_llm_config(model), gpus().get("h100-sxm"), zero, w, sc);
+}
+
+SimulationConfig disaggregated(double gb_s) {
+  SimulationConfig sc = one_ms_steps();
+  sc.deployment.disaggregated = true;
+  sc.deployment.kv_transfer_gb_s = gb_s;
+  return sc;
+}
+
+}  // namespace
+
+TEST(SimDeployment, ReplicasServeRequestsSideBySide) {
+  // Two requests at once: one engine batches them (4 steps); two replicas each run one (4 steps each,
+  // at the same times).
+  SimulationConfig sc = one_ms_steps();
+  sc.deployment.replicas = 2;
+  const auto r = run(trace("0,32,4\n0,32,4\n"), sc);
+  EXPECT_EQ(r.step_count, 8);
+  EXPECT_EQ(r.requests[0].instance, 0);
+  EXPECT_EQ(r.requests[1].instance, 1);
+  for (const auto& q : r.requests) EXPECT_NEAR(q.e2e_ms(), 4.0, 1e-9);
+  EXPECT_EQ(run(trace("0,32,4\n0,32,4\n"), one_ms_steps()).step_count, 4);
+}
+
+TEST(SimDeployment, LeastLoadedSendsARequestWhereFewestWaitOrRun) {
+  // Request 0 runs long on replica 0, request 1 (replica 1) is done by 3 ms; at 5 ms round robin
+  // sends request 2 to replica 0 again, least-loaded to the idle replica 1.
+  const Workload w = trace("0,32,50\n0.0001,32,2\n0.005,32,2\n");
+  SimulationConfig sc = one_ms_steps();
+  sc.deployment.replicas = 2;
+  EXPECT_EQ(run(w, sc).requests[2].instance, 0);
+  sc.deployment.router = RouterPolicy::least_loaded;
+  const auto r = run(w, sc);
+  EXPECT_EQ(r.requests[0].instance, 0);
+  EXPECT_EQ(r.requests[1].instance, 1);
+  EXPECT_EQ(r.requests[2].instance, 1);
+  EXPECT_EQ(parse_router_policy("least-loaded"), RouterPolicy::least_loaded);
+  EXPECT_FALSE(parse_router_policy("random"));
+}
+
+TEST(SimDeployment, DisaggregatedWithAnInstantLinkIsPrefillThenDecode) {
+  // The prefill instance samples the first token at 1 ms; the decode instance gets the KV at once and
+  // runs the three other tokens: 4 ms, as one engine takes, and never a prompt token.
+  const auto r = run(trace("0,32,4\n"), disaggregated(1e9));
+  ASSERT_EQ(r.requests.size(), 1u);
+  EXPECT_NEAR(r.requests[0].ttft_ms(), 1.0, 1e-9);
+  EXPECT_NEAR(r.requests[0].e2e_ms(), 4.0, 1e-6);
+  EXPECT_EQ(r.requests[0].instance, 1);  // the decode pool's instance (the prefill pool's come first)
+  for (const auto& s : r.steps)
+    if (s.instance == 1) {
+      EXPECT_EQ(s.prefill_tokens, 0);
+    }
+  EXPECT_NEAR(r.e2e_ms.p50, run(trace("0,32,4\n"), one_ms_steps()).e2e_ms.p50, 1e-6);
+}
+
+TEST(SimDeployment, TheKvTransferTakesItsBytesOverTheLinkOneAfterAnother) {
+  // Two prompts prefilled in one step leave over the prefill instance's link back to back: the second
+  // waits for the first. Bytes: each decode rank's share of the prompt's KV.
+  const double gb_s = 0.05;  // slow enough to see: 50 MB/s
+  const auto r = run(trace("0,1000,3\n0,1000,3\n"), disaggregated(gb_s));
+  const double one_ms = r.memory.kv_bytes_per_token * 1000 / (gb_s * 1e9) * 1e3;
+  EXPECT_NEAR(r.requests[0].kv_transfer_ms, one_ms, 1e-9);
+  EXPECT_NEAR(r.requests[1].kv_transfer_ms, 2 * one_ms, 1e-9);
+  EXPECT_NEAR(r.kv_transfer_us, 2 * one_ms * 1e3, 1e-6);
+  // The decode pool starts after the KV arrives: TPOT covers the wait (first token at 1 ms).
+  EXPECT_NEAR(r.requests[1].finish_s, 0.001 + 2 * one_ms * 1e-3 + 0.002, 1e-9);
+}
+
+TEST(SimDeployment, PoolsOfTheirOwnGpusAndSizes) {
+  SimulationConfig sc = disaggregated(25);
+  sc.deployment.prefill_gpu = &gpus().get("h200");
+  sc.deployment.prefill_replicas = 2;
+  sc.deployment.decode_replicas = 1;
+  const auto r = run(trace("0,64,3\n0,64,3\n0,64,3\n"), sc);
+  EXPECT_GT(r.prefill_memory.kv_tokens(), r.memory.kv_tokens());  // the H200's 141 GB against 80
+  // Round robin over the prefill pool: requests 0 and 2 on prefill instance 0, request 1 on 1; all
+  // decoded on instance 2.
+  for (const auto& q : r.requests) EXPECT_EQ(q.instance, 2);
+  EXPECT_EQ(r.deployment.prefill_replicas, 2);
+}
+
+TEST(SimDeployment, BadDeploymentsSayWhy) {
+  SimulationConfig cross = disaggregated(0);
+  cross.deployment.prefill_gpu = &gpus().get("h200");
+  try {
+    run(trace("0,64,3\n"), cross);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-transfer-gbps"), std::string::npos) << e.what();
+  }
+  // A 70B model does not fit one H100 of the prefill pool.
+  SimulationConfig small_prefill = disaggregated(0);
+  small_prefill.deployment.decode_par.tp = 4;
+  EXPECT_THROW(run(trace("0,64,3\n"), small_prefill, "llama-3.1-70b"), std::exception);
+  SimulationConfig none = one_ms_steps();
+  none.deployment.replicas = 0;
+  EXPECT_THROW(run(trace("0,64,3\n"), none), std::invalid_argument);
+}
