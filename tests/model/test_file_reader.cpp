@@ -253,3 +253,44 @@ TEST(FileReader, HugeNamesAreEchoedCut) {
   EXPECT_TRUE(has(m, "field 'aliases[0]': is 1000 characters long; at most 256")) << m.substr(0, 300);
   fs::remove_all(dir);
 }
+
+// The fields the audit named, each holding 100,000 levels of nesting (a message once dump()ed them),
+// and a GPU file's compute_capability of 100,000 characters (once matched by std::regex): errors.
+TEST(FileReader, TheAuditedFieldsRefuseDeepValuesAndLongIdentifiers) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::ifstream gin(std::string(PERFLOOM_SOURCE_DIR) + "/gpus/h100-sxm.json");
+  const std::string gpu = std::string(std::istreambuf_iterator<char>(gin), {});
+  std::ifstream cin(std::string(PERFLOOM_SOURCE_DIR) + "/resources/calibration/h100-sxm.json");
+  const std::string cal = std::string(std::istreambuf_iterator<char>(cin), {});
+  std::ifstream lin(std::string(PERFLOOM_SOURCE_DIR) + "/resources/llm/llama-3-8b.json");
+  const std::string llm = std::string(std::istreambuf_iterator<char>(lin), {});
+  // `text` with the value of its top-level `key` replaced by the JSON text `value`.
+  auto with = [](const std::string& text, const std::string& key, const std::string& value) {
+    nlohmann::json doc = nlohmann::json::parse(text);
+    doc[key] = "@@VALUE@@";
+    std::string out = doc.dump();
+    return out.replace(out.find("\"@@VALUE@@\""), 11, value);
+  };
+  auto expect_refused = [](const std::function<void()>& parse, const std::string& what, const std::string& part) {
+    const std::string m = message_within_5s(parse);
+    EXPECT_TRUE(has(m, part)) << what << ": " << m.substr(0, 300);
+    EXPECT_LT(m.size(), 1000u) << what;
+  };
+  const std::string nests = "nests deeper than 64 levels";
+  expect_refused([&] { parse_gpu_spec(with(gpu, "aliases", deep), "g.json"); }, "aliases", nests);
+  expect_refused([&] { parse_calibration(with(cal, "schema", deep), "c.json"); }, "schema", nests);
+  expect_refused([&] { parse_calibration(with(cal, "gpu_name", deep), "c.json"); }, "gpu_name", nests);
+  expect_refused([&] { sim::parse_llm_config(with(llm, "num_hidden_layers", deep), "config.json"); },
+                 "num_hidden_layers", nests);
+  const std::string qwen = "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"mlp_only_layers\": [1, " + deep + "]}";
+  expect_refused([&] { sim::parse_llm_config(qwen, "config.json"); }, "mlp_only_layers", nests);
+  // 60 levels pass the parser; the message names the type only.
+  const std::string sixty = std::string(60, '[') + std::string(60, ']');
+  expect_refused([&] { parse_gpu_spec(with(gpu, "aliases", "[" + sixty + "]"), "g.json"); }, "aliases",
+                 "field 'aliases[0]'");
+  expect_refused([&] { parse_calibration(with(cal, "gpu_name", sixty), "c.json"); }, "gpu_name", "array");
+  const std::string cc = with(gpu, "compute_capability", "\"" + std::string(100000, '9') + "\"");
+  expect_refused([&] { parse_gpu_spec(cc, "g.json"); }, "compute_capability", "(100000 bytes)");
+  const std::string cc_dot = with(gpu, "compute_capability", "\"9." + std::string(100000, '0') + "x\"");
+  expect_refused([&] { parse_gpu_spec(cc_dot, "g.json"); }, "compute_capability", "must look like");
+}
