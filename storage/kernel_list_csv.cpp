@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "model/json_fields.h"
 #include "storage/csv_reader.h"
 
 namespace perfloom::storage {
@@ -41,9 +42,9 @@ KernelList read(CsvReader reader) {
     if (fields.size() != list.header.size()) {
       fail("has " + std::to_string(fields.size()) + " fields, the header " + std::to_string(list.header.size()));
     } else if (!op || *op == Op::unknown) {
-      fail("unknown op \"" + op_text + "\"");
+      fail("unknown op " + quote_excerpt(op_text));
     } else if (!dtype) {
-      fail("unknown dtype \"" + dtype_text + "\" (fp32 tf32 fp16 bf16 fp8e4m3 fp8e5m2 int8)");
+      fail("unknown dtype " + quote_excerpt(dtype_text) + " (fp32 tf32 fp16 bf16 fp8e4m3 fp8e5m2 int8)");
     } else {
       KernelDesc k;
       k.op = *op;
@@ -56,7 +57,7 @@ KernelList read(CsvReader reader) {
         }
         auto v = parse_int(row.fields[*i]);
         if (!v) {
-          fail(std::string(c) + " is not a whole number: \"" + row.fields[*i] + "\"");
+          fail(std::string(c) + " is not a whole number: " + quote_excerpt(row.fields[*i]));
           break;
         }
         *shape_field(k.shape, c) = *v;
