@@ -601,7 +601,8 @@ Bundled load_bundled(const std::filesystem::path& dir) {
     try {
       TunerTable t = parse_tuner_table(read_file_guarded(path, file_limits::tuner_table), p);
       if (t.gpu_id != id)  // NOLINTNEXTLINE(performance-inefficient-string-concatenation): an error, built once
-        throw TunerTableError(p + ": field 'gpu' is '" + text_excerpt(t.gpu_id) + "', but the file is named for '" + id + "'");
+        throw TunerTableError(p + ": field 'gpu' is '" + text_excerpt(t.gpu_id) + "', but the file is named for '" +
+                              id + "'");
       out.by_id.emplace(id, std::move(t));
     } catch (const FileReadError& e) {
       out.by_id.emplace(id, std::string(e.what()));
