@@ -135,6 +135,12 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("decode-gpu", "disaggregated: the decode pool's GPU (--gpu)", "ID"),
          QCommandLineOption("prefill-tp", "disaggregated: each prefill instance's TP degree (--tp)", "N"),
          QCommandLineOption("decode-tp", "disaggregated: each decode instance's TP degree (--tp)", "N"),
+         QCommandLineOption("spec-tokens", "speculative decoding: draft tokens verified per step (0: off)", "K"),
+         QCommandLineOption("spec-acceptance", "speculative decoding: each draft token's acceptance rate, 0-1", "A"),
+         QCommandLineOption("spec-draft",
+                            "speculative decoding: the draft model (bundled id or config.json; default: one "
+                            "decoder layer of the target, as MTP and EAGLE heads)",
+                            "M"),
          QCommandLineOption("kv-transfer-gbps",
                             "disaggregated: KV-cache link per GPU, one way, GB/s (NVLink when both pools are one "
                             "GPU type that has it)",

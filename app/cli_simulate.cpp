@@ -54,6 +54,17 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   }
   sc.clocks = cliClockState(args);
   if (args.isSet("sla")) sc.sla = sim::parse_sla(args.value("sla").toStdString());
+  if (args.isSet("spec-tokens") || args.isSet("spec-acceptance") || args.isSet("spec-draft")) {
+    if (!args.isSet("spec-tokens") || !args.isSet("spec-acceptance"))
+      throw std::invalid_argument("speculative decoding needs --spec-tokens K and --spec-acceptance A");
+    sc.speculative.tokens = static_cast<int>(cliInteger(args, "spec-tokens", 0, 0));
+    bool ok = false;
+    sc.speculative.acceptance = args.value("spec-acceptance").toDouble(&ok);
+    if (!ok || !(sc.speculative.acceptance >= 0 && sc.speculative.acceptance <= 1))
+      throw std::invalid_argument("--spec-acceptance must be a rate from 0 to 1 (got \"" +
+                                  args.value("spec-acceptance").toStdString() + "\")");
+    if (args.isSet("spec-draft")) sc.speculative.draft = sim::load_llm_config(args.value("spec-draft").toStdString());
+  }
   sim::Deployment& dep = sc.deployment;
   dep.replicas = static_cast<int>(cliInteger(args, "dp", 1, 1));
   if (args.isSet("router")) {
@@ -145,6 +156,13 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     std::printf("median_decode_ms: %.3f\n", r.median_decode_ms);
     std::printf("total_ms: %.3f\n", r.total_ms);
   }
+  if (r.speculative.tokens > 0)
+    std::printf(
+        "speculative: %d draft tokens at acceptance %.2f (%s): %.2f tokens per verify (expected %.2f), "
+        "draft %.0f us\n",
+        r.speculative.tokens, r.speculative.acceptance, r.speculative.draft ? r.speculative.draft->id.c_str() : "",
+        r.verify_seqs > 0 ? static_cast<double>(r.verify_tokens) / static_cast<double>(r.verify_seqs) : 0.0,
+        r.speculative.expected_tokens_per_step(r.speculative.tokens), r.draft_us);
   std::printf("%-10s %12s %12s %12s %12s\n", "", "mean", "p50", "p90", "p99");
   auto row = [](const char* name, const sim::LatencyStats& s) {
     std::printf("%-10s %12.3f %12.3f %12.3f %12.3f\n", name, s.mean, s.p50, s.p90, s.p99);

@@ -45,6 +45,11 @@ std::optional<RouterPolicy> parse_router_policy(const std::string& s) {
   return std::nullopt;
 }
 
+double Speculative::expected_tokens_per_step(int drafted) const {
+  if (acceptance >= 1.0) return drafted + 1.0;
+  return (1.0 - std::pow(acceptance, drafted + 1)) / (1.0 - acceptance);
+}
+
 Sla parse_sla(const std::string& spec) {
   Sla sla;
   auto bad = [&](const std::string& why) { throw std::invalid_argument("--sla \"" + spec + "\": " + why); };
@@ -86,7 +91,8 @@ struct Req {
   double kv_transfer_ms = 0;
   int preemptions = 0;
   int64_t cached_tokens = 0;
-  int32_t instance = -1;  // the engine instance that finished it
+  int32_t instance = -1;   // the engine instance that finished it
+  double spec_credit = 0;  // speculative decoding: expected tokens not yet emitted
   bool in_flight = false, done = false;
   int64_t num_tokens() const { return spec.input_tokens + generated; }
 };
@@ -95,6 +101,7 @@ struct Scheduled {
   int32_t req;
   int64_t new_tokens;
   int64_t context;
+  int32_t drafts = 0;  // speculative decoding: drafted tokens verified (new_tokens = drafts + 1)
 };
 
 struct Flight {
@@ -118,7 +125,8 @@ class Engine {
         reqs_(reqs),
         out_(out),
         instance_(instance),
-        prefill_only_(prefill_only) {
+        prefill_only_(prefill_only),
+        draft_cfg_(sc.speculative.tokens > 0 ? (sc.speculative.draft ? &*sc.speculative.draft : &cfg) : nullptr) {
     step_opt_.context_quantum = mem.block_size;
     step_opt_.fp8_tensor_cores = cost.gpu().supports(Dtype::fp8e4m3);
     step_opt_.kv_dtype = sc.memory.kv_dtype;
@@ -191,7 +199,14 @@ class Engine {
         ++i;
         continue;
       }
-      const int64_t new_tokens = std::min(r.num_tokens() - r.computed, budget);
+      int64_t new_tokens = std::min(r.num_tokens() - r.computed, budget);
+      int32_t drafts = 0;
+      if (draft_cfg_ && !prefill_only_ && r.num_tokens() - r.computed == 1 && r.generated > 0) {
+        // Decoding: draft up to k tokens, never past the answer's end, within the token budget.
+        const int64_t left = r.spec.output_tokens - r.generated - 1;
+        drafts = static_cast<int32_t>(std::min<int64_t>({sc_.speculative.tokens, left, budget - 1}));
+        new_tokens += drafts;
+      }
       bool ok = true;
       while (!pool_.allocate(r.blocks, r.owner, 0, r.computed + new_tokens)) {
         // Preempt the newest running request that is not in a step in flight.
@@ -215,7 +230,7 @@ class Engine {
         }
       }
       if (!ok) break;
-      batch.push_back({id, new_tokens, r.computed});
+      batch.push_back({id, new_tokens, r.computed, drafts});
       r.computed += new_tokens;
       r.in_flight = true;
       budget -= new_tokens;
@@ -250,9 +265,33 @@ class Engine {
     work_.clear();
     for (const Scheduled& s : batch) work_.push_back({s.new_tokens, s.context});
     const StepPlan plan = build_step(cfg_, par_, work_, step_opt_);
-    const StepCost c = cost_.cost(plan, sched_.cuda_graphs, false, &power_, now * 1e6);
+    StepCost c = cost_.cost(plan, sched_.cuda_graphs, false, &power_, now * 1e6);
     for (int i = 0; i < kBreakdownCount; ++i)
       out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
+    if (draft_cfg_) {
+      // The draft proposes token by token for the requests it drafts for: as many forward passes as
+      // the most drafted, in the same engine step (no scheduling time of their own).
+      draft_work_.clear();
+      int32_t passes = 0;
+      for (const Scheduled& s : batch)
+        if (s.drafts > 0) {
+          draft_work_.push_back({1, s.context});
+          passes = std::max(passes, s.drafts);
+          out_.verify_seqs += 1;
+        }
+      if (passes > 0) {
+        const StepPlan dplan = build_step(*draft_cfg_, par_, draft_work_, step_opt_);
+        const StepCost dc = cost_.cost(dplan, sched_.cuda_graphs);
+        const double pass_us = dc.latency_us - dc.host_us;
+        for (int i = 0; i < kBreakdownCount; ++i)
+          if (i != kBreakdownHost)
+            out_.breakdown_us[static_cast<std::size_t>(i)] += passes * dc.breakdown_us[static_cast<std::size_t>(i)];
+        out_.draft_us += passes * pass_us;
+        out_.verify_steps += 1;
+        c.latency_us += passes * pass_us;
+        c.interval_us += passes * pass_us;
+      }
+    }
     out_.step_count += 1;
     if (plan.prefill_tokens > 0)
       last_prefill_end_s_ = std::max(last_prefill_end_s_, now + c.latency_us * 1e-6);
@@ -285,10 +324,19 @@ class Engine {
     for (const Scheduled& s : f.batch) {
       Req& r = reqs_[static_cast<std::size_t>(s.req)];
       r.in_flight = false;
+      int64_t emitted = 1;
+      if (s.drafts > 0) {
+        // The accepted drafts and the token sampled after them; the rejected drafts' KV is dropped.
+        r.spec_credit += sc_.speculative.expected_tokens_per_step(s.drafts);
+        emitted = std::clamp<int64_t>(static_cast<int64_t>(std::floor(r.spec_credit + 1e-9)), 1, s.drafts + 1);
+        r.spec_credit -= static_cast<double>(emitted);
+        r.computed -= s.drafts + 1 - emitted;
+        out_.verify_tokens += emitted;
+      }
       pool_.cache_full_blocks(r.blocks, r.owner, r.computed);
       if (r.computed < r.num_tokens()) continue;  // a prompt chunk: nothing sampled yet
-      r.generated += 1;
-      ++sampled;
+      r.generated += emitted;
+      sampled += emitted;
       if (r.first_token_s < 0) r.first_token_s = f.end_s;
       if (prefill_only_ || r.generated >= r.spec.output_tokens) {
         r.done = true;
@@ -318,6 +366,8 @@ class Engine {
   SimulationResult& out_;
   int32_t instance_;
   bool prefill_only_;
+  const LlmConfig* draft_cfg_;  // speculative decoding's draft; null: off
+  std::vector<SeqWork> draft_work_;
   StepOptions step_opt_;
   std::deque<int32_t> waiting_;
   std::vector<int32_t> running_;
@@ -562,7 +612,31 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
   }
   if (w.warmup < 0 || w.cooldown < 0 || w.warmup + w.cooldown >= static_cast<int64_t>(w.requests.size()))
     throw std::invalid_argument("warm-up and cool-down leave no request to measure");
+  SimulationConfig cfg_used = config;  // with the speculative draft made concrete
+  Speculative& spec = cfg_used.speculative;
+  if (spec.tokens < 0 || spec.tokens > 32)
+    throw std::invalid_argument("speculative tokens must be from 0 to 32 (got " + std::to_string(spec.tokens) + ")");
+  if (!(spec.acceptance >= 0 && spec.acceptance <= 1))
+    throw std::invalid_argument("the acceptance rate must be in [0, 1] (got " + std::to_string(spec.acceptance) + ")");
+  if (spec.tokens > 0) {
+    if (out.par.pp > 1 || (dep.disaggregated && dep.prefill_par.pp > 1))
+      throw std::invalid_argument("speculative decoding is simulated without pipeline parallelism");
+    if (!spec.draft) {
+      // One decoder layer of the target (an MoE layer where the target has them) and its head.
+      LlmConfig head = cfg;
+      head.id = cfg.id + " (draft layer)";
+      const bool moe = cfg.has_moe() && cfg.moe_layer_count() > 0;
+      head.layers = 1;
+      head.moe_layers.assign(1, moe);
+      head.sliding_layers.assign(1, false);
+      head.mtp_layers = 0;
+      spec.draft = std::move(head);
+    } else {
+      validate_parallelism(*spec.draft, out.par);
+    }
+  }
 
+  out.speculative = spec;
   std::vector<Req> reqs(w.requests.size());
   for (std::size_t i = 0; i < w.requests.size(); ++i) {
     reqs[i].spec = w.requests[i];
@@ -578,12 +652,12 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     prefill_cost.emplace(predictor, prefill_gpu, config.overheads, config.clocks);
     prefill.engines.reserve(static_cast<std::size_t>(dep.prefill_replicas));
     for (int i = 0; i < dep.prefill_replicas; ++i)
-      prefill.engines.emplace_back(cfg, *prefill_cost, dep.prefill_par, config, sched, out.prefill_memory, reqs, out,
+      prefill.engines.emplace_back(cfg, *prefill_cost, dep.prefill_par, cfg_used, sched, out.prefill_memory, reqs, out,
                                    instance++, true);
   }
   serve.engines.reserve(static_cast<std::size_t>(serve_count));
   for (int i = 0; i < serve_count; ++i)
-    serve.engines.emplace_back(cfg, serve_cost, out.par, config, sched, out.memory, reqs, out, instance++, false);
+    serve.engines.emplace_back(cfg, serve_cost, out.par, cfg_used, sched, out.memory, reqs, out, instance++, false);
   Cluster cluster(reqs, w, dep.disaggregated ? &prefill : nullptr, serve, transfer_s_per_token);
   cluster.run();
   out.kv_transfer_us = cluster.kv_transfer_us();
@@ -720,6 +794,16 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
   } else {
     j["deployment"] = {{"disaggregated", false}, {"replicas", d.replicas}, {"router", router_policy_name(d.router)}};
   }
+  if (r.speculative.tokens > 0)
+    j["speculative"] = {
+        {"tokens", r.speculative.tokens},
+        {"acceptance", r.speculative.acceptance},
+        {"draft", r.speculative.draft ? r.speculative.draft->id : ""},
+        {"expected_tokens_per_step", r.speculative.expected_tokens_per_step(r.speculative.tokens)},
+        {"verify_steps", r.verify_steps},
+        {"tokens_per_verify",
+         r.verify_seqs > 0 ? static_cast<double>(r.verify_tokens) / static_cast<double>(r.verify_seqs) : 0.0},
+        {"draft_us", r.draft_us}};
   j["requests"] = static_cast<int64_t>(r.requests.size());
   j["steps"] = r.step_count;
   j["preemptions"] = r.preemptions;

@@ -68,6 +68,21 @@ struct Deployment {
   double kv_transfer_gb_s = 0;
 };
 
+// Speculative decoding: each decoding request's step verifies up to `tokens` drafted tokens (its
+// last token and the drafts: tokens + 1 query positions) after the draft proposed them, one draft
+// forward pass per token. Each draft token is accepted with probability `acceptance`, independently
+// and only while the ones before it were: a step yields (1 - a^(k+1)) / (1 - a) tokens on average
+// (k + 1 when a = 1). Requests emit that expectation exactly over their steps (a running credit), so
+// a run is deterministic. The draft is `draft` (a model of its own, EAGLE-style heads or a small
+// model), or with no draft config one decoder layer of the target and its head (DeepSeek's MTP
+// layer, EAGLE's head).
+struct Speculative {
+  int tokens = 0;  // 0: off
+  double acceptance = 0;
+  std::optional<LlmConfig> draft;
+  double expected_tokens_per_step(int drafted) const;
+};
+
 struct SimulationConfig {
   Parallelism par;
   SchedulerConfig sched;
@@ -78,6 +93,7 @@ struct SimulationConfig {
   bool record_steps = true;               // keep the per-step timeline
   Sla sla;                                // goodput: the requests that meet it
   Deployment deployment;
+  Speculative speculative;
 };
 
 struct RequestRecord {
@@ -144,6 +160,10 @@ struct SimulationResult {
   // batch workloads (CONTRACT.md): the prefill, the median decode step, all of it
   double prefill_ms = 0, median_decode_ms = 0, total_ms = 0;
   std::size_t predictions = 0, prediction_cache_hits = 0;
+  Speculative speculative;  // as applied (the draft made concrete)
+  // Speculative decoding: verify steps, tokens they emitted, the draft's time (in breakdown_us too).
+  int64_t verify_steps = 0, verify_seqs = 0, verify_tokens = 0;
+  double draft_us = 0;
   struct Sampled {
     double end_s = 0;
     int64_t tokens = 0;

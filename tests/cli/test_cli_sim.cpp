@@ -229,6 +229,24 @@ TEST(CliSim, SimulateReplicasAndDisaggregatedPools) {
   EXPECT_NE(router.err.find("--router must be round-robin or least-loaded"), std::string::npos) << router.err;
 }
 
+TEST(CliSim, SimulateSpeculativeDecoding) {
+  auto r = runPerfloom(
+      "simulate --model llama-3-8b --gpu h100 --workload closed:concurrency=2,n=8,input=256,output=64 --spec-tokens 3 "
+      "--spec-acceptance 0.7 --json " +
+      kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["speculative"]["tokens"], 3);
+  EXPECT_NEAR(d["speculative"]["expected_tokens_per_step"].get<double>(), 1 + 0.7 + 0.49 + 0.343, 1e-9);
+  EXPECT_GT(d["speculative"]["draft_us"].get<double>(), 0);
+  auto bad = runPerfloom(
+      "simulate --model llama-3-8b --gpu h100 --workload batch:n=1,input=8,output=8 --spec-tokens 3 --spec-acceptance "
+      "1.2 " +
+      kDb);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--spec-acceptance must be a rate from 0 to 1"), std::string::npos) << bad.err;
+}
+
 TEST(CliSim, BadInputsFailWithAReason) {
   auto unknown = runPerfloom("step --model llama-9-1t --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
   EXPECT_NE(unknown.exit_code, 0);

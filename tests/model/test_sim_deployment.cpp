@@ -140,3 +140,55 @@ TEST(SimDeployment, BadDeploymentsSayWhy) {
   none.deployment.replicas = 0;
   EXPECT_THROW(run(trace("0,64,3\n"), none), std::invalid_argument);
 }
+
+TEST(SimDeployment, SpeculativeDecodingEmitsTheExpectedTokensPerVerifyStep) {
+  // Acceptance 1, 3 drafts: after the prefill's first token each verify step yields 4 tokens, so an
+  // answer of 9 takes 1 + 2 steps. The draft costs nothing here (no kernel time, no host time of its own).
+  SimulationConfig sc = one_ms_steps();
+  sc.speculative.tokens = 3;
+  sc.speculative.acceptance = 1.0;
+  const auto all = run(trace("0,32,9\n"), sc);
+  EXPECT_EQ(all.step_count, 3);
+  EXPECT_NEAR(all.requests[0].e2e_ms(), 3.0, 1e-9);
+  EXPECT_EQ(all.verify_tokens, 8);
+  // Acceptance 0: one token a step, as plain decoding.
+  sc.speculative.acceptance = 0.0;
+  const auto none = run(trace("0,32,9\n"), sc);
+  EXPECT_EQ(none.step_count, run(trace("0,32,9\n"), one_ms_steps()).step_count);
+  EXPECT_EQ(none.verify_tokens, 7);  // the last token has nothing left to draft: a plain decode step
+  // Acceptance 0.5, 2 drafts: 1 + 0.5 + 0.25 = 1.75 tokens a step on average.
+  sc.speculative.tokens = 2;
+  sc.speculative.acceptance = 0.5;
+  EXPECT_DOUBLE_EQ(sc.speculative.expected_tokens_per_step(2), 1.75);
+  const auto half = run(trace("0,32,701\n"), sc);
+  EXPECT_NEAR(static_cast<double>(half.verify_tokens) / static_cast<double>(half.verify_seqs), 1.75, 0.01);
+  EXPECT_EQ(half.requests[0].output_tokens, 701);
+}
+
+TEST(SimDeployment, TheDraftsForwardPassesLengthenTheStep) {
+  // With the roofline, verifying 3 drafts that are all rejected costs more per token than plain
+  // decoding: the draft's passes and the wider verify step.
+  RooflinePredictor roof;
+  SimulationConfig plain;
+  SimulationConfig spec;
+  spec.speculative.tokens = 3;
+  spec.speculative.acceptance = 0.0;
+  const LlmConfig cfg = load_llm_config("llama-3.1-8b");
+  const auto a = simulate(cfg, gpus().get("h100-sxm"), roof, trace("0,512,64\n"), plain);
+  const auto b = simulate(cfg, gpus().get("h100-sxm"), roof, trace("0,512,64\n"), spec);
+  EXPECT_GT(b.draft_us, 0);
+  EXPECT_GT(b.tpot_ms.p50, a.tpot_ms.p50);
+  EXPECT_EQ(b.speculative.draft->layers, 1);  // one decoder layer of the target
+}
+
+TEST(SimDeployment, BadSpeculativeSettingsSayWhy) {
+  SimulationConfig sc = one_ms_steps();
+  sc.speculative.tokens = 2;
+  sc.speculative.acceptance = 1.5;
+  EXPECT_THROW(run(trace("0,32,9\n"), sc), std::invalid_argument);
+  sc.speculative.acceptance = std::nan("");
+  EXPECT_THROW(run(trace("0,32,9\n"), sc), std::invalid_argument);
+  sc.speculative.acceptance = 0.5;
+  sc.speculative.tokens = 33;
+  EXPECT_THROW(run(trace("0,32,9\n"), sc), std::invalid_argument);
+}
