@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -49,10 +50,35 @@ int64_t LlmConfig::full_attention_layer_count() const {
 namespace {
 
 const std::vector<std::string>& known_architectures() {
-  static const std::vector<std::string> a = {"LlamaForCausalLM",      "MistralForCausalLM",    "Qwen2ForCausalLM",
-                                             "Qwen3ForCausalLM",      "Qwen3MoeForCausalLM",   "MixtralForCausalLM",
-                                             "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "GptOssForCausalLM"};
+  static const std::vector<std::string> a = {
+      "LlamaForCausalLM",    "MistralForCausalLM", "Qwen2ForCausalLM",      "Qwen3ForCausalLM",
+      "Qwen3MoeForCausalLM", "MixtralForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM",
+      "GptOssForCausalLM",   "Glm4MoeForCausalLM", "MiniMaxM2ForCausalLM",  "Llama4ForConditionalGeneration",
+      "Llama4ForCausalLM"};
   return a;
+}
+
+// Architectures whose layers the step builder has no kernels for, and why (refused by name, so that
+// the message says what is missing rather than only "unknown").
+std::string unmodelled_reason(const std::string& arch) {
+  static const std::vector<std::pair<std::string, std::string>> reasons = {
+      {"Mamba", "Mamba (state-space) layers are not modelled"},
+      {"Jamba", "hybrid Mamba (state-space) and attention layers are not modelled"},
+      {"NemotronH", "hybrid Mamba (state-space) and attention layers are not modelled"},
+      {"FalconH1", "hybrid Mamba (state-space) and attention layers are not modelled"},
+      {"Zamba", "hybrid Mamba (state-space) and attention layers are not modelled"},
+      {"Bamba", "hybrid Mamba (state-space) and attention layers are not modelled"},
+      {"GraniteMoeHybrid", "hybrid Mamba (state-space) and attention layers are not modelled"},
+      {"MiniMaxText01", "lightning (linear) attention layers are not modelled"},
+      {"MiniMaxM1", "lightning (linear) attention layers are not modelled"},
+      {"Qwen3Next", "Gated DeltaNet (linear attention) layers are not modelled"},
+      {"Qwen3_5", "Gated DeltaNet (linear attention) layers are not modelled"},
+      {"KimiLinear", "Kimi Delta Attention (linear attention) layers are not modelled"},
+      {"DeepseekV32", "DeepSeek sparse attention (its indexer and top-k key selection) is not modelled"},
+  };
+  for (const auto& [prefix, reason] : reasons)
+    if (arch.rfind(prefix, 0) == 0) return reason;
+  return "";
 }
 
 std::string join(const std::vector<std::string>& v, std::string_view sep) {
@@ -143,23 +169,90 @@ void parse_quantization(const JsonFields& r, LlmConfig& c) {
   }
 }
 
-std::vector<bool> layer_types_or_empty(const JsonFields& r, int64_t layers) {
+// `layer_types`: per layer, whether it is a local-attention layer (sliding or chunked); empty when
+// absent. Any other layer type (linear attention, Mamba, ...) is refused: its kernels are not modelled.
+struct LayerTypes {
+  std::vector<bool> local;
+  bool sliding = false, chunked = false;  // which local kind appears
+};
+LayerTypes layer_types_or_empty(const JsonFields& r, int64_t layers) {
+  LayerTypes out;
   const auto lt = r.optional("layer_types");
-  if (!lt) return {};
+  if (!lt) return out;
   const std::vector<JsonValue> types = lt->array();
   if (static_cast<int64_t>(types.size()) != layers)
     lt->fail("has " + std::to_string(types.size()) + " entries but num_hidden_layers is " + std::to_string(layers));
-  std::vector<bool> sliding;
   for (const JsonValue& t : types) {
     const std::string s = t.string();
-    if (s == "sliding_attention")
-      sliding.push_back(true);
-    else if (s == "full_attention")
-      sliding.push_back(false);
-    else
-      t.fail("unknown layer type " + quote_excerpt(s) + " (expected sliding_attention or full_attention)");
+    if (s == "sliding_attention") {
+      out.local.push_back(true);
+      out.sliding = true;
+    } else if (s == "chunked_attention") {
+      out.local.push_back(true);
+      out.chunked = true;
+    } else if (s == "full_attention") {
+      out.local.push_back(false);
+    } else {
+      t.fail("layer type " + quote_excerpt(s) +
+             " is not modelled (perfloom models full_attention, sliding_attention and chunked_attention layers; "
+             "linear-attention and state-space layers have no kernels here)");
+    }
   }
-  return sliding;
+  if (out.sliding && out.chunked)
+    lt->fail("mixes sliding_attention and chunked_attention layers, which is not modelled");
+  return out;
+}
+
+// Llama-4: which layers are MoE and which use rotary (and chunked attention), as transformers'
+// Llama4TextConfig derives them when the config leaves them out.
+void parse_llama4(const JsonFields& t, LlmConfig& c) {
+  c.num_experts = t.integer("num_local_experts", kPositive);
+  c.experts_per_token = t.integer_or("num_experts_per_tok", 1, kPositive);
+  c.moe_intermediate = c.intermediate;                             // intermediate_size: each expert's width
+  c.intermediate = t.integer("intermediate_size_mlp", kPositive);  // the dense layers' MLP
+  c.shared_experts = 1;                                            // one shared expert per MoE layer
+  c.qkv_bias = c.o_bias = t.boolean_or("attention_bias", false);
+  const auto index_list = [&](const JsonValue& list, std::vector<bool>& into) {
+    for (const JsonValue& v : list.array()) {
+      const int64_t i = v.integer();
+      if (i < 0 || i >= c.layers)
+        v.fail("is not a layer index in [0, " + std::to_string(c.layers) + ") (got " + std::to_string(i) + ")");
+      into[static_cast<std::size_t>(i)] = true;
+    }
+  };
+  if (const auto ml = t.optional("moe_layers")) {
+    index_list(*ml, c.moe_layers);
+  } else {
+    const int64_t step = t.integer_or("interleave_moe_layer_step", 1, kPositive);
+    for (int64_t i = step - 1; i < c.layers; i += step) c.moe_layers[static_cast<std::size_t>(i)] = true;
+  }
+  // no_rope_layers[i] is 1 where layer i uses rotary; empty or absent: every interval-th layer is NoPE.
+  std::vector<bool> rope(static_cast<std::size_t>(c.layers), true);
+  std::vector<JsonValue> given;
+  if (const auto nr = t.optional("no_rope_layers")) given = nr->array();
+  if (!given.empty()) {
+    if (static_cast<int64_t>(given.size()) != c.layers)
+      t.fail("no_rope_layers",
+             "has " + std::to_string(given.size()) + " entries but num_hidden_layers is " + std::to_string(c.layers));
+    for (std::size_t i = 0; i < given.size(); ++i) {
+      const int64_t v = given[i].integer();
+      if (v != 0 && v != 1) given[i].fail("must be 0 (NoPE) or 1 (rotary) (got " + std::to_string(v) + ")");
+      rope[i] = v == 1;
+    }
+  } else {
+    const int64_t interval = t.integer_or("no_rope_layer_interval", 4, kPositive);
+    for (int64_t i = 0; i < c.layers; ++i) rope[static_cast<std::size_t>(i)] = (i + 1) % interval != 0;
+  }
+  // Llama-4 normalises q and k (an L2 norm, no weights) on the rotary layers only.
+  c.qk_norm = t.boolean_or("use_qk_norm", true);
+  c.qk_norm_kind = LlmConfig::QkNorm::weightless;
+  // vLLM and transformers run chunked local attention on the rotary layers and full attention on the
+  // NoPE layers; without attention_chunk_size every layer attends to the whole context.
+  c.attention_chunk = t.integer_or("attention_chunk_size", 0, NumberRange::at_least(0));
+  if (c.attention_chunk > 0) {
+    c.sliding_layers = rope;
+    c.nope_full_layers = true;
+  }
 }
 
 }  // namespace
@@ -176,34 +269,48 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
   if (archs.empty()) r.fail("architectures", "must be a non-empty array of names");
   c.architecture = archs[0].string();
   const auto& known = known_architectures();
-  if (std::find(known.begin(), known.end(), c.architecture) == known.end())
-    r.fail("architectures",
-           "unknown architecture '" + text_excerpt(c.architecture) + "'; supported: " + join(known, ", "));
+  if (std::find(known.begin(), known.end(), c.architecture) == known.end()) {
+    const std::string why = unmodelled_reason(c.architecture);
+    r.fail("architectures", "unknown architecture '" + text_excerpt(c.architecture) + "'" +
+                                (why.empty() ? "" : " (" + why + ")") + "; supported: " + join(known, ", "));
+  }
   c.model_type = r.string_or("model_type", "");
   const std::string& a = c.architecture;
   const bool deepseek = a == "DeepseekV2ForCausalLM" || a == "DeepseekV3ForCausalLM";
   const bool gpt_oss = a == "GptOssForCausalLM";
+  const bool glm = a == "Glm4MoeForCausalLM";
+  const bool minimax = a == "MiniMaxM2ForCausalLM";
+  const bool llama4 = a == "Llama4ForConditionalGeneration" || a == "Llama4ForCausalLM";
 
-  c.hidden = r.integer("hidden_size", kPositive);
-  c.layers = r.integer("num_hidden_layers", kPositive);
-  c.heads = r.integer("num_attention_heads", kPositive);
-  c.kv_heads = r.integer_or("num_key_value_heads", c.heads, kPositive);  // transformers' default: MHA
-  c.vocab = r.integer("vocab_size", kPositive);
-  c.intermediate = r.integer("intermediate_size", kPositive);
-  c.max_position_embeddings = r.integer_or("max_position_embeddings", 0);
-  c.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-  c.dtype = parse_torch_dtype(r);
+  // Llama-4's multimodal config holds the language model's figures in text_config (its vision
+  // encoder runs only for images and is not simulated); every other config is flat.
+  std::optional<JsonFields> text;
+  if (a == "Llama4ForConditionalGeneration") {
+    if (!r.has("text_config")) r.fail("text_config", "missing (Llama-4 keeps the language model's figures there)");
+    text = r.object("text_config");
+  }
+  const JsonFields& m = text ? *text : r;
 
-  if (r.has("head_dim")) {
-    c.head_dim = r.integer("head_dim", kPositive);
+  c.hidden = m.integer("hidden_size", kPositive);
+  c.layers = m.integer("num_hidden_layers", kPositive);
+  c.heads = m.integer("num_attention_heads", kPositive);
+  c.kv_heads = m.integer_or("num_key_value_heads", c.heads, kPositive);  // transformers' default: MHA
+  c.vocab = m.integer("vocab_size", kPositive);
+  c.intermediate = m.integer("intermediate_size", kPositive);
+  c.max_position_embeddings = m.integer_or("max_position_embeddings", 0);
+  c.tied_embeddings = m.boolean_or("tie_word_embeddings", text ? r.boolean_or("tie_word_embeddings", false) : false);
+  c.dtype = parse_torch_dtype(text && (m.has("torch_dtype") || m.has("dtype")) ? m : r);
+
+  if (m.has("head_dim")) {
+    c.head_dim = m.integer("head_dim", kPositive);
   } else if (!deepseek) {
     if (c.hidden % c.heads != 0)
-      r.fail("head_dim", "missing, and hidden_size (" + std::to_string(c.hidden) +
+      m.fail("head_dim", "missing, and hidden_size (" + std::to_string(c.hidden) +
                              ") is not a multiple of num_attention_heads (" + std::to_string(c.heads) + ")");
     c.head_dim = c.hidden / c.heads;
   }
   if (!deepseek && c.heads % c.kv_heads != 0)
-    r.fail("num_key_value_heads", "num_attention_heads (" + std::to_string(c.heads) + ") is not a multiple of it (" +
+    m.fail("num_key_value_heads", "num_attention_heads (" + std::to_string(c.heads) + ") is not a multiple of it (" +
                                       std::to_string(c.kv_heads) + ")");
 
   if (a == "Qwen2ForCausalLM") c.qkv_bias = true;
@@ -267,17 +374,72 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
     c.qkv_bias = c.o_bias = r.boolean_or("attention_bias", true);
     c.attention_sinks = true;
     c.expert_bias = true;
+  } else if (glm) {
+    // GLM-4.5 (transformers' Glm4Moe): DeepSeek-V3's MoE (sigmoid router with a correction bias,
+    // shared experts, the first layers dense) under grouped-query attention with partial rotary.
+    c.num_experts = r.integer("n_routed_experts", kPositive);
+    c.experts_per_token = r.integer("num_experts_per_tok", kPositive);
+    c.moe_intermediate = r.integer("moe_intermediate_size", kPositive);
+    c.shared_experts = r.integer_or("n_shared_experts", 1, NumberRange::at_least(0));
+    const int64_t first_dense = r.integer_or("first_k_dense_replace", 1);
+    if (first_dense < 0 || first_dense > c.layers)
+      r.fail("first_k_dense_replace", "must be in [0, num_hidden_layers] (got " + std::to_string(first_dense) + ")");
+    for (int64_t i = first_dense; i < c.layers; ++i) c.moe_layers[static_cast<std::size_t>(i)] = true;
+    c.router_bias = true;
+    c.qkv_bias = r.boolean_or("attention_bias", false);  // q, k and v only; o_proj has none
+    c.qk_norm = r.boolean_or("use_qk_norm", false);
+    c.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, NumberRange::at_least(0));
+  } else if (minimax) {
+    // MiniMax-M2: every layer MoE (intermediate_size is each expert's width), no shared expert.
+    c.num_experts = r.integer("num_local_experts", kPositive);
+    c.experts_per_token = r.integer("num_experts_per_tok", kPositive);
+    c.moe_intermediate = c.intermediate;
+    c.moe_layers.assign(static_cast<std::size_t>(c.layers), true);
+    if (r.integer_or("shared_intermediate_size", 0, NumberRange::at_least(0)) > 0)
+      r.fail("shared_intermediate_size", "a shared expert beside the routed ones is not modelled for MiniMax-M2");
+    c.router_bias = r.boolean_or("use_routing_bias", false);
+    c.qk_norm = r.boolean_or("use_qk_norm", false);
+    const std::string kind = r.string_or("qk_norm_type", "per_layer");
+    if (kind == "per_layer")
+      c.qk_norm_kind = LlmConfig::QkNorm::per_layer;
+    else if (kind == "per_head")
+      c.qk_norm_kind = LlmConfig::QkNorm::per_head;
+    else
+      r.fail("qk_norm_type", "must be per_layer or per_head (got " + quote_excerpt(kind) + ")");
+    // attn_type_list: 1 = softmax attention, 0 = lightning (linear) attention (MiniMax-Text-01).
+    if (const auto types = r.optional("attn_type_list")) {
+      const std::vector<JsonValue> list = types->array();
+      if (static_cast<int64_t>(list.size()) != c.layers)
+        types->fail("has " + std::to_string(list.size()) + " entries but num_hidden_layers is " +
+                    std::to_string(c.layers));
+      for (const JsonValue& v : list) {
+        const int64_t t = v.integer();
+        if (t == 0) v.fail("is 0: lightning (linear) attention layers are not modelled");
+        if (t != 1) v.fail("must be 1 (softmax attention) (got " + std::to_string(t) + ")");
+      }
+    }
+    if (r.boolean_or("use_mtp", false)) c.mtp_layers = r.integer_or("num_mtp_modules", 0, NumberRange::at_least(0));
+  } else if (llama4) {
+    parse_llama4(m, c);
   }
   if (c.num_experts > 0 && c.experts_per_token > c.num_experts)
-    r.fail("num_experts_per_tok", "is " + std::to_string(c.experts_per_token) + ", more than the " +
+    m.fail("num_experts_per_tok", "is " + std::to_string(c.experts_per_token) + ", more than the " +
                                       std::to_string(c.num_experts) + " experts");
 
-  // Sliding-window attention.
-  std::vector<bool> sliding = layer_types_or_empty(r, c.layers);
-  const bool any_sliding_type = std::find(sliding.begin(), sliding.end(), true) != sliding.end();
-  if (any_sliding_type) {
+  // Local attention: sliding windows and chunks.
+  const LayerTypes types = layer_types_or_empty(m, c.layers);
+  const bool any_local_type = std::find(types.local.begin(), types.local.end(), true) != types.local.end();
+  if (llama4) {
+    if (any_local_type) {
+      // A layer_types list, where a newer writer gives one, says which layers are chunked.
+      if (types.sliding) m.fail("layer_types", "Llama-4 has chunked_attention layers, not sliding_attention");
+      if (c.attention_chunk == 0) m.fail("attention_chunk_size", "missing (layer_types has chunked_attention layers)");
+      c.sliding_layers = types.local;
+    }
+  } else if (any_local_type) {
+    if (types.chunked) m.fail("layer_types", "chunked_attention layers are modelled for Llama-4 only");
     c.sliding_window = r.integer("sliding_window", kPositive);
-    c.sliding_layers = sliding;
+    c.sliding_layers = types.local;
   } else if (a == "MistralForCausalLM" && r.has("sliding_window")) {
     c.sliding_window = r.integer("sliding_window", kPositive);
     c.sliding_layers.assign(static_cast<std::size_t>(c.layers), true);
@@ -290,8 +452,10 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
     for (int64_t i = std::max<int64_t>(0, first); i < c.layers; ++i)
       c.sliding_layers[static_cast<std::size_t>(i)] = true;
     if (c.full_attention_layer_count() == c.layers) c.sliding_window = 0;
+  } else if (minimax && r.has("sliding_window")) {
+    r.fail("sliding_window", "a sliding window is not modelled for MiniMax-M2 (null or absent expected)");
   }
-  if (gpt_oss && !any_sliding_type)
+  if (gpt_oss && !any_local_type)
     r.fail("layer_types", "missing: gpt-oss alternates sliding and full attention layers");
 
   parse_quantization(r, c);
@@ -317,7 +481,8 @@ LayerParams layer_parameters(const LlmConfig& c, int64_t layer) {
     p.attention = H * (Hq + 2.0 * Hkv) * D + Hq * D * H;
     if (c.qkv_bias) p.attention += (Hq + 2.0 * Hkv) * D;
     if (c.o_bias) p.attention += H;
-    if (c.qk_norm) p.attention_replicated += 2.0 * D;
+    if (c.qk_norm && c.qk_norm_kind == LlmConfig::QkNorm::per_head) p.attention_replicated += 2.0 * D;
+    if (c.qk_norm && c.qk_norm_kind == LlmConfig::QkNorm::per_layer) p.attention += (Hq + Hkv) * D;  // split by TP
     if (c.attention_sinks) p.attention += Hq;
   }
   p.norms = 2.0 * H;
@@ -325,7 +490,8 @@ LayerParams layer_parameters(const LlmConfig& c, int64_t layer) {
     const double I = static_cast<double>(c.moe_intermediate), E = static_cast<double>(c.num_experts);
     p.mlp = E * 3.0 * H * I + (c.expert_bias ? E * (2.0 * I + H) : 0.0);
     p.shared = static_cast<double>(c.shared_experts) * 3.0 * H * I;
-    p.router = H * E + (c.expert_bias || c.mla ? E : 0.0);  // gpt-oss router bias, DeepSeek correction bias
+    // gpt-oss router bias; DeepSeek, GLM-4.5 and MiniMax-M2 score-correction bias.
+    p.router = H * E + (c.expert_bias || c.mla || c.router_bias ? E : 0.0);
   } else {
     p.mlp = 3.0 * H * static_cast<double>(c.intermediate);
   }

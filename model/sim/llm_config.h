@@ -48,12 +48,18 @@ struct LlmConfig {
   bool qkv_bias = false;  // Qwen2, gpt-oss: bias on the QKV projection (fused in the GEMM epilogue)
   bool o_bias = false;    // gpt-oss
   bool qk_norm = false;   // Qwen3: RMSNorm of each q and k head before rotary
+  // Which q/k norm: per_head (Qwen3, GLM-4.5: a weight per head dimension), per_layer (MiniMax-M2:
+  // one RMSNorm over all the heads of q and of k, a weight per element, its variance all-reduced over
+  // TP), weightless (Llama-4: an L2 norm without weights, on the rotary layers only).
+  enum class QkNorm { per_head, per_layer, weightless };
+  QkNorm qk_norm_kind = QkNorm::per_head;
 
   // Mixture of experts; num_experts == 0 for a dense model.
   int64_t num_experts = 0, experts_per_token = 0, moe_intermediate = 0;
   int64_t shared_experts = 0;    // DeepSeek: always-on experts, each moe_intermediate wide
   bool expert_bias = false;      // gpt-oss: biases in the expert GEMMs
   std::vector<bool> moe_layers;  // per layer: the MLP is the MoE block
+  bool router_bias = false;      // GLM-4.5, MiniMax-M2: a per-expert score-correction bias
 
   // Multi-head latent attention (DeepSeek-V2/V3).
   bool mla = false;
@@ -61,10 +67,13 @@ struct LlmConfig {
   int64_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
   int64_t mtp_layers = 0;  // DeepSeek-V3 num_nextn_predict_layers: not run, not counted
 
-  // Sliding-window attention: the window and the layers that use it.
+  // Local attention: a sliding window (Mistral, gpt-oss) or chunks (Llama-4), and the layers that use
+  // it (sliding_layers; the other layers attend to the whole context). A model has one kind or none.
   int64_t sliding_window = 0;
+  int64_t attention_chunk = 0;  // Llama-4 attention_chunk_size: a query sees its chunk's earlier keys
   std::vector<bool> sliding_layers;
-  bool attention_sinks = false;  // gpt-oss: one learned sink logit per head
+  bool nope_full_layers = false;  // Llama-4: the full-attention layers have no rotary (NoPE)
+  bool attention_sinks = false;   // gpt-oss: one learned sink logit per head
 
   Dtype dtype = Dtype::bf16;  // activations, KV cache and unquantized weights (torch_dtype)
   WeightQuant quant = WeightQuant::none;
@@ -74,7 +83,10 @@ struct LlmConfig {
   bool quant_dense_mlp = true;      // dense MLPs and shared experts quantized too
 
   bool is_moe_layer(int64_t i) const { return num_experts > 0 && moe_layers[static_cast<std::size_t>(i)]; }
-  bool is_sliding_layer(int64_t i) const { return sliding_window > 0 && sliding_layers[static_cast<std::size_t>(i)]; }
+  bool has_local_attention() const { return sliding_window > 0 || attention_chunk > 0; }
+  bool is_sliding_layer(int64_t i) const {
+    return has_local_attention() && sliding_layers[static_cast<std::size_t>(i)];
+  }
   bool has_moe() const { return num_experts > 0; }
   int64_t moe_layer_count() const;
   int64_t full_attention_layer_count() const;

@@ -45,7 +45,7 @@ double weight_bytes_per_gpu(const LlmConfig& c, const Parallelism& par, int stag
 double kv_bytes_per_token_per_gpu(const LlmConfig& c, const Parallelism& par, int stage, Dtype kv_dtype) {
   const auto stages = pipeline_stages(c.layers, par.pp);
   const auto [first, last] = stages[static_cast<std::size_t>(stage)];
-  const bool hybrid = c.sliding_window > 0 && c.full_attention_layer_count() > 0;
+  const bool hybrid = c.has_local_attention() && c.full_attention_layer_count() > 0;
   const double eb = dtype_bytes(kv_dtype);
   double per_layer = 0;
   if (c.mla)

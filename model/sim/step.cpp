@@ -93,6 +93,34 @@ void append_equivalent_seqlens(std::vector<int64_t>& seqlens, int64_t c, int64_t
   seqlens.insert(seqlens.end(), static_cast<std::size_t>(pieces), std::max<int64_t>(1, std::llround(len)));
 }
 
+double chunked_attention_scores(int64_t c, int64_t p, int64_t chunk) {
+  // Query at position q (0-based) sees the keys of its chunk up to itself: q % chunk + 1 of them.
+  double total = 0;
+  int64_t q = p;
+  const int64_t end = p + c;
+  while (q < end) {
+    const int64_t chunk_end = (q / chunk + 1) * chunk;
+    const int64_t last = std::min(end, chunk_end);  // queries [q, last) share a chunk
+    const double a = static_cast<double>(q % chunk + 1), n = static_cast<double>(last - q);
+    total += n * a + n * (n - 1.0) / 2.0;
+    q = last;
+  }
+  return total;
+}
+
+void append_chunked_seqlens(std::vector<int64_t>& seqlens, int64_t c, int64_t p, int64_t chunk) {
+  // Each chunk is its own causal sequence: the part of the first chunk after the cached prefix,
+  // then whole chunks, then the remainder.
+  int64_t q = p;
+  const int64_t end = p + c;
+  while (q < end) {
+    const int64_t chunk_end = (q / chunk + 1) * chunk;
+    const int64_t last = std::min(end, chunk_end);
+    append_equivalent_seqlens(seqlens, last - q, q % chunk, 0);
+    q = last;
+  }
+}
+
 namespace {
 
 // Everything a layer's kernels depend on, computed once per step.
@@ -165,19 +193,29 @@ void attention_gqa(const Ctx& x, bool sliding) {
   const LlmConfig& c = x.c;
   const int64_t D = c.head_dim;
   x.gemm(x.T, (x.hq + 2 * x.hkv) * D, x.H, c.quant_attention, "qkv_proj");
-  const bool fused_qk_norm = c.qk_norm && x.opt.fuse_qk_norm_rope;
-  if (c.qk_norm && !fused_qk_norm) {
+  // Llama-4's NoPE layers (its full-attention ones) have neither rotary nor the q/k norm.
+  const bool rope = !(c.nope_full_layers && !sliding);
+  const bool qk_norm = c.qk_norm && rope;
+  // A per-layer norm (MiniMax-M2) reduces over every head, so the sum of squares crosses the TP ranks
+  // (an all-reduce of two fp32 values per token) and the norm cannot join rotary's per-head kernel.
+  const bool per_layer = c.qk_norm_kind == LlmConfig::QkNorm::per_layer;
+  const bool fused_qk_norm = qk_norm && x.opt.fuse_qk_norm_rope && !per_layer;
+  if (qk_norm && !fused_qk_norm) {
     x.rows(Op::rmsnorm, x.T * x.hq, D, "q_norm", x.act);
     x.rows(Op::rmsnorm, x.T * x.hkv, D, "k_norm", x.act);
+    if (per_layer && x.par.tp > 1)
+      x.collective(Op::allreduce, static_cast<double>(x.T) * 2.0 * 4.0, x.par.tp, "qk_norm_allreduce");
   }
-  Shape rot;
-  rot.T = x.T;
-  rot.Hq = x.hq;
-  rot.Hkv = x.hkv;
-  rot.D = D;
-  // Fused, the norms read and write q and k in registers between rotary's load and store: the
-  // kernel moves rotary's bytes, so rotary's model predicts it.
-  x.add(Op::rotary, x.act, rot, fused_qk_norm ? "qk_norm_rotary" : "rotary");
+  if (rope) {
+    Shape rot;
+    rot.T = x.T;
+    rot.Hq = x.hq;
+    rot.Hkv = x.hkv;
+    rot.D = D;
+    // Fused, the norms read and write q and k in registers between rotary's load and store: the
+    // kernel moves rotary's bytes, so rotary's model predicts it.
+    x.add(Op::rotary, x.act, rot, fused_qk_norm ? "qk_norm_rotary" : "rotary");
+  }
   Shape kvw;
   kvw.T = x.T;
   kvw.Hkv = x.hkv;
@@ -361,7 +399,12 @@ StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vecto
   x.out = &plan.kernels;
 
   double decode_l_sum = 0, decode_l_sliding_sum = 0;
-  const bool any_sliding = c.sliding_window > 0;
+  // Local layers: a sliding window, whose query sees at most the window's keys, or Llama-4's chunks,
+  // whose query sees its chunk's keys up to itself (position % chunk + 1: from 1 at a chunk's start
+  // to the chunk's length at its end). Both are costed as full attention over those keys.
+  const bool any_sliding = c.has_local_attention();
+  const int64_t chunk = c.attention_chunk;
+  const int64_t local_span = chunk > 0 ? chunk : c.sliding_window;
   for (const SeqWork& w : batch) {
     if (w.new_tokens <= 0 || w.context < 0)
       throw std::invalid_argument("every sequence of a step needs at least one new token");
@@ -370,12 +413,18 @@ StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vecto
     if (is_decode(w)) {
       plan.decode_seqs += 1;
       decode_l_sum += static_cast<double>(w.context + 1);
-      if (any_sliding) decode_l_sliding_sum += static_cast<double>(std::min(w.context + 1, c.sliding_window));
+      if (chunk > 0)
+        decode_l_sliding_sum += static_cast<double>(w.context % chunk + 1);
+      else if (any_sliding)
+        decode_l_sliding_sum += static_cast<double>(std::min(w.context + 1, c.sliding_window));
     } else {
       plan.prefill_seqs += 1;
       plan.prefill_tokens += w.new_tokens;
       append_equivalent_seqlens(x.prefill_full, w.new_tokens, w.context, 0);
-      if (any_sliding) append_equivalent_seqlens(x.prefill_sliding, w.new_tokens, w.context, c.sliding_window);
+      if (chunk > 0)
+        append_chunked_seqlens(x.prefill_sliding, w.new_tokens, w.context, chunk);
+      else if (any_sliding)
+        append_equivalent_seqlens(x.prefill_sliding, w.new_tokens, w.context, c.sliding_window);
       x.prefill_kv_tokens += w.new_tokens + w.context;
     }
   }
@@ -388,7 +437,7 @@ StepPlan build_step(const LlmConfig& c, const Parallelism& par, const std::vecto
       return ceil_div(std::max<int64_t>(1, mean), q) * q;
     };
     x.decode_l_full = mean_up(decode_l_sum);
-    if (any_sliding) x.decode_l_sliding = std::min(mean_up(decode_l_sliding_sum), std::max(c.sliding_window, q));
+    if (any_sliding) x.decode_l_sliding = std::min(mean_up(decode_l_sliding_sum), std::max(local_span, q));
   }
 
   const auto stages = pipeline_stages(c.layers, par.pp);

@@ -96,5 +96,9 @@ StepPlan build_step(const LlmConfig& cfg, const Parallelism& par, const std::vec
 // about the same query rows, which the attention model (queries over as many keys) can predict.
 double attention_scores(int64_t c, int64_t p, int64_t w);
 void append_equivalent_seqlens(std::vector<int64_t>& seqlens, int64_t c, int64_t p, int64_t w);
+// The same under chunked local attention (Llama-4): the queries at positions [p, p + c) each see the
+// keys of their `chunk`-token chunk up to themselves; the causal sequences are the chunks' parts.
+double chunked_attention_scores(int64_t c, int64_t p, int64_t chunk);
+void append_chunked_seqlens(std::vector<int64_t>& seqlens, int64_t c, int64_t p, int64_t chunk);
 
 }  // namespace perfloom::sim

@@ -258,6 +258,71 @@ TEST(SimStep, GptOssAlternatesSlidingAndFullLayers) {
   EXPECT_DOUBLE_EQ(find(p, "qkv_proj").weight_ratio, 1.0);        // attention stays bf16
 }
 
+TEST(SimStep, ChunkedAttentionScores) {
+  // Chunks of 4: positions 0..9 see 1 2 3 4 | 1 2 3 4 | 1 2 keys.
+  EXPECT_DOUBLE_EQ(chunked_attention_scores(10, 0, 4), 23.0);
+  // Three queries after 6 cached tokens: positions 6, 7 (3 and 4 keys), 8 (a new chunk: 1 key).
+  EXPECT_DOUBLE_EQ(chunked_attention_scores(3, 6, 4), 8.0);
+  // A chunk no shorter than the sequence is plain causal attention.
+  EXPECT_DOUBLE_EQ(chunked_attention_scores(10, 5, 1000), attention_scores(10, 5, 0));
+  std::vector<int64_t> lens;
+  append_chunked_seqlens(lens, 10, 0, 4);
+  EXPECT_EQ(lens, (std::vector<int64_t>{4, 4, 2}));
+  lens.clear();
+  append_chunked_seqlens(lens, 20000, 0, 8192);
+  EXPECT_EQ(lens, (std::vector<int64_t>{8192, 8192, 3616}));
+}
+
+TEST(SimStep, Llama4ChunkedRotaryLayersAndFullNopeLayers) {
+  const LlmConfig c = load_llm_config("llama-4-scout");
+  const StepPlan p = build_step(c, {8, 1, 1}, decodes(4, 10000));
+  ASSERT_EQ(count_label(p, "attn_decode"), 2);
+  const StepKernel& full = find(p, "attn_decode", 0);
+  const StepKernel& chunked = find(p, "attn_decode", 1);
+  EXPECT_EQ(full.count, 12);
+  EXPECT_EQ(full.kernel.shape.L, 10001);
+  EXPECT_EQ(chunked.count, 36);
+  EXPECT_EQ(chunked.kernel.shape.L, 10000 % 8192 + 1);  // the new token's place in its chunk
+  // Rotary and the q/k norm run on the 36 chunked layers only.
+  ASSERT_EQ(count_label(p, "qk_norm_rotary"), 1);
+  EXPECT_EQ(find(p, "qk_norm_rotary").count, 36);
+  EXPECT_EQ(count_label(p, "rotary"), 0);
+  // Every layer is MoE with one shared expert; top-1 routing.
+  EXPECT_EQ(find(p, "moe_experts").kernel.shape.topk, 1);
+  EXPECT_EQ(find(p, "shared_gate_up_proj").kernel.shape.N, 2 * 8192 / 8);
+
+  const StepPlan pre = build_step(c, {8, 1, 1}, {{10000, 0}});
+  EXPECT_EQ(find(pre, "attn_prefill", 0).kernel.shape.seqlens, (std::vector<int64_t>{10000}));
+  EXPECT_EQ(find(pre, "attn_prefill", 1).kernel.shape.seqlens, (std::vector<int64_t>{8192, 1808}));
+  // The chunked layers hold no KV beyond their chunk (vLLM's hybrid allocator): 12 layers count.
+  const double per_layer = 2.0 * 1 * 128 * 2;  // one KV head per rank at TP 8, bf16
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(c, {8, 1, 1}, 0, Dtype::bf16), 12 * per_layer);
+}
+
+TEST(SimStep, Maverick_Glm45AndMiniMaxLayerKinds) {
+  const LlmConfig m = load_llm_config("llama-4-maverick");
+  const StepPlan pm = build_step(m, {8, 1, 1}, decodes(8, 4096));
+  EXPECT_EQ(find(pm, "gate_up_proj").kernel.shape.N, 2 * 16384 / 8);  // dense layers: intermediate_size_mlp
+  EXPECT_EQ(find(pm, "moe_experts").kernel.shape.I, 8192 / 8);
+
+  const LlmConfig g = load_llm_config("glm-4.5");
+  const StepPlan pg = build_step(g, {8, 1, 1}, decodes(8, 4096));
+  EXPECT_EQ(find(pg, "gate_up_proj").count, 3);
+  EXPECT_EQ(find(pg, "moe_experts").count, 89);
+  EXPECT_EQ(find(pg, "shared_gate_up_proj").count, 89);
+  EXPECT_EQ(count_label(pg, "qk_norm_rotary"), 2);  // per-head norms fuse into rotary (dense and MoE layers)
+  EXPECT_EQ(count_label(pg, "q_norm"), 0);
+
+  // MiniMax-M2's norm spans every head: separate kernels and an all-reduce of its sums of squares.
+  const LlmConfig x = load_llm_config("minimax-m2.5");
+  const StepPlan px = build_step(x, {8, 1, 1}, decodes(8, 4096));
+  EXPECT_EQ(count_label(px, "qk_norm_rotary"), 0);
+  EXPECT_EQ(find(px, "q_norm").kernel.shape.T, 8 * 48 / 8);
+  EXPECT_EQ(find(px, "qk_norm_allreduce").kernel.shape.bytes, 8 * 2 * 4);
+  EXPECT_EQ(find(px, "rotary").count, 62);
+  EXPECT_EQ(count_label(build_step(x, {}, decodes(8, 4096)), "qk_norm_allreduce"), 0);  // one GPU: no reduction
+}
+
 TEST(SimStep, PipelineStagesSplitLayersLikeVllm) {
   auto s = pipeline_stages(61, 4);
   ASSERT_EQ(s.size(), 4u);
