@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,8 @@ std::string_view weight_quant_name(WeightQuant q) {
       return "int8";
     case WeightQuant::mxfp4:
       return "mxfp4";
+    case WeightQuant::nvfp4:
+      return "nvfp4";
   }
   return "none";
 }
@@ -519,6 +522,84 @@ ParamCount count_parameters(const LlmConfig& c) {
       c.num_experts > 0 ? static_cast<double>(c.experts_per_token) / static_cast<double>(c.num_experts) : 0;
   p.active = p.total() - p.routed_experts + p.routed_experts * share;
   return p;
+}
+
+void apply_quantization(LlmConfig& c, std::string_view method) {
+  c.quant_method = std::string(method);
+  c.quant_attention = true;
+  c.quant_dense_mlp = true;
+  if (method == "bf16" || method == "none") {
+    c.quant = WeightQuant::none;
+    c.quant_weight_bytes = dtype_bytes(c.dtype);
+    c.quant_method.clear();
+  } else if (method == "fp8") {
+    c.quant = WeightQuant::fp8;
+    c.quant_weight_bytes = 1.0;  // one fp32 scale per tensor
+  } else if (method == "fp8-block") {
+    c.quant = WeightQuant::fp8;
+    c.quant_weight_bytes = 1.0 + 4.0 / (128.0 * 128.0);  // one fp32 scale per 128x128 block
+  } else if (method == "int4") {
+    c.quant = WeightQuant::int4;
+    c.quant_weight_bytes = 0.5 + 2.0 / 128.0;  // a 16-bit scale per group of 128
+  } else if (method == "nvfp4") {
+    c.quant = WeightQuant::nvfp4;
+    c.quant_weight_bytes = 0.5 + 1.0 / 16.0;  // an e4m3 scale per 16 weights
+  } else if (method == "mxfp4") {
+    c.quant = WeightQuant::mxfp4;
+    c.quant_weight_bytes = 0.5 + 1.0 / 32.0;  // an e8m0 scale per 32 weights
+    // vLLM's mxfp4 method quantises the fused MoE experts only; a dense model's MLPs stand for them.
+    c.quant_attention = false;
+    c.quant_dense_mlp = !c.has_moe();
+  } else {
+    throw std::invalid_argument("--quantization: unknown method " + quote_excerpt(method) +
+                                " (expected bf16, fp8, fp8-block, int4, nvfp4 or mxfp4)");
+  }
+}
+
+Dtype parse_kv_cache_dtype(const LlmConfig& c, std::string_view name) {
+  if (name == "auto") return c.dtype;
+  if (name == "bf16" || name == "bfloat16") return Dtype::bf16;
+  if (name == "fp16" || name == "float16" || name == "half") return Dtype::fp16;
+  if (name == "fp8" || name == "fp8_e4m3") return Dtype::fp8e4m3;
+  if (name == "fp8_e5m2") return Dtype::fp8e5m2;
+  throw std::invalid_argument("--kv-cache-dtype: unknown dtype " + quote_excerpt(name) +
+                              " (expected auto, bf16, fp16, fp8, fp8_e4m3 or fp8_e5m2)");
+}
+
+void check_serving_dtypes(const LlmConfig& c, const GpuSpec& gpu, Dtype kv) {
+  const std::string who = gpu.id + " (compute capability " + gpu.compute_capability + ")";
+  if (kv == Dtype::fp8e4m3 || kv == Dtype::fp8e5m2) {
+    if (!gpu.supports(Dtype::fp8e4m3))
+      throw std::invalid_argument("--kv-cache-dtype " + std::string(dtype_name(kv)) + ": " + who +
+                                  " has no fp8 tensor cores, which the fp8 KV cache's attention kernels run on "
+                                  "(Ada, Hopper and Blackwell have them)");
+  } else if (kv == Dtype::bf16 || kv == Dtype::fp16) {
+    if (!gpu.supports(kv))
+      throw std::invalid_argument("--kv-cache-dtype " + std::string(dtype_name(kv)) + ": " + who + " has no " +
+                                  std::string(dtype_name(kv)) + " tensor cores");
+  } else {
+    throw std::invalid_argument("--kv-cache-dtype " + std::string(dtype_name(kv)) +
+                                ": the KV cache is held in bf16, fp16 or fp8");
+  }
+  if (!gpu.supports(c.dtype))
+    throw std::invalid_argument(c.id + " computes in " + std::string(dtype_name(c.dtype)) + ", and " + who +
+                                " has no " + std::string(dtype_name(c.dtype)) + " tensor cores");
+  if (c.quant == WeightQuant::none) return;
+  // The tensor-core paths: fp8 W8A8 on fp8 tensor cores, nvfp4 W4A4 on fp4 ones. Everything else is
+  // a weight-only kernel, which vLLM has from Ampere on only.
+  const bool tensor_path = (c.quant == WeightQuant::fp8 && gpu.supports(Dtype::fp8e4m3)) ||
+                           (c.quant == WeightQuant::nvfp4 && gpu.supports(Dtype::fp4));
+  double cc = 0;
+  try {
+    cc = std::stod(gpu.compute_capability);
+  } catch (const std::exception&) {
+    cc = 0;
+  }
+  if (!tensor_path && cc < 8.0)
+    throw std::invalid_argument(c.id + " with " + std::string(weight_quant_name(c.quant)) + " weights: " + who +
+                                " has no " + std::string(weight_quant_name(c.quant)) +
+                                " tensor cores, and the weight-only kernels that serve them elsewhere (Marlin) need "
+                                "compute capability 8.0 or later");
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/gpu_spec.h"
 #include "model/input_error.h"
 
 namespace perfloom::sim {
@@ -28,9 +29,12 @@ class LlmConfigError : public InputError {
 //           weight-only (Marlin-style fp8 weights, 16-bit compute).
 //   int4  : AWQ/GPTQ 4-bit integers with 16-bit group scales: weight-only, 16-bit compute.
 //   mxfp4 : OCP MX fp4 (gpt-oss experts) with one 8-bit scale per 32 weights: weight-only here.
+//   nvfp4 : NVIDIA fp4 (e2m1) with one fp8 scale per 16 weights (and a per-tensor fp32 one): W4A4
+//           GEMMs on fp4 tensor cores (Blackwell, activations quantised in front), else weight-only
+//           (vLLM's FP4 Marlin kernels, 16-bit compute).
 // Weight-only GEMMs read `weight_bytes` per weight and compute in `dtype`; model/sim/step_cost.cpp
 // explains how their time is predicted from 16-bit GEMMs.
-enum class WeightQuant { none, fp8, int4, int8, mxfp4 };
+enum class WeightQuant { none, fp8, int4, int8, mxfp4, nvfp4 };
 std::string_view weight_quant_name(WeightQuant q);
 
 struct LlmConfig {
@@ -124,6 +128,22 @@ LayerParams layer_parameters(const LlmConfig& cfg, int64_t layer);
 
 // Parses one config.json; `file_label` names the file in errors. Throws LlmConfigError.
 LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_label);
+
+// Serving a model quantised as vLLM's --quantization does, whatever its config says: "bf16" (16-bit
+// weights in the model's dtype), "fp8" (per-tensor scales; W8A8 where the GPU has fp8 tensor cores),
+// "fp8-block" (fp32 scales per 128x128 block, DeepSeek-V3's), "int4" (AWQ/GPTQ-style, a 16-bit scale
+// per 128 weights), "nvfp4", "mxfp4" (see WeightQuant). fp8, fp8-block, int4 and nvfp4 quantise every
+// linear layer but the embedding, the LM head and the router; mxfp4, as vLLM runs it, the routed
+// experts only (a dense model's MLPs). Throws std::invalid_argument naming the methods.
+void apply_quantization(LlmConfig& cfg, std::string_view method);
+// --kv-cache-dtype as vLLM names it: "auto" (the model's dtype), "bf16"/"bfloat16",
+// "fp16"/"float16"/"half", "fp8"/"fp8_e4m3", "fp8_e5m2". Throws std::invalid_argument.
+Dtype parse_kv_cache_dtype(const LlmConfig& cfg, std::string_view name);
+// Refuses, with the GPU and the reason, a weight format or KV-cache dtype `gpu` cannot serve: an fp8
+// KV cache needs fp8 tensor cores (the fp8 attention kernels, FA3's and FlashInfer's, run on them);
+// a 16-bit dtype needs its tensor path (bf16 from Ampere on); the weight-only fp8, int4 and fp4
+// kernels (Marlin) need compute capability 8.0 or later.
+void check_serving_dtypes(const LlmConfig& cfg, const GpuSpec& gpu, Dtype kv_dtype);
 
 // The bundled model ids, sorted.
 std::vector<std::string> bundled_llm_ids();

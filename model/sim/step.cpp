@@ -158,6 +158,7 @@ struct Ctx {
   std::pair<Dtype, double> weights(bool quantized_part) const {
     if (!quantized_part || c.quant == WeightQuant::none) return {act, 1.0};
     if (c.quant == WeightQuant::fp8 && opt.fp8_tensor_cores) return {Dtype::fp8e4m3, 1.0};
+    if (c.quant == WeightQuant::nvfp4 && opt.fp4_tensor_cores) return {Dtype::fp4, 1.0};
     return {act, c.quant_weight_bytes / dtype_bytes(act)};
   }
   void gemm(int64_t M, int64_t N, int64_t K, bool quantized_part, const char* label) const {
@@ -167,8 +168,8 @@ struct Ctx {
     sh.K = K;
     const auto [dt, ratio] = weights(quantized_part);
     add(Op::gemm, dt, sh, label, ratio);
-    // A serving framework's fp8 linear quantises its activations in front of the GEMM.
-    if (dt != act && dt == Dtype::fp8e4m3) out->back().kernel.act_quant = true;
+    // A serving framework's fp8 (fp4) linear quantises its activations in front of the GEMM.
+    if (dt != act && (dt == Dtype::fp8e4m3 || dt == Dtype::fp4)) out->back().kernel.act_quant = true;
   }
   void rows(Op op, int64_t t, int64_t h, const char* label, Dtype dt) const {
     Shape sh;

@@ -72,9 +72,10 @@ struct StepOptions {
   // Decode context lengths are averaged over the batch and rounded up to a multiple of this
   // (the simulator uses the KV block size so that predictions are reused; 1: exact).
   int64_t context_quantum = 1;
-  bool fp8_tensor_cores = true;  // the GPU runs fp8 GEMMs (else fp8 weights are weight-only)
-  Dtype kv_dtype = Dtype::bf16;  // the KV cache's element type (attention reads it)
-  bool kv_dtype_set = false;     // false: the model's dtype
+  bool fp8_tensor_cores = true;   // the GPU runs fp8 GEMMs (else fp8 weights are weight-only)
+  bool fp4_tensor_cores = false;  // the GPU runs fp4 GEMMs (else nvfp4 weights are weight-only)
+  Dtype kv_dtype = Dtype::bf16;   // the KV cache's element type (attention reads it)
+  bool kv_dtype_set = false;      // false: the model's dtype
   // Which attention kernels the engine runs (the learned model tells implementations apart,
   // classify/kernel_classifier.h implementation_class): the serving engines' own by default.
   AttentionImpl attention_impl = AttentionImpl::serving;

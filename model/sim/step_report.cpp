@@ -22,6 +22,10 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
   MemoryOptions mo;
   mo.max_num_seqs = q.batch;
   mo.max_num_batched_tokens = q.batch * new_tokens;
+  if (q.kv_dtype) {
+    mo.kv_dtype = *q.kv_dtype;
+    mo.kv_dtype_set = true;
+  }
   const MemoryPlan mem = plan_memory(cfg, q.par, gpu, mo);
   const int64_t per_seq = q.context + new_tokens;
   const int64_t blocks_needed = q.batch * ((per_seq + mem.block_size - 1) / mem.block_size);
@@ -34,6 +38,11 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
   std::vector<SeqWork> batch(static_cast<std::size_t>(q.batch), SeqWork{new_tokens, q.context});
   StepOptions opt;
   opt.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
+  opt.fp4_tensor_cores = gpu.supports(Dtype::fp4);
+  if (q.kv_dtype) {
+    opt.kv_dtype = *q.kv_dtype;
+    opt.kv_dtype_set = true;
+  }
   opt.attention_impl = q.attention_impl;
   StepPrediction p;
   p.plan = build_step(cfg, q.par, batch, opt);
@@ -56,6 +65,8 @@ nlohmann::json step_to_json(const LlmConfig& cfg, const GpuSpec& gpu, const Step
                         : q.attention_impl == AttentionImpl::flash_attn2 ? "fa2"
                                                                          : "cudnn";
   j["pp"] = q.par.pp;
+  j["quantization"] = cfg.quant == WeightQuant::none ? "none" : std::string(weight_quant_name(cfg.quant));
+  j["kv_cache_dtype"] = std::string(dtype_name(q.kv_dtype ? *q.kv_dtype : cfg.dtype));
   j["cuda_graphs"] = p.cost.graphs;
   j["latency_us"] = p.cost.latency_us;
   j["kernels_us"] = p.cost.kernels_us;

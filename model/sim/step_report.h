@@ -1,5 +1,7 @@
 #pragma once
 // One forward step, predicted, as the `perfloom step` command and the GUI show it.
+#include <optional>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "model/sim/step.h"
@@ -18,6 +20,7 @@ struct StepQuery {
   bool graphs = false;
   AttentionImpl attention_impl = AttentionImpl::serving;
   ClockState clocks = ClockState::burst;  // sustained: the step repeated back to back (step_cost.h)
+  std::optional<Dtype> kv_dtype;          // the KV cache's element type; unset: the model's
 };
 
 struct StepPrediction {

@@ -323,6 +323,82 @@ TEST(SimStep, Maverick_Glm45AndMiniMaxLayerKinds) {
   EXPECT_EQ(count_label(build_step(x, {}, decodes(8, 4096)), "qk_norm_allreduce"), 0);  // one GPU: no reduction
 }
 
+TEST(SimStep, QuantisedServingForAnyModel) {
+  LlmConfig c = load_llm_config("llama-3-8b");
+  apply_quantization(c, "fp8-block");
+  EXPECT_EQ(c.quant, WeightQuant::fp8);
+  EXPECT_DOUBLE_EQ(c.quant_weight_bytes, 1.0 + 4.0 / (128.0 * 128.0));
+  StepOptions h200;  // fp8 tensor cores, no fp4 ones
+  EXPECT_EQ(find(build_step(c, {}, decodes(8, 1000), h200), "qkv_proj").kernel.dtype, Dtype::fp8e4m3);
+
+  apply_quantization(c, "nvfp4");
+  EXPECT_EQ(c.quant, WeightQuant::nvfp4);
+  EXPECT_TRUE(c.quant_attention && c.quant_dense_mlp);
+  const StepKernel& weight_only = find(build_step(c, {}, decodes(8, 1000), h200), "gate_up_proj");
+  EXPECT_EQ(weight_only.kernel.dtype, Dtype::bf16);
+  EXPECT_DOUBLE_EQ(weight_only.weight_ratio, (0.5 + 1.0 / 16.0) / 2.0);
+  StepOptions b200;
+  b200.fp4_tensor_cores = true;
+  const StepKernel& w4a4 = find(build_step(c, {}, decodes(8, 1000), b200), "gate_up_proj");
+  EXPECT_EQ(w4a4.kernel.dtype, Dtype::fp4);
+  EXPECT_TRUE(w4a4.kernel.act_quant);
+  EXPECT_DOUBLE_EQ(w4a4.weight_ratio, 1.0);
+  EXPECT_EQ(find(build_step(c, {}, decodes(8, 1000), b200), "lm_head").kernel.dtype, Dtype::bf16);  // stays 16-bit
+
+  // mxfp4, as vLLM runs it, quantises a MoE model's experts only.
+  LlmConfig moe = load_llm_config("qwen3-30b-a3b");
+  apply_quantization(moe, "mxfp4");
+  const StepPlan pm = build_step(moe, {}, decodes(8, 1000), h200);
+  EXPECT_NEAR(find(pm, "moe_experts").weight_ratio, (0.5 + 1.0 / 32.0) / 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(find(pm, "qkv_proj").weight_ratio, 1.0);
+  apply_quantization(moe, "bf16");
+  EXPECT_EQ(moe.quant, WeightQuant::none);
+  EXPECT_THROW(apply_quantization(moe, "int3"), std::invalid_argument);
+
+  // An fp8 KV cache: attention reads fp8, and the cache holds twice the tokens.
+  EXPECT_EQ(parse_kv_cache_dtype(c, "fp8"), Dtype::fp8e4m3);
+  EXPECT_EQ(parse_kv_cache_dtype(c, "auto"), Dtype::bf16);
+  EXPECT_THROW(parse_kv_cache_dtype(c, "int8"), std::invalid_argument);
+  RooflinePredictor predictor;
+  StepQuery q;
+  q.batch = 8;
+  q.context = 1000;
+  const LlmConfig plain = load_llm_config("llama-3-8b");
+  q.kv_dtype = Dtype::fp8e4m3;
+  const StepPrediction p8 = predict_step(plain, db().get("h200"), predictor, q);
+  EXPECT_EQ(find(p8.plan, "attn_decode").kernel.dtype, Dtype::fp8e4m3);
+  EXPECT_EQ(find(p8.plan, "kv_cache_write").kernel.dtype, Dtype::fp8e4m3);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(plain, {}, 0, Dtype::fp8e4m3),
+                   kv_bytes_per_token_per_gpu(plain, {}, 0, Dtype::bf16) / 2);
+}
+
+TEST(SimStep, ADtypeTheGpuLacksIsRefused) {
+  LlmConfig c = load_llm_config("llama-3-8b");
+  EXPECT_NO_THROW(check_serving_dtypes(c, db().get("h200"), Dtype::fp8e4m3));
+  try {
+    check_serving_dtypes(c, db().get("a100-sxm-80gb"), Dtype::fp8e4m3);
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("a100-sxm-80gb (compute capability 8.0) has no fp8 tensor cores"),
+              std::string::npos)
+        << e.what();
+  }
+  apply_quantization(c, "int4");
+  EXPECT_NO_THROW(check_serving_dtypes(c, db().get("a100-sxm-80gb"), Dtype::bf16));  // weight-only Marlin
+  c.dtype = Dtype::fp16;
+  try {
+    check_serving_dtypes(c, db().get("t4"), Dtype::fp16);  // sm75: fp16 tensor cores, no Marlin
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("compute capability 8.0 or later"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(check_serving_dtypes(load_llm_config("llama-3-8b"), db().get("v100-sxm2"), Dtype::bf16),
+               std::invalid_argument);  // no bf16 tensor cores
+  apply_quantization(c, "nvfp4");
+  c.dtype = Dtype::bf16;
+  EXPECT_NO_THROW(check_serving_dtypes(c, db().get("b200"), Dtype::fp8e4m3));
+}
+
 TEST(SimStep, PipelineStagesSplitLayersLikeVllm) {
   auto s = pipeline_stages(61, 4);
   ASSERT_EQ(s.size(), 4u);
