@@ -151,6 +151,25 @@ const std::map<QString, Command>& commands() {
         "PLAN.csv]",
         "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "
         "--plan with --gemm: each GEMM's first K (3) configurations with their custom options as a collector plan, to "
+      {"plan",
+       {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
+        "ID,...|all] [--prices FILE] [--max-gpus N]",
+        "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
+        "Pareto front of throughput per GPU against tokens/s per user",
+        cmdPlan,
+        {QCommandLineOption("model", "bundled model id or config.json", "M"),
+         QCommandLineOption("workload", "poisson:... with --load, closed:... without (docs/cli.md)", "SPEC"),
+         QCommandLineOption("sla", "percentile bounds: ttft_p90=MS,tpot_p90=MS,e2e_p99=MS (p50, p90, p99, mean)",
+                            "BOUNDS"),
+         QCommandLineOption("load", "target load: 20req/s or 5000tok/s (output tokens)", "RATE"),
+         QCommandLineOption("gpus", "GPU types to consider (all)", "ID,..."),
+         QCommandLineOption("prices", "CSV gpu,usd_per_gpu_hour[,source] over the bundled prices", "FILE"),
+         QCommandLineOption("max-gpus", "GPUs in one deployment at most (8)", "N"),
+         QCommandLineOption("tp", "TP degrees to try (1,2,4,8)", "LIST"),
+         QCommandLineOption("uncertainty", "relative error of a prediction for the interval (0.2)", "F"),
+         QCommandLineOption("top", "ranked rows shown (10)", "K"),
+         QCommandLineOption("max-num-seqs", "running sequences at most (256)", "N"),
+         QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N")}}},
         "time on the GPU and keep the fastest; --timed: that measurement, each GEMM's fastest; --plan alone: the "
         "sparse sampling plan along wave boundaries for the collector",
         cmdTune,

@@ -16,6 +16,7 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args);
 int cmdSimulate(CliContext& ctx, const QCommandLineParser& args);
 int cmdTune(CliContext& ctx, const QCommandLineParser& args);
 // The integer value of --NAME, `fallback` when absent; throws std::invalid_argument below `min`.
+int cmdPlan(CliContext& ctx, const QCommandLineParser& args);
 int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t fallback, int64_t min);
 // --clocks burst|sustained (model/sim/step_cost.h); burst when not given.
 sim::ClockState cliClockState(const QCommandLineParser& args);

@@ -42,6 +42,8 @@ inline constexpr FileLimit tuner_table{"a tuner table", 64 * kMiB, 512 * kMiB};
 inline constexpr FileLimit learned_model{"a learned model file", 256 * kMiB, 1024 * kMiB};
 // --workload trace:FILE: about 25 bytes a request, so some ten million requests.
 inline constexpr FileLimit workload_trace{"a workload trace", 256 * kMiB, 256 * kMiB};
+// perfloom plan --prices FILE: a line per GPU.
+inline constexpr FileLimit price_table{"a price table", 1 * kMiB};
 // Read beside a file the user named, not named itself: a symbolic link is not followed.
 inline constexpr FileLimit dataset_manifest{"a MANIFEST.tsv", 4 * kMiB, 0, false};
 }  // namespace file_limits

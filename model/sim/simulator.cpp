@@ -642,7 +642,13 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     reqs[i].spec = w.requests[i];
     reqs[i].owner = {static_cast<int64_t>(i), w.requests[i].prefix_id, w.requests[i].prefix_tokens};
   }
-  StepCostModel serve_cost(predictor, decode_gpu, config.overheads, config.clocks);
+  std::optional<StepCostModel> own_cost;
+  StepCostModel* shared = config.shared_cost;
+  const bool reuse = shared && shared->gpu().id == decode_gpu.id && shared->clocks() == config.clocks &&
+                     shared->overheads() == config.overheads;
+  if (!reuse) own_cost.emplace(predictor, decode_gpu, config.overheads, config.clocks);
+  StepCostModel& serve_cost = reuse ? *shared : *own_cost;
+  const std::size_t hits_before = serve_cost.cache_hits(), misses_before = serve_cost.cache_misses();
   std::optional<StepCostModel> prefill_cost;
   Pool prefill, serve;
   prefill.router = serve.router = dep.router;
@@ -742,8 +748,8 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     }
   out.median_decode_ms = latency_stats(std::move(decode_ms)).p50;
   out.total_ms = last_finish * 1e3;
-  out.predictions = serve_cost.cache_misses() + (prefill_cost ? prefill_cost->cache_misses() : 0);
-  out.prediction_cache_hits = serve_cost.cache_hits() + (prefill_cost ? prefill_cost->cache_hits() : 0);
+  out.predictions = serve_cost.cache_misses() - misses_before + (prefill_cost ? prefill_cost->cache_misses() : 0);
+  out.prediction_cache_hits = serve_cost.cache_hits() - hits_before + (prefill_cost ? prefill_cost->cache_hits() : 0);
   return out;
 }
 

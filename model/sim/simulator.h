@@ -94,6 +94,10 @@ struct SimulationConfig {
   Sla sla;                                // goodput: the requests that meet it
   Deployment deployment;
   Speculative speculative;
+  // Optional: the step-cost model (its memo of kernel predictions) to use for the unified or decode
+  // pool, shared across simulations of one GPU (a planner runs many). Used only when it was built for
+  // that GPU with these overheads and clocks; it must outlive the call.
+  StepCostModel* shared_cost = nullptr;
 };
 
 struct RequestRecord {

@@ -52,6 +52,7 @@ struct Overheads {
   double host_per_seq_us = 3.0;
   int64_t max_graph_tokens = 512;
   double kernel_gap_us = 0.38;  // between two kernels of a stage, graphs or not
+  bool operator==(const Overheads&) const = default;
 };
 
 enum class ClockState { burst, sustained };

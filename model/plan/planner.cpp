@@ -1,0 +1,480 @@
+#include "model/plan/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "model/file_reader.h"
+#include "model/resources.h"
+#include "model/sim/memory.h"
+#include "model/sim/step.h"
+#include "model/sim/workload.h"
+
+namespace perfloom::plan {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) out.push_back(trim(part));
+  if (!s.empty() && s.back() == sep) out.emplace_back();
+  return out;
+}
+
+bool number(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  try {
+    std::size_t used = 0;
+    v = std::stod(s, &used);
+    return used == s.size() && std::isfinite(v);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+const sim::LatencyStats& stats_of(const sim::SimulationResult& r, PercentileBound::Metric m) {
+  switch (m) {
+    case PercentileBound::Metric::ttft:
+      return r.ttft_ms;
+    case PercentileBound::Metric::tpot:
+      return r.tpot_ms;
+    case PercentileBound::Metric::e2e:
+      break;
+  }
+  return r.e2e_ms;
+}
+
+}  // namespace
+
+std::string PercentileBound::name() const {
+  const char* m = metric == Metric::ttft ? "ttft" : metric == Metric::tpot ? "tpot" : "e2e";
+  return std::string(m) + (percentile == 0 ? "_mean" : "_p" + std::to_string(percentile));
+}
+
+double PercentileBound::value(const sim::SimulationResult& r) const {
+  const sim::LatencyStats& s = stats_of(r, metric);
+  switch (percentile) {
+    case 0:
+      return s.mean;
+    case 50:
+      return s.p50;
+    case 90:
+      return s.p90;
+    default:
+      return s.p99;
+  }
+}
+
+PlanSla parse_plan_sla(const std::string& spec) {
+  PlanSla sla;
+  auto bad = [&](const std::string& why) { throw std::invalid_argument("--sla \"" + spec + "\": " + why); };
+  for (const std::string& part : split(spec, ',')) {
+    const auto eq = part.find('=');
+    if (eq == std::string::npos) bad("\"" + part + "\" is not METRIC_pNN=MS (for example ttft_p90=500)");
+    const std::string key = trim(part.substr(0, eq));
+    std::string value = trim(part.substr(eq + 1));
+    if (value.size() > 2 && value.ends_with("ms")) value.resize(value.size() - 2);
+    const auto us = key.find('_');
+    if (us == std::string::npos) bad("\"" + key + "\": expected ttft, tpot or e2e with _p50, _p90, _p99 or _mean");
+    PercentileBound b;
+    const std::string metric = key.substr(0, us), pct = key.substr(us + 1);
+    if (metric == "ttft")
+      b.metric = PercentileBound::Metric::ttft;
+    else if (metric == "tpot")
+      b.metric = PercentileBound::Metric::tpot;
+    else if (metric == "e2e")
+      b.metric = PercentileBound::Metric::e2e;
+    else
+      bad("unknown metric \"" + metric + "\" (expected ttft, tpot or e2e)");
+    if (pct == "p50")
+      b.percentile = 50;
+    else if (pct == "p90")
+      b.percentile = 90;
+    else if (pct == "p99")
+      b.percentile = 99;
+    else if (pct == "mean")
+      b.percentile = 0;
+    else
+      bad("unknown statistic \"" + pct + "\" (expected p50, p90, p99 or mean)");
+    if (!number(value, b.ms) || b.ms <= 0 || b.ms > 1e9)
+      bad(key + " must be a positive number of milliseconds (got \"" + value + "\")");
+    for (const auto& o : sla.bounds)
+      if (o.name() == b.name()) bad("\"" + key + "\" given twice");
+    sla.bounds.push_back(b);
+  }
+  if (sla.bounds.empty()) bad("no bound given");
+  return sla;
+}
+
+Load parse_load(const std::string& spec) {
+  Load l;
+  std::string v = trim(spec);
+  if (v.ends_with("req/s")) {
+    l.kind = Load::Kind::requests;
+    v.resize(v.size() - 5);
+  } else if (v.ends_with("tok/s")) {
+    l.kind = Load::Kind::output_tokens;
+    v.resize(v.size() - 5);
+  } else {
+    throw std::invalid_argument("--load \"" + spec +
+                                "\": give requests or output tokens per second, as 20req/s or "
+                                "5000tok/s");
+  }
+  if (!number(trim(v), l.value) || l.value <= 0 || l.value > 1e9)
+    throw std::invalid_argument("--load \"" + spec + "\": the rate must be a positive number up to 1e9");
+  return l;
+}
+
+const Prices::Entry* Prices::find(const std::string& gpu_id) const {
+  auto it = by_gpu.find(gpu_id);
+  return it == by_gpu.end() ? nullptr : &it->second;
+}
+
+Prices parse_prices_csv(const std::string& text, const std::string& label) {
+  Prices p;
+  std::istringstream lines(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    // The source may hold commas: everything after the second one.
+    const auto c1 = t.find(',');
+    const auto c2 = c1 == std::string::npos ? std::string::npos : t.find(',', c1 + 1);
+    const std::string gpu = trim(t.substr(0, c1));
+    const std::string price = c1 == std::string::npos ? "" : trim(t.substr(c1 + 1, c2 - c1 - 1));
+    const std::string where = label + ", line " + std::to_string(n) + ": ";
+    if (gpu == "gpu") continue;  // the header
+    double v = 0;
+    if (!number(price, v) || v <= 0 || v > 1e6)
+      throw std::invalid_argument(where + "usd_per_gpu_hour must be a positive number (got \"" + price.substr(0, 80) +
+                                  "\")");
+    if (gpu.empty()) throw std::invalid_argument(where + "no GPU id");
+    if (p.by_gpu.count(gpu)) throw std::invalid_argument(where + "\"" + gpu.substr(0, 80) + "\" priced twice");
+    std::string source = c2 == std::string::npos ? label : trim(t.substr(c2 + 1));
+    if (source.size() >= 2 && source.front() == '"' && source.back() == '"')
+      source = source.substr(1, source.size() - 2);
+    p.by_gpu[gpu] = {v, source};
+  }
+  return p;
+}
+
+Prices bundled_prices() {
+  const auto path = resources_dir() / "plan" / "prices.csv";
+  return parse_prices_csv(read_file_guarded(path, file_limits::price_table), path.string());
+}
+
+std::string with_key(const std::string& spec, const std::string& key, const std::string& value) {
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) return spec;
+  std::vector<std::string> parts = split(spec.substr(colon + 1), ',');
+  bool found = false;
+  for (auto& p : parts)
+    if (p.substr(0, p.find('=')) == key) {
+      p = key + "=" + value;
+      found = true;
+    }
+  if (!found) parts.push_back(key + "=" + value);
+  std::string out = spec.substr(0, colon + 1);
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "," : "") + parts[i];
+  return out;
+}
+
+std::string Deployment::describe() const {
+  std::string s = std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp);
+  if (replicas > 1) s += ", " + std::to_string(replicas) + " replicas";
+  return s + ")";
+}
+
+namespace {
+
+struct Evaluation {
+  sim::SimulationResult r;
+  bool meets = false;
+  std::string binding;  // the bound missed worst: "ttft_p90 612 ms > 500 ms"
+};
+
+class Planner {
+ public:
+  Planner(const sim::LlmConfig& model, const KernelPredictor& predictor, const Prices& prices, const PlanOptions& o,
+          PlanResult& out)
+      : model_(model), predictor_(predictor), prices_(prices), o_(o), out_(out) {}
+
+  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, int tp, int replicas, const std::string& spec) {
+    sim::SimulationConfig sc = o_.base;
+    sc.par.tp = tp;
+    sc.par.ep = model_.has_moe() ? tp : 1;
+    sc.deployment.replicas = replicas;
+    sc.deployment.router = sim::RouterPolicy::least_loaded;
+    sc.record_steps = false;
+    sc.shared_cost = &cost;
+    Evaluation e;
+    e.r = sim::simulate(model_, gpu, predictor_, sim::parse_workload(spec), sc);
+    ++out_.simulations;
+    e.meets = true;
+    double worst = 0;
+    for (const auto& b : o_.sla.bounds) {
+      const double v = b.value(e.r);
+      if (v > b.ms) {
+        e.meets = false;
+        if (v / b.ms > worst) {
+          worst = v / b.ms;
+          e.binding = b.name() + " " + fmt("%.1f", v) + " ms > " + fmt("%g", b.ms) + " ms";
+        }
+      }
+    }
+    return e;
+  }
+
+  void fill(Candidate& c, const Evaluation& e, bool whole) {
+    c.simulated_whole = whole;
+    c.ttft_p90_ms = e.r.ttft_ms.p90;
+    c.tpot_p90_ms = e.r.tpot_ms.p90;
+    c.e2e_p90_ms = e.r.e2e_ms.p90;
+    c.bound_values.clear();
+    c.headroom = std::numeric_limits<double>::infinity();
+    c.at_risk = false;
+    for (const auto& b : o_.sla.bounds) {
+      const double v = b.value(e.r);
+      c.bound_values.push_back(v);
+      c.headroom = std::min(c.headroom, (b.ms - v) / b.ms);
+      if (v * (1 + o_.uncertainty) > b.ms) c.at_risk = true;
+    }
+    // A single instance at load/R stands for each of R replicas: the deployment's throughput is R times.
+    const double scale = whole ? 1.0 : c.d.replicas;
+    c.output_tokens_per_s = e.r.output_tokens_per_s * scale;
+    c.requests_per_s = e.r.requests_per_s * scale;
+    if (const Prices::Entry* p = prices_.find(c.d.gpu->id)) {
+      c.priced = true;
+      c.usd_per_hour = p->usd_per_gpu_hour * c.d.gpus();
+      c.usd_per_million_output_tokens =
+          c.output_tokens_per_s > 0 ? c.usd_per_hour / (c.output_tokens_per_s * 3600.0) * 1e6 : 0;
+    }
+  }
+
+  // Why the model cannot run on `tp` GPUs of this type at all, or "".
+  std::string does_not_fit(const GpuSpec& gpu, int tp) const {
+    try {
+      sim::Parallelism par;
+      par.tp = tp;
+      par.ep = model_.has_moe() ? tp : 1;
+      sim::validate_parallelism(model_, par);
+      sim::MemoryOptions mo = o_.base.memory;
+      mo.max_num_batched_tokens = o_.base.sched.max_num_batched_tokens;
+      mo.max_num_seqs = o_.base.sched.max_num_seqs;
+      sim::plan_memory(model_, par, gpu, mo);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  void with_load(const std::vector<const GpuSpec*>& gpus, double rate) {
+    for (const GpuSpec* gpu : gpus) {
+      sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
+      std::vector<Candidate> mine;
+      for (int tp : o_.tp) {
+        if (tp > o_.max_gpus) continue;
+        Candidate c;
+        c.d = {gpu, tp, 1};
+        if (const std::string why = does_not_fit(*gpu, tp); !why.empty()) {
+          c.why_not = why;
+          out_.rejected.push_back(c);
+          continue;
+        }
+        const int r_max = o_.max_gpus / tp;
+        auto single = [&](int r) {
+          return evaluate(*gpu, cost, tp, 1, with_key(o_.workload, "rate", fmt("%.9g", rate / r)));
+        };
+        try {
+          Evaluation top = single(r_max);
+          if (!top.meets) {
+            c.d.replicas = r_max;
+            c.why_not = top.binding + " with " + std::to_string(r_max) + " replica" + (r_max > 1 ? "s" : "") +
+                        " (the most --max-gpus " + std::to_string(o_.max_gpus) + " allows)";
+            out_.rejected.push_back(c);
+            continue;
+          }
+          int lo = 1, hi = r_max;  // hi meets
+          Evaluation best = top;
+          while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            Evaluation e = single(mid);
+            if (e.meets) {
+              hi = mid;
+              best = std::move(e);
+            } else {
+              lo = mid + 1;
+            }
+          }
+          c.d.replicas = hi;
+          c.feasible = true;
+          fill(c, best, hi == 1);
+          mine.push_back(c);
+        } catch (const std::exception& e) {
+          c.why_not = e.what();
+          out_.rejected.push_back(c);
+        }
+      }
+      // Finalists: the cheapest few, simulated whole (R replicas behind the router at the full load);
+      // R - 1 too, since a least-loaded router can do better than the split the search assumed.
+      std::sort(mine.begin(), mine.end(), [](const Candidate& a, const Candidate& b) {
+        return a.d.gpus() != b.d.gpus() ? a.d.gpus() < b.d.gpus() : a.d.tp > b.d.tp;
+      });
+      const std::string spec = with_key(o_.workload, "rate", fmt("%.9g", rate));
+      for (std::size_t i = 0; i < mine.size() && static_cast<int>(i) < o_.finalists; ++i) {
+        Candidate& c = mine[i];
+        if (c.simulated_whole) continue;
+        const int r_max = o_.max_gpus / c.d.tp;
+        std::optional<Evaluation> found;
+        int r = std::max(1, c.d.replicas - 1);
+        for (; r <= r_max; ++r) {
+          Evaluation e = evaluate(*gpu, cost, c.d.tp, r, spec);
+          if (e.meets) {
+            found = std::move(e);
+            break;
+          }
+          if (r >= c.d.replicas && r == r_max) c.why_not = e.binding;
+        }
+        if (!found) {
+          c.feasible = false;
+          c.why_not = "the whole deployment misses the SLA up to " + std::to_string(r_max) + " replicas: " + c.why_not;
+          continue;
+        }
+        c.d.replicas = r;
+        fill(c, *found, true);
+      }
+      for (Candidate& c : mine) (c.feasible ? out_.ranked : out_.rejected).push_back(c);
+    }
+    std::stable_sort(out_.ranked.begin(), out_.ranked.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.priced != b.priced) return a.priced;
+      if (a.priced && a.usd_per_hour != b.usd_per_hour) return a.usd_per_hour < b.usd_per_hour;
+      if (a.d.gpus() != b.d.gpus()) return a.d.gpus() < b.d.gpus();
+      return a.headroom > b.headroom;
+    });
+  }
+
+  void pareto(const std::vector<const GpuSpec*>& gpus, int64_t n) {
+    for (const GpuSpec* gpu : gpus) {
+      sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
+      const std::size_t first = out_.pareto.size();
+      for (int tp : o_.tp) {
+        if (tp > o_.max_gpus) continue;
+        if (const std::string why = does_not_fit(*gpu, tp); !why.empty()) {
+          Candidate c;
+          c.d = {gpu, tp, 1};
+          c.why_not = why;
+          out_.rejected.push_back(c);
+          continue;
+        }
+        for (int64_t conc = 1; conc <= o_.base.sched.max_num_seqs; conc *= 2) {
+          std::string spec = with_key(o_.workload, "concurrency", std::to_string(conc));
+          spec = with_key(spec, "n", std::to_string(std::max<int64_t>(n, 4 * conc)));
+          try {
+            const Evaluation e = evaluate(*gpu, cost, tp, 1, spec);
+            ParetoPoint p;
+            p.gpu = gpu;
+            p.tp = tp;
+            p.concurrency = static_cast<int>(conc);
+            p.tokens_per_s_per_gpu = e.r.output_tokens_per_s / tp;
+            p.tokens_per_s_per_user = e.r.tpot_ms.mean > 0 ? 1000.0 / e.r.tpot_ms.mean : 0;
+            p.ttft_p90_ms = e.r.ttft_ms.p90;
+            p.tpot_p90_ms = e.r.tpot_ms.p90;
+            p.meets_sla = e.meets;
+            if (const Prices::Entry* pr = prices_.find(gpu->id); pr && e.r.output_tokens_per_s > 0) {
+              p.priced = true;
+              p.usd_per_million_output_tokens = pr->usd_per_gpu_hour * tp / (e.r.output_tokens_per_s * 3600.0) * 1e6;
+            }
+            out_.pareto.push_back(p);
+          } catch (const std::exception& ex) {
+            Candidate c;
+            c.d = {gpu, tp, 1};
+            c.why_not = "concurrency " + std::to_string(conc) + ": " + ex.what();
+            out_.rejected.push_back(c);
+            break;  // a higher concurrency will not fit either
+          }
+        }
+      }
+      for (std::size_t i = first; i < out_.pareto.size(); ++i) {
+        ParetoPoint& p = out_.pareto[i];
+        p.on_front = true;
+        for (std::size_t j = first; j < out_.pareto.size() && p.on_front; ++j) {
+          const ParetoPoint& q = out_.pareto[j];
+          if (j != i && q.tokens_per_s_per_gpu >= p.tokens_per_s_per_gpu &&
+              q.tokens_per_s_per_user >= p.tokens_per_s_per_user &&
+              (q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu || q.tokens_per_s_per_user > p.tokens_per_s_per_user))
+            p.on_front = false;
+        }
+      }
+    }
+  }
+
+ private:
+  const sim::LlmConfig& model_;
+  const KernelPredictor& predictor_;
+  const Prices& prices_;
+  const PlanOptions& o_;
+  PlanResult& out_;
+};
+
+}  // namespace
+
+PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const GpuSpec*>& gpus,
+                            const KernelPredictor& predictor, const Prices& prices, const PlanOptions& options) {
+  if (gpus.empty()) throw std::invalid_argument("no GPU to plan for (--gpus names none)");
+  if (options.max_gpus < 1) throw std::invalid_argument("--max-gpus must be at least 1");
+  if (!(options.uncertainty >= 0 && options.uncertainty < 10))
+    throw std::invalid_argument("--uncertainty must be a fraction from 0 (for example 0.2 for 20%)");
+  PlanResult out;
+  out.model = model.id;
+  out.workload = options.workload;
+  out.sla = options.sla;
+  out.load = options.load;
+  const sim::Workload w = sim::parse_workload(options.workload);  // validates the spec up front
+  for (const GpuSpec* g : gpus)
+    if (!prices.find(g->id))
+      out.notes.push_back(g->id + " has no price: ranked by its GPU count after the priced ones");
+  Planner p(model, predictor, prices, options, out);
+  if (options.load) {
+    if (w.kind != sim::WorkloadKind::poisson)
+      throw std::invalid_argument(
+          "with --load the workload must be poisson:... (its rate is set from the load), got \"" + options.workload +
+          "\"");
+    double rate = options.load->value;
+    if (options.load->kind == Load::Kind::output_tokens) {
+      double out_tokens = 0;
+      for (const auto& r : w.requests) out_tokens += static_cast<double>(r.output_tokens);
+      rate = options.load->value / (out_tokens / static_cast<double>(w.requests.size()));
+    }
+    out.rate = rate;
+    p.with_load(gpus, rate);
+  } else {
+    if (w.kind != sim::WorkloadKind::closed)
+      throw std::invalid_argument("without --load the workload must be closed:... (its concurrency is swept), got \"" +
+                                  options.workload + "\"");
+    p.pareto(gpus, static_cast<int64_t>(w.requests.size()));
+  }
+  return out;
+}
+
+}  // namespace perfloom::plan

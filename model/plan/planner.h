@@ -1,0 +1,123 @@
+#pragma once
+// The deployment planner behind `perfloom plan` (docs/cli.md): which GPUs and which deployment serve
+// a model's workload under a latency SLA at the lowest cost, for every GPU of the database.
+//
+// With a target load it searches, per GPU type and TP degree, the fewest data-parallel replicas
+// that meet the SLA: a replica behind a round-robin router of R sees 1/R of the arrivals, so one
+// instance is simulated at load/R (binary search over R), and the cheapest candidates ("finalists")
+// are then simulated whole, R instances behind a least-loaded router at the full load, which is
+// what the ranking reports. Without a target load it sweeps a closed loop over concurrency per GPU
+// type and TP degree and keeps the Pareto front of throughput per GPU against tokens/s per user
+// (1 / TPOT), the chart hardware choices are made on.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/gpu_spec.h"
+#include "model/predictor.h"
+#include "model/sim/simulator.h"
+
+namespace perfloom::plan {
+
+// One percentile bound: "ttft_p90=500" (ms; a trailing "ms" is accepted). Percentiles p50, p90,
+// p99, or mean.
+struct PercentileBound {
+  enum class Metric { ttft, tpot, e2e } metric = Metric::ttft;
+  int percentile = 90;  // 50, 90, 99; 0: the mean
+  double ms = 0;
+  std::string name() const;  // "ttft_p90"
+  double value(const sim::SimulationResult& r) const;
+};
+struct PlanSla {
+  std::vector<PercentileBound> bounds;
+};
+// Throws std::invalid_argument naming the part that is wrong.
+PlanSla parse_plan_sla(const std::string& spec);
+
+// "20req/s" (requests per second) or "5000tok/s" (output tokens per second).
+struct Load {
+  enum class Kind { requests, output_tokens } kind = Kind::requests;
+  double value = 0;
+};
+Load parse_load(const std::string& spec);
+
+// $/GPU-hour by GPU id, with where each figure comes from.
+struct Prices {
+  struct Entry {
+    double usd_per_gpu_hour = 0;
+    std::string source;
+  };
+  std::map<std::string, Entry> by_gpu;
+  const Entry* find(const std::string& gpu_id) const;
+};
+// The bundled table (resources/plan/prices.csv): typical on-demand prices, dated and sourced.
+Prices bundled_prices();
+// A CSV `gpu,usd_per_gpu_hour[,source]` (a header row optional); GPU ids or aliases are resolved by
+// the caller. Throws std::invalid_argument naming the file and line.
+Prices parse_prices_csv(const std::string& text, const std::string& label);
+
+struct PlanOptions {
+  std::string workload;  // poisson:... with a target load (its rate is replaced), closed:... without
+  PlanSla sla;
+  std::optional<Load> load;
+  int max_gpus = 8;  // GPUs of one deployment at most
+  std::vector<int> tp = {1, 2, 4, 8};
+  double uncertainty = 0.2;    // relative error of a prediction, for the interval
+  int finalists = 3;           // per GPU type, simulated whole
+  sim::SimulationConfig base;  // scheduler, memory, overheads as `simulate` takes them
+};
+
+struct Deployment {
+  const GpuSpec* gpu = nullptr;
+  int tp = 1, replicas = 1;
+  int gpus() const { return tp * replicas; }
+  std::string describe() const;  // "4 x h100-sxm (TP 2, 2 replicas)"
+};
+
+struct Candidate {
+  Deployment d;
+  bool feasible = false;
+  std::string why_not;  // when not feasible: memory, SLA (which bound, by how much), no price
+  // The whole deployment's simulation at the target load (finalists), or one instance's at load/R.
+  bool simulated_whole = false;
+  double ttft_p90_ms = 0, tpot_p90_ms = 0, e2e_p90_ms = 0;
+  std::vector<double> bound_values;  // per SLA bound, as measured
+  double output_tokens_per_s = 0, requests_per_s = 0;
+  double usd_per_hour = 0, usd_per_million_output_tokens = 0;
+  bool priced = false;
+  double headroom = 0;   // min over the bounds of (bound - value) / bound
+  bool at_risk = false;  // the prediction's interval reaches past a bound
+};
+
+struct ParetoPoint {
+  const GpuSpec* gpu = nullptr;
+  int tp = 1, concurrency = 1;
+  double tokens_per_s_per_gpu = 0, tokens_per_s_per_user = 0;
+  double ttft_p90_ms = 0, tpot_p90_ms = 0;
+  bool meets_sla = true;
+  double usd_per_million_output_tokens = 0;
+  bool priced = false;
+  bool on_front = false;  // not dominated by another point of the same GPU type
+};
+
+struct PlanResult {
+  std::string model, workload;
+  PlanSla sla;
+  std::optional<Load> load;
+  double rate = 0;                  // requests per second simulated (target load)
+  std::vector<Candidate> ranked;    // feasible, cheapest first (unpriced after priced, by GPUs)
+  std::vector<Candidate> rejected;  // with the reason
+  std::vector<ParetoPoint> pareto;  // without a target load
+  std::size_t simulations = 0;
+  std::vector<std::string> notes;  // GPUs without a price, ...
+};
+
+// Throws std::invalid_argument for an unusable request (empty GPU list, bad workload kind, ...).
+PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const GpuSpec*>& gpus,
+                            const KernelPredictor& predictor, const Prices& prices, const PlanOptions& options);
+
+// `key=value` set in a workload spec's body (replaced where the key is there, appended otherwise).
+std::string with_key(const std::string& spec, const std::string& key, const std::string& value);
+
+}  // namespace perfloom::plan

@@ -1,0 +1,193 @@
+// The deployment planner (model/plan/planner.h) against cases worked out beside it: a model that
+// just fits, an SLA only TP 2 meets, prices that flip the ranking, the search against exhaustive
+// simulation of the whole deployments, the Pareto front. The roofline predictor keeps it fast and
+// deterministic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model/gpu_database.h"
+#include "model/plan/planner.h"
+#include "model/predictor.h"
+
+using namespace perfloom;
+using namespace perfloom::plan;
+
+namespace {
+
+const GpuDatabase& db() {
+  static const GpuDatabase d = GpuDatabase::builtin();
+  return d;
+}
+
+const sim::LlmConfig& llama8b() {
+  static const sim::LlmConfig c = sim::load_llm_config("llama-3.1-8b");
+  return c;
+}
+
+Prices prices(double h100, double h200) {
+  Prices p;
+  p.by_gpu["h100-sxm"] = {h100, "test"};
+  p.by_gpu["h200"] = {h200, "test"};
+  return p;
+}
+
+PlanOptions options(const std::string& sla, double rate, std::vector<int> tp = {1, 2}, int max_gpus = 2) {
+  PlanOptions o;
+  o.workload = "poisson:rate=1,n=60,input=512,output=64,seed=1";
+  o.sla = parse_plan_sla(sla);
+  o.load = Load{Load::Kind::requests, rate};
+  o.tp = std::move(tp);
+  o.max_gpus = max_gpus;
+  return o;
+}
+
+// One whole deployment simulated as the planner's finalists are.
+sim::SimulationResult whole(const GpuSpec& gpu, int tp, int replicas, const PlanOptions& o, double rate) {
+  RooflinePredictor roof;
+  sim::SimulationConfig sc = o.base;
+  sc.par.tp = tp;
+  sc.deployment.replicas = replicas;
+  sc.deployment.router = sim::RouterPolicy::least_loaded;
+  sc.record_steps = false;
+  return sim::simulate(llama8b(), gpu, roof, sim::parse_workload(with_key(o.workload, "rate", std::to_string(rate))),
+                       sc);
+}
+
+}  // namespace
+
+TEST(Plan, SlaLoadPricesAndSpecsAreParsedStrictly) {
+  const PlanSla s = parse_plan_sla("ttft_p90=500ms,tpot_p99=40,e2e_mean=9000");
+  ASSERT_EQ(s.bounds.size(), 3u);
+  EXPECT_EQ(s.bounds[0].name(), "ttft_p90");
+  EXPECT_EQ(s.bounds[0].ms, 500);
+  EXPECT_EQ(s.bounds[1].percentile, 99);
+  EXPECT_EQ(s.bounds[2].percentile, 0);
+  for (const char* bad :
+       {"", "ttft=5", "ttft_p95=5", "itl_p90=5", "ttft_p90=-1", "ttft_p90=x", "ttft_p90=1,ttft_p90=2"})
+    EXPECT_THROW(parse_plan_sla(bad), std::invalid_argument) << bad;
+  EXPECT_EQ(parse_load("20req/s").value, 20);
+  EXPECT_EQ(parse_load("5000tok/s").kind, Load::Kind::output_tokens);
+  for (const char* bad : {"20", "0req/s", "-3tok/s", "fastreq/s"}) EXPECT_THROW(parse_load(bad), std::invalid_argument);
+  const Prices p = parse_prices_csv("gpu,usd_per_gpu_hour,source\nh100-sxm,2.5,\"list, May\"\n# c\nh200,3\n", "p.csv");
+  EXPECT_EQ(p.find("h100-sxm")->usd_per_gpu_hour, 2.5);
+  EXPECT_EQ(p.find("h100-sxm")->source, "list, May");
+  EXPECT_EQ(p.find("h200")->source, "p.csv");
+  EXPECT_THROW(parse_prices_csv("h100-sxm,free\n", "p.csv"), std::invalid_argument);
+  EXPECT_THROW(parse_prices_csv("h100-sxm,1\nh100-sxm,2\n", "p.csv"), std::invalid_argument);
+  EXPECT_EQ(with_key("poisson:rate=1,n=5", "rate", "3"), "poisson:rate=3,n=5");
+  EXPECT_EQ(with_key("closed:n=5", "concurrency", "8"), "closed:n=5,concurrency=8");
+  // The bundled table names its sources.
+  const Prices bundled = bundled_prices();
+  ASSERT_NE(bundled.find("h100-sxm"), nullptr);
+  EXPECT_NE(bundled.find("h100-sxm")->source.find("https://"), std::string::npos);
+}
+
+TEST(Plan, AModelThatJustFitsIsKeptAndOneThatDoesNotIsSaidSo) {
+  // Llama-3.1-8B's 15 GiB of bf16 weights fit a 24 GB RTX 4090 (21.6 GiB usable), not a 16 GB T4.
+  RooflinePredictor roof;
+  PlanOptions o = options("ttft_p90=100000,tpot_p90=100000", 0.2, {1}, 1);
+  const PlanResult r = plan_deployments(llama8b(), {&db().get("rtx-4090"), &db().get("t4")}, roof, Prices{}, o);
+  ASSERT_EQ(r.ranked.size(), 1u);
+  EXPECT_EQ(r.ranked[0].d.gpu->id, "rtx-4090");
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].d.gpu->id, "t4");
+  EXPECT_NE(r.rejected[0].why_not.find("does not fit in memory"), std::string::npos) << r.rejected[0].why_not;
+  EXPECT_EQ(r.notes.size(), 2u);  // neither has a price here
+}
+
+TEST(Plan, AnSlaOnlyTp2MeetsRanksTp2AndSaysWhyTp1Fails) {
+  // At a light load a request decodes alone, so replicas do not shorten TPOT; a bound between TP 1's
+  // and TP 2's TPOT is met by TP 2 only.
+  const GpuSpec& h100 = db().get("h100-sxm");
+  PlanOptions probe = options("tpot_p90=100000", 0.2);
+  const double tp1 = whole(h100, 1, 1, probe, 0.2).tpot_ms.p90, tp2 = whole(h100, 2, 1, probe, 0.2).tpot_ms.p90;
+  ASSERT_LT(tp2, tp1);
+  RooflinePredictor roof;
+  const PlanOptions o = options("tpot_p90=" + std::to_string((tp1 + tp2) / 2), 0.2);
+  const PlanResult r = plan_deployments(llama8b(), {&h100}, roof, prices(2, 3), o);
+  ASSERT_EQ(r.ranked.size(), 1u);
+  EXPECT_EQ(r.ranked[0].d.tp, 2);
+  EXPECT_EQ(r.ranked[0].d.replicas, 1);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].d.tp, 1);
+  EXPECT_NE(r.rejected[0].why_not.find("tpot_p90"), std::string::npos) << r.rejected[0].why_not;
+  EXPECT_NE(r.rejected[0].why_not.find("2 replicas"), std::string::npos) << r.rejected[0].why_not;
+}
+
+TEST(Plan, APriceChangeFlipsTheRanking) {
+  RooflinePredictor roof;
+  const std::vector<const GpuSpec*> gpus = {&db().get("h100-sxm"), &db().get("h200")};
+  const PlanOptions o = options("ttft_p90=5000,tpot_p90=200", 1.0, {1}, 1);
+  const PlanResult cheap_h100 = plan_deployments(llama8b(), gpus, roof, prices(2, 4), o);
+  const PlanResult cheap_h200 = plan_deployments(llama8b(), gpus, roof, prices(4, 2), o);
+  ASSERT_EQ(cheap_h100.ranked.size(), 2u);
+  ASSERT_EQ(cheap_h200.ranked.size(), 2u);
+  EXPECT_EQ(cheap_h100.ranked[0].d.gpu->id, "h100-sxm");
+  EXPECT_EQ(cheap_h200.ranked[0].d.gpu->id, "h200");
+  EXPECT_DOUBLE_EQ(cheap_h100.ranked[0].usd_per_hour, 2.0);
+  EXPECT_GT(cheap_h100.ranked[0].usd_per_million_output_tokens, 0);
+}
+
+TEST(Plan, TheSearchNeverMissesACheaperDeploymentThanExhaustiveSimulationFinds) {
+  // Every (GPU, TP, replicas) of a small space simulated whole at the full load; the planner's first
+  // choice must cost no more than the cheapest that meets the SLA.
+  RooflinePredictor roof;
+  const std::vector<const GpuSpec*> gpus = {&db().get("h100-sxm"), &db().get("h200")};
+  const double rate = 12;
+  const PlanOptions o = options("ttft_p90=400,tpot_p90=30", rate, {1, 2}, 4);
+  const Prices pr = prices(2.0, 2.6);
+  double best = std::numeric_limits<double>::infinity();
+  for (const GpuSpec* g : gpus)
+    for (int tp : {1, 2})
+      for (int rep = 1; rep * tp <= 4; ++rep) {
+        const sim::SimulationResult s = whole(*g, tp, rep, o, rate);
+        if (s.ttft_ms.p90 <= 400 && s.tpot_ms.p90 <= 30)
+          best = std::min(best, pr.find(g->id)->usd_per_gpu_hour * tp * rep);
+      }
+  ASSERT_TRUE(std::isfinite(best)) << "the case must have a feasible deployment";
+  const PlanResult r = plan_deployments(llama8b(), gpus, roof, pr, o);
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_LE(r.ranked[0].usd_per_hour, best + 1e-9);
+  EXPECT_TRUE(r.ranked[0].simulated_whole);
+}
+
+TEST(Plan, WithoutALoadTheParetoFrontHoldsOnlyUndominatedPoints) {
+  RooflinePredictor roof;
+  PlanOptions o;
+  o.workload = "closed:concurrency=1,n=16,input=256,output=32";
+  o.sla = parse_plan_sla("tpot_p90=1000");
+  o.tp = {1, 2};
+  o.max_gpus = 2;
+  o.base.sched.max_num_seqs = 16;
+  const PlanResult r = plan_deployments(llama8b(), {&db().get("h100-sxm")}, roof, prices(2, 3), o);
+  ASSERT_EQ(r.pareto.size(), 10u);  // concurrency 1..16 at TP 1 and 2
+  int front = 0;
+  for (const auto& p : r.pareto) {
+    front += p.on_front ? 1 : 0;
+    for (const auto& q : r.pareto)
+      if (p.on_front) {
+        EXPECT_FALSE(q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu &&
+                     q.tokens_per_s_per_user > p.tokens_per_s_per_user);
+      }
+  }
+  EXPECT_GE(front, 2);
+  // More concurrency: more throughput per GPU, less per user.
+  EXPECT_GT(r.pareto[4].tokens_per_s_per_gpu, r.pareto[0].tokens_per_s_per_gpu);
+  EXPECT_LT(r.pareto[4].tokens_per_s_per_user, r.pareto[0].tokens_per_s_per_user);
+}
+
+TEST(Plan, BadRequestsGetAnAnswerNotAnEmptyTable) {
+  RooflinePredictor roof;
+  EXPECT_THROW(plan_deployments(llama8b(), {}, roof, Prices{}, options("tpot_p90=5", 1)), std::invalid_argument);
+  PlanOptions closed = options("tpot_p90=5", 1);
+  closed.workload = "closed:concurrency=2,n=10,input=8,output=8";
+  EXPECT_THROW(plan_deployments(llama8b(), {&db().get("h100-sxm")}, roof, Prices{}, closed), std::invalid_argument);
+  // An SLA nothing meets: no ranking, and each candidate says which bound binds and by how much.
+  const PlanResult r =
+      plan_deployments(llama8b(), {&db().get("h100-sxm")}, roof, Prices{}, options("tpot_p90=0.01", 1));
+  EXPECT_TRUE(r.ranked.empty());
+  ASSERT_EQ(r.rejected.size(), 2u);
+  for (const auto& c : r.rejected) EXPECT_NE(c.why_not.find("> 0.01 ms"), std::string::npos) << c.why_not;
+}
