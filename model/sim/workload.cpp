@@ -395,8 +395,8 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
       for (std::size_t i = 0; i < f.size(); ++i) {
         auto it = std::find(names.begin(), names.end(), f[i]);
         if (it == names.end())
-          throw std::invalid_argument(where + "unknown column \"" + f[i] +
-                                      "\" (expected arrival_s,input_tokens,output_tokens[,prefix_id,prefix_tokens])");
+          throw std::invalid_argument(where + "unknown column " + quote_excerpt(f[i]) +
+                                      " (expected arrival_s,input_tokens,output_tokens[,prefix_id,prefix_tokens])");
         col[static_cast<std::size_t>(it - names.begin())] = static_cast<int>(i);
       }
       for (int i = 0; i < 3; ++i)
@@ -414,19 +414,26 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
                                   std::to_string(f.size()));
     auto field = [&](int which) { return f[static_cast<std::size_t>(col[static_cast<std::size_t>(which)])]; };
     RequestSpec r;
-    if (!to_double(field(0), r.arrival_s) || r.arrival_s < 0)
-      throw std::invalid_argument(where + "arrival_s must be a non-negative number (got \"" + field(0) + "\")");
+    // Arrivals up to 1e8 s (3.2 years, beyond any recorded trace): later ones would leave the
+    // millisecond statistics below double precision.
+    constexpr double kMaxArrivalS = 1e8;
+    if (!to_double(field(0), r.arrival_s) || r.arrival_s < 0 || r.arrival_s > kMaxArrivalS)
+      throw std::invalid_argument(where + "arrival_s must be a number from 0 to 1e8 s (got " + quote_excerpt(field(0)) +
+                                  ")");
     if (!to_int(field(1), r.input_tokens) || r.input_tokens <= 0)
-      throw std::invalid_argument(where + "input_tokens must be a positive integer (got \"" + field(1) + "\")");
+      throw std::invalid_argument(where + "input_tokens must be a positive integer (got " + quote_excerpt(field(1)) +
+                                  ")");
     if (!to_int(field(2), r.output_tokens) || r.output_tokens <= 0)
-      throw std::invalid_argument(where + "output_tokens must be a positive integer (got \"" + field(2) + "\")");
+      throw std::invalid_argument(where + "output_tokens must be a positive integer (got " + quote_excerpt(field(2)) +
+                                  ")");
     if (f.size() == 5 && col[3] >= 0) {
       if (!field(3).empty() || !field(4).empty()) {
         if (!to_int(field(3), r.prefix_id) || r.prefix_id < 0)
-          throw std::invalid_argument(where + "prefix_id must be a non-negative integer (got \"" + field(3) + "\")");
+          throw std::invalid_argument(where + "prefix_id must be a non-negative integer (got " +
+                                      quote_excerpt(field(3)) + ")");
         if (!to_int(field(4), r.prefix_tokens) || r.prefix_tokens < 0 || r.prefix_tokens > r.input_tokens)
-          throw std::invalid_argument(where + "prefix_tokens must be between 0 and input_tokens (got \"" + field(4) +
-                                      "\")");
+          throw std::invalid_argument(where + "prefix_tokens must be between 0 and input_tokens (got " +
+                                      quote_excerpt(field(4)) + ")");
       }
     }
     out.push_back(r);
