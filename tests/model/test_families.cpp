@@ -9,6 +9,7 @@
 
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
+#include "model/families/moe/moe_model.h"
 #include "model/features.h"
 #include "model/gpu_database.h"
 #include "model/predictor.h"
@@ -524,6 +525,102 @@ TEST(MoeModel, DecodeReadsOnlyTheActiveExperts) {
   Analysis many = analyze_kernel(k, h100());
   EXPECT_GE(many.demand.dram_bytes, 8 * expert_bytes);
   EXPECT_NE(many.bound, Pipe::dram) << "4096 tokens reuse every expert's weights";
+}
+
+// The expected sorted-list length, summed over the whole binomial distribution of one expert's count.
+double brute_force_padded(int T, int E, int topk, int bm) {
+  const double p = static_cast<double>(topk) / E;
+  double blocks = 0;
+  for (int c = 1; c <= T; ++c)
+    blocks += std::exp(std::lgamma(T + 1.0) - std::lgamma(c + 1.0) - std::lgamma(T - c + 1.0) + c * std::log(p) +
+                       (T - c) * std::log1p(-p)) *
+              std::ceil(static_cast<double>(c) / bm);
+  return E * blocks * bm;
+}
+
+TEST(MoeModel, PaddingFollowsTheBinomialCountsOfUniformRouting) {
+  // One token: exactly topk experts, each padded to one block.
+  EXPECT_NEAR(moe_expected_active_experts(1, 8, 2), 2.0, 1e-12);
+  EXPECT_NEAR(moe_expected_padded_rows(1, 8, 2, 64), 2.0 * 64, 1e-9);
+  // Every token to every expert: each expert holds T rows.
+  EXPECT_NEAR(moe_expected_padded_rows(100, 4, 4, 32), 4 * 128.0, 1e-9);
+  // The windowed sum equals the whole distribution's.
+  for (int bm : {16, 64})
+    EXPECT_NEAR(moe_expected_padded_rows(40, 16, 4, bm), brute_force_padded(40, 16, 4, bm), 1e-9 * 40 * 4);
+  EXPECT_NEAR(moe_expected_padded_rows(3000, 128, 8, 16), brute_force_padded(3000, 128, 8, 16), 1e-6);
+  for (double T : {1.0, 7.0, 64.0, 1000.0, 16384.0}) {
+    const double rows = T * 8, active = moe_expected_active_experts(T, 256, 8);
+    const double padded = moe_expected_padded_rows(T, 256, 8, 64);
+    EXPECT_GE(padded, rows) << T;
+    EXPECT_LE(padded, rows + active * 63) << T;
+    EXPECT_LE(active, 256.0) << T;
+  }
+  // 16384 tokens give each of 256 experts 512 rows on average, a whole number of 64-row blocks:
+  // the spread of the counts still pads about half a block per expert.
+  const double spread_pad = moe_expected_padded_rows(16384, 256, 8, 64) - 16384.0 * 8;
+  EXPECT_GT(spread_pad, 256 * 20.0);
+  EXPECT_LT(spread_pad, 256 * 44.0);
+}
+
+TEST(MoeModel, WeightsAreReadOncePerActiveExpertAndFp8HalvesThem) {
+  // DeepSeek-V3's experts: 256, top 8, H 7168, I 2048.
+  KernelDesc k;
+  k.op = Op::moe;
+  k.shape = Shape{};
+  k.shape.E = 256;
+  k.shape.topk = 8;
+  k.shape.H = 7168;
+  k.shape.I = 2048;
+  const double expert = 3.0 * 7168 * 2048;  // gate-up (2I x H) and down (H x I) elements
+  for (int64_t T : {1, 16, 4096}) {
+    k.shape.T = T;
+    k.dtype = Dtype::bf16;
+    const Analysis bf = analyze_kernel(k, db().get("h200"));
+    k.dtype = Dtype::fp8e4m3;
+    const Analysis f8 = analyze_kernel(k, db().get("h200"));
+    const double active = moe_expected_active_experts(static_cast<double>(T), 256, 8);
+    // Besides the weights: the hidden states (gate-up) and the intermediate (down) read once in
+    // the weights' dtype, both outputs written once in bf16.
+    const double inputs = T * 7168.0 + T * 8.0 * 2048, outputs_bytes = T * 8.0 * (2 * 2048 + 7168) * 2;
+    EXPECT_NEAR(bf.demand.dram_bytes, active * expert * 2 + inputs * 2 + outputs_bytes, 1e-9 * bf.demand.dram_bytes)
+        << T;
+    EXPECT_NEAR(f8.demand.dram_bytes, active * expert + inputs + outputs_bytes, 1e-9 * f8.demand.dram_bytes) << T;
+    EXPECT_GE(bf.estimate_us.value(), bf.ceiling_us) << T;
+    EXPECT_LT(f8.estimate_us.value(), bf.estimate_us.value()) << T;
+  }
+}
+
+TEST(MoeModel, EveryExpertsBlocksShareOneGridPerGemm) {
+  KernelDesc k = moe_layer(512);
+  k.tile = TileConfig{64, 128, 64};
+  const GpuSpec& g = db().get("h200");
+  const Analysis a = analyze_kernel(k, g);
+  const double blocks = moe_expected_padded_rows(512, 8, 2, 64) / 64;
+  const double up = blocks * std::ceil(2.0 * 14336 / 128), down = blocks * std::ceil(4096.0 / 128);
+  EXPECT_NEAR(a.plan.ctas, std::ceil(up) + std::ceil(down), 1.0);
+  // The up GEMM's waves: its CTAs over the SMs times the CTAs each holds.
+  EXPECT_DOUBLE_EQ(a.plan.waves, std::ceil(std::ceil(up) / (g.sm_count * a.plan.ctas_per_sm)));
+  EXPECT_EQ(a.tile_origin, "given");
+}
+
+TEST(MoeModel, ThePredictionIsTheFamilysEstimate) {
+  // Mixtral decode on the H200: two experts' weights (705 MB in bf16) at about 90% of 4.8 TB/s.
+  KernelDesc k = moe_layer(1);
+  const Prediction p = predict_roofline(k, db().get("h200"));
+  EXPECT_EQ(p.family, Family::moe);
+  EXPECT_EQ(p.method, p.analysis.estimate_origin);
+  EXPECT_DOUBLE_EQ(p.pred_us, *p.analysis.estimate_us);
+  EXPECT_GE(p.lo_us, p.ceiling_us);
+  const double weights_us = 2.0 * 3 * 14336 * 4096 * 2 / 4.8e12 * 1e6;
+  EXPECT_GT(p.pred_us, weights_us / 0.9);
+  EXPECT_LT(p.pred_us, weights_us / 0.9 + 20.0);
+  // Prefill is tensor-bound at about half the datasheet rate.
+  k.shape.T = 16384;
+  const Prediction big = predict_roofline(k, db().get("h200"));
+  EXPECT_EQ(big.bound, Pipe::tensor);
+  const double flops_us = 2.0 * 16384 * 2 * 3 * 14336 * 4096 / 989e12 * 1e6;
+  EXPECT_GT(big.pred_us, flops_us / 0.54);
+  EXPECT_LT(big.pred_us, 1.5 * flops_us / 0.54);
 }
 
 TEST(CommunicationModel, RingAllReduceOverNvlink) {
