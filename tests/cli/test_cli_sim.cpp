@@ -247,6 +247,43 @@ TEST(CliSim, SimulateSpeculativeDecoding) {
   EXPECT_NE(bad.err.find("--spec-acceptance must be a rate from 0 to 1"), std::string::npos) << bad.err;
 }
 
+TEST(CliSim, PlanRanksDeploymentsAndSaysWhyOthersAreLeftOut) {
+  const fs::path prices = temp("prices.csv");
+  std::ofstream(prices) << "gpu,usd_per_gpu_hour,source\nH100,2.00,test\nh200,9.00,test\n";
+  const std::string base =
+      "plan --model llama-3.1-8b --workload poisson:rate=1,n=40,input=512,output=32,seed=1 --gpus h100,h200,t4 "
+      "--tp 1,2 --max-gpus 2 --load 2req/s --sla ttft_p90=2000,tpot_p90=100 ";
+  auto j = runPerfloom(base + "--prices " + prices.string() + " --json " + kDb);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  json d = json::parse(j.out);
+  ASSERT_FALSE(d["ranked"].empty());
+  EXPECT_EQ(d["ranked"][0]["gpu"], "h100-sxm");  // the cheaper of the two that meet it
+  EXPECT_EQ(d["ranked"][0]["usd_per_hour"], 2.0 * d["ranked"][0]["gpus"].get<int>());
+  bool t4_left_out = false;
+  for (const auto& r : d["rejected"])
+    if (r["gpu"] == "t4" && r["why_not"].get<std::string>().find("does not fit") != std::string::npos)
+      t4_left_out = true;
+  EXPECT_TRUE(t4_left_out) << d["rejected"].dump();
+  EXPECT_EQ(d["sla"]["tpot_p90"], 100);
+
+  auto text = runPerfloom(base + kDb);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("target load: 2 req/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1    "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("left out ("), std::string::npos) << text.out;
+
+  std::ofstream(prices) << "gpu,usd_per_gpu_hour\nh9000,1\n";
+  auto bad = runPerfloom(base + "--prices " + prices.string() + " " + kDb);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("\"h9000\" names no known GPU"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find(prices.string()), std::string::npos) << bad.err;
+  fs::remove(prices);
+  auto sla =
+      runPerfloom("plan --model llama-3.1-8b --workload poisson:rate=1,n=4,input=8,output=8 --sla ttft=5 " + kDb);
+  EXPECT_NE(sla.exit_code, 0);
+  EXPECT_NE(sla.err.find("--sla \"ttft=5\""), std::string::npos) << sla.err;
+}
+
 TEST(CliSim, BadInputsFailWithAReason) {
   auto unknown = runPerfloom("step --model llama-9-1t --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
   EXPECT_NE(unknown.exit_code, 0);
