@@ -378,7 +378,8 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
                                                  "prefix_tokens"};
   std::vector<int> col = {0, 1, 2, 3, 4};  // column of each name
   std::vector<RequestSpec> out;
-  std::istringstream lines(text);
+  // A UTF-8 byte-order mark (spreadsheet exports write one) is skipped, as by every CSV reader.
+  std::istringstream lines(text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? text.substr(3) : text);
   std::string line;
   int line_no = 0;
   bool first = true;
