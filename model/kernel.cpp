@@ -125,6 +125,13 @@ int64_t* shape_field(Shape& s, std::string_view n) {
 
 int64_t shape_value(const Shape& s, std::string_view n) { return *shape_field(const_cast<Shape&>(s), n); }
 
+int64_t max_dimension(std::string_view column) {
+  if (column == "S" || column == "L") return kMaxSequence;
+  if (column == "bytes") return kMaxMessageBytes;
+  if (column == "ranks") return kMaxRanks;
+  return kMaxDimension;
+}
+
 std::optional<std::string> validate_shape(Op op, const Shape& s) {
   if (op == Op::unknown) return std::string("unknown op");
   for (auto c : shape_columns(op)) {
@@ -133,12 +140,24 @@ std::optional<std::string> validate_shape(Op op, const Shape& s) {
       return std::string(op_name(op)) + " needs a positive " + std::string(c) + " (got " +
              std::to_string(shape_value(s, c)) + ")";
   }
+  for (auto c : shape_columns(op)) {
+    if (op == Op::attn_prefill && !s.seqlens.empty() && (c == "B" || c == "S")) continue;
+    const int64_t v = shape_value(s, c), most = max_dimension(c);
+    if (v > most)
+      return std::string(op_name(op)) + "'s " + std::string(c) + " must be at most " + std::to_string(most) + " (got " +
+             std::to_string(v) + ")";
+  }
+  if (s.seqlens.size() > static_cast<std::size_t>(kMaxDimension)) return "too many sequence lengths";
   if ((op == Op::attn_prefill || op == Op::attn_decode || op == Op::rotary) && s.Hq % s.Hkv != 0)
     return "Hq (" + std::to_string(s.Hq) + ") must be a multiple of Hkv (" + std::to_string(s.Hkv) + ")";
   if (op == Op::moe && s.topk > s.E) return "topk must not exceed E";
   if (op == Op::allreduce && s.ranks < 1) return "ranks must be at least 1";
-  for (auto len : s.seqlens)
+  for (auto len : s.seqlens) {
     if (len <= 0) return "every sequence length must be positive";
+    if (len > kMaxSequence)
+      return "every sequence length must be at most " + std::to_string(kMaxSequence) + " (got " + std::to_string(len) +
+             ")";
+  }
   return std::nullopt;
 }
 

@@ -118,7 +118,22 @@ struct KernelDesc {
   bool act_quant = false;
 };
 
-// Checks that every dimension the op needs is positive; returns the reason when not.
+// The largest value a shape column may hold: bounds that no real kernel reaches and that keep
+// every model's arithmetic finite and its work independent of the values. A dimension: 2^31 - 1
+// (CUDA's largest grid dimension); a sequence's tokens (S, L, seqlens): 2^24, above the longest
+// context windows (10M tokens); a collective's message: 2^48 bytes (256 TiB); its ranks: 1,000,000.
+constexpr int64_t kMaxDimension = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxSequence = int64_t(1) << 24;
+constexpr int64_t kMaxMessageBytes = int64_t(1) << 48;
+constexpr int64_t kMaxRanks = 1000000;
+int64_t max_dimension(std::string_view column);
+// The longest kernel time a measurement may hold: 1e12 us is 11.6 days, far beyond any kernel,
+// and below it sums over millions of kernels stay finite. Importers refuse (or skip) a longer one
+// naming its row.
+constexpr double kMaxKernelLatencyUs = 1e12;
+
+// Checks that every dimension the op needs is positive and at most max_dimension; returns the
+// reason when not.
 std::optional<std::string> validate_shape(Op op, const Shape& s);
 
 // A kernel's identity as text, for deduplication and memoisation. Two kernels get the same key

@@ -64,8 +64,20 @@ double busiest_share_lpt(std::vector<double> work, int sms) {
 Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& hw,
                  const std::optional<AttentionTileInfo>& named) {
   const Shape& s = k.shape;
-  std::vector<int64_t> lens = s.seqlens;
-  if (lens.empty()) lens.assign(static_cast<std::size_t>(s.B), s.S);
+  // Each distinct sequence length once, with how many sequences have it: B sequences of S tokens
+  // cost one pass over S's query tiles, not B.
+  std::vector<std::pair<int64_t, double>> lens;  // (tokens, sequences)
+  if (s.seqlens.empty()) {
+    lens.emplace_back(s.S, static_cast<double>(s.B));
+  } else {
+    std::vector<int64_t> sorted = s.seqlens;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t len : sorted)
+      if (!lens.empty() && lens.back().first == len)
+        lens.back().second += 1;
+      else
+        lens.emplace_back(len, 1.0);
+  }
   const AttnTiles t = named ? AttnTiles{named->q_rows, named->kv_cols} : prefill_tiles(gpu, s.D);
   const double kv_readers = kv_tile_readers(named);
   const double b = dtype_bytes(k.dtype), D = static_cast<double>(s.D);
@@ -74,35 +86,38 @@ Analysis prefill(const KernelDesc& k, const GpuSpec& gpu, const HardwareRates& h
   PipeDemand d, least;
   double useful = 0, tokens = 0;
   double ctas = 0, max_cta_flops = 0;
-  for (int64_t len : lens) {
+  for (const auto& [len, count] : lens) {
     const int64_t q_tiles = (len + t.q_rows - 1) / t.q_rows;  // ceil: a partial tile is a whole CTA
-    ctas += static_cast<double>(q_tiles) * hq;
+    ctas += static_cast<double>(q_tiles) * hq * count;
   }
   const bool exact_schedule = ctas <= 20000;
   std::vector<double> cta_work;  // executed tensor FLOPs per CTA, when few enough to schedule exactly
-  for (int64_t len : lens) {
+  for (const auto& [len, count] : lens) {
     const double L = static_cast<double>(len);
-    tokens += L;
+    tokens += L * count;
     const int64_t q_tiles = (len + t.q_rows - 1) / t.q_rows;
-    for (int64_t i = 0; i < q_tiles; ++i) {
+    // Without a causal mask every full tile is alike: one of them stands for all but the last.
+    const int64_t alike = s.causal ? 1 : std::max<int64_t>(q_tiles - 1, 1);
+    for (int64_t i = 0; i < q_tiles; i += i + alike < q_tiles ? alike : 1) {
+      const double n = (i + alike < q_tiles ? static_cast<double>(alike) : 1.0) * count;  // CTAs like tile i
       const double q_end = std::min(L, static_cast<double>((i + 1) * t.q_rows));
       const double kv = s.causal ? q_end : L;
       const double kv_exec = std::ceil(kv / t.kv_cols) * t.kv_cols;
       const double flops = 4.0 * t.q_rows * kv_exec * D;  // QK^T and PV
-      d.tensor_flops += flops * hq;
-      d.sfu_ops += t.q_rows * kv_exec * hq;  // one exp2 per score
-      d.fma_flops += (4.0 * t.q_rows * kv_exec + 2.0 * t.q_rows * D * (kv_exec / t.kv_cols)) * hq;
-      d.l2_bytes += (t.q_rows * D + 2.0 * kv * D) * b * hq;
-      d.smem_bytes += (t.q_rows * D + 2.0 * kv_exec * D * kv_readers) * b * hq;
+      d.tensor_flops += flops * hq * n;
+      d.sfu_ops += t.q_rows * kv_exec * hq * n;  // one exp2 per score
+      d.fma_flops += (4.0 * t.q_rows * kv_exec + 2.0 * t.q_rows * D * (kv_exec / t.kv_cols)) * hq * n;
+      d.l2_bytes += (t.q_rows * D + 2.0 * kv * D) * b * hq * n;
+      d.smem_bytes += (t.q_rows * D + 2.0 * kv_exec * D * kv_readers) * b * hq * n;
       max_cta_flops = std::max(max_cta_flops, flops);
       // Least: rows and keys padded only to the MMA's 16.
       const double rows16 = std::ceil((q_end - static_cast<double>(i * t.q_rows)) / 16.0) * 16.0;
       const double kv16 = std::ceil(kv / 16.0) * 16.0;
-      least.tensor_flops += 4.0 * rows16 * kv16 * D * hq;
-      least.sfu_ops += rows16 * kv16 * hq;
-      if (exact_schedule) cta_work.insert(cta_work.end(), static_cast<std::size_t>(s.Hq), flops);
+      least.tensor_flops += 4.0 * rows16 * kv16 * D * hq * n;
+      least.sfu_ops += rows16 * kv16 * hq * n;
+      if (exact_schedule) cta_work.insert(cta_work.end(), static_cast<std::size_t>(s.Hq * n), flops);
     }
-    useful += 4.0 * D * hq * (s.causal ? L * (L + 1) / 2.0 : L * L);
+    useful += 4.0 * D * hq * (s.causal ? L * (L + 1) / 2.0 : L * L) * count;
   }
   d.dram_bytes = tokens * D * b * (2.0 * hq + 2.0 * hkv);  // Q and O, K and V, each once
   d.dram_write_bytes = tokens * hq * D * b;
