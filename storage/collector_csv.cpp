@@ -32,7 +32,10 @@ std::vector<int> dims(const std::string& s) {
 
 }  // namespace
 
-bool sniff_collector_csv(std::string_view first) { return first.substr(0, kMagic.size()) == kMagic; }
+bool sniff_collector_csv(std::string_view first) {
+  if (first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);  // a UTF-8 byte-order mark
+  return first.substr(0, kMagic.size()) == kMagic;
+}
 
 CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
                                   const MeasuredKernelSink& sink, DatasetLoadReport* report) {
@@ -51,6 +54,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   while (gzgets(gz, buf, sizeof buf)) {
     ++line_no;
     std::string line(buf);
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
     if (line_no == 1 && !sniff_collector_csv(line))
       throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) +
                                "\")");
@@ -130,6 +134,10 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
     }
     if (!lat || *lat <= 0) {
       skip("latency_us is not a positive number");
+      continue;
+    }
+    if (*lat > kMaxKernelLatencyUs) {
+      skip("latency_us over 1e12 us");
       continue;
     }
     MeasuredKernel m;

@@ -79,7 +79,10 @@ bool CsvReader::fill() {
     eof_ = true;
     return false;
   }
-  return true;
+  // A UTF-8 byte-order mark (spreadsheet exports write one) is no content, in every CSV format.
+  if (at_start_ && end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+  at_start_ = false;
+  return pos_ < end_ || fill();
 }
 
 int CsvReader::peek() {

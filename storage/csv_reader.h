@@ -82,6 +82,7 @@ class CsvReader {
   std::vector<char> buf_;
   std::size_t pos_ = 0, end_ = 0;
   bool eof_ = false;
+  bool at_start_ = true;  // nothing read yet: a UTF-8 byte-order mark there is skipped
   std::size_t line_ = 1, record_line_ = 0, records_ = 0;
   std::vector<std::string> header_;
   std::unordered_map<std::string, std::size_t> index_;

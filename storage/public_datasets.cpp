@@ -112,6 +112,10 @@ void emit(FileContext& ctx, std::size_t line, MeasuredKernel&& k) {
     ctx.skip(line, "latency not positive", std::to_string(k.latency_us));
     return;
   }
+  if (k.latency_us > kMaxKernelLatencyUs) {
+    ctx.skip(line, "latency over 1e12 us", std::to_string(k.latency_us));
+    return;
+  }
   if (auto why = validate_shape(k.kernel.op, k.kernel.shape)) {
     ctx.skip(line, "invalid shape", *why);
     return;

@@ -47,10 +47,6 @@ struct ImportedMeasurement {
   std::string note;           // `key=value;...` the shape does not say (datasets, collector)
 };
 
-// The longest kernel time an importer accepts: 1e12 us is 11.6 days, far beyond any kernel, and
-// below it sums over millions of kernels stay finite. A longer one is an error naming its row.
-constexpr double kMaxImportedLatencyUs = 1e12;
-
 // One kernel as an importer hands it over: what it computes (classified), how it was launched,
 // what launched it, and its measurement.
 struct ImportedKernel {

@@ -37,6 +37,10 @@ class ProfLineFilter {
           if (state_ == OneEq) out[n++] = '=', state_ = Passing;
           break;
         }
+        // A UTF-8 byte-order mark before the first line (a "==PROF==" line may follow) is no content.
+        if (at_start_ && end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+        at_start_ = false;
+        if (pos_ == end_) continue;
       }
       char c = buf_[pos_++];
       switch (state_) {
@@ -87,6 +91,7 @@ class ProfLineFilter {
   std::size_t pos_ = 0, end_ = 0;
   State state_ = LineStart;
   std::size_t line_len_ = 0, line_ = 1;
+  bool at_start_ = true;
 };
 
 std::string lower(std::string_view s) {
@@ -94,6 +99,17 @@ std::string lower(std::string_view s) {
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
+
+// The time units ncu writes, and their spelled-out names; 1 is nanoseconds.
+double time_unit_scale(const std::string& u) {
+  if (u == "nsecond" || u == "ns" || u == "nanosecond") return 1;
+  if (u == "usecond" || u == "us" || u == "microsecond") return 1e3;
+  if (u == "msecond" || u == "ms" || u == "millisecond") return 1e6;
+  if (u == "second" || u == "s") return 1e9;
+  return 0;
+}
+
+bool is_time_unit(std::string_view unit) { return time_unit_scale(lower(unit)) > 0; }
 
 // "(256, 1, 1)" -> {256, 1, 1}. The tuple's commas are followed by a space; a comma inside a
 // number ("(1,024, 1, 1)") is a thousands separator.
@@ -196,7 +212,11 @@ class NcuReader {
     if (name == "gpu__time_duration.sum" || (name == "Duration" && !k.duration_ns)) {
       if (!is_number)
         fail(line, "column \"" + name + "\": \"" + std::string(text.substr(0, 40)) + "\" is not a duration");
+      if (!unit.empty() && !is_time_unit(unit))
+        fail(line, "column \"" + name + "\": unit " + quote_excerpt(unit) +
+                       " is not a time unit (nsecond, usecond, msecond or second)");
       if (v < 0) fail(line, "column \"" + name + "\": negative duration");
+      if (v / 1000.0 > kMaxKernelLatencyUs) fail(line, "column \"" + name + "\": a duration over 1e12 us (11.6 days)");
       k.duration_ns = v;
     }
     if (is_number && k.counters.size() < 4096) k.counters[name] = v;
@@ -363,16 +383,9 @@ bool ncu_value(std::string_view text, std::string_view unit, double& out) {
   auto [p, ec] = std::from_chars(buf, buf + n, v);
   if (ec != std::errc() || p != buf + n || !std::isfinite(v)) return false;
   std::string u = lower(unit);
-  double scale = 1;
-  if (u == "nsecond" || u == "ns")
+  double scale = time_unit_scale(u);
+  if (scale == 0) {
     scale = 1;
-  else if (u == "usecond" || u == "us")
-    scale = 1e3;
-  else if (u == "msecond" || u == "ms")
-    scale = 1e6;
-  else if (u == "second" || u == "s")
-    scale = 1e9;
-  else if (!u.empty()) {
     // Decimal prefixes on bytes, rates and counts: "Kbyte", "Mbyte/second", "Gcycle".
     static const std::pair<char, double> prefixes[] = {{'k', 1e3}, {'m', 1e6}, {'g', 1e9}, {'t', 1e12}};
     for (auto [c, s] : prefixes) {

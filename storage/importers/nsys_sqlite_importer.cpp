@@ -420,7 +420,7 @@ class NsysReader {
       int64_t start = sqlite3_column_int64(st, kStart), end = sqlite3_column_int64(st, kEnd), duration = 0;
       if (end < start) fail(where(), "the kernel ends before it starts");
       if (__builtin_sub_overflow(end, start, &duration) ||
-          static_cast<double>(duration) / kNsPerUs > kMaxImportedLatencyUs)
+          static_cast<double>(duration) / kNsPerUs > kMaxKernelLatencyUs)
         fail(where(), "start " + std::to_string(start) + " and end " + std::to_string(end) +
                           " ns: a kernel longer than 1e12 us (11.6 days)");
       ClassifyInput in;

@@ -517,6 +517,7 @@ class TraceParser {
   void on_kernel() {
     if (!ev_.has_ts || !ev_.has_dur) fail_event("a kernel event (cat \"kernel\") needs numeric ts and dur");
     if (ev_.dur < 0) fail_event("a kernel event with a negative duration");
+    if (ev_.dur > kMaxKernelLatencyUs) fail_event("a kernel event longer than 1e12 us (11.6 days)");
     Kern k;
     k.seq = kernels_seen_++;
     k.name = ev_.name;

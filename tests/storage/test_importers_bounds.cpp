@@ -1,0 +1,108 @@
+// Bounds on imported values (a duration up to 1e12 us, shapes within validate_shape's limits),
+// time units that are time units, and one rule for a UTF-8 byte-order mark in every CSV reader:
+// skipped.
+#include "storage/csv_reader.h"
+#include "storage/importers/collector_csv_importer.h"
+#include "storage/importers/ncu_csv_importer.h"
+#include "storage/importers/registry.h"
+#include "storage/importers/torch_trace_importer.h"
+#include "storage/kernel_list_csv.h"
+#include "test_importers_util.h"
+
+using namespace perfloom;
+using namespace perfloom::storage;
+using namespace perfloom::storage::testing;
+
+namespace {
+
+const std::string kBom = "\xEF\xBB\xBF";
+
+// An ncu raw page with one kernel whose duration is `value` in `unit`.
+std::string ncu_csv(const std::string& unit, const std::string& value) {
+  return "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"gpu__time_duration.sum\"\n"
+         "\"\",\"\",\"\",\"\",\"" +
+         unit + "\"\n\"0\",\"nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN\",\"(384, 1, 1)\",\"(2, 64, 1)\",\"" + value +
+         "\"\n";
+}
+
+std::string ncu_error(const std::string& csv) {
+  RecordingSink s;
+  ImportControl c = control();
+  return import_error([&] { NcuCsvImporter::import_text(csv, "prof.csv", s, c); });
+}
+
+const std::string kCollectorHead =
+    "# format=perfloom-collector/1\n# sweep=gemm\n# gpu_name=NVIDIA H100 80GB HBM3\n"
+    "op,dtype,M,N,K,latency_us,kernel_name\n";
+
+}  // namespace
+
+TEST(ImportBounds, NcuDurationUnitMustBeATimeUnit) {
+  for (const char* unit : {"cycle", "%", "Kbyte", "furlong"}) {
+    const std::string e = ncu_error(ncu_csv(unit, "12.5"));
+    EXPECT_TRUE(contains(e, "prof.csv: line 3: column \"gpu__time_duration.sum\": unit \"" + std::string(unit) +
+                                "\" is not a time unit (nsecond, usecond, msecond or second)"))
+        << e;
+  }
+  // ncu's own names and the spelled-out ones.
+  for (auto [unit, us] : std::initializer_list<std::pair<const char*, double>>{
+           {"usecond", 12.5}, {"nsecond", 0.0125}, {"msecond", 12500}, {"millisecond", 12500}, {"second", 12.5e6}}) {
+    RecordingSink s;
+    ImportControl c = control();
+    NcuCsvImporter::import_text(ncu_csv(unit, "12.5"), "prof.csv", s, c);
+    ASSERT_EQ(s.kernels.size(), 1u) << unit;
+    EXPECT_DOUBLE_EQ(s.kernels[0].measurement->latency_us, us) << unit;
+  }
+  const std::string e = ncu_error(ncu_csv("second", "2000000"));
+  EXPECT_TRUE(contains(e, "line 3: column \"gpu__time_duration.sum\": a duration over 1e12 us")) << e;
+}
+
+TEST(ImportBounds, TorchKernelOver1e12UsIsRefused) {
+  TempDir dir;
+  write_file(
+      dir / "t.json",
+      R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": [)"
+      R"({"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN", "ts": 10, "dur": 1e308, "args": {"correlation": 1}}]})");
+  const std::string e = import_error([&] { run_importer(TorchTraceImporter(), dir / "t.json"); });
+  EXPECT_TRUE(contains(e, "t.json")) << e;
+  EXPECT_TRUE(contains(e, "a kernel event longer than 1e12 us")) << e;
+}
+
+// A row of the collector CSV out of bounds is skipped with the reason, as other bad rows are.
+TEST(ImportBounds, CollectorRowsOutOfBoundsAreSkippedWithTheReason) {
+  TempDir dir;
+  write_file(dir / "c.csv", kCollectorHead +
+                                "gemm,bf16,1000000000000000000,256,512,3.5,k\n"
+                                "gemm,bf16,128,256,512,1e308,k\n"
+                                "gemm,bf16,128,256,512,3.5,k\n");
+  RecordingSink s = run_importer(CollectorCsvImporter(), dir / "c.csv");
+  ASSERT_EQ(s.kernels.size(), 1u);
+  std::string all;
+  for (const auto& w : s.warnings) all += w + "\n";
+  EXPECT_TRUE(contains(all, "gemm's M must be at most 2147483647 (got 1000000000000000000)")) << all;
+  EXPECT_TRUE(contains(all, "latency_us over 1e12 us")) << all;
+}
+
+TEST(ImportBounds, ByteOrderMarkIsSkippedByEveryCsvReader) {
+  // The CSV reader (kernel lists, public datasets): also before a quoted first field.
+  KernelList list = parse_kernel_list(kBom + "\"op\",dtype,M,N,K\ngemm,bf16,128,256,512\n", "k.csv");
+  ASSERT_EQ(list.rows.size(), 1u);
+  EXPECT_EQ(list.header[0], "op");
+  EXPECT_TRUE(list.rows[0].error.empty()) << list.rows[0].error;
+  CsvReader only = CsvReader::from_string(kBom, "bom.csv");
+  EXPECT_FALSE(only.read_header());
+
+  // ncu, before its ==PROF== lines and before the header.
+  for (const std::string& prefix : {std::string(), std::string("==PROF== Connected to process 1\n")}) {
+    RecordingSink s;
+    ImportControl c = control();
+    NcuCsvImporter::import_text(kBom + prefix + ncu_csv("usecond", "12.5"), "prof.csv", s, c);
+    ASSERT_EQ(s.kernels.size(), 1u) << prefix;
+  }
+
+  // The collector CSV, by content and by import.
+  TempDir dir;
+  write_file(dir / "c.csv", kBom + kCollectorHead + "gemm,bf16,128,256,512,3.5,k\n");
+  EXPECT_EQ(ImporterRegistry::builtin().detect(dir / "c.csv").format(), "collector-csv");
+  EXPECT_EQ(run_importer(CollectorCsvImporter(), dir / "c.csv").kernels.size(), 1u);
+}
