@@ -103,6 +103,9 @@ json parse_json_object(std::string_view text, const std::string& file, FieldErro
   } catch (const json::parse_error& e) {
     // The parser quotes what it read last, which can be a whole unterminated string.
     refuse(raise, file, "not valid JSON: " + cut(e.what(), 4 * kExcerptChars));
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double ("1e400"): the parser's message quotes it.
+    refuse(raise, file, "not valid JSON: a number out of range: " + cut(e.what(), 4 * kExcerptChars));
   } catch (const TooDeep&) {
     refuse(raise, file, "nests deeper than " + std::to_string(max_depth) + " levels");
   }

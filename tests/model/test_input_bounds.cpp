@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/calibration.h"
 #include "model/families/family_models.h"
 #include "model/gpu_database.h"
 #include "model/kernel.h"
@@ -146,4 +147,18 @@ TEST(TraceCsvBounds, ByteOrderMarkIsSkipped) {
       "t.csv");
   ASSERT_EQ(bare.size(), 1u);
   EXPECT_DOUBLE_EQ(bare[0].arrival_s, 0.5);
+}
+
+// A number beyond a double is an error naming the file, of the kind the loader reports (a bad
+// calibration file is then reported and ignored by the CLI, as any other bad calibration).
+TEST(JsonBounds, NumberOutOfRangeNamesTheFile) {
+  try {
+    parse_calibration(R"({"schema": "perfloom-calibration/1", "sm_count": 1e400})", "cal.json");
+    ADD_FAILURE() << "no error";
+  } catch (const CalibrationError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("cal.json: ", 0), 0u) << m;
+    EXPECT_NE(m.find("a number out of range"), std::string::npos) << m;
+    EXPECT_NE(m.find("1e400"), std::string::npos) << m;
+  }
 }
