@@ -220,7 +220,15 @@ class Planner {
           PlanResult& out)
       : model_(model), predictor_(predictor), prices_(prices), o_(o), out_(out) {}
 
+  bool stopped() const { return stopped_; }
+
   Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, int tp, int replicas, const std::string& spec) {
+    // The search's own handlers take this for a failed candidate; plan_deployments then throws
+    // PlanCancelled, so none of them reaches the caller.
+    if (stopped_ || (o_.cancelled && o_.cancelled())) {
+      stopped_ = true;
+      throw PlanCancelled();
+    }
     sim::SimulationConfig sc = o_.base;
     sc.par.tp = tp;
     sc.par.ep = model_.has_moe() ? tp : 1;
@@ -435,6 +443,7 @@ class Planner {
   const Prices& prices_;
   const PlanOptions& o_;
   PlanResult& out_;
+  bool stopped_ = false;
 };
 
 }  // namespace
@@ -474,6 +483,7 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
                                   options.workload + "\"");
     p.pareto(gpus, static_cast<int64_t>(w.requests.size()));
   }
+  if (p.stopped()) throw PlanCancelled();
   return out;
 }
 

@@ -9,8 +9,10 @@
 // what the ranking reports. Without a target load it sweeps a closed loop over concurrency per GPU
 // type and TP degree and keeps the Pareto front of throughput per GPU against tokens/s per user
 // (1 / TPOT), the chart hardware choices are made on.
+#include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,13 @@ struct PlanOptions {
   double uncertainty = 0.2;    // relative error of a prediction, for the interval
   int finalists = 3;           // per GPU type, simulated whole
   sim::SimulationConfig base;  // scheduler, memory, overheads as `simulate` takes them
+  // Asked before each simulation (the explorer's Cancel); once it returns true no further simulation
+  // runs and plan_deployments throws PlanCancelled instead of returning a partial answer.
+  std::function<bool()> cancelled;
+};
+
+struct PlanCancelled : std::runtime_error {
+  PlanCancelled() : std::runtime_error("the plan was canceled") {}
 };
 
 struct Deployment {
