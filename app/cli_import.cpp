@@ -54,7 +54,8 @@ int cmdImport(CliContext& ctx, const QCommandLineParser& args) {
   nlohmann::json results = nlohmann::json::array();
   int failed = 0;
   for (const QString& qfile : files) {
-    const std::string file = qfile.toStdString();
+    const std::string path = qfile.toStdString();
+    const std::string file = printable_name(path);  // one line per file, whatever the name holds
     storage::ImportControl control;
     control.gpus = &ctx.gpus;
     if (tty) {
@@ -68,9 +69,9 @@ int cmdImport(CliContext& ctx, const QCommandLineParser& args) {
         std::fflush(stderr);
       };
     }
-    nlohmann::json r{{"path", file}};
+    nlohmann::json r{{"path", path}};
     try {
-      storage::ImportSummary s = store.import_file(file, control);
+      storage::ImportSummary s = store.import_file(path, control);
       if (tty) std::fprintf(stderr, "\r\033[K");
       r["status"] = "imported";
       r["source_id"] = s.source_id;

@@ -142,7 +142,9 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
               << (any_error ? " (some rows have errors)" : "") << "\n";
   if (any_error) {
     for (const auto& r : rows)
-      if (!r.back().empty()) std::cerr << "perfloom predict: " << r.back() << "\n";
+      if (!r.back().empty())
+        std::cerr << "perfloom predict: " << printable_name(args.value("kernels").toStdString()) << ": " << r.back()
+                  << "\n";
     return 2;
   }
   return 0;

@@ -9,9 +9,34 @@
 
 namespace perfloom {
 
+// A file name as a message shows it: control characters written as escapes (\n, \r, \t, \xNN),
+// so that a newline in a name cannot split a one-line-per-file report or forge a line of it.
+inline std::string printable_name(const std::string& name) {
+  std::string out;
+  out.reserve(name.size());
+  for (unsigned char c : name) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 class InputError : public std::runtime_error {
  public:
-  // what(): "FILE: field 'FIELD': REASON", or "FILE: REASON" when `field` is empty.
+  // what(): "FILE: field 'FIELD': REASON", or "FILE: REASON" when `field` is empty; FILE as
+  // printable_name shows it (file() keeps it as given).
   InputError(std::string file, std::string field, std::string reason)
       : InputError(std::move(file), std::move(field), std::move(reason), Place::quoted_field) {}
 
@@ -34,7 +59,7 @@ class InputError : public std::runtime_error {
  private:
   static std::string message(const std::string& file, const std::string& field, const std::string& reason,
                              Place place) {
-    std::string m = file;
+    std::string m = printable_name(file);
     if (!field.empty()) m += place == Place::quoted_field ? ": field '" + field + "'" : ": " + field;
     return m + ": " + reason;
   }

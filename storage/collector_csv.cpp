@@ -39,7 +39,7 @@ bool sniff_collector_csv(std::string_view first) {
 
 CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
                                   const MeasuredKernelSink& sink, DatasetLoadReport* report) {
-  const std::string label = path.string();
+  const std::string label = printable_name(path.string());
   gzFile gz = gzopen(path.c_str(), "rb");
   if (!gz) throw std::runtime_error(label + ": cannot be opened");
   std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "model/input_error.h"
+
 namespace perfloom::storage {
 
 namespace {
@@ -25,13 +27,13 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 CsvReader CsvReader::open_file(const std::filesystem::path& path) {
-  const std::string name = path.string();
+  const std::string name = printable_name(path.string());  // for messages; gzopen gets the path
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw std::runtime_error("cannot open " + name + ": no such file");
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error("cannot open " + name + ": not a regular file");
   // gzopen reads gzip members and, transparently, plain files: the magic bytes decide.
-  gzFile gz = gzopen(name.c_str(), "rb");
+  gzFile gz = gzopen(path.c_str(), "rb");
   if (gz == nullptr) throw std::runtime_error("cannot open " + name + ": " + std::strerror(errno));
   std::shared_ptr<void> owner(static_cast<void*>(gz), [](void* p) { gzclose(static_cast<gzFile>(p)); });
   ByteSource source = [gz, name](char* buf, std::size_t cap) -> std::size_t {

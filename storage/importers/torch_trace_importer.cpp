@@ -242,7 +242,9 @@ class TraceParser {
         if (r_.key() == "id") {
           if (r_.peek() != Kind::number) r_.fail("deviceProperties: id must be a number");
           auto n = r_.read_number();
-          id = n.integral ? n.integer : -1;
+          // 2^64 - 1 and fractions are no device id (they would alias device -1 or another).
+          if (!n.integral) r_.fail("deviceProperties: id must be an integer that fits in 64 bits (signed)");
+          id = n.integer;
         } else if (r_.key() == "name") {
           if (r_.peek() != Kind::string) r_.fail("deviceProperties: name must be a string");
           r_.read_string(name);

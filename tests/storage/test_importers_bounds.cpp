@@ -106,3 +106,29 @@ TEST(ImportBounds, ByteOrderMarkIsSkippedByEveryCsvReader) {
   EXPECT_EQ(ImporterRegistry::builtin().detect(dir / "c.csv").format(), "collector-csv");
   EXPECT_EQ(run_importer(CollectorCsvImporter(), dir / "c.csv").kernels.size(), 1u);
 }
+
+// 2^64 - 1 as a device id is refused, not read as device -1.
+TEST(ImportBounds, TorchDeviceIdBeyond64BitsIsRefused) {
+  TempDir dir;
+  write_file(
+      dir / "t.json",
+      R"({"deviceProperties": [{"id": 18446744073709551615, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": [)"
+      R"({"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN", "ts": 10, "dur": 2, "args": {"device": -1}}]})");
+  const std::string e = import_error([&] { run_importer(TorchTraceImporter(), dir / "t.json"); });
+  EXPECT_TRUE(contains(e, "t.json")) << e;
+  EXPECT_TRUE(contains(e, "deviceProperties: id must be an integer that fits in 64 bits")) << e;
+}
+
+// A newline in a file name is written as \n in messages: one message stays one line.
+TEST(ImportBounds, ControlCharactersInFileNamesAreEscaped) {
+  TempDir dir;
+  const fs::path p = dir / "two\nlines\t.csv";
+  write_file(p, "# format=perfloom-collector/1\n# gpu_name=NVIDIA Imaginary X9\nop,dtype,latency_us\n");
+  const std::string e = import_error([&] { run_importer(CollectorCsvImporter(), p); });
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_TRUE(contains(e, "two\\nlines\\t.csv")) << e;
+  EXPECT_EQ(CsvReader::open_file(p).label(), (dir / "two\\nlines\\t.csv").string());
+  EXPECT_EQ(printable_name("a\x01\x7f"
+                           "b"),
+            "a\\x01\\x7fb");
+}
