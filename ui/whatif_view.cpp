@@ -27,6 +27,7 @@
 #include <QtConcurrent>
 #include <algorithm>
 
+#include "model/json_fields.h"
 #include "storage/database.h"
 #include "storage/kernel_list_csv.h"
 #include "storage/kernel_store.h"
@@ -111,12 +112,15 @@ WhatIfResult compute_trace_whatif(const std::filesystem::path& db_path, qint64 s
     r.file = QString::fromStdString(src->path);
     const GpuSpec* source_gpu = src->gpu_id.empty() ? nullptr : db.find(src->gpu_id);
     if (!source_gpu)
-      throw std::runtime_error(src->path + ": the trace does not say which known GPU it was measured on" +
-                               (src->gpu_name.empty() ? std::string() : " (it names \"" + src->gpu_name + "\")"));
+      throw std::runtime_error(
+          src->path + ": the trace does not say which known GPU it was measured on" +
+          (src->gpu_name.empty() ? std::string() : " (it names " + quote_excerpt(src->gpu_name) + ")"));
     std::vector<const GpuSpec*> targets;
     for (const GpuSpec& g : gpus) targets.push_back(&g);
     storage::WhatIfOptions options;
     options.cancel = cancel;
+    // A read-only database (or folder) is read, its prediction cache included, and never written.
+    options.write_cache = !database->read_only();
     const storage::TraceWhatIf t =
         storage::run_trace_whatif(store, source_id, *source_gpu, targets, predictor, options);
     r.source_gpu_id = QString::fromStdString(source_gpu->id);

@@ -9,7 +9,9 @@
 
 #include <QLineSeries>
 #include <cmath>
+#include <filesystem>
 
+#include <sqlite3.h>
 #include <QComboBox>
 #include <QLineEdit>
 #include <QListWidget>
@@ -319,6 +321,45 @@ class TestWhatIfView : public QObject {
     QCOMPARE(view.result().source_id, qint64(0));
     QCOMPARE(view.result().kernels, 3);
     QCOMPARE(km->rowCount(), 0);
+  }
+
+  // A read-only database is predicted from and never written: no prediction is cached in it.
+  void traceModeOnAReadOnlyDatabaseWritesNoCache() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::filesystem::path db_path = dir.filePath("ro.db").toStdString();
+    int64_t source_id = 0;
+    {
+      storage::Database db(db_path);
+      storage::ImportControl control;
+      control.gpus = &gpus_;
+      source_id = storage::KernelStore(db).import_file(h100Trace().toStdString(), control).source_id;
+    }
+    std::filesystem::permissions(db_path, std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+                                              std::filesystem::perms::others_read);
+    QFile before(QString::fromStdString(db_path.string()));
+    QVERIFY(before.open(QIODevice::ReadOnly));
+    const QByteArray bytes = before.readAll();
+    before.close();
+
+    const ui::WhatIfResult r = ui::compute_trace_whatif(db_path, source_id, gpus_, {gpus_.get("h200")}, *predictor_);
+    QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+    QVERIFY(r.kernels > 0);
+    QCOMPARE(r.gpus.size(), std::size_t(1));
+    QVERIFY(r.gpus[0].total_us > 0);
+    QFile after(QString::fromStdString(db_path.string()));
+    QVERIFY(after.open(QIODevice::ReadOnly));
+    QVERIFY(after.readAll() == bytes);
+    {
+      storage::Database db(db_path);
+      QVERIFY(db.read_only());
+      sqlite3_stmt* st = nullptr;
+      QCOMPARE(sqlite3_prepare_v2(db.handle(), "SELECT count(*) FROM predictions", -1, &st, nullptr), SQLITE_OK);
+      QCOMPARE(sqlite3_step(st), SQLITE_ROW);
+      QCOMPARE(sqlite3_column_int64(st, 0), sqlite3_int64(0));
+      sqlite3_finalize(st);
+    }
+    std::filesystem::permissions(db_path, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
   }
 
   void unknownSourceIsAnError() {
