@@ -54,6 +54,13 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   }
   sc.clocks = cliClockState(args);
   if (args.isSet("sla")) sc.sla = sim::parse_sla(args.value("sla").toStdString());
+  if (args.isSet("expert-imbalance")) {
+    bool ok = false;
+    sc.expert_imbalance = args.value("expert-imbalance").toDouble(&ok);
+    if (!ok || !(sc.expert_imbalance >= 1.0))
+      throw std::invalid_argument("--expert-imbalance must be a number of at least 1 (got \"" +
+                                  args.value("expert-imbalance").toStdString() + "\")");
+  }
   if (args.isSet("spec-tokens") || args.isSet("spec-acceptance") || args.isSet("spec-draft")) {
     if (!args.isSet("spec-tokens") || !args.isSet("spec-acceptance"))
       throw std::invalid_argument("speculative decoding needs --spec-tokens K and --spec-acceptance A");
@@ -87,9 +94,11 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     dep.decode_replicas = static_cast<int>(cliInteger(args, "decode-instances", 1, 1));
     dep.prefill_par.tp = static_cast<int>(cliInteger(args, "prefill-tp", sc.par.tp, 1));
     dep.decode_par.tp = static_cast<int>(cliInteger(args, "decode-tp", sc.par.tp, 1));
-    // Expert parallelism follows each pool's TP group, as --ep follows --tp.
-    dep.prefill_par.ep = sc.par.ep > 1 ? dep.prefill_par.tp : 1;
-    dep.decode_par.ep = sc.par.ep > 1 ? dep.decode_par.tp : 1;
+    // Expert parallelism follows each pool's TP group, as --ep follows --tp (wide EP: the same
+    // multiple of it).
+    const int ep_per_tp = sc.par.ep > 1 ? sc.par.ep / sc.par.tp : 0;
+    dep.prefill_par.ep = ep_per_tp > 0 ? dep.prefill_par.tp * ep_per_tp : 1;
+    dep.decode_par.ep = ep_per_tp > 0 ? dep.decode_par.tp * ep_per_tp : 1;
     if (args.isSet("prefill-gpu")) dep.prefill_gpu = &ctx.gpus.get(args.value("prefill-gpu").toStdString());
     if (args.isSet("decode-gpu")) dep.decode_gpu = &ctx.gpus.get(args.value("decode-gpu").toStdString());
     if (args.isSet("kv-transfer-gbps")) {

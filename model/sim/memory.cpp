@@ -30,8 +30,10 @@ double weight_bytes_per_gpu(const LlmConfig& c, const Parallelism& par, int stag
     const LayerParams p = layer_parameters(c, i);
     b += p.attention * bytes(c.quant_attention) / tp;
     b += p.attention_replicated * act;
-    // Routed experts split over TP (columns) or EP (whole experts): the same share either way.
-    b += p.mlp * bytes(c.is_moe_layer(i) || c.quant_dense_mlp) / tp;
+    // Routed experts split over TP (columns) or EP (whole experts): the same share when EP = TP;
+    // wide EP spreads them over all EP GPUs.
+    const double mlp_split = c.is_moe_layer(i) ? std::max(tp, static_cast<double>(par.ep)) : tp;
+    b += p.mlp * bytes(c.is_moe_layer(i) || c.quant_dense_mlp) / mlp_split;
     b += p.shared * bytes(c.quant_dense_mlp) / (par.ep > 1 ? 1.0 : tp);
     b += (p.router + p.norms) * act;
   }

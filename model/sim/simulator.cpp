@@ -132,6 +132,7 @@ class Engine {
     step_opt_.kv_dtype = sc.memory.kv_dtype;
     step_opt_.kv_dtype_set = sc.memory.kv_dtype_set;
     step_opt_.attention_impl = sc.attention_impl;
+    step_opt_.expert_imbalance = sc.expert_imbalance;
   }
 
   void enqueue(int32_t id) { waiting_.push_back(id); }
@@ -587,6 +588,24 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
   const GpuSpec& decode_gpu = dep.disaggregated && dep.decode_gpu ? *dep.decode_gpu : gpu;
   const GpuSpec& prefill_gpu = dep.disaggregated && dep.prefill_gpu ? *dep.prefill_gpu : gpu;
   validate_parallelism(cfg, out.par);
+  if (!(config.expert_imbalance >= 1.0 && config.expert_imbalance <= 1e3))
+    throw std::invalid_argument("the expert imbalance must be from 1 (balanced) to 1000 (got " +
+                                std::to_string(config.expert_imbalance) + ")");
+  // Wide EP: each group of EP/TP instances shares one set of experts, so the instances come in
+  // whole groups.
+  auto check_wide_ep = [](const Parallelism& p, int instances, const char* what) {
+    if (p.ep > p.tp && instances % (p.ep / p.tp) != 0)
+      throw std::invalid_argument(std::string("wide EP ") + std::to_string(p.ep) + " at TP " + std::to_string(p.tp) +
+                                  " spreads the experts over " + std::to_string(p.ep / p.tp) +
+                                  " data-parallel attention ranks: " + what + " must be a multiple of " +
+                                  std::to_string(p.ep / p.tp) + " (got " + std::to_string(instances) + ")");
+  };
+  if (dep.disaggregated) {
+    check_wide_ep(dep.prefill_par, dep.prefill_replicas, "--prefill-instances");
+    check_wide_ep(dep.decode_par, dep.decode_replicas, "--decode-instances");
+  } else {
+    check_wide_ep(out.par, dep.replicas, "--dp");
+  }
   out.memory = plan_memory(cfg, out.par, decode_gpu, mo);
   check_requests_fit(w, out.memory, sched, false, dep.disaggregated ? " of a decode instance" : "");
   double transfer_s_per_token = 0;

@@ -94,6 +94,8 @@ struct SimulationConfig {
   Sla sla;                                // goodput: the requests that meet it
   Deployment deployment;
   Speculative speculative;
+  // MoE under expert parallelism: the busiest GPU's routed tokens against the mean (>= 1).
+  double expert_imbalance = 1.0;
   // Optional: the step-cost model (its memo of kernel predictions) to use for the unified or decode
   // pool, shared across simulations of one GPU (a planner runs many). Used only when it was built for
   // that GPU with these overheads and clocks; it must outlive the call.

@@ -33,9 +33,11 @@ void validate_parallelism(const LlmConfig& c, const Parallelism& p) {
                                 ") is not a multiple of the TP degree");
   if (c.has_moe()) {
     if (p.ep > 1) {
-      if (p.ep != p.tp)
+      if (p.ep % p.tp != 0)
         throw std::invalid_argument(
-            "--ep must be 1 or equal to --tp (experts are split over the tensor-parallel group)");
+            "--ep must be 1, the TP degree, or a multiple of it (wide EP over EP/TP "
+            "data-parallel attention ranks); got EP " +
+            s(p.ep) + " at TP " + s(p.tp));
       if (c.num_experts % p.ep != 0)
         throw std::invalid_argument(who + "cannot run at EP " + s(p.ep) + ": the " + s(c.num_experts) +
                                     " experts do not split evenly");
@@ -323,22 +325,25 @@ void mlp_moe(const Ctx& x) {
   x.rows(Op::fused_add_rmsnorm, x.T, x.H, "post_attention_norm", x.act);
   x.gemm(x.T, c.num_experts, x.H, false, "router");
   x.rows(Op::softmax, x.T, c.num_experts, "topk_softmax", Dtype::fp32);
-  // Expert parallel: each rank dispatches its share of the tokens to the experts' owners and gets
-  // the results back; per-expert load is the same as without EP (T*topk/E).
-  const int64_t t_local = ep ? ceil_div(x.T, x.par.ep) : x.T;
+  // Expert parallel: each GPU of the TP group dispatches its share of the step's tokens to the
+  // experts' owners and gets the results back. Under wide EP every data-parallel rank sends its own
+  // tokens the same way, so with balanced routing a GPU's experts get as many (token, expert) pairs
+  // as it sent: t_local * topk. The busiest GPU gets `expert_imbalance` times that.
+  const int64_t t_local = ep ? ceil_div(x.T, x.par.tp) : x.T;
   const int64_t e_local = ep ? c.num_experts / x.par.ep : c.num_experts;
   const int64_t i_local = ep ? c.moe_intermediate : c.moe_intermediate / x.par.tp;
-  const double a2a_bytes = static_cast<double>(t_local) * c.experts_per_token * x.H * dtype_bytes(x.act);
+  const double imbalance = ep ? std::max(1.0, x.opt.expert_imbalance) : 1.0;
+  const double a2a_bytes = static_cast<double>(t_local) * c.experts_per_token * x.H * dtype_bytes(x.act) * imbalance;
   if (ep) x.collective(Op::alltoall, a2a_bytes, x.par.ep, "moe_dispatch");
   Shape m;
-  m.T = t_local;
+  m.T = static_cast<int64_t>(std::ceil(static_cast<double>(t_local) * imbalance));
   m.E = e_local;
   m.topk = std::min(c.experts_per_token, e_local);
   m.H = x.H;
   m.I = i_local;
   const auto [dt, ratio] = x.weights(true);
   x.add(Op::moe, dt, m, "moe_experts", ratio);
-  x.rows(Op::silu_mul, t_local * c.experts_per_token, i_local, "moe_silu_mul", x.act);
+  x.rows(Op::silu_mul, m.T * c.experts_per_token, i_local, "moe_silu_mul", x.act);
   if (ep) x.collective(Op::alltoall, a2a_bytes, x.par.ep, "moe_combine");
   if (c.shared_experts > 0) {
     // Under EP the shared experts run whole on every rank and their output joins the combine.

@@ -21,7 +21,10 @@ namespace perfloom::sim {
 struct Parallelism {
   int tp = 1;  // tensor parallel: heads, MLP columns and vocabulary split over tp GPUs
   int pp = 1;  // pipeline parallel: layers split over pp stages
-  int ep = 1;  // expert parallel (MoE layers only): 1, or equal to tp (experts split over the TP group)
+  // Expert parallel (MoE layers only): 1; tp (the experts split over the TP group); or a multiple of
+  // tp, wide EP (DeepSeek-style): the experts split over every GPU of ep / tp data-parallel attention
+  // ranks, each rank running attention for its own requests over its TP group.
+  int ep = 1;
 };
 
 // Throws std::invalid_argument, saying which dimension does not divide and why, when the model
@@ -69,6 +72,9 @@ std::optional<AttentionImpl> parse_attention_impl(std::string_view s);  // "serv
 std::string attention_kernel_name(AttentionImpl impl);
 
 struct StepOptions {
+  // Expert load imbalance: the busiest GPU's routed tokens against the mean (1: balanced routing).
+  // Its expert GEMMs and its share of the all-to-all set the MoE layer's time.
+  double expert_imbalance = 1.0;
   // Decode context lengths are averaged over the batch and rounded up to a multiple of this
   // (the simulator uses the KV block size so that predictions are reused; 1: exact).
   int64_t context_quantum = 1;

@@ -192,3 +192,51 @@ TEST(SimDeployment, BadSpeculativeSettingsSayWhy) {
   sc.speculative.tokens = 33;
   EXPECT_THROW(run(trace("0,32,9\n"), sc), std::invalid_argument);
 }
+
+TEST(SimDeployment, WideExpertParallelismSendsEachRanksOwnTokensToEveryGpusExperts) {
+  // Qwen3-30B-A3B (128 experts, top 8, hidden 2048) at TP 1 and EP 8: a data-parallel rank's 64
+  // decode tokens go to 16 local experts' owners; balanced, each GPU's experts get 64 x 8 pairs back.
+  const LlmConfig c = load_llm_config("qwen3-30b-a3b");
+  const std::vector<SeqWork> batch(64, SeqWork{1, 100});
+  const StepPlan p = build_step(c, {1, 1, 8}, batch);
+  auto find = [](const StepPlan& plan, const std::string& label) -> const StepKernel& {
+    for (const auto& k : plan.kernels)
+      if (label == k.label) return k;
+    throw std::runtime_error("no " + label);
+  };
+  EXPECT_EQ(find(p, "moe_experts").kernel.shape.E, 16);
+  EXPECT_EQ(find(p, "moe_experts").kernel.shape.T, 64);
+  EXPECT_EQ(find(p, "moe_dispatch").kernel.shape.bytes, 64 * 8 * 2048 * 2);
+  EXPECT_EQ(find(p, "moe_dispatch").kernel.shape.ranks, 8);
+  // The busiest GPU with 1.5x the mean: its experts and its share of the all-to-all.
+  StepOptions skewed;
+  skewed.expert_imbalance = 1.5;
+  const StepPlan q = build_step(c, {1, 1, 8}, batch, skewed);
+  EXPECT_EQ(find(q, "moe_experts").kernel.shape.T, 96);
+  EXPECT_EQ(find(q, "moe_combine").kernel.shape.bytes, 64 * 8 * 2048 * 2 * 3 / 2);
+  // Experts over 8 GPUs, attention whole on each: between TP 1 and TP 8 in weights per GPU.
+  MemoryOptions mo;
+  const double ep1 = plan_memory(c, {1, 1, 1}, gpus().get("h200"), mo).weights_gib;
+  const double wide = plan_memory(c, {1, 1, 8}, gpus().get("h200"), mo).weights_gib;
+  const double tp8 = plan_memory(c, {8, 1, 8}, gpus().get("h200"), mo).weights_gib;
+  EXPECT_LT(wide, ep1);
+  EXPECT_GT(wide, tp8);
+  EXPECT_THROW(validate_parallelism(c, {8, 1, 12}), std::invalid_argument);
+}
+
+TEST(SimDeployment, WideExpertParallelismNeedsWholeGroupsOfDataParallelRanks) {
+  SimulationConfig sc = one_ms_steps();
+  sc.par = {1, 1, 8};
+  sc.deployment.replicas = 4;
+  try {
+    run(trace("0,64,3\n"), sc, "qwen3-30b-a3b");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--dp must be a multiple of 8"), std::string::npos) << e.what();
+  }
+  sc.deployment.replicas = 8;
+  const auto r = run(trace("0,64,3\n0,64,3\n"), sc, "qwen3-30b-a3b");
+  EXPECT_EQ(r.requests[1].instance, 1);
+  sc.expert_imbalance = 0.5;
+  EXPECT_THROW(run(trace("0,64,3\n"), sc, "qwen3-30b-a3b"), std::invalid_argument);
+}
