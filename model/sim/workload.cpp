@@ -421,12 +421,12 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
     if (!to_double(field(0), r.arrival_s) || r.arrival_s < 0 || r.arrival_s > kMaxArrivalS)
       throw std::invalid_argument(where + "arrival_s must be a number from 0 to 1e8 s (got " + quote_excerpt(field(0)) +
                                   ")");
-    if (!to_int(field(1), r.input_tokens) || r.input_tokens <= 0)
-      throw std::invalid_argument(where + "input_tokens must be a positive integer (got " + quote_excerpt(field(1)) +
-                                  ")");
-    if (!to_int(field(2), r.output_tokens) || r.output_tokens <= 0)
-      throw std::invalid_argument(where + "output_tokens must be a positive integer (got " + quote_excerpt(field(2)) +
-                                  ")");
+    if (!to_int(field(1), r.input_tokens) || r.input_tokens <= 0 || r.input_tokens > kMaxLength)
+      throw std::invalid_argument(where + "input_tokens must be an integer from 1 to " + std::to_string(kMaxLength) +
+                                  " (got " + quote_excerpt(field(1)) + ")");
+    if (!to_int(field(2), r.output_tokens) || r.output_tokens <= 0 || r.output_tokens > kMaxLength)
+      throw std::invalid_argument(where + "output_tokens must be an integer from 1 to " + std::to_string(kMaxLength) +
+                                  " (got " + quote_excerpt(field(2)) + ")");
     if (f.size() == 5 && col[3] >= 0) {
       if (!field(3).empty() || !field(4).empty()) {
         if (!to_int(field(3), r.prefix_id) || r.prefix_id < 0)
