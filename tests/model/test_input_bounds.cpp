@@ -125,10 +125,12 @@ TEST(TraceCsvBounds, ArrivalFarInTheFutureIsRefused) {
   EXPECT_EQ(trace_error("arrival_s,input_tokens,output_tokens\n0,100,10\n1e308,100,10\n"),
             "trace t.csv, line 3: arrival_s must be a number from 0 to 1e8 s (got \"1e308\")");
   EXPECT_EQ(trace_error("0,100,10\n100000000,100,10\n"), "");
+  EXPECT_EQ(trace_error("0,1000000000000000000,10\n"),
+            "trace t.csv, line 1: input_tokens must be an integer from 1 to 100000000 (got \"1000000000000000000\")");
   // A long field is quoted cut, with its length.
   const std::string e = trace_error("0,100," + std::string(100000, '9') + "x\n");
   EXPECT_LT(e.size(), 250u) << e;
-  EXPECT_NE(e.find("output_tokens must be a positive integer (got \"999"), std::string::npos) << e;
+  EXPECT_NE(e.find("output_tokens must be an integer from 1 to 100000000 (got \"999"), std::string::npos) << e;
   const std::string h = trace_error(std::string(50000, 'a') + ",input_tokens,output_tokens\n0,1,1\n");
   EXPECT_LT(h.size(), 300u) << h;
   EXPECT_NE(h.find("unknown column \"aaa"), std::string::npos) << h;
