@@ -18,6 +18,7 @@
 #include "model/learned_predictor.h"
 #include "ui/bottleneck_view.h"
 #include "ui/gpu_view.h"
+#include "ui/plan_view.h"
 #include "ui/recent_files.h"
 #include "ui/simulator_view.h"
 #include "ui/theme.h"
@@ -28,7 +29,7 @@
 namespace perfloom::ui {
 
 QStringList MainWindow::viewNames() {
-  return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"), tr("GPUs")};
+  return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"), tr("GPUs"), tr("Plan")};
 }
 
 MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent)
@@ -53,6 +54,8 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   tuner_view_ = new TunerView(*gpus_, predictor_, this);
   tabs_->addTab(tuner_view_, names[4]);
   tabs_->addTab(gpu_view_, names[5]);
+  plan_view_ = new PlanView(*gpus_, predictor_, this);
+  tabs_->addTab(plan_view_, names[6]);
   tabs_->setCurrentWidget(bottleneck_view_);
   setCentralWidget(tabs_);
 
@@ -67,6 +70,7 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   connect(traces_view_, &TracesView::kernelsLoaded, whatif_view_,
           [this](qint64 source_id, int) { whatif_view_->selectSource(source_id); });
   connect(traces_view_, &TracesView::openInWhatIf, this, &MainWindow::openInWhatIf);
+  connect(plan_view_, &PlanView::openInSimulator, this, &MainWindow::openInSimulator);
   statusBar()->showMessage(tr("%1 GPUs · predictor %2%3 · database %4")
                                .arg(gpus_->size())
                                .arg(QString::fromStdString(predictor_->name()))
@@ -158,6 +162,12 @@ void MainWindow::openInWhatIf(qint64 source_id) {
   tabs_->setCurrentWidget(whatif_view_);
 }
 
+void MainWindow::openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload) {
+  // The workload as given (no rate sweep): the closed loop at the point's concurrency.
+  simulator_view_->setSelection(model, {gpu_id}, tp, workload, {});
+  tabs_->setCurrentWidget(simulator_view_);
+}
+
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
   switch (event->type()) {
     case QEvent::DragEnter:
@@ -205,6 +215,8 @@ void MainWindow::recomputeCurrent() {
     whatif_view_->recompute();
   else if (w == simulator_view_)
     simulator_view_->recompute();
+  else if (w == plan_view_)
+    plan_view_->recompute();
   else if (w == traces_view_)
     traces_view_->reload();
 }

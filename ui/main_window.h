@@ -16,6 +16,7 @@ namespace perfloom::ui {
 
 class BottleneckView;
 class GpuView;
+class PlanView;
 class SimulatorView;
 class TunerView;
 class TracesView;
@@ -37,6 +38,7 @@ class MainWindow : public QMainWindow {
   BottleneckView* bottleneckView() const { return bottleneck_view_; }
   SimulatorView* simulatorView() const { return simulator_view_; }
   TunerView* tunerView() const { return tuner_view_; }
+  PlanView* planView() const { return plan_view_; }
   // Tab titles, in order; tests and `export-chart` address views by these.
   static QStringList viewNames();
 
@@ -48,6 +50,8 @@ class MainWindow : public QMainWindow {
   void importFiles(const QStringList& paths, const QStringList& refused = {});
   // Shows the What-if view predicting the imported source `source_id` (Traces: "Open in What-if").
   void openInWhatIf(qint64 source_id);
+  // Shows the Simulator view running one deployment (Plan: a clicked point of the Pareto chart).
+  void openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -77,6 +81,7 @@ class MainWindow : public QMainWindow {
   BottleneckView* bottleneck_view_;
   SimulatorView* simulator_view_;
   TunerView* tuner_view_;
+  PlanView* plan_view_;
   std::filesystem::path db_path_;
 };
 
