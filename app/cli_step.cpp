@@ -1,6 +1,6 @@
 // `perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C)
 //  [--tp N] [--pp N] [--graphs] [--json]` (CONTRACT.md): the latency of one forward step.
-// Extensions: --attention-impl, --clocks burst|sustained, --host-us.
+// Extensions: --attention-impl, --clocks burst|sustained, --host-us, --quantization, --kv-cache-dtype.
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -31,6 +31,15 @@ sim::ClockState cliClockState(const QCommandLineParser& args) {
     throw std::invalid_argument("--clocks must be burst or sustained (got \"" + args.value("clocks").toStdString() +
                                 "\")");
   return *c;
+}
+
+std::optional<Dtype> cliServingDtypes(const QCommandLineParser& args, const GpuSpec& gpu, sim::LlmConfig& cfg) {
+  const bool quant = args.isSet("quantization"), kv = args.isSet("kv-cache-dtype");
+  if (quant) sim::apply_quantization(cfg, args.value("quantization").toStdString());
+  std::optional<Dtype> kv_dtype;
+  if (kv) kv_dtype = sim::parse_kv_cache_dtype(cfg, args.value("kv-cache-dtype").toStdString());
+  if (quant || kv) sim::check_serving_dtypes(cfg, gpu, kv_dtype.value_or(cfg.dtype));
+  return kv_dtype;
 }
 
 int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
@@ -89,7 +98,8 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
     overheads.host_per_seq_us = 0;
   }
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
-  const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
+  sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
+  q.kv_dtype = cliServingDtypes(args, gpu, cfg);
   std::string warning;
   const auto predictor_ptr = make_default_predictor(&warning);  // the learned models, else the roofline
   if (!warning.empty()) std::cerr << "perfloom step: warning: " << warning << "\n";
@@ -106,6 +116,10 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
       static_cast<long long>(q.batch), q.phase == sim::Phase::prefill ? "tokens" : "context",
       static_cast<long long>(q.phase == sim::Phase::prefill ? q.tokens : q.context), q.par.tp,
       q.par.pp > 1 ? (", PP " + std::to_string(q.par.pp)).c_str() : "", p.cost.graphs ? "CUDA graphs" : "eager");
+  if (cfg.quant != sim::WeightQuant::none || q.kv_dtype)
+    std::printf("weights: %s, KV cache: %s\n",
+                cfg.quant == sim::WeightQuant::none ? "16-bit" : std::string(sim::weight_quant_name(cfg.quant)).c_str(),
+                std::string(dtype_name(q.kv_dtype.value_or(cfg.dtype))).c_str());
   if (p.cost.clocks == sim::ClockState::sustained)
     std::printf("clocks: sustained (tensor utilisation %.2f: compute x%.3f, memory x%.3f; %s)\n",
                 p.cost.tensor_utilization, p.cost.power.compute, p.cost.power.memory, gpu.sustained->origin().c_str());

@@ -37,4 +37,29 @@ INSTANTIATE_TEST_SUITE_P(MostServed, CliModels,
                            return name;
                          });
 
+TEST(CliModels, QuantisedWeightsAndKvCacheOnTheCommandLine) {
+  auto r = runPerfloom(
+      "step --model llama-3.1-8b --gpu b200 --phase decode --batch 8 --context 4096 --quantization nvfp4 "
+      "--kv-cache-dtype fp8 --json --db /tmp/perfloom-cli-models.db");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("quantization"), "nvfp4");
+  EXPECT_EQ(j.at("kv_cache_dtype"), "fp8e4m3");
+  bool fp4_gemm = false;
+  for (const auto& k : j.at("kernels"))
+    if (k.at("op") == "gemm" && k.at("dtype") == "fp4") fp4_gemm = true;
+  EXPECT_TRUE(fp4_gemm) << "a B200 runs nvfp4 GEMMs on its fp4 tensor cores";
+
+  auto bad = runPerfloom(
+      "step --model llama-3.1-8b --gpu a100-sxm-80gb --phase decode --batch 8 --context 4096 --kv-cache-dtype fp8 "
+      "--db /tmp/perfloom-cli-models.db");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("has no fp8 tensor cores"), std::string::npos) << bad.err;
+  auto unknown = runPerfloom(
+      "step --model llama-3.1-8b --gpu h200 --phase decode --batch 8 --context 4096 --quantization q3 "
+      "--db /tmp/perfloom-cli-models.db");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("unknown method \"q3\""), std::string::npos) << unknown.err;
+}
+
 }  // namespace
