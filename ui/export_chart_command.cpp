@@ -10,6 +10,7 @@
 #include "ui/bottleneck_view.h"
 #include "ui/chart_export.h"
 #include "ui/kernel_spec.h"
+#include "ui/plan_view.h"
 #include "ui/simulator_view.h"
 #include "ui/tuner_view.h"
 #include "ui/whatif_view.h"
@@ -23,6 +24,8 @@ const char* kUsage =
     "  whatif     --gpu ID[,ID...] --kernels IN.csv\n"
     "  simulator  --gpu ID[,ID...] --model M [--tp N] --workload SPEC [--rates 1,2,4,8]\n"
     "  tuner      --gpu ID --kernel gemm:DTYPE:M=..,N=..,K=.. [--chart bars|sweep] [--sweep M|N]\n"
+    "  plan       --gpu ID[,ID...] --model M --workload SPEC --sla BOUNDS [--tp 1,2,4,8] [--max-gpus N]\n"
+    "             [--prices FILE]   the Pareto front per GPU type (a poisson: spec runs as a closed loop)\n"
     "  --width PX --height PX (900x560), --scale 1|2 (PNG device pixel ratio, 1), --gpus-dir DIR\n";
 
 std::vector<GpuSpec> pickGpus(const GpuDatabase& db, const QString& list) {
@@ -50,6 +53,9 @@ int runExportChart(const QStringList& args) {
                 {"gpus-dir", "extra GPU files", "DIR"},
                 {"chart", "tuner chart", "bars|sweep", "bars"},
                 {"sweep", "tuner sweep dimension", "M|N", "M"},
+                {"sla", "plan SLA", "BOUNDS"},
+                {"max-gpus", "plan: GPUs of one deployment at most", "N", "8"},
+                {"prices", "plan: price file", "CSV"},
                 {{"h", "help"}, "help"}});
   QStringList argv = args;
   argv.front() = "perfloom export-chart";
@@ -96,6 +102,32 @@ int runExportChart(const QStringList& args) {
       for (const auto& run : r.runs)
         if (!run.error.isEmpty()) throw std::runtime_error(run.error.toStdString());
       chart.reset(build_simulator_chart(r));
+    } else if (view == "plan") {
+      if (!p.isSet("model") || !p.isSet("workload") || !p.isSet("sla"))
+        throw std::invalid_argument("plan needs --model, --workload and --sla");
+      PlanRequest req;
+      req.model = p.value("model");
+      req.workload = p.value("workload");
+      req.sla = p.value("sla");
+      req.gpus = gpus;
+      bool ok = false;
+      req.max_gpus = p.value("max-gpus").toInt(&ok);
+      if (!ok || req.max_gpus < 1) throw std::invalid_argument("--max-gpus must be a positive integer");
+      if (p.isSet("tp")) {
+        req.tp.clear();
+        for (const QString& t : p.value("tp").split(',', Qt::SkipEmptyParts)) {
+          const int v = t.trimmed().toInt(&ok);
+          if (!ok || v < 1 || v > 64)
+            throw std::invalid_argument("--tp lists TP degrees from 1 to 64 (got \"" + t.toStdString() + "\")");
+          req.tp.push_back(v);
+        }
+        if (req.tp.empty()) throw std::invalid_argument("--tp names no TP degree");
+      }
+      req.prices = load_prices(db, p.value("prices"));
+      const PlanViewResult r = run_plan(req, {});
+      if (!r.error.isEmpty()) throw std::runtime_error(r.error.toStdString());
+      if (r.plan.pareto.empty()) throw std::runtime_error("no deployment fits: nothing to draw");
+      chart.reset(build_plan_chart(r));
     } else if (view == "tuner") {
       if (!p.isSet("kernel")) throw std::invalid_argument("tuner needs --kernel gemm:DTYPE:M=..,N=..,K=..");
       const KernelDesc k = parse_kernel_spec(p.value("kernel"));

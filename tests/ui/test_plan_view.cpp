@@ -17,6 +17,7 @@
 #include "model/gpu_database.h"
 #include "model/predictor.h"
 #include "model/sim/llm_config.h"
+#include "ui/export_chart_command.h"
 #include "ui/plan_view.h"
 
 using namespace perfloom;
@@ -168,6 +169,26 @@ class TestPlanView : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 10000);
     QCOMPARE(view->statusLabel()->text(), QString("Canceled."));
     QCOMPARE(view->tableModel()->rowCount(), 0);
+  }
+
+  void exportChartDrawsTheParetoFront() {
+    QTemporaryDir dir;
+    const QString svg = dir.filePath("plan.svg");
+    QCOMPARE(ui::runExportChart({"export-chart", "plan", "--gpu", "h100-sxm,a100-sxm-80gb", "--model", "llama-3.2-1b",
+                                 "--workload", "poisson:rate=1,n=8,input=128,output=16,seed=1", "--sla", kSla, "--tp",
+                                 "1", "--out", svg}),
+             0);
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray text = f.readAll();
+    QVERIFY(text.contains("<svg"));
+    QVERIFY(text.contains("tokens/s per user"));
+    // Without an SLA there is no plan: an error (exit 1), no file.
+    const QString none = dir.filePath("none.svg");
+    QCOMPARE(ui::runExportChart({"export-chart", "plan", "--gpu", "h100-sxm", "--model", "llama-3.2-1b", "--workload",
+                                 kWorkload, "--out", none}),
+             1);
+    QVERIFY(!QFile::exists(none));
   }
 
   void priceFileOverridesAndBadOnesAreNamed() {
