@@ -4,9 +4,12 @@
 // sparse sampling plan along wave boundaries for the collector; with `--gemm M,N,K` (repeatable) and
 // `--top K` (default 3 there) `--plan` writes those GEMMs' first K configurations as a collector plan
 // instead, to time them on the GPU and keep the fastest; `perfloom tune --timed FILE` reads that
-// measurement back and names each GEMM's fastest.
+// measurement back and names each GEMM's fastest. `perfloom tune --moe E,N,H,topk --dtype bf16|fp8|fp8-block
+// --gpu ID [--tokens T,...] [--top K] [--json] [--out DIR]` ranks fused-MoE kernel configurations per
+// token count (model/tuner/moe_tuner.h) and writes the configuration file vLLM and SGLang read.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -21,6 +24,7 @@
 #include "model/families/family_models.h"
 #include "model/families/gemm/gemm_model.h"
 #include "model/learned_predictor.h"
+#include "model/tuner/moe_tuner.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
 #include "storage/collector_csv.h"
@@ -67,11 +71,14 @@ std::shared_ptr<const KernelPredictor> rankingPredictor(const tuner::TunerTable*
 }
 
 int usage(const std::string& why) {
-  std::cerr << "perfloom tune: " << why
-            << "\n  perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json]"
-               "\n  perfloom tune --gemm M,N,K [--gemm M,N,K ...] --dtype DT --gpu ID [--top K] --plan [--out PLAN.csv]"
-               "\n  perfloom tune --timed TIMED.csv [--json]   (perfloom-collect's measurement of such a plan)"
-               "\n  perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]\n";
+  std::cerr
+      << "perfloom tune: " << why
+      << "\n  perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json]"
+         "\n  perfloom tune --moe E,N,H,topk --dtype bf16|fp8|fp8-block --gpu ID [--tokens T,...] [--top K] [--json] "
+         "[--out DIR]"
+         "\n  perfloom tune --gemm M,N,K [--gemm M,N,K ...] --dtype DT --gpu ID [--top K] --plan [--out PLAN.csv]"
+         "\n  perfloom tune --timed TIMED.csv [--json]   (perfloom-collect's measurement of such a plan)"
+         "\n  perfloom tune --plan --dtype DT --gpu ID [--out PLAN.csv]\n";
   return 2;
 }
 
@@ -277,6 +284,159 @@ int runTimed(CliContext& ctx, const QCommandLineParser& args) {
   return 0;
 }
 
+// A comma-separated list of positive integers ("1,2,4"), or nothing when one is not.
+std::optional<std::vector<int64_t>> parsePositiveList(const QString& text) {
+  std::vector<int64_t> out;
+  for (const QString& part : text.split(',')) {
+    bool ok = false;
+    const int64_t v = part.trimmed().toLongLong(&ok);
+    if (!ok || v <= 0) return std::nullopt;
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::optional<tuner::MoeDtype> parseMoeDtype(const std::string& d) {
+  if (d == "bf16" || d == "bfloat16") return tuner::MoeDtype::bf16;
+  if (d == "fp8" || d == "fp8e4m3" || d == "fp8_w8a8") return tuner::MoeDtype::fp8;
+  if (d == "fp8-block" || d == "fp8_block") return tuner::MoeDtype::fp8_block;
+  return std::nullopt;
+}
+
+nlohmann::ordered_json moeConfigKeys(const tuner::MoeConfig& c) {
+  return {{"BLOCK_SIZE_M", c.block_m}, {"BLOCK_SIZE_N", c.block_n}, {"BLOCK_SIZE_K", c.block_k},
+          {"GROUP_SIZE_M", c.group_m}, {"num_warps", c.num_warps},  {"num_stages", c.num_stages}};
+}
+
+nlohmann::ordered_json moeGemmJson(const tuner::MoeGemmEstimate& g) {
+  return {{"pred_us", g.pred_us},         {"ctas", g.ctas},       {"ctas_per_sm", g.ctas_per_sm},
+          {"slots", g.cta_slots},         {"waves", g.waves},     {"last_wave_fill", g.last_wave_fill},
+          {"padded_rows", g.padded_rows}, {"k_iters", g.k_iters}, {"bound", g.bound}};
+}
+
+nlohmann::ordered_json moeCandidateJson(const tuner::MoeCandidate& c, double default_us, std::size_t rank = 0) {
+  nlohmann::ordered_json o;
+  if (rank > 0) o["rank"] = rank;
+  o.update(moeConfigKeys(c.config));
+  o["config"] = tuner::moe_config_to_string(c.config);
+  o["pred_us"] = c.pred_us;
+  o["speedup_vs_default"] = default_us / c.pred_us;
+  o["gate_up"] = moeGemmJson(c.gate_up);
+  o["down"] = moeGemmJson(c.down);
+  o["reason"] = c.reason;
+  return o;
+}
+
+// `--moe E,N,H,topk`: the fused-MoE configurations ranked per token count, and with --out DIR vLLM's
+// configuration file of each token count's first.
+int runMoe(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu) {
+  const QString spec = args.value("moe");
+  const auto v = parsePositiveList(spec);
+  if (!v || v->size() != 4)
+    return usage(
+        "--moe wants four positive integers E,N,H,topk (experts, intermediate size per expert as vLLM's N, "
+        "hidden size, experts per token), got '" +
+        spec.toStdString() + "'");
+  const tuner::MoeShape shape{(*v)[0], (*v)[1], (*v)[2], (*v)[3]};
+  const std::string dtype_text = args.value("dtype").toStdString();
+  const auto dtype = parseMoeDtype(dtype_text);
+  if (!dtype) return usage("--moe takes --dtype bf16, fp8 or fp8-block, got '" + dtype_text + "'");
+  std::vector<int64_t> tokens = tuner::vllm_moe_token_counts();
+  if (args.isSet("tokens")) {
+    const auto t = parsePositiveList(args.value("tokens"));
+    if (!t) return usage("--tokens wants positive integers T,..., got '" + args.value("tokens").toStdString() + "'");
+    tokens = *t;
+  }
+  tuner::MoeEfficiencies eff;
+  if (args.isSet("moe-efficiency")) {
+    const QStringList parts = args.value("moe-efficiency").split(',');
+    std::array<double, 3> e{};
+    bool ok = parts.size() == 3;
+    for (int i = 0; ok && i < 3; ++i) {
+      e[static_cast<std::size_t>(i)] = parts[i].trimmed().toDouble(&ok);
+      ok = ok && e[static_cast<std::size_t>(i)] > 0 && e[static_cast<std::size_t>(i)] <= 1;
+    }
+    if (!ok)
+      return usage("--moe-efficiency wants three fractions in (0, 1] TENSOR16,TENSOR8,DRAM, got '" +
+                   args.value("moe-efficiency").toStdString() + "'");
+    eff = {e[0], e[1], e[2]};
+  }
+  const auto top = static_cast<std::size_t>(cliInteger(args, "top", 5, 1));
+  const std::vector<tuner::MoeTokenResult> results = tuner::tune_moe(shape, *dtype, gpu, tokens, eff);
+  const std::size_t space = results.empty() ? 0 : results.front().ranked.size();
+  const std::string file = tuner::vllm_moe_config_file_name(shape, *dtype, gpu);
+
+  std::string written;
+  if (args.isSet("out")) {
+    const std::filesystem::path dir = args.value("out").toStdString();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error(dir.string() + ": cannot create the folder (" + ec.message() + ")");
+    nlohmann::ordered_json cfg;
+    for (const auto& r : results) cfg[std::to_string(r.tokens)] = moeConfigKeys(r.ranked.front().config);
+    written = (dir / file).string();
+    std::ofstream os(written);
+    if (!(os << cfg.dump(4) << "\n")) throw std::runtime_error(written + ": cannot be written");
+  }
+
+  if (ctx.json) {
+    nlohmann::ordered_json j;
+    j["gpu"] = gpu.id;
+    j["gpu_name"] = gpu.name;
+    j["moe"] = {
+        {"E", shape.E}, {"N", shape.N}, {"H", shape.H}, {"topk", shape.topk}, {"dtype", tuner::moe_dtype_name(*dtype)}};
+    j["method"] = "analytical";
+    j["ranked_by"] = "pred_us";
+    j["device_name"] = tuner::vllm_device_name(gpu);
+    j["config_file"] = file;
+    if (!written.empty()) j["written"] = written;
+    j["space"] = space;
+    j["efficiencies"] = {{"tensor_16bit", eff.tensor_16bit}, {"tensor_8bit", eff.tensor_8bit}, {"dram", eff.dram}};
+    j["tokens"] = nlohmann::ordered_json::array();
+    for (const auto& r : results) {
+      nlohmann::ordered_json t;
+      t["tokens"] = r.tokens;
+      t["engine_default"] = moeCandidateJson(r.engine_default, r.engine_default.pred_us);
+      t["configs"] = nlohmann::ordered_json::array();
+      for (std::size_t i = 0; i < std::min(top, r.ranked.size()); ++i) {
+        t["configs"].push_back(moeCandidateJson(r.ranked[i], r.engine_default.pred_us, i + 1));
+      }
+      j["tokens"].push_back(std::move(t));
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "fused MoE E=" << shape.E << " N=" << shape.N << " H=" << shape.H << " topk=" << shape.topk << " "
+            << tuner::moe_dtype_name(*dtype) << " on " << gpu.id << " (" << gpu.name << "), method: analytical, "
+            << space << " configurations of the engines' space\n";
+  std::cout << std::left << std::setw(8) << "tokens" << std::setw(6) << "rank" << std::setw(22) << "M x N x K /group"
+            << std::setw(7) << "warps" << std::setw(7) << "stages" << std::right << std::setw(11) << "pred_us"
+            << std::setw(9) << "vs dflt"
+            << "  reason\n";
+  for (const auto& r : results) {
+    auto row = [&](const std::string& rank, const tuner::MoeCandidate& c) {
+      const tuner::MoeConfig& k = c.config;
+      std::cout << std::left << std::setw(8) << r.tokens << std::setw(6) << rank << std::setw(22)
+                << (std::to_string(k.block_m) + "x" + std::to_string(k.block_n) + "x" + std::to_string(k.block_k) +
+                    " /" + std::to_string(k.group_m))
+                << std::setw(7) << k.num_warps << std::setw(7) << k.num_stages << std::right << std::setw(11)
+                << fixed(c.pred_us, 2) << std::setw(8) << fixed(r.engine_default.pred_us / c.pred_us, 2) << "x  "
+                << c.reason << "\n";
+    };
+    for (std::size_t i = 0; i < std::min(top, r.ranked.size()); ++i) row(std::to_string(i + 1), r.ranked[i]);
+    row("dflt", r.engine_default);
+  }
+  std::cout << "(one configuration serves both GEMMs, gate-up H -> 2N and down N -> H, as the engines run it;\n"
+               " pred_us is their sum; \"dflt\": vLLM's default heuristic without a tuned file; reason: each GEMM's\n"
+               " waves, the last wave's fill and its largest term)\n";
+  if (!written.empty())
+    std::cout << "wrote " << written << " (each token count's first; vLLM reads it from "
+              << "VLLM_TUNED_CONFIG_FOLDER or its fused_moe/configs folder)\n";
+  else
+    std::cout << "(--out DIR writes " << file << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
@@ -289,6 +449,17 @@ int cmdTune(CliContext& ctx, const QCommandLineParser& args) {
     }
   }
   const bool plan = args.isSet("plan");
+  if (args.isSet("moe")) {
+    if (!args.isSet("dtype")) return usage("--moe needs --dtype bf16, fp8 or fp8-block");
+    if (!args.isSet("gpu")) return usage("needs --gpu ID; perfloom gpus lists the ids");
+    if (plan || args.isSet("gemm")) return usage("--moe takes neither --gemm nor --plan");
+    try {
+      return runMoe(ctx, args, ctx.gpus.get(args.value("gpu").toStdString()));
+    } catch (const std::exception& e) {
+      std::cerr << "perfloom tune: " << e.what() << "\n";
+      return 2;
+    }
+  }
   if (!plan && !args.isSet("gemm")) return usage("needs --gemm M,N,K (or --plan)");
   if (!args.isSet("dtype")) return usage("needs --dtype (fp16, bf16, fp8e4m3, tf32, ...)");
   if (!args.isSet("gpu")) return usage("needs --gpu ID; perfloom gpus lists the ids");
