@@ -9,6 +9,7 @@
 #include "ui/bottleneck_view.h"
 #include "ui/gpu_view.h"
 #include "ui/main_window.h"
+#include "ui/plan_view.h"
 #include "ui/simulator_view.h"
 #include "ui/traces_view.h"
 #include "ui/tuner_view.h"
@@ -49,6 +50,14 @@ int main(int argc, char** argv) {
   w.tabs()->setCurrentWidget(w.tunerView());
   wait(w.tunerView());
   w.grab().save(out + "/tuner.png");
+  // The Plan view's Pareto chart (TP 1 and 2, up to 128 clients, to stay within the wait).
+  w.planView()->setTpDegrees({1, 2});
+  w.planView()->setMaxNumSeqs(128);
+  w.planView()->setSelection("llama-3.1-8b", {"h100-sxm", "a100-sxm-80gb"}, "poisson:rate=1,n=200,lengths=chat,seed=1",
+                             "ttft_p90=1000,tpot_p90=50", "", 8);
+  w.tabs()->setCurrentWidget(w.planView());
+  wait(w.planView());
+  w.grab().save(out + "/plan.png");
   w.tabs()->setCurrentWidget(w.gpuView());
   QTest::qWait(200);
   w.grab().save(out + "/gpus.png");
