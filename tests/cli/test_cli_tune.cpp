@@ -359,3 +359,110 @@ TEST(CliTune, TimedReadsTheCollectorsMeasurementOfATimingPlanBack) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
 }
+
+// `tune --moe`: the fused-MoE configurations per token count, and vLLM's configuration file.
+TEST(CliTuneMoe, WritesVllmsConfigurationFileOfEachTokenCountsFirstChoice) {
+  const fs::path dir = "/tmp/perfloom-cli-tune-moe-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  auto r = runPerfloom("tune --moe 128,768,4096,8 --dtype fp8 --gpu h200 --tokens 1,64,4096 --top 4 --json --out " +
+                       dir.string() + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const fs::path file = dir / "E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8.json";
+  EXPECT_EQ(doc.at("config_file"), file.filename().string());
+  EXPECT_EQ(doc.at("written"), file.string());
+  ASSERT_TRUE(fs::exists(file)) << file;
+  std::ifstream is(file);
+  const json cfg = json::parse(is);
+  const std::vector<std::string> keys = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",
+                                         "GROUP_SIZE_M", "num_warps",    "num_stages"};
+  ASSERT_EQ(cfg.size(), 3u) << cfg.dump();
+  ASSERT_EQ(doc.at("tokens").size(), 3u);
+  for (const auto& t : doc.at("tokens")) {
+    const std::string T = std::to_string(t.at("tokens").get<int>());
+    ASSERT_TRUE(cfg.contains(T)) << T << " " << cfg.dump();
+    ASSERT_EQ(cfg.at(T).size(), keys.size()) << cfg.at(T).dump();
+    const json& configs = t.at("configs");
+    ASSERT_EQ(configs.size(), 4u);
+    // The file holds the first of the ranking, which is ordered by predicted time.
+    for (const auto& k : keys) {
+      ASSERT_TRUE(cfg.at(T).at(k).is_number_integer()) << k;
+      EXPECT_EQ(cfg.at(T).at(k), configs.at(0).at(k)) << T << " " << k;
+    }
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      EXPECT_EQ(configs.at(i).at("rank"), i + 1);
+      if (i > 0) {
+        EXPECT_LE(configs.at(i - 1).at("pred_us").get<double>(), configs.at(i).at("pred_us").get<double>());
+      }
+      const double gemms = configs.at(i).at("gate_up").at("pred_us").get<double>() +
+                           configs.at(i).at("down").at("pred_us").get<double>();
+      EXPECT_NEAR(configs.at(i).at("pred_us").get<double>(), gemms, 1e-6 * gemms);
+      EXPECT_NEAR(configs.at(i).at("speedup_vs_default").get<double>(),
+                  t.at("engine_default").at("pred_us").get<double>() / configs.at(i).at("pred_us").get<double>(), 1e-9);
+      EXPECT_GE(configs.at(i).at("gate_up").at("waves").get<double>(), 1.0);
+      EXPECT_NE(configs.at(i).at("reason").get<std::string>().find("% full"), std::string::npos);
+    }
+    // The first choice is never predicted slower than the engine's default.
+    EXPECT_LE(configs.at(0).at("pred_us").get<double>(), t.at("engine_default").at("pred_us").get<double>() * 1.000001);
+  }
+  // vLLM's default at 1 token (tokens <= E) and above E.
+  EXPECT_EQ(doc.at("tokens").at(0).at("engine_default").at("config"), "16x32x64/g1/w4/s3");
+  EXPECT_EQ(doc.at("tokens").at(2).at("engine_default").at("config"), "64x64x32/g8/w4/s3");
+  fs::remove_all(dir);
+}
+
+TEST(CliTuneMoe, TheFileIsKeyedByVllmsTokenCountsAndNamedForTheGpuAndDtype) {
+  const fs::path dir = "/tmp/perfloom-cli-tune-moe-list-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  auto r =
+      runPerfloom("tune --moe 8,7168,4096,2 --dtype bf16 --gpu h100-sxm --top 1 --out " + dir.string() + " " + kDb);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dflt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote "), std::string::npos) << r.out;
+  const fs::path file = dir / "E=8,N=7168,device_name=NVIDIA_H100_80GB_HBM3.json";
+  ASSERT_TRUE(fs::exists(file)) << r.out;
+  std::ifstream is(file);
+  const nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(is);  // the file's order
+  std::vector<int> tokens;
+  for (const auto& [k, v] : cfg.items()) tokens.push_back(std::stoi(k));
+  EXPECT_EQ(tokens,
+            (std::vector<int>{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096}));
+  fs::remove_all(dir);
+  // Block fp8: the block shape in the name, and only BLOCK_SIZE_K 128 and BLOCK_SIZE_N a multiple of 128.
+  auto b =
+      runPerfloom("tune --moe 256,256,7168,8 --dtype fp8-block --gpu h200 --tokens 16,2048 --top 50 --json " + kDb);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const json doc = json::parse(b.out);
+  EXPECT_EQ(doc.at("config_file"), "E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json");
+  for (const auto& t : doc.at("tokens"))
+    for (const auto& c : t.at("configs")) {
+      EXPECT_EQ(c.at("BLOCK_SIZE_K"), 128);
+      EXPECT_EQ(c.at("BLOCK_SIZE_N").get<int>() % 128, 0);
+    }
+}
+
+TEST(CliTuneMoe, BadInputFailsWithAReason) {
+  struct Case {
+    std::string args, says;
+  };
+  const std::vector<Case> cases = {
+      {"tune --moe 128,768,4096 --dtype bf16 --gpu h200", "--moe wants four positive integers E,N,H,topk"},
+      {"tune --moe 128,768,4096,8,1 --dtype bf16 --gpu h200", "--moe wants four positive integers"},
+      {"tune --moe 0,768,4096,8 --dtype bf16 --gpu h200", "--moe wants four positive integers"},
+      {"tune --moe 128,x,4096,8 --dtype bf16 --gpu h200", "got '128,x,4096,8'"},
+      {"tune --moe 8,768,4096,9 --dtype bf16 --gpu h200", "topk 9 is above the 8 experts"},
+      {"tune --moe 128,768,4096,8 --gpu h200", "--moe needs --dtype bf16, fp8 or fp8-block"},
+      {"tune --moe 128,768,4096,8 --dtype fp16 --gpu h200", "--moe takes --dtype bf16, fp8 or fp8-block, got 'fp16'"},
+      {"tune --moe 128,768,4096,8 --dtype fp8 --gpu a100-sxm-80gb", "has no fp8e4m3 tensor-core path"},
+      {"tune --moe 128,768,4096,8 --dtype bf16 --gpu v100-sxm2", "has no bf16 tensor-core path"},
+      {"tune --moe 128,768,4096,8 --dtype bf16", "needs --gpu"},
+      {"tune --moe 128,768,4096,8 --dtype bf16 --gpu h200 --tokens 1,0", "--tokens wants positive integers"},
+      {"tune --moe 128,768,4096,8 --dtype bf16 --gpu h200 --moe-efficiency 0.5,2,0.9", "--moe-efficiency wants"},
+  };
+  for (const auto& c : cases) {
+    auto r = runPerfloom(c.args + " " + kDb);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}

@@ -20,6 +20,7 @@
 #include "model/training.h"
 #include "model/tuner/acceptance_model.h"
 #include "model/tuner/least_squares.h"
+#include "model/tuner/moe_tuner.h"
 #include "model/tuner/sampling_plan.h"
 #include "model/tuner/tuner.h"
 #include "model/tuner/tuner_fit.h"
@@ -1671,4 +1672,64 @@ TEST(TunerSweep, PlanRunsAreReadAsAcceptedAndRefusedPointsOfTheShapesTheyReached
     EXPECT_NE(std::string(e.what()).find("run_s1_plan.csv"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
+}
+
+// The fused-MoE tuner (moe_tuner.h).
+TEST(MoeTuner, SpaceKeepsWhatFitsAndWhatTheShapeAllows) {
+  const GpuSpec& h200 = db().get("h200");
+  const MoeShape aligned{128, 768, 4096, 8}, ragged{128, 360, 2880, 4};
+  const auto space = moe_config_space(aligned, MoeDtype::bf16, h200);
+  ASSERT_FALSE(space.empty());
+  for (const auto& c : space)
+    EXPECT_LE(c.num_stages * (c.block_m + c.block_n) * c.block_k * 2, h200.max_shared_memory_per_block_kib * 1024)
+        << moe_config_to_string(c);
+  // fp8 halves the tile bytes: more of the space fits.
+  EXPECT_GT(moe_config_space(aligned, MoeDtype::fp8, h200).size(), space.size());
+  // A weight row of 360 elements (not a multiple of 16): no configuration over 32 weight elements per thread.
+  const auto r = moe_config_space(ragged, MoeDtype::bf16, h200);
+  ASSERT_FALSE(r.empty());
+  EXPECT_LT(r.size(), moe_config_space({128, 368, 2880, 4}, MoeDtype::bf16, h200).size());
+  for (const auto& c : r) EXPECT_LE(c.block_n * c.block_k / (32 * c.num_warps), 32) << moe_config_to_string(c);
+}
+
+TEST(MoeTuner, FewTokensPickSmallRowBlocksAndManyTokensLargeOnes) {
+  const GpuSpec& h200 = db().get("h200");
+  const MoeShape qwen{128, 1536, 4096, 8};
+  const auto res = tune_moe(qwen, MoeDtype::bf16, h200, {1, 8192});
+  ASSERT_EQ(res.size(), 2u);
+  // One token: 8 assignments over 128 experts, each padded to BLOCK_SIZE_M; the smallest row block pads least.
+  EXPECT_EQ(res[0].ranked.front().config.block_m, 16) << moe_config_to_string(res[0].ranked.front().config);
+  // 8192 tokens: 512 assignments per expert; row blocks of 64 and more reach the warpgroup MMA.
+  EXPECT_GE(res[1].ranked.front().config.block_m, 64) << moe_config_to_string(res[1].ranked.front().config);
+  for (const auto& t : res) {
+    EXPECT_TRUE(std::is_sorted(t.ranked.begin(), t.ranked.end(),
+                               [](const auto& a, const auto& b) { return a.pred_us < b.pred_us; }));
+    // The engine's default is a configuration like any other: never predicted faster than the first choice.
+    EXPECT_LE(t.ranked.front().pred_us, t.engine_default.pred_us);
+  }
+  // More prefetched stages keep more weight bytes in flight: at one token (latency-bound loads) 2 stages are slower.
+  const MoeConfig two{16, 64, 128, 16, 4, 2}, five{16, 64, 128, 16, 4, 5};
+  EXPECT_GT(estimate_moe_config(qwen, MoeDtype::bf16, h200, 1, two).pred_us,
+            estimate_moe_config(qwen, MoeDtype::bf16, h200, 1, five).pred_us);
+}
+
+TEST(MoeTuner, NamesTheFileAsVllmDoes) {
+  const GpuSpec& h200 = db().get("h200");
+  EXPECT_EQ(vllm_moe_config_file_name({256, 256, 7168, 8}, MoeDtype::bf16, h200),
+            "E=256,N=256,device_name=NVIDIA_H200.json");
+  EXPECT_EQ(vllm_moe_config_file_name({8, 14336, 4096, 2}, MoeDtype::fp8, db().get("a100-sxm-80gb")),
+            "E=8,N=14336,device_name=NVIDIA_A100-SXM4-80GB,dtype=fp8_w8a8.json");
+  EXPECT_EQ(vllm_moe_config_file_name({256, 256, 7168, 8}, MoeDtype::fp8_block, db().get("rtx-4090")),
+            "E=256,N=256,device_name=NVIDIA_GeForce_RTX_4090,dtype=fp8_w8a8,block_shape=[128,128].json");
+  GpuSpec nvl = h200;
+  nvl.aliases = {"NVIDIA H200 NVL"};
+  EXPECT_EQ(vllm_device_name(nvl), "NVIDIA_H200");  // vLLM files the H200 family under one name
+  GpuSpec gh = db().get("gh200");
+  EXPECT_EQ(vllm_device_name(gh), "NVIDIA_GH200_480GB");
+  EXPECT_EQ(vllm_moe_token_counts().front(), 1);
+  EXPECT_EQ(vllm_moe_token_counts().back(), 4096);
+  EXPECT_EQ(vllm_moe_token_counts().size(), 18u);
+  EXPECT_THROW(tune_moe({8, 768, 4096, 9}, MoeDtype::bf16, h200, {1}), std::invalid_argument);
+  EXPECT_THROW(tune_moe({8, 768, 4096, 2}, MoeDtype::fp8, db().get("a100-sxm-80gb"), {1}), std::invalid_argument);
+  EXPECT_THROW(tune_moe({8, 768, 4096, 2}, MoeDtype::bf16, h200, {0}), std::invalid_argument);
 }
