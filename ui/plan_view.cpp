@@ -1,5 +1,7 @@
 #include "ui/plan_view.h"
 
+#include <QBarCategoryAxis>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
@@ -8,6 +10,7 @@
 #include <QFormLayout>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
+#include <QHorizontalBarSeries>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -49,6 +52,9 @@ QString candidate_note(const plan::Candidate& c) {
   if (c.at_risk) note += (note.isEmpty() ? "" : "; ") + QStringLiteral("interval crosses the SLA");
   return note;
 }
+
+// Bars of the ranking chart: more would not leave room for their labels.
+constexpr int kMaxPlanBars = 12;
 
 QVariant right_aligned() { return int(Qt::AlignRight | Qt::AlignVCenter); }
 
@@ -178,9 +184,52 @@ void add_deployment_tooltips(QXYSeries* series, std::vector<std::pair<QPointF, Q
 QChart* build_plan_chart(const PlanViewResult& r) {
   auto* chart = new QChart;
   chart->legend()->setAlignment(Qt::AlignBottom);
-  if (r.plan.load || r.plan.pareto.empty()) {
-    chart->setTitle(r.plan.load ? QString("Ranked deployments at %1 requests/s: see the table").arg(r.plan.rate)
-                                : QString("Pareto front: no point (see what was left out)"));
+  if (r.plan.load) {
+    // The ranking as bars: $ per million output tokens of the cheapest priced deployments.
+    QStringList categories;
+    auto* set = new QBarSet("$ per million output tokens");
+    set->setColor(series_color(0));
+    double maxV = 0;
+    for (const auto& k : r.plan.ranked) {
+      if (!k.priced || categories.size() >= kMaxPlanBars) continue;
+      categories << QString::fromStdString(k.d.describe());
+      *set << k.usd_per_million_output_tokens;
+      maxV = std::max(maxV, k.usd_per_million_output_tokens);
+    }
+    chart->setTitle(categories.isEmpty()
+                        ? QString("No priced deployment meets the SLA at %1 requests/s").arg(r.plan.rate, 0, 'g', 4)
+                        : QString("The cheapest deployments that meet the SLA at %1 requests/s: %2")
+                              .arg(r.plan.rate, 0, 'g', 4)
+                              .arg(QString::fromStdString(r.plan.model)));
+    if (categories.isEmpty()) {
+      delete set;
+      return chart;
+    }
+    // Cheapest on top: a horizontal bar chart draws its first category at the bottom.
+    std::reverse(categories.begin(), categories.end());
+    QList<qreal> values;
+    for (int i = set->count() - 1; i >= 0; --i) values << set->at(i);
+    set->remove(0, set->count());
+    set->append(values);
+    auto* bars = new QHorizontalBarSeries;
+    bars->append(set);
+    chart->addSeries(bars);
+    auto* axisY = new QBarCategoryAxis;
+    axisY->append(categories);
+    auto* axisX = new QValueAxis;
+    axisX->setTitleText("$ per million output tokens");
+    axisX->setRange(0, maxV > 0 ? maxV * 1.1 : 1.0);
+    axisX->applyNiceNumbers();
+    chart->addAxis(axisY, Qt::AlignLeft);
+    chart->addAxis(axisX, Qt::AlignBottom);
+    bars->attachAxis(axisY);
+    bars->attachAxis(axisX);
+    add_bar_tooltips(set, categories, "$/M output tokens");
+    chart->legend()->hide();  // one set, named by the axis
+    return chart;
+  }
+  if (r.plan.pareto.empty()) {
+    chart->setTitle("Pareto front: no point (see what was left out)");
     return chart;
   }
   chart->setTitle(QString("Throughput per GPU against interactivity: %1, %2")

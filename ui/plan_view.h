@@ -69,8 +69,9 @@ plan::Prices load_prices(const GpuDatabase& db, const QString& path);
 // Runs the planner; `cancelled` is asked before each simulation (a true answer stops the search
 // and the result is empty with canceled set by the caller). Errors come back in `error`.
 PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& cancelled);
-// One curve per GPU type (its Pareto front, joined, x = tokens/s per user, y = tokens/s per GPU)
-// and its dominated points as an unlabelled scatter; hovering a point names the deployment.
+// Without a target load: one curve per GPU type (its Pareto front, joined, x = tokens/s per user,
+// y = tokens/s per GPU) and its dominated points as an unlabelled scatter; hovering a point names
+// the deployment. With one: the cheapest priced deployments' $ per million output tokens as bars.
 QChart* build_plan_chart(const PlanViewResult& r);
 // The sweep's point of `gpu_id` nearest to `at` (chart coordinates), or null.
 const plan::ParetoPoint* nearest_pareto_point(const PlanViewResult& r, const QString& gpu_id, QPointF at);

@@ -3,9 +3,11 @@
 // TP 1 and 2, Llama-3.2-1B, a few short requests) and the roofline predictor keep it quick and
 // deterministic.
 #include <QAbstractItemModelTester>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QFile>
+#include <QHorizontalBarSeries>
 #include <QLabel>
 #include <QLineSeries>
 #include <QScatterSeries>
@@ -79,6 +81,16 @@ class TestPlanView : public QObject {
     for (int row = 0; row < view->rejectedModel()->rowCount(); ++row)
       QVERIFY(!view->rejectedModel()->index(row, 1).data().toString().isEmpty());
     QVERIFY2(view->statusLabel()->text().contains("cheapest"), qPrintable(view->statusLabel()->text()));
+    // The chart: one bar per priced deployment, the cheapest on top (the last category).
+    QChart* chart = view->chartView()->chart();
+    QCOMPARE(chart->series().size(), 1);
+    auto* bars = qobject_cast<QHorizontalBarSeries*>(chart->series().front());
+    QVERIFY(bars);
+    QBarSet* set = bars->barSets().front();
+    int priced = 0;
+    for (const auto& c : r.plan.ranked) priced += c.priced ? 1 : 0;
+    QCOMPARE(set->count(), std::min(priced, 12));
+    QCOMPARE(set->at(set->count() - 1), r.plan.ranked.front().usd_per_million_output_tokens);
   }
 
   void paretoChartHasOneCurvePerGpuType() {
