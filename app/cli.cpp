@@ -98,7 +98,13 @@ const std::map<QString, Command>& commands() {
                             "(the step repeated back to back, slowed by the GPU's measured power limit; needs a "
                             "sustained-power block in the GPU's calibration)",
                             "STATE"),
-         QCommandLineOption("host-us", "host time per step in us, instead of the vLLM-like estimate", "US")}}},
+         QCommandLineOption("host-us", "host time per step in us, instead of the vLLM-like estimate", "US"),
+         QCommandLineOption("quantization",
+                            "serve the weights as bf16, fp8, fp8-block, int4, nvfp4 or mxfp4, whatever the config "
+                            "says (vLLM's --quantization)",
+                            "METHOD"),
+         QCommandLineOption("kv-cache-dtype", "KV-cache element type: auto (the model's), bf16, fp16, fp8, fp8_e5m2",
+                            "DT")}}},
       {"simulate",
        {"perfloom simulate --model M --gpu ID [--tp N] [--pp N] --workload SPEC [--out FILE.json]",
         "serving simulation (batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | "
