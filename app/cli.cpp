@@ -127,7 +127,12 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("gpu-memory-utilization", "fraction of GPU memory vLLM may use (0.9)", "F"),
          QCommandLineOption("block-size", "KV-cache block size in tokens (16)", "N"),
          QCommandLineOption("kv-blocks", "KV-cache blocks (instead of the memory estimate)", "N"),
-         QCommandLineOption("kv-cache-dtype", "KV-cache element type (default: the model's)", "DT"),
+         QCommandLineOption("kv-cache-dtype", "KV-cache element type: auto (the model's), bf16, fp16, fp8, fp8_e5m2",
+                            "DT"),
+         QCommandLineOption("quantization",
+                            "serve the weights as bf16, fp8, fp8-block, int4, nvfp4 or mxfp4, whatever the config "
+                            "says (vLLM's --quantization)",
+                            "METHOD"),
          QCommandLineOption("attention-impl", "attention kernels: serving (default), fa2 or cudnn", "IMPL"),
          QCommandLineOption("clocks",
                             "burst (default) or sustained: each step slowed as far as its load drives the "

@@ -37,14 +37,6 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     sc.memory.gpu_memory_utilization = args.value("gpu-memory-utilization").toDouble(&ok);
     if (!ok) throw std::invalid_argument("--gpu-memory-utilization must be a number in (0, 1]");
   }
-  if (args.isSet("kv-cache-dtype")) {
-    const auto d = parse_dtype(args.value("kv-cache-dtype").toStdString());
-    if (!d)
-      throw std::invalid_argument("--kv-cache-dtype: unknown dtype \"" + args.value("kv-cache-dtype").toStdString() +
-                                  "\"");
-    sc.memory.kv_dtype = *d;
-    sc.memory.kv_dtype_set = true;
-  }
   if (args.isSet("attention-impl")) {
     const auto impl = sim::parse_attention_impl(args.value("attention-impl").toStdString());
     if (!impl)
@@ -110,7 +102,15 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     }
   }
   const GpuSpec& gpu = ctx.gpus.get(args.value("gpu").toStdString());
-  const sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
+  sim::LlmConfig cfg = sim::load_llm_config(args.value("model").toStdString());
+  // --quantization and --kv-cache-dtype as `perfloom step` takes them, checked on every pool's GPU.
+  if (const auto kv = cliServingDtypes(args, gpu, cfg)) {
+    sc.memory.kv_dtype = *kv;
+    sc.memory.kv_dtype_set = true;
+  }
+  if (args.isSet("quantization") || args.isSet("kv-cache-dtype"))
+    for (const GpuSpec* pool : {dep.prefill_gpu, dep.decode_gpu})
+      if (pool) sim::check_serving_dtypes(cfg, *pool, sc.memory.kv_dtype_set ? sc.memory.kv_dtype : cfg.dtype);
   const sim::Workload workload = sim::parse_workload(args.value("workload").toStdString());
   sc.record_steps = args.isSet("out");
   std::string warning;

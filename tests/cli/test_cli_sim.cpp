@@ -284,6 +284,23 @@ TEST(CliSim, PlanRanksDeploymentsAndSaysWhyOthersAreLeftOut) {
   EXPECT_NE(sla.err.find("--sla \"ttft=5\""), std::string::npos) << sla.err;
 }
 
+TEST(CliSim, SimulateServesAnyModelQuantised) {
+  const std::string base =
+      "simulate --model llama-3.1-8b --workload closed:concurrency=4,n=16,input=256,output=16 --json ";
+  auto bf16 = runPerfloom(base + "--gpu h100 " + kDb);
+  auto fp8 = runPerfloom(base + "--gpu h100 --quantization fp8 --kv-cache-dtype fp8 " + kDb);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  ASSERT_EQ(fp8.exit_code, 0) << fp8.err;
+  const json a = json::parse(bf16.out), b = json::parse(fp8.out);
+  EXPECT_LT(b["memory"]["weights_gib_per_gpu"].get<double>(), 0.6 * a["memory"]["weights_gib_per_gpu"].get<double>());
+  EXPECT_NEAR(b["memory"]["kv_bytes_per_token_per_gpu"].get<double>(),
+              a["memory"]["kv_bytes_per_token_per_gpu"].get<double>() / 2, 1e-9);
+  EXPECT_LT(b["tpot_ms"]["p50"].get<double>(), a["tpot_ms"]["p50"].get<double>());
+  auto bad = runPerfloom(base + "--gpu a100-sxm-80gb --kv-cache-dtype fp8 " + kDb);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("has no fp8 tensor cores"), std::string::npos) << bad.err;
+}
+
 TEST(CliSim, BadInputsFailWithAReason) {
   auto unknown = runPerfloom("step --model llama-9-1t --gpu h100 --phase decode --batch 1 --context 10 " + kDb);
   EXPECT_NE(unknown.exit_code, 0);
