@@ -82,7 +82,7 @@ MoeGemmEstimate estimate_gemm(const MoeShape& s, MoeDtype dtype, const HardwareR
 
   // Tensor: every CTA's padded tile on the busiest SM; below BLOCK_SIZE_M 64 at the warp-level rate.
   double tensor_rate = hw.tensor_flops_per_clk * (dtype_bytes(dt) <= 1 ? eff.tensor_8bit : eff.tensor_16bit);
-  tensor_rate *= tile_efficiency(c);
+  tensor_rate *= tile_efficiency(c) * std::pow(std::min(1.0, c.block_k * b / 128.0), kMoeNarrowKStepExponent);
   if (c.block_m < 64) tensor_rate *= warp_factor;
   const double tensor = busiest_ctas * 2.0 * c.block_m * c.block_n * k_pad / tensor_rate;
   // DRAM: each active expert's weight once, the activation rows once, the output once (moe_model.cpp),
@@ -170,7 +170,7 @@ std::vector<MoeConfig> moe_config_space(const MoeShape& shape, MoeDtype dtype, c
             for (int st : {2, 3, 4, 5}) {
               if (st * (bm + bn) * bk * b > smem_limit) continue;
               if (dtype == MoeDtype::fp8_block && (bn % 128 != 0 || bk != 128)) continue;
-              if (unaligned && bn * bk / (32 * w) > kMoeUnalignedWeightElementsPerThread) continue;
+              if (unaligned && (bk > 64 || bn * bk / (32 * w) > kMoeUnalignedWeightElementsPerThread)) continue;
               out.push_back({bm, bn, bk, g, w, st});
             }
   return out;

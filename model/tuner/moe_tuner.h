@@ -72,13 +72,18 @@ inline constexpr double kMoeLoadLatencyCycles = 800;
 // The DRAM latency (ns) where no calibration of the GPU measured it (the H100's and H200's are 383
 // and 381 ns).
 inline constexpr double kMoeDefaultDramLatencyNs = 400;
+// A K step narrower than 128 bytes a row (fp8 at BLOCK_SIZE_K 64, 16-bit at 32) keeps the tensor
+// pipe less busy: its rate times (bytes / 128) to this power. Set on the H200 sweep's fp8 layers,
+// where 0.3 to 1 choose alike (within 3% of the best at 54-55% of them, against 38% without).
+inline constexpr double kMoeNarrowKStepExponent = 0.3;
 // The terms of a GEMM's time (tensor, DRAM, L2, shared memory, the K loop's latency) overlap but
 // not completely: their 4-norm.
 inline constexpr double kMoeOverlapNorm = 4;
 // A weight whose rows are not a multiple of 16 elements: Triton cannot prove its loads 16-byte
-// aligned and loads it element by element. In the H200 sweep (gpt-oss-120b/tp8, N = 360) the
-// configurations holding more than this many weight elements per thread and stage ran 4 to 40 times
-// slower than the others; they are left out of the space for such shapes.
+// aligned and loads it element by element. In the H200 sweep (gpt-oss-120b/tp8, N = 360, the one
+// such shape) the configurations holding more than this many weight elements per thread and stage
+// ran 4 to 40 times slower than the others, and BLOCK_SIZE_K 128 ran 1.5 to 4 times slower than 64;
+// both are left out of the space for such shapes.
 inline constexpr int kMoeUnalignedWeightElementsPerThread = 32;
 
 // The engines' tuning space (vLLM's benchmark_moe.py: BLOCK_SIZE_M 16-256, BLOCK_SIZE_N 32-256,
@@ -86,7 +91,7 @@ inline constexpr int kMoeUnalignedWeightElementsPerThread = 32;
 // or is known to run badly here: pipelined tiles over the GPU's shared memory per block; for block
 // fp8, BLOCK_SIZE_N other than 128 or 256 and BLOCK_SIZE_K other than 128 (multiples of the 128-wide
 // scale block, as vLLM requires, and a K step within one scale block, as the kernel's per-step scale
-// needs); and configurations over kMoeUnalignedWeightElementsPerThread.
+// needs); and for unaligned weights, BLOCK_SIZE_K over 64 and kMoeUnalignedWeightElementsPerThread.
 std::vector<MoeConfig> moe_config_space(const MoeShape& shape, MoeDtype dtype, const GpuSpec& gpu);
 
 // vLLM's default configuration without a tuned file (get_default_config): (16, 32, 64, 1) while

@@ -1685,11 +1685,14 @@ TEST(MoeTuner, SpaceKeepsWhatFitsAndWhatTheShapeAllows) {
         << moe_config_to_string(c);
   // fp8 halves the tile bytes: more of the space fits.
   EXPECT_GT(moe_config_space(aligned, MoeDtype::fp8, h200).size(), space.size());
-  // A weight row of 360 elements (not a multiple of 16): no configuration over 32 weight elements per thread.
+  // A weight row of 360 elements (not a multiple of 16): BLOCK_SIZE_K 64 and at most 32 weight elements per thread.
   const auto r = moe_config_space(ragged, MoeDtype::bf16, h200);
   ASSERT_FALSE(r.empty());
   EXPECT_LT(r.size(), moe_config_space({128, 368, 2880, 4}, MoeDtype::bf16, h200).size());
-  for (const auto& c : r) EXPECT_LE(c.block_n * c.block_k / (32 * c.num_warps), 32) << moe_config_to_string(c);
+  for (const auto& c : r) {
+    EXPECT_LE(c.block_n * c.block_k / (32 * c.num_warps), 32) << moe_config_to_string(c);
+    EXPECT_EQ(c.block_k, 64) << moe_config_to_string(c);
+  }
 }
 
 TEST(MoeTuner, FewTokensPickSmallRowBlocksAndManyTokensLargeOnes) {
