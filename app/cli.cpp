@@ -157,12 +157,6 @@ const std::map<QString, Command>& commands() {
                             "disaggregated: KV-cache link per GPU, one way, GB/s (NVLink when both pools are one "
                             "GPU type that has it)",
                             "GB/S")}}},
-      {"tune",
-       {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
-        "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out "
-        "PLAN.csv]",
-        "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "
-        "--plan with --gemm: each GEMM's first K (3) configurations with their custom options as a collector plan, to "
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
         "ID,...|all] [--prices FILE] [--max-gpus N]",
@@ -182,6 +176,13 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("top", "ranked rows shown (10)", "K"),
          QCommandLineOption("max-num-seqs", "running sequences at most (256)", "N"),
          QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N")}}},
+      {"tune",
+       {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
+        "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out "
+        "PLAN.csv] | tune --moe E,N,H,topk --dtype bf16|fp8|fp8-block --gpu ID [--tokens T,...] [--top K] [--out DIR]",
+        "ranked GEMM tile configurations with predicted latency, waves, last-wave fill and the reason (wave tuner); "
+        "--moe: fused-MoE kernel configurations per token count, --out DIR writing vLLM's configuration file; "
+        "--plan with --gemm: each GEMM's first K (3) configurations with their custom options as a collector plan, to "
         "time on the GPU and keep the fastest; --timed: that measurement, each GEMM's fastest; --plan alone: the "
         "sparse sampling plan along wave boundaries for the collector",
         cmdTune,
@@ -190,7 +191,14 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("top", "configurations to print (5; with --plan 3)", "K"),
          QCommandLineOption(
              "plan", "write the sampling plan instead; with --gemm: its top K as a collector plan, to time them"),
-         QCommandLineOption("out", "plan CSV", "PLAN.csv"),
+         QCommandLineOption("out", "plan CSV; with --moe: the folder for vLLM's configuration file", "PLAN.csv|DIR"),
+         QCommandLineOption("moe", "fused MoE: experts, intermediate size per expert (vLLM's N), hidden size, topk",
+                            "E,N,H,topk"),
+         QCommandLineOption("tokens", "--moe: token counts (vLLM's tuning list, 1-4096)", "T,..."),
+         QCommandLineOption("moe-efficiency",
+                            "--moe: the fractions of the datasheet tensor (16-bit, 8-bit) and DRAM rates, instead of "
+                            "the fitted ones (a held-out check)",
+                            "T16,T8,DRAM"),
          QCommandLineOption("timed", "perfloom-collect's measurement of a --gemm ... --plan plan: each GEMM's fastest",
                             "TIMED.csv"),
          QCommandLineOption("max-waves", "wave boundaries in the plan (4)", "N"),
