@@ -308,6 +308,7 @@ class NsysReader {
     const uint64_t budget = std::max(kMinNameBudget, file_bytes_ > std::numeric_limits<uint64_t>::max() / 64
                                                          ? std::numeric_limits<uint64_t>::max()
                                                          : file_bytes_ * kNameBytesPerFileByte);
+    kernel_rows_ = kernels;
     if (total > budget)
       fail("table CUPTI_ACTIVITY_KIND_KERNEL",
            "the " + std::to_string(kernels) + " kernels' names would take " + std::to_string(total) +
@@ -407,6 +408,11 @@ class NsysReader {
     std::string op;
     uint64_t ambiguous = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      // The joins give a kernel one row at most; more rows than the table has kernels would mean
+      // they amplify after all.
+      if (static_cast<uint64_t>(row) >= kernel_rows_)
+        fail("table CUPTI_ACTIVITY_KIND_KERNEL",
+             "the query returned more rows than the table has kernels (" + std::to_string(kernel_rows_) + ")");
       auto where = [&] {
         return "table CUPTI_ACTIVITY_KIND_KERNEL, " + (sqlite3_column_type(st, kRowid) == SQLITE_INTEGER
                                                            ? "rowid " + std::to_string(sqlite3_column_int64(st, kRowid))
@@ -522,6 +528,7 @@ class NsysReader {
   std::unordered_map<int64_t, ThreadRanges> ranges_;
   std::vector<std::string> texts_;
   bool use_runtime_ = false;
+  uint64_t kernel_rows_ = 0;  // rows of CUPTI_ACTIVITY_KIND_KERNEL (name_groups' counts)
 };
 
 }  // namespace
