@@ -214,3 +214,22 @@ TEST(CliImport, AFolderWithNothingImportableIsRefusedByName) {
   EXPECT_EQ(query(db, "SELECT count(*) FROM sources"), "0\n");
   fs::remove_all(dir);
 }
+
+// A newline in a file name is written as \n: each file still gets one line, an error one line.
+TEST(CliImport, ANewlineInAFileNameDoesNotSplitItsLine) {
+  fs::path db = fresh_db("newline.db");
+  const fs::path dir = fresh_temp_path("perfloom-cli-import", "newline-dir");
+  fs::create_directories(dir);
+  const fs::path good = dir / "h100\ntrace.json.gz", bad = dir / "bad\nfile.json";
+  fs::copy_file(kH100, good);
+  std::ofstream(bad) << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "x"}]})";
+  auto r = runPerfloom("import '" + good.string() + "' '" + bad.string() + "' --db " + db.string());
+  EXPECT_EQ(r.exit_code, 1);
+  auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 1u) << r.out;
+  EXPECT_EQ(out[0].rfind((dir / "h100\\ntrace.json.gz").string() + ": torch-trace, 155 kernels", 0), 0u) << out[0];
+  auto err = lines(r.err);
+  ASSERT_EQ(err.size(), 2u) << r.err;
+  EXPECT_EQ(err[0].rfind("perfloom import: " + (dir / "bad\\nfile.json").string() + ": event 0", 0), 0u) << err[0];
+  fs::remove_all(dir);
+}
