@@ -7,6 +7,7 @@
 #include "storage/importers/registry.h"
 #include "storage/importers/torch_trace_importer.h"
 #include "storage/kernel_list_csv.h"
+#include "storage/public_datasets.h"
 #include "test_importers_util.h"
 
 using namespace perfloom;
@@ -131,4 +132,21 @@ TEST(ImportBounds, ControlCharactersInFileNamesAreEscaped) {
   EXPECT_EQ(printable_name("a\x01\x7f"
                            "b"),
             "a\\x01\\x7fb");
+}
+
+// A public dataset's rows out of bounds are skipped with their reason.
+TEST(ImportBounds, PublicDatasetRowsOutOfBoundsAreSkippedWithTheReason) {
+  TempDir dir;
+  write_file(dir / "gemm_perf.csv",
+             "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n"
+             "VLLM,0.14.0,NVIDIA H100 80GB HBM3,gemm,vllm_default,bfloat16,8192,4096,4096,1.5\n"
+             "VLLM,0.14.0,NVIDIA H100 80GB HBM3,gemm,vllm_default,bfloat16,8192,4096,4096,1e300\n"
+             "VLLM,0.14.0,NVIDIA H100 80GB HBM3,gemm,vllm_default,bfloat16,1000000000000000000,4096,4096,1.5\n");
+  DatasetLoadReport rep;
+  auto ks = read_aiconfigurator_gemm(dir / "gemm_perf.csv", gpus(), &rep);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_DOUBLE_EQ(ks[0].latency_us, 1500.0);
+  EXPECT_EQ(rep.skipped, 2u);
+  EXPECT_EQ(rep.skip_counts.count("latency over 1e12 us"), 1u);
+  EXPECT_EQ(rep.skip_counts.count("invalid shape"), 1u);
 }
