@@ -1,8 +1,10 @@
 #pragma once
 // A kernel as perfloom reasons about it: what it computes (op, dtype, shape), and, when a trace
 // says so, how it was launched and which tile configuration it used.
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,9 +102,27 @@ struct LaunchArgs {
   std::array<int64_t, 3> block{0, 0, 0};
   int registers_per_thread = 0;
   int64_t shared_memory_bytes = 0;  // static + dynamic
-  int64_t ctas() const { return grid[0] * std::max<int64_t>(grid[1], 1) * std::max<int64_t>(grid[2], 1); }
-  int64_t threads_per_cta() const { return block[0] * std::max<int64_t>(block[1], 1) * std::max<int64_t>(block[2], 1); }
-  bool known() const { return grid[0] > 0 && block[0] > 0; }
+  int64_t ctas() const { return product(grid); }
+  int64_t threads_per_cta() const { return product(block); }
+  // Given, and within what CUDA can launch (grid x below 2^31, y and z below 65536; a block of at
+  // most 1024 threads, z at most 64): the models read a launch only then, so that a trace's absurd
+  // grid cannot overflow their arithmetic.
+  bool known() const {
+    return grid[0] > 0 && grid[0] <= kMaxGridX && grid[1] >= 0 && grid[1] <= 65535 && grid[2] >= 0 &&
+           grid[2] <= 65535 && block[0] > 0 && block[0] <= 1024 && block[1] >= 0 && block[1] <= 1024 && block[2] >= 0 &&
+           block[2] <= 64 && threads_per_cta() <= 1024;
+  }
+  static constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
+
+ private:
+  // x * max(y, 1) * max(z, 1), saturating at the int64_t maximum (an unchecked launch may hold anything).
+  static int64_t product(const std::array<int64_t, 3>& d) {
+    int64_t p = d[0];
+    for (int i = 1; i < 3; ++i)
+      if (__builtin_mul_overflow(p, std::max<int64_t>(d[static_cast<std::size_t>(i)], 1), &p))
+        return std::numeric_limits<int64_t>::max();
+    return p;
+  }
 };
 
 struct KernelDesc {

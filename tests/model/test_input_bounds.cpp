@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "model/calibration.h"
@@ -163,4 +164,22 @@ TEST(JsonBounds, NumberOutOfRangeNamesTheFile) {
     EXPECT_NE(m.find("a number out of range"), std::string::npos) << m;
     EXPECT_NE(m.find("1e400"), std::string::npos) << m;
   }
+}
+
+// A launch beyond what CUDA can launch is not read: its grid would overflow the models' counts.
+TEST(ShapeBounds, LaunchBeyondCudaLimitsIsNotRead) {
+  LaunchArgs huge{{LaunchArgs::kMaxGridX, 65535, 65535}, {1024, 1, 1}, 32, 0};
+  EXPECT_TRUE(huge.known());
+  EXPECT_EQ(huge.ctas(), LaunchArgs::kMaxGridX * 65535 * 65535);
+  for (LaunchArgs bad :
+       {LaunchArgs{{int64_t(1) << 40, 1, 1}, {128, 1, 1}, 32, 0}, LaunchArgs{{1, 1 << 20, 1 << 20}, {128, 1, 1}, 32, 0},
+        LaunchArgs{{64, 1, 1}, {1024, 2, 1}, 32, 0}, LaunchArgs{{64, 1, 1}, {32, 1, 128}, 32, 0}})
+    EXPECT_FALSE(bad.known());
+  const LaunchArgs absurd{{int64_t(1) << 40, int64_t(1) << 40, int64_t(1) << 40}, {1 << 20, 1 << 20, 1 << 20}, 32, 0};
+  EXPECT_EQ(absurd.ctas(), std::numeric_limits<int64_t>::max());  // saturated, not wrapped
+  KernelDesc k;
+  k.op = Op::unknown;
+  k.launch = absurd;
+  const Analysis a = analyze_kernel(k, h100());
+  EXPECT_TRUE(std::isfinite(a.plan.ctas));
 }
