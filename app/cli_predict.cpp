@@ -74,7 +74,7 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
 
   std::vector<std::string> header = list.header;
   for (const char* c : {"gpu", "pred_us", "lo_us", "hi_us", "ceiling_us", "bound", "method", "error"})
-    header.push_back(c);
+    header.emplace_back(c);
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
@@ -103,9 +103,9 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
       out.push_back(gpu->id);
       if (error.empty()) {
         for (double v : {p.pred_us, p.lo_us, p.hi_us, p.ceiling_us}) out.push_back(num(v));
-        out.push_back(std::string(pipe_name(p.bound)));
+        out.emplace_back(pipe_name(p.bound));
         out.push_back(p.method);
-        out.push_back("");
+        out.emplace_back();
       } else {
         any_error = true;
         out.insert(out.end(), 6, "");

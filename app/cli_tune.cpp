@@ -265,7 +265,7 @@ int runTimed(CliContext& ctx, const QCommandLineParser& args) {
                               "x" + std::to_string(g["K"].get<int64_t>());
     std::string fastest = j["fastest"].get<std::string>();
     if (fastest.rfind("heuristic ", 0) == 0)
-      fastest = "cuBLASLt " + fastest;
+      fastest.insert(0, "cuBLASLt ");
     else if (j.contains("fastest_tune_rank"))
       fastest += " (tune " + std::to_string(j["fastest_tune_rank"].get<int>()) + ")";
     std::cout << std::left << std::setw(9) << j["gpu"].get<std::string>() << std::setw(9)

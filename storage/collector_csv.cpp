@@ -58,7 +58,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
     if (line_no == 1 && !sniff_collector_csv(line))
       throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) +
                                "\")");
-    if (line.rfind("#", 0) != 0) {
+    if (!line.starts_with('#')) {
       pending = line;
       break;
     }

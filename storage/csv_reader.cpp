@@ -57,6 +57,7 @@ CsvReader CsvReader::from_string(std::string text, std::string label) {
   auto offset = std::make_shared<std::size_t>(0);
   ByteSource source = [held, offset](char* buf, std::size_t cap) -> std::size_t {
     const std::size_t n = std::min(cap, held->size() - *offset);
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): a byte buffer, not a string
     std::memcpy(buf, held->data() + *offset, n);
     *offset += n;
     return n;
@@ -128,10 +129,7 @@ bool CsvReader::next(std::vector<std::string>& fields) {
   // Blank lines between records carry nothing; skip them rather than report one empty field.
   for (int c = peek(); c == '\n' || c == '\r'; c = peek()) {
     get();
-    if (c == '\n')
-      ++line_;
-    else if (peek() != '\n')
-      ++line_;  // a lone CR ends a line too
+    if (c == '\n' || peek() != '\n') ++line_;  // LF, or a lone CR: a line ends (CR LF counts at its LF)
   }
   if (peek() == EOF) return false;
 

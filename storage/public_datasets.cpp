@@ -898,7 +898,7 @@ void visit_public_datasets(const std::filesystem::path& root, const GpuDatabase&
         break;
       case Format::unknown:
         rep.file = file.string();
-        rep.skip_reasons.push_back("not a known public dataset format (header not recognised)");
+        rep.skip_reasons.emplace_back("not a known public dataset format (header not recognised)");
         break;
     }
     if (reports) reports->push_back(std::move(rep));

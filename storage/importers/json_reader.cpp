@@ -73,6 +73,7 @@ JsonReader JsonReader::from_memory(std::string_view text, std::string label, Lim
   return JsonReader(
       [data, state](char* buf, std::size_t cap) {
         std::size_t n = std::min(cap, data->size() - *state);
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result): a byte buffer, not a string
         std::memcpy(buf, data->data() + *state, n);
         *state += n;
         return n;
@@ -352,7 +353,7 @@ void JsonReader::parse_utf8(std::string* out, unsigned char lead) {
     cp = (cp << 6) | (static_cast<uint32_t>(c) & 0x3F);
   }
   if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail("invalid UTF-8 in a string");
-  if (out) out->append(bytes, static_cast<std::size_t>(extra + 1));
+  if (out) out->append(bytes, static_cast<std::size_t>(extra) + 1);
 }
 
 void JsonReader::read_string(std::string& out) {

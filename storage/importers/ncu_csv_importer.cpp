@@ -439,6 +439,7 @@ void NcuCsvImporter::import_text(std::string text, const std::string& label, Imp
   auto filter = std::make_shared<ProfLineFilter>(
       [held, at](char* b, std::size_t n) {
         std::size_t k = std::min(n, held->size() - *at);
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result): a byte buffer, not a string
         std::memcpy(b, held->data() + *at, k);
         *at += k;
         return k;

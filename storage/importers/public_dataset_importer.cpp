@@ -73,7 +73,8 @@ std::string provenance_of(const std::filesystem::path& path, std::string& warnin
         if (t2 == std::string::npos) continue;
         if (line.substr(0, t1) + "/" + line.substr(t1 + 1, t2 - t1 - 1) == rel) out += line + "\n";
       }
-      return out.empty() ? "public dataset file " + rel : "MANIFEST.tsv:\n" + header + "\n" + out;
+      return out.empty() ? "public dataset file " + rel
+                         : std::string("MANIFEST.tsv:\n").append(header).append("\n").append(out);
     }
     if (dir == dir.parent_path()) break;
     dir = dir.parent_path();
@@ -173,6 +174,7 @@ void PublicDatasetImporter::import(const std::filesystem::path& path, ImportSink
   }
   if (skipped) {
     std::vector<std::pair<std::size_t, std::string>> top;
+    top.reserve(why.size());
     for (const auto& [reason, n] : why) top.emplace_back(n, reason);
     std::sort(top.rbegin(), top.rend());
     std::string text;

@@ -233,7 +233,8 @@ TEST(SimStep, DeepSeekV3MlaDecodeAtTp8) {
   // Without fp8 tensor cores the fp8 weights are read at one byte and multiplied in bf16.
   StepOptions ampere;
   ampere.fp8_tensor_cores = false;
-  const StepKernel& w = find(build_step(c, {8, 1, 1}, decodes(1, 10), ampere), "q_b_proj");
+  const StepPlan ampere_plan = build_step(c, {8, 1, 1}, decodes(1, 10), ampere);  // the kernel refers into it
+  const StepKernel& w = find(ampere_plan, "q_b_proj");
   EXPECT_EQ(w.kernel.dtype, Dtype::bf16);
   EXPECT_FALSE(w.kernel.act_quant);
   EXPECT_NEAR(w.weight_ratio, 0.5, 0.01);
@@ -334,12 +335,14 @@ TEST(SimStep, QuantisedServingForAnyModel) {
   apply_quantization(c, "nvfp4");
   EXPECT_EQ(c.quant, WeightQuant::nvfp4);
   EXPECT_TRUE(c.quant_attention && c.quant_dense_mlp);
-  const StepKernel& weight_only = find(build_step(c, {}, decodes(8, 1000), h200), "gate_up_proj");
+  const StepPlan weight_only_plan = build_step(c, {}, decodes(8, 1000), h200);
+  const StepKernel& weight_only = find(weight_only_plan, "gate_up_proj");
   EXPECT_EQ(weight_only.kernel.dtype, Dtype::bf16);
   EXPECT_DOUBLE_EQ(weight_only.weight_ratio, (0.5 + 1.0 / 16.0) / 2.0);
   StepOptions b200;
   b200.fp4_tensor_cores = true;
-  const StepKernel& w4a4 = find(build_step(c, {}, decodes(8, 1000), b200), "gate_up_proj");
+  const StepPlan w4a4_plan = build_step(c, {}, decodes(8, 1000), b200);
+  const StepKernel& w4a4 = find(w4a4_plan, "gate_up_proj");
   EXPECT_EQ(w4a4.kernel.dtype, Dtype::fp4);
   EXPECT_TRUE(w4a4.kernel.act_quant);
   EXPECT_DOUBLE_EQ(w4a4.weight_ratio, 1.0);
