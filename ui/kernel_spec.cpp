@@ -46,14 +46,12 @@ QString default_shape_text(Op op) {
   for (auto name : shape_columns(op)) {
     const std::string n(name);
     qlonglong v = 4096;
-    if (n == "B" || n == "Bt")
+    if (n == "B" || n == "Bt" || n == "Hkv")
       v = 8;
     else if (n == "S" || n == "L")
       v = 2048;
     else if (n == "Hq")
       v = 32;
-    else if (n == "Hkv")
-      v = 8;
     else if (n == "D")
       v = 128;
     else if (n == "T")

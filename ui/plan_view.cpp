@@ -61,7 +61,7 @@ QVariant right_aligned() { return int(Qt::AlignRight | Qt::AlignVCenter); }
 }  // namespace
 
 QString closed_loop_workload(const QString& spec) {
-  const QString s = spec.trimmed();
+  QString s = spec.trimmed();
   if (!s.startsWith("poisson:")) return s;
   QStringList kept = {"concurrency=1"};  // required by closed:; the planner sweeps it
   for (const QString& part : s.mid(int(sizeof "poisson:") - 1).split(',', Qt::SkipEmptyParts)) {

@@ -563,7 +563,7 @@ QString TracesView::copySelection() {
   for (const QModelIndex& i : kernel_table_->selectionModel()->selectedRows()) rows << i.row();
   if (rows.isEmpty()) return {};
   std::sort(rows.begin(), rows.end());
-  const QString text = rows_as_tsv(*proxy_, rows);
+  QString text = rows_as_tsv(*proxy_, rows);
   QApplication::clipboard()->setText(text);
   return text;
 }

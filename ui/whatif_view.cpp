@@ -116,6 +116,7 @@ WhatIfResult compute_trace_whatif(const std::filesystem::path& db_path, qint64 s
           src->path + ": the trace does not say which known GPU it was measured on" +
           (src->gpu_name.empty() ? std::string() : " (it names " + quote_excerpt(src->gpu_name) + ")"));
     std::vector<const GpuSpec*> targets;
+    targets.reserve(gpus.size());
     for (const GpuSpec& g : gpus) targets.push_back(&g);
     storage::WhatIfOptions options;
     options.cancel = cancel;
