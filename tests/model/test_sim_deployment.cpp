@@ -8,35 +8,17 @@
 #include "model/gpu_database.h"
 #include "model/predictor.h"
 #include "model/sim/simulator.h"
+#include "sim_test_util.h"
 
 using namespace perfloom;
 using namespace perfloom::sim;
+using namespace perfloom::sim::testing;
 
 namespace {
-
-class ZeroPredictor : public KernelPredictor {
- public:
-  Prediction predict(const KernelDesc&, const GpuSpec&) const override { return {}; }
-  std::string name() const override { return "zero"; }
-};
 
 const GpuDatabase& gpus() {
   static const GpuDatabase d = GpuDatabase::builtin();
   return d;
-}
-
-SimulationConfig one_ms_steps() {
-  SimulationConfig sc;
-  sc.overheads = {0.0, 0.0, 1000.0, 0.0, 512, 0.0};  // 1 ms of host time, nothing else
-  return sc;
-}
-
-Workload trace(const std::string& csv) {
-  Workload w;
-  w.kind = WorkloadKind::trace;
-  w.spec = "trace:inline";
-  w.requests = parse_trace_csv(csv, "inline");
-  return w;
 }
 
 SimulationResult run(const Workload& w, const SimulationConfig& sc, const std::string& model = "llama-3.2-1b") {

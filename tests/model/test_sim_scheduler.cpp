@@ -8,41 +8,22 @@
 #include "model/predictor.h"
 #include "model/sim/kv_cache.h"
 #include "model/sim/simulator.h"
+#include "sim_test_util.h"
 
 using namespace perfloom;
 using namespace perfloom::sim;
+using namespace perfloom::sim::testing;
 
 namespace {
-
-class ZeroPredictor : public KernelPredictor {
- public:
-  Prediction predict(const KernelDesc&, const GpuSpec&) const override { return {}; }
-  std::string name() const override { return "zero"; }
-};
 
 const GpuSpec& h100() {
   static const GpuDatabase d = GpuDatabase::builtin();
   return d.get("h100-sxm");
 }
 
-SimulationConfig one_ms_steps(int64_t kv_blocks = 0) {
-  SimulationConfig sc;
-  sc.overheads = {0.0, 0.0, 1000.0, 0.0, 512, 0.0};  // 1 ms of host time, nothing else
-  sc.memory.num_blocks_override = kv_blocks;
-  return sc;
-}
-
 Workload batch(int64_t n, int64_t in, int64_t out) {
   return parse_workload("batch:n=" + std::to_string(n) + ",input=" + std::to_string(in) +
                         ",output=" + std::to_string(out));
-}
-
-Workload trace(const std::string& csv) {
-  Workload w;
-  w.kind = WorkloadKind::trace;
-  w.spec = "trace:inline";
-  w.requests = parse_trace_csv(csv, "inline");
-  return w;
 }
 
 const LlmConfig& small() {

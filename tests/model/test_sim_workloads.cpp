@@ -12,27 +12,17 @@
 #include "model/gpu_database.h"
 #include "model/predictor.h"
 #include "model/sim/simulator.h"
+#include "sim_test_util.h"
 
 using namespace perfloom;
 using namespace perfloom::sim;
+using namespace perfloom::sim::testing;
 
 namespace {
-
-class ZeroPredictor : public KernelPredictor {
- public:
-  Prediction predict(const KernelDesc&, const GpuSpec&) const override { return {}; }
-  std::string name() const override { return "zero"; }
-};
 
 const GpuSpec& h100() {
   static const GpuDatabase d = GpuDatabase::builtin();
   return d.get("h100-sxm");
-}
-
-SimulationConfig one_ms_steps() {
-  SimulationConfig sc;
-  sc.overheads = {0.0, 0.0, 1000.0, 0.0, 512, 0.0};  // 1 ms of host time, nothing else
-  return sc;
 }
 
 const LlmConfig& small() {
