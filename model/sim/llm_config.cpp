@@ -94,6 +94,11 @@ constexpr FieldErrorFn kRaise = &throw_field_error<LlmConfigError>;
 // A Hugging Face config writes null for "not set"; which fields are required depends on the architecture.
 const JsonReadOptions kHfOptions{true, "missing (required for this architecture)"};
 const NumberRange kPositive = NumberRange::positive();
+// Per-layer tables are allocated from num_hidden_layers: far past any model (hundreds), far below
+// what would exhaust memory.
+const NumberRange kLayerCount = NumberRange::between(1, 100000);
+// Widths, heads and the vocabulary as the kernel shapes carry them (model/kernel.h validate_shape).
+const NumberRange kDimension = NumberRange::between(1, 2147483647);
 
 Dtype parse_torch_dtype(const JsonFields& r) {
   // transformers >= 4.56 writes "dtype"; older configs "torch_dtype". Missing: bf16, as vLLM's
@@ -294,12 +299,12 @@ LlmConfig parse_llm_config(std::string_view json_text, const std::string& file_l
   }
   const JsonFields& m = text ? *text : r;
 
-  c.hidden = m.integer("hidden_size", kPositive);
-  c.layers = m.integer("num_hidden_layers", kPositive);
-  c.heads = m.integer("num_attention_heads", kPositive);
-  c.kv_heads = m.integer_or("num_key_value_heads", c.heads, kPositive);  // transformers' default: MHA
-  c.vocab = m.integer("vocab_size", kPositive);
-  c.intermediate = m.integer("intermediate_size", kPositive);
+  c.hidden = m.integer("hidden_size", kDimension);
+  c.layers = m.integer("num_hidden_layers", kLayerCount);
+  c.heads = m.integer("num_attention_heads", kDimension);
+  c.kv_heads = m.integer_or("num_key_value_heads", c.heads, kDimension);  // transformers' default: MHA
+  c.vocab = m.integer("vocab_size", kDimension);
+  c.intermediate = m.integer("intermediate_size", kDimension);
   c.max_position_embeddings = m.integer_or("max_position_embeddings", 0);
   c.tied_embeddings = m.boolean_or("tie_word_embeddings", text ? r.boolean_or("tie_word_embeddings", false) : false);
   c.dtype = parse_torch_dtype(text && (m.has("torch_dtype") || m.has("dtype")) ? m : r);

@@ -436,3 +436,15 @@ TEST(LlmConfig, BadConfigsNameTheFileAndTheField) {
     EXPECT_NE(std::string(e.what()).find("llama-3-8b"), std::string::npos) << e.what();
   }
 }
+
+TEST(LlmConfig, AbsurdLayerCountsAndWidthsAreRefusedBeforeAnythingIsAllocated) {
+  // 1e12 layers used to end in std::bad_alloc from the per-layer tables.
+  json j = bundled_json("llama-3-8b");
+  j["num_hidden_layers"] = 1000000000000LL;
+  const std::string layers = error_of(j).what();
+  EXPECT_NE(layers.find("num_hidden_layers: must be between 1 and 100000 (got 1000000000000)"), std::string::npos)
+      << layers;
+  j = bundled_json("llama-3-8b");
+  j["hidden_size"] = 1LL << 40;
+  EXPECT_NE(std::string(error_of(j).what()).find("hidden_size"), std::string::npos);
+}
