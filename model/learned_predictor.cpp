@@ -42,6 +42,10 @@ BoosterFit load_fit(const std::filesystem::path& dir, const nlohmann::json& info
   if (fit.booster.num_features() != features)
     throw ModelLoadError(file.string() + ": expects " + std::to_string(fit.booster.num_features()) +
                          " features, this build computes " + std::to_string(features));
+  // One thread: simulations and the planner predict a kernel at a time, where waking an OpenMP team
+  // costs more than the prediction (perfloom-bench-plan: 59 s wall on 2 cores with the team, 20 s
+  // without); the results are the same either way.
+  fit.booster.set_param("nthread", "1");
   fit.log_q10 = info.value("log_residual_q10", 0.0);
   fit.log_q90 = info.value("log_residual_q90", 0.0);
   fit.calibration_mape = info.value("calibration_mape", 0.0);
