@@ -7,6 +7,8 @@
 #include <QtConcurrent>
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <unordered_map>
 
 #include "model/families/family_models.h"
 #include "storage/database.h"
@@ -49,6 +51,7 @@ SourceKernels load_source_kernels(const std::filesystem::path& db_path, int64_t 
   try {
     const auto db = std::make_unique<storage::Database>(db_path);
     storage::KernelStore store(*db);
+    std::unordered_map<std::string, QString> launched_by;
     // Stopping inside visit_kernels would need an exception through SQLite's stepping; checking
     // every row and skipping the work is cheap and leaves the statement to finish normally.
     store.visit_kernels(source_id, [&](storage::StoredKernel&& k) {
@@ -60,6 +63,10 @@ SourceKernels load_source_kernels(const std::filesystem::path& db_path, int64_t 
       row.name = QString::fromStdString(k.desc.name.empty() ? std::string(op_name(k.desc.op)) : k.desc.name);
       row.family = qs(family_name(k.family));
       row.shape = readable_shape(k.desc, k.dtype_known, k.shape_known);
+      // Shared per distinct op: a trace launches thousands of kernels from a few dozen ops.
+      auto op = launched_by.find(k.launched_by);
+      if (op == launched_by.end()) op = launched_by.emplace(k.launched_by, QString::fromStdString(k.launched_by)).first;
+      row.launched_by = op->second;
       row.measured_us = measured_us(k);
       out.total_us += row.measured_us;
       if (gpu && k.shape_known) {

@@ -20,6 +20,7 @@ namespace perfloom::ui {
 
 struct KernelRow {
   QString name, family, shape;
+  QString launched_by;               // the framework op that launched the kernel; empty when unknown
   double measured_us = 0;            // 0 when the source measured nothing
   double share = 0;                  // of the source's total measured time, 0..1
   std::optional<double> ceiling_us;  // unset: no GPU, no shape, or the model refused the kernel

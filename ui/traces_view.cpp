@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -15,7 +16,9 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -35,6 +38,10 @@ namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 QString seconds_text(double s) { return QString::number(s, 'f', s < 10 ? 2 : 1) + " s"; }
+
+constexpr auto kGroupByKey = "traces/groupBy";
+// The settings' text of each GroupChoice, in its order.
+const char* const kGroupChoiceNames[] = {"kernels", "kernel-name", "framework-op"};
 }  // namespace
 
 ImportOutcome run_import(const std::filesystem::path& db_path, const QString& file, const GpuDatabase& gpus,
@@ -123,6 +130,12 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
       proxy_(new KernelFilterProxy(this)),
       source_table_(new QTableView(this)),
       kernel_table_(new QTableView(this)),
+      groups_(new KernelGroupModel(this)),
+      group_table_(new QTableView(this)),
+      tables_(new QStackedWidget(this)),
+      table_bar_(new QWidget(this)),
+      group_by_(new QComboBox(this)),
+      count_(new QLabel(this)),
       filter_(new QLineEdit(this)),
       filter_timer_(new QTimer(this)),
       import_bar_(new QWidget(this)),
@@ -187,13 +200,15 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   kernel_table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
   kernel_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   kernel_table_->verticalHeader()->setDefaultSectionSize(kernel_table_->fontMetrics().height() + 8);
-  kernel_table_->setColumnWidth(KernelTableModel::Name, 240);
+  // The kernel name takes the spare width: the other columns are short and fixed.
+  kernel_table_->horizontalHeader()->setSectionResizeMode(KernelTableModel::Name, QHeaderView::Stretch);
+  kernel_table_->horizontalHeader()->setMinimumSectionSize(40);
   kernel_table_->setColumnWidth(KernelTableModel::FamilyColumn, 90);
   kernel_table_->setColumnWidth(KernelTableModel::ShapeColumn, 190);
   for (int c : {KernelTableModel::MeasuredUs, KernelTableModel::Share, KernelTableModel::CeilingUs})
     kernel_table_->setColumnWidth(
         c, kernel_table_->fontMetrics().horizontalAdvance(kernels_->headerData(c, Qt::Horizontal).toString()) + 20);
-  kernel_table_->horizontalHeader()->setStretchLastSection(true);
+  kernel_table_->setColumnWidth(KernelTableModel::Bound, 80);
   kernel_table_->setWordWrap(false);
   kernel_table_->setTextElideMode(Qt::ElideMiddle);  // kernel names differ at the end (tile, layout)
   // File order until the user clicks a header (a sort indicator of -1 means unsorted).
@@ -213,7 +228,74 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   kernel_table_->addAction(copy);
   kernel_table_->addAction(exportCsv);
 
-  filter_->setPlaceholderText(tr("Filter kernels: regular expression on name, family and shape (case-insensitive)"));
+  // The grouped table: one row per kernel name or framework op, by total descending; the key takes
+  // the spare width. Sorting its few rows is the model's own (one row per distinct key).
+  group_table_->setObjectName("kernelGroups");
+  group_table_->setModel(groups_);
+  group_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  group_table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  group_table_->verticalHeader()->hide();
+  group_table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  group_table_->verticalHeader()->setDefaultSectionSize(kernel_table_->verticalHeader()->defaultSectionSize());
+  group_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  group_table_->horizontalHeader()->setSectionResizeMode(KernelGroupModel::Key, QHeaderView::Stretch);
+  group_table_->horizontalHeader()->setMinimumSectionSize(40);
+  for (int c : {KernelGroupModel::Count, KernelGroupModel::TotalUs, KernelGroupModel::MeanUs, KernelGroupModel::Share})
+    group_table_->setColumnWidth(
+        c, group_table_->fontMetrics().horizontalAdvance(groups_->headerData(c, Qt::Horizontal).toString()) + 28);
+  group_table_->setWordWrap(false);
+  group_table_->setTextElideMode(Qt::ElideMiddle);
+  group_table_->horizontalHeader()->setSortIndicator(KernelGroupModel::TotalUs, Qt::DescendingOrder);
+  group_table_->setSortingEnabled(true);
+  auto* copyGroups = new QAction(tr("Copy"), group_table_);
+  copyGroups->setShortcut(QKeySequence::Copy);
+  copyGroups->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  connect(copyGroups, &QAction::triggered, this, [this] { copySelection(); });
+  auto* exportGroups = new QAction(tr("Export CSV…"), group_table_);
+  connect(exportGroups, &QAction::triggered, this, [this] {
+    const QString name = groupChoice() == ByFrameworkOp ? "kernels-by-framework-op.csv" : "kernels-by-name.csv";
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export kernel groups"), name, "CSV (*.csv)");
+    QString error;
+    if (!path.isEmpty() && !ChartExporter::saveCsv(groups_, path, &error))
+      QMessageBox::warning(this, "perfloom", error);
+  });
+  group_table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  group_table_->addAction(copyGroups);
+  group_table_->addAction(exportGroups);
+  tables_->addWidget(kernel_table_);
+  tables_->addWidget(group_table_);
+
+  group_by_->setObjectName("groupBy");
+  group_by_->addItem(tr("Kernels"), QString(kGroupChoiceNames[Kernels]));
+  group_by_->addItem(tr("Kernel name"), QString(kGroupChoiceNames[ByKernelName]));
+  group_by_->addItem(tr("Framework op"), QString(kGroupChoiceNames[ByFrameworkOp]));
+  group_by_->setToolTip(
+      tr("Every kernel, or the kernels grouped by name or by the framework op that launched them "
+         "(count, total, mean and share of the source's time)"));
+  {
+    const int saved = group_by_->findData(QSettings().value(kGroupByKey).toString());
+    group_by_->setCurrentIndex(saved >= 0 ? saved : 0);
+    tables_->setCurrentIndex(group_by_->currentIndex() == Kernels ? 0 : 1);
+  }
+  connect(group_by_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    if (index < 0) return;
+    QSettings().setValue(kGroupByKey, group_by_->itemData(index).toString());
+    tables_->setCurrentIndex(index == Kernels ? 0 : 1);
+    regroup();
+    updateCount();
+  });
+  // The count of what is shown: "N of M kernels, T ms total". Ignored width: a narrow pane cuts the
+  // line short rather than the line asking the window for room.
+  count_->setObjectName("kernelCount");
+  count_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  count_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  connect(proxy_, &KernelFilterProxy::orderApplied, this, &TracesView::updateCount);
+  connect(proxy_, &QAbstractItemModel::modelReset, this, &TracesView::updateCount);
+  connect(groups_, &KernelGroupModel::groupsApplied, this, &TracesView::updateCount);
+  connect(kernels_, &QAbstractItemModel::modelReset, this, &TracesView::regroup);
+
+  filter_->setPlaceholderText(
+      tr("Filter kernels: regular expression on name, family and shape, or the group (case-insensitive)"));
   filter_->setClearButtonEnabled(true);
   filter_timer_->setSingleShot(true);
   filter_timer_->setInterval(300);  // a 100k-row filter per keystroke would stall typing
@@ -273,8 +355,16 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   auto* right = new QWidget(this);
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(0, 0, 0, 0);
-  rightLayout->addWidget(filter_);
-  rightLayout->addWidget(kernel_table_, 1);
+  auto* tableBarLayout = new QHBoxLayout(table_bar_);
+  tableBarLayout->setContentsMargins(0, 0, 0, 0);
+  tableBarLayout->addWidget(filter_, 1);
+  auto* groupLabel = new QLabel(tr("Group by"), table_bar_);
+  groupLabel->setBuddy(group_by_);
+  tableBarLayout->addWidget(groupLabel);
+  tableBarLayout->addWidget(group_by_);
+  rightLayout->addWidget(table_bar_);
+  rightLayout->addWidget(tables_, 1);
+  rightLayout->addWidget(count_);
   rightLayout->addWidget(empty_, 1);
   auto* splitter = new QSplitter(this);
   splitter->addWidget(left);
@@ -494,6 +584,7 @@ void TracesView::loadKernels(int64_t source_id) {
   const quint64 generation = ++kernels_generation_;
   if (kernels_cancel_) *kernels_cancel_ = true;  // the older load's rows would be dropped anyway
   shown_source_id_ = source_id;
+  updateCount();  // the count of the rows shown so far is not this source's
   if (source_id == 0) {
     kernels_->setKernels({});
     return;
@@ -556,14 +647,69 @@ void TracesView::applyFilter() {
   filter_->setStyleSheet({});
   filter_->setToolTip({});
   proxy_->setFilterRegularExpression(re);
+  regroup();
+}
+
+void TracesView::regroup() {
+  // Grouped only while a grouping is shown; picking one later groups the rows then.
+  const GroupChoice choice = groupChoice();
+  if (choice == Kernels) return;
+  groups_->setInput(kernels_->sharedKernels(),
+                    choice == ByKernelName ? storage::GroupBy::KernelName : storage::GroupBy::FrameworkOp,
+                    proxy_->filterRegularExpression());
+}
+
+TracesView::GroupChoice TracesView::groupChoice() const {
+  const int i = group_by_->currentIndex();
+  return i == ByKernelName ? ByKernelName : i == ByFrameworkOp ? ByFrameworkOp : Kernels;
+}
+
+void TracesView::setGroupChoice(GroupChoice choice) { group_by_->setCurrentIndex(int(choice)); }
+
+QTableView* TracesView::shownTable() const { return groupChoice() == Kernels ? kernel_table_ : group_table_; }
+
+QString TracesView::countText() const { return count_->text(); }
+
+void TracesView::updateCount() {
+  if (shown_source_id_ == 0 || kernels_->kernels().source_id != shown_source_id_) {
+    count_->clear();
+    return;
+  }
+  if (groupChoice() == Kernels) {
+    // The shown rows' total: one addition per row, no text, no layout.
+    const auto& rows = kernels_->kernels().rows;
+    double total_us = 0;
+    for (int r = 0; r < proxy_->rowCount(); ++r)
+      total_us += rows[static_cast<std::size_t>(proxy_->mapToSource(r))].measured_us;
+    count_->setText(tr("%1 of %2 kernels, %3 total")
+                        .arg(proxy_->rowCount())
+                        .arg(kernels_->rowCount())
+                        .arg(duration_text(total_us)));
+    return;
+  }
+  if (groups_->busy()) {
+    count_->setText(tr("Grouping the kernels…"));
+    return;
+  }
+  const KernelGroups& g = groups_->groups();
+  if (!g.error.isEmpty()) {
+    count_->setText(g.error);
+    return;
+  }
+  count_->setText(tr("%1 of %2 groups (%3 kernels), %4 total")
+                      .arg(groups_->rowCount())
+                      .arg(g.groups_in_source)
+                      .arg(g.kernels_shown)
+                      .arg(duration_text(g.total_us)));
 }
 
 QString TracesView::copySelection() {
+  QTableView* table = shownTable();
   QList<int> rows;
-  for (const QModelIndex& i : kernel_table_->selectionModel()->selectedRows()) rows << i.row();
+  for (const QModelIndex& i : table->selectionModel()->selectedRows()) rows << i.row();
   if (rows.isEmpty()) return {};
   std::sort(rows.begin(), rows.end());
-  QString text = rows_as_tsv(*proxy_, rows);
+  QString text = rows_as_tsv(*table->model(), rows);
   QApplication::clipboard()->setText(text);
   return text;
 }
@@ -582,8 +728,9 @@ void TracesView::showImportErrors() {
 
 void TracesView::showEmptyState(bool empty) {
   empty_->setVisible(empty);
-  filter_->setVisible(!empty);
-  kernel_table_->setVisible(!empty);
+  table_bar_->setVisible(!empty);
+  tables_->setVisible(!empty);
+  count_->setVisible(!empty);
 }
 
 void TracesView::showStatus(const QString& text, bool error) {

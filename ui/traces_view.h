@@ -3,6 +3,9 @@
 // the command line) in a background job with stage text, progress and Cancel; lists the imported
 // sources; shows the selected source's kernels with their share of the time and their analytical
 // ceiling and bound on the source's GPU, filterable (regex, 300 ms debounce), sortable, copyable.
+// "Group by" (issue 59) shows the kernels grouped by kernel name or framework op instead (count,
+// total, mean, share; KernelGroupModel), under the same filter; the choice is kept in QSettings
+// ("traces/groupBy"). A line under the table counts what is shown: "N of M kernels, T ms total".
 //
 // Threads (DESIGN.md): the import and the kernel loading run on the thread pool, each opening its
 // own database connection; they hand back plain values. Sorting and filtering the kernel table is a
@@ -24,14 +27,17 @@
 
 #include "model/gpu_database.h"
 #include "storage/importers/importer.h"
+#include "ui/kernel_group_model.h"
 #include "ui/kernel_table_model.h"
 #include "ui/source_list_model.h"
 
 class QAction;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QStackedWidget;
 class QTableView;
 class QTimer;
 
@@ -78,13 +84,23 @@ class TracesView : public QWidget {
   void importFiles(const QStringList& paths, const QStringList& refused = {});
   void selectSource(int64_t source_id);
   int64_t selectedSourceId() const;  // 0 when none
-  // The selected kernel rows as tab-separated text with a header; also put on the clipboard.
+  // The selected rows of the table shown (kernels or groups) as tab-separated text with a header;
+  // also put on the clipboard.
   QString copySelection();
+
+  // What "Group by" offers, in the combo box's order.
+  enum GroupChoice { Kernels, ByKernelName, ByFrameworkOp };
+  GroupChoice groupChoice() const;
+  void setGroupChoice(GroupChoice choice);  // as if picked in the combo box; saved in QSettings
+  // "N of M kernels, T ms total" (or "... groups ..."): what the table shows under the filter, of
+  // what the source has; empty while no source is shown.
+  QString countText() const;
 
   bool importing() const { return import_running_; }
   bool loadingKernels() const { return kernels_running_ > 0; }
   bool busy() const {
-    return importing() || loadingKernels() || sources_running_ > 0 || !pending_.isEmpty() || proxy_->busy();
+    return importing() || loadingKernels() || sources_running_ > 0 || !pending_.isEmpty() || proxy_->busy() ||
+           groups_->busy();
   }
   const ImportOutcome& lastOutcome() const { return last_outcome_; }
   QString statusText() const;
@@ -99,6 +115,10 @@ class TracesView : public QWidget {
   KernelFilterProxy* kernelProxy() const { return proxy_; }
   QTableView* sourceTable() const { return source_table_; }
   QTableView* kernelTable() const { return kernel_table_; }
+  KernelGroupModel* groupModel() const { return groups_; }
+  QTableView* groupTable() const { return group_table_; }
+  QComboBox* groupByCombo() const { return group_by_; }
+  QLabel* countLabel() const { return count_; }
   QLineEdit* filterEdit() const { return filter_; }
   QPushButton* cancelButton() const { return cancel_; }
   // Shown instead of the kernel table while the database has no sources: what to drop or open, and
@@ -133,6 +153,9 @@ class TracesView : public QWidget {
   void applySources(std::vector<SourceRow> sources, int64_t select_id);
   void loadKernels(int64_t source_id);
   void applyFilter();
+  void regroup();  // the grouped table's input changed (rows, filter or grouping)
+  void updateCount();
+  QTableView* shownTable() const;
   void showStatus(const QString& text, bool error = false);
   void showImportErrors();
   void showEmptyState(bool empty);
@@ -145,6 +168,12 @@ class TracesView : public QWidget {
   KernelFilterProxy* proxy_;
   QTableView* source_table_;
   QTableView* kernel_table_;
+  KernelGroupModel* groups_;
+  QTableView* group_table_;
+  QStackedWidget* tables_;
+  QWidget* table_bar_;  // the filter and "Group by"
+  QComboBox* group_by_;
+  QLabel* count_;
   QLineEdit* filter_;
   QTimer* filter_timer_;
   QWidget* import_bar_;

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 TEST(KernelGroups, ByNameCountsTotalsMeansAndSharesSortedByTotal) {
   const std::vector<GroupInput> rows = {
-      {"gemm_a", "aten::mm", 10}, {"norm", "aten::rms_norm", 4}, {"gemm_a", "aten::mm", 30},
-      {"copy", "", 1},            {"norm", "aten::rms_norm", 5}, {"gemm_b", "aten::addmm", 20},
+      {"gemm_a", "aten::mm", 10},    {"norm", "aten::rms_norm", 4}, {"gemm_a", "aten::mm", 30}, {"copy", "", 1},
+      {"norm", "aten::rms_norm", 5}, {"gemm_b", "aten::addmm", 20},
   };
   const auto g = group_kernels(rows, GroupBy::KernelName, 100);
   ASSERT_EQ(g.size(), 4u);
@@ -40,7 +40,8 @@ TEST(KernelGroups, ByNameCountsTotalsMeansAndSharesSortedByTotal) {
 
 TEST(KernelGroups, ByFrameworkOpNamesKernelsWithoutAnOp) {
   const std::vector<GroupInput> rows = {
-      {"gemm_a", "aten::mm", 10}, {"gemm_b", "aten::mm", 30}, {"copy", "", 1}, {"fill", "", 2}, {"norm", "aten::rms_norm", 4},
+      {"gemm_a", "aten::mm", 10},    {"gemm_b", "aten::mm", 30}, {"copy", "", 1}, {"fill", "", 2},
+      {"norm", "aten::rms_norm", 4},
   };
   const auto g = group_kernels(rows, GroupBy::FrameworkOp, 47);
   ASSERT_EQ(g.size(), 3u);

@@ -1,8 +1,10 @@
 // The Traces view (issue 9): drag and drop of real traces, the background import with progress and
-// Cancel, the source list and kernel table models, the filter, copying rows, recent files, theme.
+// Cancel, the source list and kernel table models, the filter, copying rows, recent files, theme;
+// "Group by" and the count under the table (issue 59).
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QClipboard>
+#include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QElapsedTimer>
@@ -16,6 +18,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStackedWidget>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -26,6 +29,7 @@
 #include "storage/database.h"
 #include "storage/importers/synthetic_trace.h"
 #include "storage/kernel_store.h"
+#include "ui/kernel_group_model.h"
 #include "ui/kernel_table_model.h"
 #include "ui/main_window.h"
 #include "ui/recent_files.h"
@@ -38,6 +42,7 @@ using namespace perfloom;
 namespace {
 const QString kH100Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/data/h100-sxm/trace.json.gz");
 const QString kH200Trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/data/h200/trace.json.gz");
+const QString kSampleTrace = QStringLiteral(PERFLOOM_SOURCE_DIR "/resources/samples/h100-sxm-llama-trace.json.gz");
 
 std::unique_ptr<QMimeData> urlMime(const QList<QUrl>& urls) {
   auto mime = std::make_unique<QMimeData>();
@@ -87,6 +92,27 @@ class TestTracesView : public QObject {
     return path;
   }
 
+  // The per-kernel table's rows summed by key: what each group must hold.
+  struct Sum {
+    qint64 count = 0;
+    double total_us = 0;
+  };
+  static QMap<QString, Sum> sumsByKey(ui::TracesView* view, ui::TracesView::GroupChoice choice) {
+    QMap<QString, Sum> sums;
+    const auto& rows = view->kernelModel()->kernels().rows;
+    ui::KernelFilterProxy* table = view->kernelProxy();
+    for (int r = 0; r < table->rowCount(); ++r) {
+      const ui::KernelRow& row = rows[std::size_t(table->mapToSource(r))];
+      QString key = table->index(r, ui::KernelTableModel::Name).data().toString();
+      if (choice == ui::TracesView::ByFrameworkOp)
+        key = row.launched_by.isEmpty() ? QString::fromUtf8(storage::kNoFrameworkOp.data()) : row.launched_by;
+      Sum& s = sums[key];
+      ++s.count;
+      s.total_us += table->index(r, ui::KernelTableModel::MeasuredUs).data(ui::KernelTableModel::SortRole).toDouble();
+    }
+    return sums;
+  }
+
  private slots:
   void initTestCase() {
     QCoreApplication::setOrganizationName("perfloom-tests");
@@ -98,6 +124,8 @@ class TestTracesView : public QObject {
     QSettings().clear();
   }
   void cleanupTestCase() { QSettings().clear(); }
+  // Every test starts on the per-kernel table, whatever the one before it picked.
+  void init() { QSettings().remove("traces/groupBy"); }
 
   void dropOfARealTraceImportsItAndFillsTheTable() {
     QTemporaryDir dir;
@@ -568,6 +596,208 @@ class TestTracesView : public QObject {
     QCOMPARE(view.sourceModel()->rowCount(), 0);
     storage::Database db(dbPath);
     QVERIFY(storage::KernelStore(db).sources().empty());
+  }
+
+  // The bundled sample trace, grouped by kernel name and by framework op: every group's count and
+  // total are those of the per-kernel table's rows with its key; the rows come by total descending;
+  // the key column takes the spare width, and the window keeps its size.
+  void groupByTotalsEqualTheKernelTable() {
+    QTemporaryDir dir;
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    ui::TracesView* view = w.tracesView();
+    w.tabs()->setCurrentWidget(view);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QSize size = w.size();
+    const QSize minimum = w.minimumSizeHint();
+    QCOMPARE(view->groupChoice(), ui::TracesView::Kernels);
+    QCOMPARE(view->groupByCombo()->count(), 3);
+    QCOMPARE(view->groupByCombo()->itemText(0), QString("Kernels"));
+    QCOMPARE(view->groupByCombo()->itemText(1), QString("Kernel name"));
+    QCOMPARE(view->groupByCombo()->itemText(2), QString("Framework op"));
+    w.importFiles({copyInto(dir, kSampleTrace, "sample.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
+    QVERIFY2(view->lastOutcome().error.isEmpty(), qPrintable(view->lastOutcome().error));
+    const int kernels = view->kernelProxy()->rowCount();
+    QVERIFY(kernels > 50);
+    const double sourceTotal = view->kernelModel()->kernels().total_us;
+    QVERIFY(sourceTotal > 0);
+    QVERIFY(view->kernelTable()->isVisible());
+    QCOMPARE(view->kernelTable()->horizontalHeader()->sectionResizeMode(ui::KernelTableModel::Name),
+             QHeaderView::Stretch);
+
+    for (const auto choice : {ui::TracesView::ByKernelName, ui::TracesView::ByFrameworkOp}) {
+      const QMap<QString, Sum> sums = sumsByKey(view, choice);
+      QVERIFY(sums.size() > 3);
+      view->groupByCombo()->setCurrentIndex(int(choice));  // as the user picks it
+      QCOMPARE(view->groupChoice(), choice);
+      QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 10000);
+      QTableView* table = view->groupTable();
+      QVERIFY(table->isVisible());
+      QVERIFY(!view->kernelTable()->isVisible());
+      ui::KernelGroupModel* groups = view->groupModel();
+      QCOMPARE(groups->headerData(ui::KernelGroupModel::Key, Qt::Horizontal).toString(),
+               choice == ui::TracesView::ByKernelName ? QString("kernel name") : QString("framework op"));
+      QCOMPARE(groups->rowCount(), int(sums.size()));
+      qint64 count = 0;
+      double total = 0, share = 0;
+      for (int r = 0; r < groups->rowCount(); ++r) {
+        const QString key = groups->index(r, ui::KernelGroupModel::Key).data().toString();
+        QVERIFY2(sums.contains(key), qPrintable(key));
+        const Sum& expected = sums[key];
+        const auto value = [&](int column) {
+          return groups->index(r, column).data(ui::KernelGroupModel::SortRole).toDouble();
+        };
+        QCOMPARE(qint64(value(ui::KernelGroupModel::Count)), expected.count);
+        QVERIFY2(qAbs(value(ui::KernelGroupModel::TotalUs) - expected.total_us) <= 1e-9 * sourceTotal, qPrintable(key));
+        QVERIFY(qAbs(value(ui::KernelGroupModel::MeanUs) - expected.total_us / double(expected.count)) <=
+                1e-9 * sourceTotal);
+        QVERIFY(qAbs(value(ui::KernelGroupModel::Share) - expected.total_us / sourceTotal) <= 1e-12);
+        if (r > 0)
+          QVERIFY(groups->index(r - 1, ui::KernelGroupModel::TotalUs).data(ui::KernelGroupModel::SortRole).toDouble() >=
+                  value(ui::KernelGroupModel::TotalUs));
+        count += qint64(value(ui::KernelGroupModel::Count));
+        total += value(ui::KernelGroupModel::TotalUs);
+        share += value(ui::KernelGroupModel::Share);
+      }
+      QCOMPARE(count, qint64(kernels));
+      QVERIFY(qAbs(total - sourceTotal) <= 1e-9 * sourceTotal);
+      QVERIFY(qAbs(share - 1.0) < 1e-9);
+      // The key takes the spare width: wider than all the number columns together.
+      QCOMPARE(table->horizontalHeader()->sectionResizeMode(ui::KernelGroupModel::Key), QHeaderView::Stretch);
+      int numbers = 0;
+      for (int c = ui::KernelGroupModel::Count; c < ui::KernelGroupModel::ColumnCount; ++c)
+        numbers += table->columnWidth(c);
+      QVERIFY2(table->columnWidth(ui::KernelGroupModel::Key) > numbers,
+               qPrintable(QString("%1 <= %2").arg(table->columnWidth(ui::KernelGroupModel::Key)).arg(numbers)));
+      // Copy takes the grouped rows.
+      table->selectionModel()->select(groups->index(0, 0),
+                                      QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+      const QStringList lines = view->copySelection().split('\n', Qt::SkipEmptyParts);
+      QCOMPARE(lines.size(), 2);
+      QVERIFY2(lines[0].endsWith("\tcount\ttotal (µs)\tmean (µs)\tshare (%)"), qPrintable(lines[0]));
+      QCOMPARE(lines[1].section('\t', 0, 0), groups->index(0, 0).data().toString());
+    }
+    QVERIFY2(view->groupModel()->groups().rows.size() < std::size_t(kernels),
+             "the sample's ops launch several kernels each");
+    view->setGroupChoice(ui::TracesView::Kernels);
+    QVERIFY(view->kernelTable()->isVisible());
+    QCOMPARE(view->kernelProxy()->rowCount(), kernels);
+    QCOMPARE(w.size(), size);
+    QCOMPARE(w.minimumSizeHint(), minimum);
+    QVERIFY(w.minimumSizeHint().width() <= 1366 && w.minimumSizeHint().height() <= 768);
+  }
+
+  // "N of M kernels, T total" under the table: N the rows shown under the filter, M the source's,
+  // T the shown rows' total; the same for groups, whose filter keeps the kernels it matches.
+  void countLineFollowsTheFilter() {
+    QCOMPARE(ui::duration_text(850), QString("850.0 µs"));
+    QCOMPARE(ui::duration_text(8.5), QString("8.50 µs"));
+    QCOMPARE(ui::duration_text(1234), QString("1.23 ms"));
+    QCOMPARE(ui::duration_text(12340), QString("12.3 ms"));
+    QCOMPARE(ui::duration_text(123456), QString("123.5 ms"));
+    QCOMPARE(ui::duration_text(3.21e6), QString("3.21 s"));
+    QCOMPARE(ui::duration_text(45.6e6), QString("45.6 s"));
+
+    QTemporaryDir dir;
+    ui::TracesView view(gpus_, dir.filePath("p.db").toStdString());
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTRY_VERIFY(!view.busy());
+    QVERIFY(view.countText().isEmpty());  // no source yet
+    view.importFiles({copyInto(dir, kSampleTrace, "sample.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 30000);
+    QVERIFY(view.countLabel()->isVisible());
+    const int all = view.kernelModel()->rowCount();
+    const double sourceTotal = view.kernelModel()->kernels().total_us;
+    QCOMPARE(view.countText(), QString("%1 of %1 kernels, %2 total").arg(all).arg(ui::duration_text(sourceTotal)));
+
+    view.filterEdit()->setText("gemm|nvjet");
+    QTRY_VERIFY_WITH_TIMEOUT(view.kernelProxy()->rowCount() < all && !view.busy(), 10000);
+    const int shown = view.kernelProxy()->rowCount();
+    QVERIFY(shown > 0);
+    double shownTotal = 0;
+    for (int r = 0; r < shown; ++r)
+      shownTotal += view.kernelProxy()
+                        ->index(r, ui::KernelTableModel::MeasuredUs)
+                        .data(ui::KernelTableModel::SortRole)
+                        .toDouble();
+    QVERIFY(shownTotal < sourceTotal);
+    QCOMPARE(view.countText(),
+             QString("%1 of %2 kernels, %3 total").arg(shown).arg(all).arg(ui::duration_text(shownTotal)));
+
+    // Grouped by name under the same filter: the same kernels, in fewer rows.
+    QSet<QString> allNames, shownNames;
+    for (const ui::KernelRow& r : view.kernelModel()->kernels().rows) allNames.insert(r.name);
+    for (int r = 0; r < shown; ++r)
+      shownNames.insert(view.kernelProxy()->index(r, ui::KernelTableModel::Name).data().toString());
+    view.setGroupChoice(ui::TracesView::ByKernelName);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.groupModel()->rowCount(), int(shownNames.size()));
+    QCOMPARE(view.groupModel()->groups().kernels_shown, qint64(shown));
+    QVERIFY(qAbs(view.groupModel()->groups().total_us - shownTotal) <= 1e-9 * sourceTotal);
+    QCOMPARE(view.countText(), QString("%1 of %2 groups (%3 kernels), %4 total")
+                                   .arg(shownNames.size())
+                                   .arg(allNames.size())
+                                   .arg(shown)
+                                   .arg(ui::duration_text(view.groupModel()->groups().total_us)));
+
+    // By framework op, the filter finds an op by its name: all of its kernels count.
+    view.filterEdit()->clear();
+    view.setGroupChoice(ui::TracesView::ByFrameworkOp);
+    QTRY_VERIFY_WITH_TIMEOUT(view.kernelProxy()->rowCount() == all && !view.busy(), 10000);
+    const int ops = view.groupModel()->rowCount();
+    QVERIFY(ops > 3);
+    QCOMPARE(view.countText(),
+             QString("%1 of %1 groups (%2 kernels), %3 total").arg(ops).arg(all).arg(ui::duration_text(sourceTotal)));
+    const ui::GroupRow top = view.groupModel()->groups().rows.front();
+    view.filterEdit()->setText("^" + QRegularExpression::escape(top.key) + "$");
+    QTRY_VERIFY_WITH_TIMEOUT(view.groupModel()->rowCount() < ops && !view.busy(), 10000);
+    const ui::KernelGroups& filtered = view.groupModel()->groups();
+    QCOMPARE(filtered.rows.size(), std::size_t(1));
+    QCOMPARE(filtered.rows[0].key, top.key);
+    QCOMPARE(filtered.rows[0].count, top.count);
+    QCOMPARE(filtered.groups_in_source, ops);
+    QCOMPARE(
+        view.countText(),
+        QString("1 of %1 groups (%2 kernels), %3 total").arg(ops).arg(top.count).arg(ui::duration_text(top.total_us)));
+    // A filter nothing matches: no rows, and the line says so.
+    view.filterEdit()->setText("no-kernel-is-called-this");
+    QTRY_VERIFY_WITH_TIMEOUT(view.groupModel()->rowCount() == 0 && !view.busy(), 10000);
+    QCOMPARE(view.countText(), QString("0 of %1 groups (0 kernels), %2 total").arg(ops).arg(ui::duration_text(0)));
+  }
+
+  // The choice is kept: a view made later (the next start) shows the grouping picked before; an
+  // unknown stored value falls back to the per-kernel table.
+  void groupByChoicePersists() {
+    QTemporaryDir dir;
+    const std::filesystem::path dbPath = dir.filePath("p.db").toStdString();
+    {
+      ui::TracesView view(gpus_, dbPath);
+      QCOMPARE(view.groupChoice(), ui::TracesView::Kernels);
+      view.groupByCombo()->setCurrentIndex(int(ui::TracesView::ByFrameworkOp));
+      QCOMPARE(QSettings().value("traces/groupBy").toString(), QString("framework-op"));
+      QTRY_VERIFY(!view.busy());
+    }
+    {
+      ui::TracesView view(gpus_, dbPath);
+      QCOMPARE(view.groupChoice(), ui::TracesView::ByFrameworkOp);
+      QCOMPARE(view.groupByCombo()->currentText(), QString("Framework op"));
+      QCOMPARE(view.groupTable()->parentWidget(), view.kernelTable()->parentWidget());
+      QCOMPARE(qobject_cast<QStackedWidget*>(view.groupTable()->parentWidget())->currentWidget(),
+               static_cast<QWidget*>(view.groupTable()));
+      view.setGroupChoice(ui::TracesView::ByKernelName);
+      QTRY_VERIFY(!view.busy());
+    }
+    {
+      ui::TracesView view(gpus_, dbPath);
+      QCOMPARE(view.groupChoice(), ui::TracesView::ByKernelName);
+      QTRY_VERIFY(!view.busy());
+    }
+    QSettings().setValue("traces/groupBy", "by-colour");
+    ui::TracesView view(gpus_, dbPath);
+    QCOMPARE(view.groupChoice(), ui::TracesView::Kernels);
+    QTRY_VERIFY(!view.busy());
   }
 
   void recentFilesUpdateAndClear() {
