@@ -116,6 +116,12 @@ bool fop_is_comm(Fop f) {
          f == Fop::sendrecv;
 }
 
+// "aten::_cudnn_attention_forward" -> "_cudnn_attention_forward" (lowered).
+std::string_view op_base_name(std::string_view op_lower) {
+  size_t colon = op_lower.rfind(':');
+  return colon == npos ? op_lower : op_lower.substr(colon + 1);
+}
+
 Fop classify_fop(std::string_view op_lower) {
   if (op_lower.empty()) return Fop::none;
   // Communication first: "c10d::allreduce_", "nccl:all_reduce", "vllm::all_reduce", "_C_custom_ar::all_reduce".
@@ -138,7 +144,7 @@ Fop classify_fop(std::string_view op_lower) {
   if (has(b, "cutlass_scaled_mm")) return Fop::cutlass_scaled_mm;
   if (b == "mv" || b == "addmv" || b == "addmv_") return Fop::mv;
   if (has(b, "moe") || has(b, "fused_experts") || has(b, "topk_softmax")) return Fop::moe;
-  if (has(b, "scaled_dot_product")) return Fop::sdpa;
+  if (has(b, "scaled_dot_product") || has(b, "cudnn_attention")) return Fop::sdpa;  // [B, H, S, D] inputs
   if (has(b, "flash_attention_forward") || has(b, "efficient_attention_forward") || has(op_lower, "flash_attn") ||
       has(op_lower, "_fa2_c::") || has(op_lower, "_fa3_c::"))
     return Fop::flash_bshd;
@@ -339,6 +345,9 @@ Match match_communication(const Key& k, std::string_view h, Fop fop) {
 }
 
 Match match_attention(const Key& k, std::string_view h, Fop fop) {
+  // Inductor's generated kernels name the ops they fuse: triton_poi_fused__scaled_dot_product_
+  // cudnn_attention_... is the pointwise work around an attention, never the attention itself.
+  if (starts(h, "triton_poi_") || starts(h, "triton_red_") || starts(h, "triton_per_")) return {};
   // Split-KV / split-sequence reductions: part of an attention call, not one on their own.
   if (any(k, "splitkv_combine", "flash_fwd_mla_combine", "flashattnfwdcombine", "mergestates", "merge_state",
           "paged_attention_v2_reduce", "fmhareduction") ||
@@ -724,7 +733,40 @@ bool gemm_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
   }
 }
 
-bool attention_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
+// Where each attention op takes is_causal (PyTorch's native_functions.yaml signatures);
+// _efficient_attention_forward takes custom_mask_type instead (0 none, 1 and 2 causal).
+std::optional<bool> causal_from_concrete(std::string_view op_base, const ClassifyInput& in) {
+  struct Arg {
+    std::string_view op;
+    size_t index;
+    bool mask_type;
+  };
+  static constexpr Arg kArgs[] = {
+      {"scaled_dot_product_attention", 5, false},
+      {"_scaled_dot_product_flash_attention", 4, false},
+      {"_scaled_dot_product_efficient_attention", 6, false},
+      {"_scaled_dot_product_cudnn_attention", 6, false},
+      {"_cudnn_attention_forward", 10, false},
+      {"_flash_attention_forward", 8, false},
+      {"_efficient_attention_forward", 9, true},
+  };
+  for (const Arg& a : kArgs) {
+    if (op_base != a.op) continue;
+    if (a.index >= in.concrete_inputs.size()) return std::nullopt;
+    const std::string& v = in.concrete_inputs[a.index];
+    if (a.mask_type) {
+      if (v == "0") return false;
+      if (v == "1" || v == "2") return true;
+      return std::nullopt;
+    }
+    if (v == "True" || v == "true") return true;
+    if (v == "False" || v == "false") return false;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool attention_shape(Fop fop, std::string_view op_base, const ClassifyInput& in, Op& op, Shape& s) {
   const Dims* q = dim_at(in, 0);
   const Dims* k = dim_at(in, 1);
   if (!q || !k) return false;
@@ -754,6 +796,7 @@ bool attention_shape(Fop fop, const ClassifyInput& in, Op& op, Shape& s) {
   s.Hq = Hq;
   s.Hkv = Hkv;
   s.D = D;
+  if (std::optional<bool> causal = causal_from_concrete(op_base, in)) s.causal = *causal;
   if (Sq == 1 && Skv >= 1) {
     op = Op::attn_decode;
     s.B = B;
@@ -883,8 +926,47 @@ double elem_bytes(const ClassifyInput& in, std::optional<Dtype> dt) {
   return dt ? dtype_bytes(*dt) : 2.0;
 }
 
-std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInput& in, std::string_view key,
-                               std::optional<Dtype> dt) {
+// Reductions (aten::mean, sum, amax, argmax, any, ...) read their input and write far less.
+bool is_reduction(std::string_view b) {
+  for (std::string_view r : {"mean", "sum", "amax", "amin", "max", "min", "argmax", "argmin", "any", "all", "prod",
+                             "norm", "linalg_vector_norm", "var", "std", "var_mean", "std_mean", "logsumexp"})
+    if (b == r) return true;
+  return false;
+}
+
+// The bytes a memory-bound op moves, as the copy a kernel of `bytes` is (it reads and writes
+// `bytes`): the largest tensor among the inputs for a unary or broadcasting op; the index's rows
+// for a gather (gather, index, index_select along a non-leading dim); the inputs together for a
+// concatenation (a TensorList's tensors are consecutive inputs); half the input for a reduction,
+// which reads it once and writes a sliver. 0 when no input has a size.
+int64_t moved_bytes(std::string_view b, const ClassifyInput& in, std::optional<Dtype> dt) {
+  const double eb = elem_bytes(in, dt);
+  double elems = 0;
+  if (b == "cat" || b == "stack" || b == "concat" || b == "_cat") {
+    for (const auto& d : in.input_dims)
+      if (!d.empty() && sane(d)) elems += double(numel(d));
+  } else if (b == "gather" || b == "index_select") {  // (self, dim, index): the output has the index's size
+    const Dims* self = dim_at(in, 0);
+    const Dims* idx = dim_at(in, 2);
+    if (!self || !idx || idx->empty()) return 0;
+    elems = b == "gather" || self->size() <= 1 ? double(numel(*idx))
+                                               : double(numel(*idx)) * double(prod(*self, 1, self->size()));
+  } else if (b == "index") {  // (self, indices...): each index picks rows of self
+    const Dims* self = dim_at(in, 0);
+    const Dims* idx = dim_at(in, 1);
+    if (!self || !idx || self->empty() || idx->empty()) return 0;
+    elems = double(numel(*idx)) * double(prod(*self, 1, self->size()));
+  } else {
+    for (const auto& d : in.input_dims)
+      if (!d.empty() && sane(d)) elems = std::max(elems, double(numel(d)));
+    if (is_reduction(b)) elems /= 2;
+  }
+  const double bytes = elems * eb;
+  return bytes >= 1 && bytes < double(kMaxDim) ? int64_t(bytes) : 0;
+}
+
+std::optional<Shape> shape_for(Op& op, Family family, Fop fop, std::string_view op_base, const ClassifyInput& in,
+                               std::string_view key, std::optional<Dtype> dt) {
   if (in.input_dims.empty() && family != Family::communication) return std::nullopt;
   Shape s;
   bool ok = false;
@@ -893,7 +975,7 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
       if (fop_is_gemm(fop) && (op == Op::gemm || op == Op::bmm)) ok = gemm_shape(fop, in, op, s);
       break;
     case Family::attention:
-      if (fop_is_attention(fop) && op != Op::unknown) ok = attention_shape(fop, in, op, s);
+      if (fop_is_attention(fop) && op != Op::unknown) ok = attention_shape(fop, op_base, in, op, s);
       break;
     case Family::norm:
       if (fop == Fop::rmsnorm || fop == Fop::fused_add_rmsnorm || fop == Fop::layernorm) ok = rows_width(in, s.T, s.H);
@@ -924,9 +1006,10 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
           if (fop == Fop::kv_cache) ok = kv_cache_shape(in, s);
           break;
         case Op::embedding:
-          if (fop == Fop::embedding) {
+          if (fop == Fop::embedding || op_base == "index_select") {
+            // embedding(weight [V, H], indices) or index_select(weight, 0, index)
             const Dims* w = dim_at(in, 0);
-            const Dims* idx = dim_at(in, 1);
+            const Dims* idx = dim_at(in, fop == Fop::embedding ? 1 : 2);
             if (w && idx && w->size() == 2 && !idx->empty()) {
               s.V = (*w)[0];
               s.H = (*w)[1];
@@ -936,8 +1019,12 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
           }
           break;
         case Op::add:
-          if (fop == Fop::binary) {
-            if (const Dims* d = nth_with_rank(in, 0)) {
+          if (fop == Fop::binary || fop == Fop::other) {
+            // The larger operand (a broadcast one, x * weight, is the smaller).
+            const Dims* d = nullptr;
+            for (const auto& x : in.input_dims)
+              if (!x.empty() && sane(x) && (!d || numel(x) > numel(*d))) d = &x;
+            if (d) {
               s.T = d->size() >= 2 ? prod(*d, 0, d->size() - 1) : 1;
               s.H = d->back();
               ok = true;
@@ -945,11 +1032,12 @@ std::optional<Shape> shape_for(Op& op, Family family, Fop fop, const ClassifyInp
           }
           break;
         case Op::copy:
-          if (fop == Fop::copy || fop == Fop::binary) {
-            if (const Dims* d = nth_with_rank(in, 0)) {
-              s.bytes = int64_t(double(numel(*d)) * elem_bytes(in, dt));
-              ok = s.bytes > 0;
-            }
+        case Op::unknown:
+          // Any other memory-bound op (unary, compare, reduction, gather, cat), as the bytes it moves.
+          if (fop == Fop::copy || fop == Fop::binary || fop == Fop::other) {
+            s.bytes = moved_bytes(op_base, in, dt);
+            ok = s.bytes > 0;
+            if (ok) op = Op::copy;
           }
           break;
         default:
@@ -1036,8 +1124,8 @@ Classification classify_kernel(const ClassifyInput& in) {
   std::optional<Dtype> nv = dtype_from_nvjet(k.sv);
   if (nv)
     c.dtype = nv;
-  else if (nd.strong)
-    c.dtype = nd.strong;
+  else if (nd.strong && !(*nd.strong == Dtype::fp16 && dtype_from_inputs(in.input_types) == Dtype::bf16))
+    c.dtype = nd.strong;  // a name's "f16" is any 16-bit float to cuDNN and CUTLASS: bf16 inputs win
   else if (auto t = dtype_from_inputs(in.input_types))
     c.dtype = t;
   else
@@ -1046,7 +1134,7 @@ Classification classify_kernel(const ClassifyInput& in) {
   // Shape from the launching op; it can also settle prefill vs decode and gemm vs bmm.
   if (c.family != Family::unknown) {
     Op op = c.op;
-    c.shape = shape_for(op, c.family, fop, in, k.sv, c.dtype);
+    c.shape = shape_for(op, c.family, fop, op_base_name(fop_key.sv), in, k.sv, c.dtype);
     if (c.shape) {
       if (op != c.op) {
         notes += "; op ";

@@ -24,6 +24,7 @@ struct ClassifyInput {
   std::string framework_op;                      // launching op: "aten::mm", "_C::rms_norm", ...
   std::vector<std::vector<int64_t>> input_dims;  // torch.profiler record_shapes "Input Dims"
   std::vector<std::string> input_types;          // "c10::BFloat16", "float", "c10::Half", ...
+  std::vector<std::string> concrete_inputs;      // "Concrete Inputs": scalar arguments as text ("True", "0"), "" else
 };
 
 struct Classification {

@@ -51,9 +51,9 @@ std::string OpTable::ref_text(const unsigned char*& p) const {
 
 void OpTable::add(int64_t ext_id, int64_t tid, double ts, double dur, std::string_view name,
                   const std::vector<std::vector<int64_t>>& dims, std::size_t n_dims,
-                  const std::vector<std::string>& types, std::size_t n_types) {
+                  const std::vector<std::string>& types, std::size_t n_types, std::string_view concrete_packed) {
   const uint64_t at = arena_.size();
-  // Record: [length] name tid ts dur n_inputs {ndims+1 dims...} n_types {type}
+  // Record: [length] name tid ts dur n_inputs {ndims+1 dims...} n_types {type} concrete
   std::size_t len_pos = arena_.size();
   arena_.append(4, '\0');
   put_ref(name);
@@ -69,6 +69,7 @@ void OpTable::add(int64_t ext_id, int64_t tid, double ts, double dur, std::strin
   }
   varint::put(arena_, n_types);
   for (std::size_t i = 0; i < n_types; ++i) put_ref(types[i]);
+  put_ref(concrete_packed);
   uint32_t len = static_cast<uint32_t>(arena_.size() - len_pos - 4);
   std::memcpy(arena_.data() + len_pos, &len, 4);
 
@@ -104,6 +105,31 @@ void OpTable::decode(std::string_view rec, OpInfo& out) const {
   std::size_t nt = varint::get(p);
   out.types.resize(nt);
   for (auto& t : out.types) t = ref_text(p);
+  out.concrete.clear();
+  const std::string packed = ref_text(p);
+  if (!packed.empty()) {
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t at = packed.find('\x1f', from);
+      out.concrete.push_back(packed.substr(from, at == std::string::npos ? std::string::npos : at - from));
+      if (at == std::string::npos) break;
+      from = at + 1;
+    }
+  }
+}
+
+std::string pack_concrete(const std::vector<std::string>& values, std::size_t n, std::size_t max_values) {
+  std::string packed;
+  n = std::min({n, values.size(), max_values});
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) packed += '\x1f';
+    if (values[i].size() <= kMaxConcreteChars && values[i].find('\x1f') == std::string::npos) {
+      packed += values[i];
+      any = any || !values[i].empty();
+    }
+  }
+  return any ? packed : std::string();
 }
 
 ScratchDb& OpTable::scratch() {

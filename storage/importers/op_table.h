@@ -20,7 +20,17 @@ struct OpInfo {
   std::string name;
   std::vector<std::vector<int64_t>> dims;
   std::vector<std::string> types;
+  // torch.profiler's "Concrete Inputs": the scalar arguments as text ("True", "0", "-1"), "" for a
+  // tensor or a value longer than kMaxConcreteChars; position i is the op's argument i.
+  std::vector<std::string> concrete;
 };
+
+// Scalar arguments kept per op: flags and small integers (is_causal, dim); longer values (a float
+// scale) are dropped, so that few distinct records are interned.
+constexpr std::size_t kMaxConcreteChars = 12;
+// The concrete inputs packed as add() takes them: each value cut per kMaxConcreteChars, joined by
+// '\x1f'; at most `max_values` values.
+std::string pack_concrete(const std::vector<std::string>& values, std::size_t n, std::size_t max_values);
 
 class OpTable {
  public:
@@ -30,7 +40,7 @@ class OpTable {
   // `dims` entries past `n_dims` and types past `n_types` are ignored (callers reuse vectors).
   void add(int64_t ext_id, int64_t tid, double ts, double dur, std::string_view name,
            const std::vector<std::vector<int64_t>>& dims, std::size_t n_dims, const std::vector<std::string>& types,
-           std::size_t n_types);
+           std::size_t n_types, std::string_view concrete_packed = {});
   bool find(int64_t ext_id, OpInfo& out);
   // The innermost op of thread `tid` whose [ts, ts + dur] contains `t` (time containment, for
   // launches without an External id). Moves everything to the on-disk table and indexes it on

@@ -121,6 +121,8 @@ struct Event {
   std::size_t n_dims = 0;
   std::vector<std::string> types;
   std::size_t n_types = 0;
+  std::vector<std::string> concrete;
+  std::size_t n_concrete = 0;
 
   void reset() {
     ph.clear();
@@ -131,7 +133,7 @@ struct Event {
     tid = pid = ext = corr = 0;
     device = regs = smem = -1;
     grid = block = {};
-    n_dims = n_types = 0;
+    n_dims = n_types = n_concrete = 0;
   }
 };
 
@@ -369,6 +371,8 @@ class TraceParser {
         parse_dims();
       } else if (key == "Input type") {
         parse_types();
+      } else if (key == "Concrete Inputs") {
+        parse_concrete();
       } else {
         r_.skip_value();
       }
@@ -405,15 +409,55 @@ class TraceParser {
         if (dk == Kind::number && !nested) {
           int64_t v = integer_field("args.Input Dims");
           if (slot && slot->size() < kMaxRank) slot->push_back(v);
-        } else if (dk == Kind::array) {
-          // A TensorList argument (aten::cat): its tensors' shapes; not one shape, so not kept.
+        } else if (dk == Kind::array && (nested || !slot || slot->empty())) {
+          // A TensorList argument (aten::cat, _foreach_*): its tensors become consecutive inputs, so
+          // later arguments move by the list's length less one ("Input type" keeps one "TensorList").
+          if (nested && ev_.n_dims < kMaxInputs) {
+            if (ev_.dims.size() <= ev_.n_dims) ev_.dims.resize(ev_.n_dims + 1);
+            slot = &ev_.dims[ev_.n_dims++];
+            slot->clear();
+          } else if (nested) {
+            slot = nullptr;
+          }
           nested = true;
-          if (slot) slot->clear();
-          r_.skip_value();
+          parse_list_tensor(slot);
         } else {
           fail_event(std::string("args.Input Dims: expected integers, found ") + JsonReader::kind_name(dk));
         }
       }
+    }
+  }
+
+  // One tensor's dims inside a TensorList entry of "Input Dims".
+  void parse_list_tensor(std::vector<int64_t>* slot) {
+    r_.begin_array();
+    while (r_.next_element()) {
+      Kind dk = r_.peek();
+      if (dk != Kind::number)
+        fail_event(std::string("args.Input Dims: expected integers in a tensor list, found ") +
+                   JsonReader::kind_name(dk));
+      int64_t v = integer_field("args.Input Dims");
+      if (slot && slot->size() < kMaxRank) slot->push_back(v);
+    }
+  }
+
+  void parse_concrete() {
+    Kind k = r_.peek();
+    if (k != Kind::array)
+      fail_event(std::string("args.Concrete Inputs: expected an array, found ") + JsonReader::kind_name(k));
+    r_.begin_array();
+    while (r_.next_element()) {
+      if (ev_.n_concrete >= kMaxInputs) {
+        r_.skip_value();
+        continue;
+      }
+      if (ev_.concrete.size() <= ev_.n_concrete) ev_.concrete.resize(ev_.n_concrete + 1);
+      std::string& v = ev_.concrete[ev_.n_concrete++];
+      v.clear();
+      if (r_.peek() == Kind::string)
+        r_.read_string(v);
+      else
+        r_.skip_value();  // a list of scalars ("[-1]" is a string in Kineto; other kinds are not kept)
     }
   }
 
@@ -445,7 +489,8 @@ class TraceParser {
       const int32_t proc = process_of(ev_.pid);
       const int64_t key = ext_key(proc, ev_.ext);
       if (key == 0) return;  // an External id no kernel can be joined to
-      ops_.add(key, tid_key(proc, ev_.tid), ev_.ts, ev_.dur, ev_.name, ev_.dims, ev_.n_dims, ev_.types, ev_.n_types);
+      ops_.add(key, tid_key(proc, ev_.tid), ev_.ts, ev_.dur, ev_.name, ev_.dims, ev_.n_dims, ev_.types, ev_.n_types,
+               pack_concrete(ev_.concrete, ev_.n_concrete, kMaxInputs));
     } else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") {
       if (!ev_.has_corr) return;
       Launch l{ev_.has_ext ? ev_.ext : 0, ev_.tid, ev_.ts, process_of(ev_.pid), false};
@@ -675,6 +720,7 @@ class TraceParser {
       in.framework_op = op->name;
       in.input_dims = op->dims;
       in.input_types = op->types;
+      in.concrete_inputs = op->concrete;
     }
     ImportedKernel ik = classified_kernel(in);
     ik.seq = k.seq;

@@ -528,6 +528,102 @@ TEST(KernelClassifierShape, ScaledDotProductAttention) {
   EXPECT_EQ(v.shape->D, 128);
 }
 
+// Verbatim from a torch.profiler trace of transformers 5.17's Llama-3-8B (SDPA attention, bf16) on
+// an H200 (tools/collector/model_traces.py): the cuDNN kernel's launching op, its inputs and the
+// "Concrete Inputs" that carry is_causal.
+TEST(KernelClassifierShape, CudnnSdpaFromItsLaunchingOp) {
+  ClassifyInput in;
+  in.kernel_name = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0";
+  in.framework_op = "aten::_cudnn_attention_forward";
+  in.input_dims = {{4, 32, 1024, 128}, {4, 8, 1024, 128}, {4, 8, 1024, 128}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  in.input_types = {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", "", "Scalar", "Scalar",
+                    "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"};
+  in.concrete_inputs = {"", "", "", "", "", "", "1024", "1024", "False", "0.", "True", "False", ""};
+  Classification c = classify_kernel(in);
+  ASSERT_TRUE(c.shape_complete) << c.reason;
+  EXPECT_EQ(c.op, Op::attn_prefill);
+  EXPECT_EQ(c.library, "cudnn");
+  // The name's "f16" is any 16-bit float to cuDNN: the inputs say bf16.
+  ASSERT_TRUE(c.dtype);
+  EXPECT_EQ(*c.dtype, Dtype::bf16);
+  EXPECT_EQ(c.shape->B, 4);
+  EXPECT_EQ(c.shape->S, 1024);
+  EXPECT_EQ(c.shape->Hq, 32);
+  EXPECT_EQ(c.shape->Hkv, 8);
+  EXPECT_EQ(c.shape->D, 128);
+  EXPECT_TRUE(c.shape->causal);
+  // is_causal=False (a padded batch with an explicit mask): a full, non-causal prefill.
+  in.concrete_inputs[10] = "False";
+  EXPECT_FALSE(classify_kernel(in).shape->causal);
+  // The same position in aten::scaled_dot_product_attention's own signature is dropout_p: is_causal is 5th.
+  in.framework_op = "aten::scaled_dot_product_attention";
+  in.concrete_inputs = {"", "", "", "", "0.", "False", "", "True"};
+  EXPECT_FALSE(classify_kernel(in).shape->causal);
+  in.concrete_inputs[5] = "True";
+  EXPECT_TRUE(classify_kernel(in).shape->causal);
+  // fp16 inputs keep fp16; no input types, the name's dtype.
+  in.input_types = {"c10::Half", "c10::Half", "c10::Half"};
+  EXPECT_EQ(*classify_kernel(in).dtype, Dtype::fp16);
+}
+
+// Eager PyTorch's memory-bound kernels take their bytes from the launching op's inputs, whatever
+// the op (verbatim names and inputs from the Llama-3-8B trace above).
+TEST(KernelClassifierShape, MemoryBoundOpsMoveTheirInputsBytes) {
+  const std::string pow_k =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::pow_tensor_scalar_kernel_"
+      "impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, std::array<char*, 2ul> >";
+  Classification p = classify(pow_k, "aten::pow", {{4, 1024, 4096}, {}}, {"float", "Scalar"});
+  ASSERT_TRUE(p.shape_complete) << p.reason;
+  EXPECT_EQ(p.op, Op::copy);
+  EXPECT_EQ(p.shape->bytes, 4 * 1024 * 4096 * 4);
+  // A reduction reads its input once and writes a sliver: half the bytes of a copy of it.
+  Classification m = classify(
+      "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
+      "float>, unsigned int, float, 4, 4> >",
+      "aten::mean", {{4, 1024, 4096}, {}, {}, {}}, {"float", "ScalarList", "Scalar", ""});
+  ASSERT_TRUE(m.shape_complete) << m.reason;
+  EXPECT_EQ(m.op, Op::copy);
+  EXPECT_EQ(m.shape->bytes, 4 * 1024 * 4096 * 4 / 2);
+  // A broadcasting binary op: the larger operand.
+  Classification b = classify("void at::native::vectorized_elementwise_kernel<8, at::native::BinaryFunctor<...>>",
+                              "aten::mul", {{4096}, {4, 1024, 4096}}, {"c10::BFloat16", "c10::BFloat16"});
+  ASSERT_TRUE(b.shape_complete) << b.reason;
+  EXPECT_EQ(b.op, Op::add);
+  EXPECT_EQ(b.shape->T, 4 * 1024);
+  EXPECT_EQ(b.shape->H, 4096);
+  // aten::cat: a TensorList's tensors arrive as consecutive inputs (the importer flattens them).
+  Classification c = classify(
+      "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, "
+      "unsigned int, 4, 64, 64>",
+      "aten::cat", {{4, 32, 1024, 64}, {4, 32, 1024, 64}, {}}, {"TensorList", "Scalar"});
+  ASSERT_TRUE(c.shape_complete) << c.reason;
+  EXPECT_EQ(c.shape->bytes, 2 * 4 * 32 * 1024 * 64 * 2);
+  // The embedding's index_select moves the rows it picks, not the table (128256 x 4096).
+  Classification e = classify("void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, "
+                              "long, long, long, bool)",
+                              "aten::index_select", {{128256, 4096}, {}, {4096}}, {"c10::BFloat16", "Scalar", "long int"});
+  ASSERT_TRUE(e.shape_complete) << e.reason;
+  EXPECT_EQ(e.shape->bytes, int64_t(4096) * 4096 * 2);
+  // gather(self, dim, index): the output has the index's size.
+  Classification g = classify("void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, "
+                              "long, long, long, bool)",
+                              "aten::gather", {{128256, 4096}, {}, {4096, 4096}}, {"c10::BFloat16", "Scalar", "long int"});
+  ASSERT_TRUE(g.shape_complete) << g.reason;
+  EXPECT_EQ(g.shape->bytes, int64_t(4096) * 4096 * 2);
+  // No input sizes at all: no shape, not a guess.
+  EXPECT_FALSE(classify(pow_k, "aten::pow", {{}, {}}, {"float", "Scalar"}).shape);
+}
+
+// Inductor names its generated kernels after the ops they fuse: the pointwise work around an SDPA is
+// not an attention kernel (verbatim, from a torch.compile'd Llama-3-8B decode on an H200).
+TEST(KernelClassifier, InductorKernelsNamedAfterAttentionArePointwise) {
+  Classification c = classify(
+      "triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_cos_5");
+  EXPECT_EQ(c.family, Family::elementwise) << c.reason;
+  EXPECT_EQ(c.library, "triton");
+  EXPECT_EQ(classify("triton_red_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_12").op, Op::rmsnorm);
+}
+
 TEST(KernelClassifierShape, NormsAndActivations) {
   Classification r = classify("void vllm::rms_norm_kernel<c10::BFloat16, (int)8, (int)2, (bool)1>", "_C::rms_norm",
                               {{512, 4096}, {512, 4096}, {4096}, {}});
