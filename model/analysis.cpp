@@ -271,8 +271,12 @@ void finish_analysis(Analysis& a, const HardwareRates& hw) {
   a.ceiling_cycles_by_pipe[idx(Pipe::link)] = link_cycles;
   a.ceiling_cycles_by_pipe[idx(Pipe::launch)] = launch_cycles;
   for (Pipe p : {Pipe::dram, Pipe::l2, Pipe::link}) ceiling = std::max(ceiling, a.ceiling_cycles_by_pipe[idx(p)]);
-  // The launch floor is paid by every kernel.
-  a.ceiling_us = ceiling / hw.clock_hz * 1e6 + a.extra_us + hw.launch_floor_us;
+  // The launch floor is paid by every kernel: the shorter of the datasheet floor and the GPU's
+  // achievable one (its measured empty kernel, 0.67 us on an H200), so that the ceiling stays a lower
+  // bound for the smallest kernels a trace records.
+  const double floor_us = hw.achievable.launch_floor_us > 0 ? std::min(hw.launch_floor_us, hw.achievable.launch_floor_us)
+                                                            : hw.launch_floor_us;
+  a.ceiling_us = ceiling / hw.clock_hz * 1e6 + a.extra_us + floor_us;
 }
 
 }  // namespace perfloom

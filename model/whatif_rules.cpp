@@ -1,6 +1,7 @@
 #include "model/whatif_rules.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/analysis.h"
 
@@ -99,6 +100,29 @@ std::optional<double> whatif_memory_kernel_us(const WhatIfKernel& k, double sour
   return floor_dst + std::max(0.0, source_us - floor_src) * *kd / *ks;
 }
 
+void set_spec_interval(WhatIfCell& c, const WhatIfKernel& k, double source_us, const GpuSpec& src, const GpuSpec& dst) {
+  double lo = c.pred_us, hi = c.pred_us;
+  auto widen = [&](double ratio) {
+    if (!(ratio > 0) || !std::isfinite(ratio)) return;
+    lo = std::min(lo, source_us * ratio);
+    hi = std::max(hi, source_us * ratio);
+  };
+  if (k.family == Family::communication) {
+    const double ls = src.interconnect.nvlink_bandwidth_gb_s, ld = dst.interconnect.nvlink_bandwidth_gb_s;
+    if (ls > 0 && ld > 0) widen(ls / ld);
+  } else {
+    const Dtype d = k.dtype_known ? k.desc.dtype : Dtype::bf16;
+    const auto ps = d == Dtype::fp32 ? std::optional<double>(src.fp32_flops_per_s()) : src.peak_flops_per_s(d);
+    const auto pt = d == Dtype::fp32 ? std::optional<double>(dst.fp32_flops_per_s()) : dst.peak_flops_per_s(d);
+    if (ps && pt && *pt > 0) widen(*ps / *pt);
+    if (src.memory_bandwidth_gb_s > 0 && dst.memory_bandwidth_gb_s > 0)
+      widen(src.memory_bandwidth_gb_s / dst.memory_bandwidth_gb_s);
+    if (src.boost_clock_mhz > 0 && dst.boost_clock_mhz > 0) widen(src.boost_clock_mhz / dst.boost_clock_mhz);
+  }
+  c.lo_us = lo;
+  c.hi_us = hi;
+}
+
 WhatIfCell whatif_cell(const WhatIfKernel& k, const GpuSpec& source, const GpuSpec& target, const WhatIfPrediction& rt,
                        const WhatIfPrediction* rs) {
   WhatIfCell c;
@@ -142,6 +166,7 @@ WhatIfCell whatif_cell(const WhatIfKernel& k, const GpuSpec& source, const GpuSp
       }
       c.method = WhatIfMethod::scaled_spec;
       c.pred_us = *k.measured_us * *ratio;
+      set_spec_interval(c, k, *k.measured_us, source, target);
     } else {
       c.method = WhatIfMethod::model;
       c.pred_us = rt.pred_us;
@@ -155,11 +180,13 @@ WhatIfCell whatif_cell(const WhatIfKernel& k, const GpuSpec& source, const GpuSp
     if (auto us = whatif_memory_kernel_us(k, *k.measured_us, source, target)) {
       c.method = WhatIfMethod::scaled_spec;
       c.pred_us = *us;
+      set_spec_interval(c, k, *k.measured_us, source, target);
       return c;
     }
     if (auto ratio = spec_ratio()) {
       c.method = WhatIfMethod::scaled_spec;
       c.pred_us = *k.measured_us * *ratio;
+      set_spec_interval(c, k, *k.measured_us, source, target);
       return c;
     }
   }

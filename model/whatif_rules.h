@@ -14,10 +14,14 @@
 //   scaled-spec  the model cannot analyse the kernel (its op or shape is unknown to the trace):
 //                measured_source x a ratio of datasheet figures, source over target: the dense
 //                tensor peak of the kernel's dtype for gemm, attention and moe, the DRAM bandwidth
-//                for norm, elementwise and unknown kernels, 1 for communication. No interval.
+//                for norm, elementwise and unknown kernels, 1 for communication.
 //                A norm or elementwise kernel with a launch grid is scaled by the DRAM pipe's
 //                bandwidth and latency instead (bytes in flight from its resident threads: a small
 //                grid keeps its time between GPUs of one latency; whatif_memory_kernel_us).
+//                The interval spans what any bound could make of the measured time: scaled by the
+//                tensor peak, the DRAM bandwidth and the clock ratio (a compute-, memory- or
+//                latency-bound kernel), with the estimate inside; communication by the NVLink
+//                ratio. Wide on purpose: without a shape nothing narrows it.
 //   error        the kernel cannot run on the target as described (fp8 on Ampere), or it has
 //                neither a measurement nor a shape the model can use: no number, the reason instead.
 #include <cstdint>

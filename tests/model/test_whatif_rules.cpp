@@ -94,19 +94,28 @@ TEST_F(WhatIfRulesTest, ModelWithoutAMeasurementOrASourcePrediction) {
 }
 
 TEST_F(WhatIfRulesTest, SpecScalingForKernelsTheModelCannotAnalyse) {
-  // An unknown kernel with a measurement: the DRAM bandwidth ratio, no interval.
+  // An unknown kernel with a measurement: the DRAM bandwidth ratio; the interval from the bandwidth
+  // ratio (memory-bound) to the same time (the H100 and H200 share peak and clock: compute- or
+  // latency-bound).
   const WhatIfKernel unknown = kernel(Op::unknown, Family::unknown, 48.0, false);
   const WhatIfPrediction on_h200 = predicted(10, 9, 11);
   const WhatIfCell c = whatif_cell(unknown, h100_, h200_, on_h200, &on_h200);
   EXPECT_EQ(c.method, WhatIfMethod::scaled_spec);
   EXPECT_DOUBLE_EQ(c.pred_us, 48.0 * 3350.0 / 4800.0);  // 33.5 us
-  EXPECT_FALSE(c.lo_us.has_value());
+  ASSERT_TRUE(c.lo_us && c.hi_us);
+  EXPECT_DOUBLE_EQ(*c.lo_us, 48.0 * 3350.0 / 4800.0);
+  EXPECT_DOUBLE_EQ(*c.hi_us, 48.0);
   // A GEMM whose shape the model lacks, measured on the H100, on the A100: the bf16 peaks' ratio.
   const WhatIfKernel gemm = kernel(Op::gemm, Family::gemm, 10.0);
   const WhatIfPrediction none = unpredictable("the trace has no shape for it");
   const WhatIfCell g = whatif_cell(gemm, h100_, a100_, none, &none);
   EXPECT_EQ(g.method, WhatIfMethod::scaled_spec);
   EXPECT_DOUBLE_EQ(g.pred_us, 10.0 * (4096.0 * 132 * 1830e6) / (2048.0 * 108 * 1410e6));  // 31.7 us
+  // Between the clock ratio (latency-bound: 13.0 us) and the tensor peaks' (compute-bound: 31.7 us);
+  // the bandwidth ratio (3350 / 2039: 16.4 us) lies inside.
+  ASSERT_TRUE(g.lo_us && g.hi_us);
+  EXPECT_DOUBLE_EQ(*g.lo_us, 10.0 * 1830.0 / 1410.0);
+  EXPECT_DOUBLE_EQ(*g.hi_us, g.pred_us);
   EXPECT_FALSE(g.ceiling_us.has_value());
   // Without a measurement there is nothing to scale: the model's reason.
   const WhatIfCell e = whatif_cell(kernel(Op::gemm, Family::gemm, std::nullopt), h100_, a100_, none, &none);
