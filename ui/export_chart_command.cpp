@@ -2,10 +2,13 @@
 
 #include <QChart>
 #include <QCommandLineParser>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "model/gpu_database.h"
+#include "storage/database.h"
+#include "storage/kernel_store.h"
 #include "model/learned_predictor.h"
 #include "ui/bottleneck_view.h"
 #include "ui/chart_export.h"
@@ -21,7 +24,7 @@ namespace {
 const char* kUsage =
     "perfloom export-chart VIEW [options] --out FILE.(png|svg|pdf)\n"
     "  bottleneck --gpu ID[,ID...] --kernel OP:DTYPE:DIM=V,...   e.g. gemm:bf16:M=4096,N=4096,K=4096\n"
-    "  whatif     --gpu ID[,ID...] --kernels IN.csv\n"
+    "  whatif     --gpu ID[,ID...] (--kernels IN.csv | --trace FILE [--db PATH])\n"
     "  simulator  --gpu ID[,ID...] --model M [--tp N] --workload SPEC [--rates 1,2,4,8]\n"
     "  tuner      --gpu ID --kernel gemm:DTYPE:M=..,N=..,K=.. [--chart bars|sweep] [--sweep M|N]\n"
     "  plan       --gpu ID[,ID...] --model M --workload SPEC --sla BOUNDS [--tp 1,2,4,8] [--max-gpus N]\n"
@@ -34,6 +37,22 @@ std::vector<GpuSpec> pickGpus(const GpuDatabase& db, const QString& list) {
   if (gpus.empty()) throw std::invalid_argument("needs --gpu ID[,ID...]");
   return gpus;
 }
+// The source of `file` in the database at `db_path`: imported now, or the one holding its content.
+int64_t import_or_find(const std::filesystem::path& db_path, const std::string& file, const GpuDatabase& gpus) {
+  storage::Database database(db_path);
+  storage::KernelStore store(database);
+  storage::ImportControl control;
+  control.gpus = &gpus;
+  try {
+    return store.import_file(file, control).source_id;
+  } catch (const storage::AlreadyImported& e) {
+    return e.source_id();
+  } catch (const storage::DatabaseError&) {
+    if (!database.read_only()) throw;
+    throw std::runtime_error(db_path.string() + ": is read-only and does not hold " + file +
+                             "; import it into a writable database (--db PATH) first");
+  }
+}
 }  // namespace
 
 int runExportChart(const QStringList& args) {
@@ -42,6 +61,8 @@ int runExportChart(const QStringList& args) {
   p.addOptions({{"gpu", "GPUs", "IDS"},
                 {"kernel", "kernel", "SPEC"},
                 {"kernels", "kernel list", "CSV"},
+                {"trace", "whatif: a profiled trace (imported into --db unless it is there)", "FILE"},
+                {"db", "whatif --trace: the database", "PATH"},
                 {"model", "LLM", "M"},
                 {"tp", "tensor parallel", "N", "1"},
                 {"workload", "workload", "SPEC"},
@@ -86,9 +107,21 @@ int runExportChart(const QStringList& args) {
       for (const auto& g : r.gpus) std::cerr << g.headroom.toStdString() << "\n";
       chart.reset(build_bottleneck_chart(r));
     } else if (view == "whatif" || view == "what-if") {
-      if (!p.isSet("kernels")) throw std::invalid_argument("whatif needs --kernels IN.csv");
+      if (p.isSet("kernels") == p.isSet("trace"))
+        throw std::invalid_argument("whatif needs --kernels IN.csv or --trace FILE (one of them)");
       auto predictor = make_default_predictor(nullptr);
-      chart.reset(build_whatif_chart(compute_whatif_file(p.value("kernels"), gpus, *predictor)));
+      if (p.isSet("trace")) {
+        const std::filesystem::path db_path =
+            p.isSet("db") ? std::filesystem::path(p.value("db").toStdString()) : storage::Database::default_path();
+        const int64_t source_id = import_or_find(db_path, p.value("trace").toStdString(), db);
+        const WhatIfResult r = compute_trace_whatif(db_path, source_id, db, gpus, *predictor);
+        if (!r.error.isEmpty()) throw std::runtime_error(r.error.toStdString());
+        std::cerr << "perfloom export-chart: " << r.kernels << " kernels measured on " << r.source_gpu_id.toStdString()
+                  << ", " << r.source_measured_us << " us\n";
+        chart.reset(build_whatif_chart(r));
+      } else {
+        chart.reset(build_whatif_chart(compute_whatif_file(p.value("kernels"), gpus, *predictor)));
+      }
     } else if (view == "simulator") {
       if (!p.isSet("model") || !p.isSet("workload"))
         throw std::invalid_argument("simulator needs --model and --workload");

@@ -12,6 +12,8 @@
 #include "model/bottleneck.h"
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
+#include "storage/database.h"
+#include "storage/kernel_store.h"
 #include "ui/bottleneck_view.h"
 #include "ui/chart_export.h"
 #include "ui/export_chart_command.h"
@@ -187,6 +189,27 @@ class TestBottleneckView : public QObject {
                                  dir.filePath("w.svg")}),
              0);
     QVERIFY(QFileInfo(dir.filePath("w.svg")).size() > 1000);
+    // A profiled trace: imported into --db on the first call, found there by its content on the second.
+    const QString trace = QStringLiteral(PERFLOOM_SOURCE_DIR "/resources/samples/h100-sxm-llama-trace.json.gz");
+    const QString db = dir.filePath("t.db");
+    for (int run = 0; run < 2; ++run) {
+      QCOMPARE(ui::runExportChart({"export-chart", "whatif", "--gpu", "h100-sxm,h200", "--trace", trace, "--db", db,
+                                   "--out", dir.filePath("t.png")}),
+               0);
+      QVERIFY(inkPixels(QImage(dir.filePath("t.png"))) > 5000);
+    }
+    {
+      storage::Database database(db.toStdString());
+      storage::KernelStore store(database);
+      QCOMPARE(static_cast<int>(store.sources().size()), 1);
+    }
+    // Both inputs, or a file that is no trace: refused.
+    QCOMPARE(ui::runExportChart({"export-chart", "whatif", "--gpu", "h200", "--trace", trace, "--kernels", csv,
+                                 "--out", png}),
+             1);
+    QCOMPARE(ui::runExportChart({"export-chart", "whatif", "--gpu", "h200", "--trace", dir.filePath("k.csv"), "--db",
+                                 db, "--out", png}),
+             1);
     QCOMPARE(ui::runExportChart({"export-chart", "simulator", "--gpu", "h100-sxm", "--model", "llama-3.2-1b",
                                  "--workload", "poisson:rate=1,n=10,input=128,output=16", "--rates", "1,2", "--out",
                                  dir.filePath("s.pdf")}),
