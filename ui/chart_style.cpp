@@ -20,15 +20,22 @@ QString format_us(double us) {
   return QString::number(us, 'f', us < 10 ? 2 : 1) + " µs";
 }
 
-void add_bar_tooltips(QBarSet* set, const QStringList& categories, const QString& unit) {
-  QObject::connect(set, &QBarSet::hovered, set, [set, categories, unit](bool status, int index) {
+TimeScale time_scale_for(double max_us) {
+  if (max_us >= 1e7) return {1e-6, QStringLiteral("s")};
+  if (max_us >= 1e4) return {1e-3, QStringLiteral("ms")};
+  return {};
+}
+
+void add_bar_tooltips(QBarSet* set, const QStringList& categories, const QString& unit, const QList<double>& totals) {
+  QObject::connect(set, &QBarSet::hovered, set, [set, categories, unit, totals](bool status, int index) {
     if (!status) {
       QToolTip::hideText();
       return;
     }
-    const double v = set->at(index);
-    const QString value = unit == "µs" ? format_us(v) : QString::number(v, 'g', 4) + ' ' + unit;
-    QToolTip::showText(QCursor::pos(), QString("%1 · %2: %3").arg(set->label(), categories.value(index), value));
+    auto text = [&unit](double v) { return unit == "µs" ? format_us(v) : QString::number(v, 'g', 4) + ' ' + unit; };
+    QString tip = QString("%1 · %2: %3").arg(set->label(), categories.value(index), text(set->at(index)));
+    if (index >= 0 && index < totals.size()) tip += QString(" of %1").arg(text(totals[index]));
+    QToolTip::showText(QCursor::pos(), tip);
   });
 }
 

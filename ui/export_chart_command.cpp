@@ -26,6 +26,7 @@ const char* kUsage =
     "  bottleneck --gpu ID[,ID...] --kernel OP:DTYPE:DIM=V,...   e.g. gemm:bf16:M=4096,N=4096,K=4096\n"
     "  whatif     --gpu ID[,ID...] (--kernels IN.csv | --trace FILE [--db PATH])\n"
     "  simulator  --gpu ID[,ID...] --model M [--tp N] --workload SPEC [--rates 1,2,4,8]\n"
+    "             [--metric ttft-p50|ttft-p90|tpot-p50|tpot-p90|e2e-p50|e2e-p90|output-tokens-per-s|requests-per-s]\n"
     "  tuner      --gpu ID --kernel gemm:DTYPE:M=..,N=..,K=.. [--chart bars|sweep] [--sweep M|N]\n"
     "  plan       --gpu ID[,ID...] --model M --workload SPEC --sla BOUNDS [--tp 1,2,4,8] [--max-gpus N]\n"
     "             [--prices FILE]   the Pareto front per GPU type (a poisson: spec runs as a closed loop)\n"
@@ -67,6 +68,7 @@ int runExportChart(const QStringList& args) {
                 {"tp", "tensor parallel", "N", "1"},
                 {"workload", "workload", "SPEC"},
                 {"rates", "rate sweep", "LIST"},
+                {"metric", "simulator: what is drawn against the rate", "NAME", "ttft-p50"},
                 {"out", "output file", "FILE"},
                 {"width", "width", "PX", "900"},
                 {"height", "height", "PX", "560"},
@@ -125,6 +127,11 @@ int runExportChart(const QStringList& args) {
     } else if (view == "simulator") {
       if (!p.isSet("model") || !p.isSet("workload"))
         throw std::invalid_argument("simulator needs --model and --workload");
+      const auto metric = parse_sim_metric(p.value("metric"));
+      if (!metric)
+        throw std::invalid_argument("--metric must be one of ttft-p50, ttft-p90, tpot-p50, tpot-p90, e2e-p50, e2e-p90, "
+                                    "output-tokens-per-s, requests-per-s (got \"" +
+                                    p.value("metric").toStdString() + "\")");
       SimulatorRequest req;
       req.model = p.value("model");
       req.gpus = gpus;
@@ -134,7 +141,7 @@ int runExportChart(const QStringList& args) {
       const SimulatorResult r = run_simulations(req, {});
       for (const auto& run : r.runs)
         if (!run.error.isEmpty()) throw std::runtime_error(run.error.toStdString());
-      chart.reset(build_simulator_chart(r));
+      chart.reset(build_simulator_chart(r, *metric));
     } else if (view == "plan") {
       if (!p.isSet("model") || !p.isSet("workload") || !p.isSet("sla"))
         throw std::invalid_argument("plan needs --model, --workload and --sla");

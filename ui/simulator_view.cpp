@@ -10,10 +10,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QProgressBar>
 #include <QPromise>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -109,30 +111,103 @@ SimulatorResult run_simulations(const SimulatorRequest& req,
   return out;
 }
 
-QChart* build_simulator_chart(const SimulatorResult& r) {
+QString sim_metric_name(SimMetric m) {
+  switch (m) {
+    case SimMetric::ttft_p50: return "ttft-p50";
+    case SimMetric::ttft_p90: return "ttft-p90";
+    case SimMetric::tpot_p50: return "tpot-p50";
+    case SimMetric::tpot_p90: return "tpot-p90";
+    case SimMetric::e2e_p50: return "e2e-p50";
+    case SimMetric::e2e_p90: return "e2e-p90";
+    case SimMetric::output_tokens_per_s: return "output-tokens-per-s";
+    case SimMetric::requests_per_s: return "requests-per-s";
+  }
+  return {};
+}
+
+QString sim_metric_label(SimMetric m) {
+  switch (m) {
+    case SimMetric::ttft_p50: return "TTFT p50 (ms)";
+    case SimMetric::ttft_p90: return "TTFT p90 (ms)";
+    case SimMetric::tpot_p50: return "TPOT p50 (ms)";
+    case SimMetric::tpot_p90: return "TPOT p90 (ms)";
+    case SimMetric::e2e_p50: return "E2E p50 (ms)";
+    case SimMetric::e2e_p90: return "E2E p90 (ms)";
+    case SimMetric::output_tokens_per_s: return "output tokens/s";
+    case SimMetric::requests_per_s: return "requests/s completed";
+  }
+  return {};
+}
+
+std::optional<SimMetric> parse_sim_metric(const QString& name) {
+  for (SimMetric m : kSimMetrics)
+    if (sim_metric_name(m) == name.trimmed().toLower()) return m;
+  return std::nullopt;
+}
+
+double sim_metric_value(const SimulatorRun& run, SimMetric m) {
+  switch (m) {
+    case SimMetric::ttft_p50: return run.ttft_ms.p50;
+    case SimMetric::ttft_p90: return run.ttft_ms.p90;
+    case SimMetric::tpot_p50: return run.tpot_ms.p50;
+    case SimMetric::tpot_p90: return run.tpot_ms.p90;
+    case SimMetric::e2e_p50: return run.e2e_ms.p50;
+    case SimMetric::e2e_p90: return run.e2e_ms.p90;
+    case SimMetric::output_tokens_per_s: return run.output_tokens_per_s;
+    case SimMetric::requests_per_s: return run.requests_per_s;
+  }
+  return 0;
+}
+
+QChart* build_simulator_chart(const SimulatorResult& r, SimMetric metric) {
   auto* chart = new QChart;
-  chart->setTitle(QString("TTFT p50 against request rate: %1, TP %2").arg(r.model).arg(r.tp));
-  auto* axisX = new QValueAxis;
-  axisX->setTitleText("request rate (requests/s)");
+  const QString label = sim_metric_label(metric);
+  QString what = label;
+  if (const auto paren = what.indexOf(" ("); paren > 0) what.truncate(paren);
+  chart->setTitle(QString("%1 against request rate: %2, TP %3").arg(what, r.model).arg(r.tp));
+  double minX = 0, maxX = 0, maxY = 0;
+  for (const auto& run : r.runs)
+    if (run.error.isEmpty() && run.rate > 0) {
+      minX = minX > 0 ? std::min(minX, run.rate) : run.rate;
+      maxX = std::max(maxX, run.rate);
+    }
+  // Rates over a factor of 8 or more (1, 2, 4, 8, 16...) read best on a log axis.
+  const bool log_x = minX > 0 && maxX >= 8 * minX;
+  QAbstractAxis* axisX = nullptr;
+  if (log_x) {
+    auto* ax = new QLogValueAxis;
+    ax->setBase(2);
+    ax->setLabelFormat("%g");
+    ax->setRange(minX / 1.2, maxX * 1.2);
+    ax->setMinorTickCount(-1);
+    axisX = ax;
+  } else {
+    auto* ax = new QValueAxis;
+    ax->setRange(0, maxX > 0 ? maxX * 1.05 : 1.0);
+    ax->setLabelFormat("%g");
+    axisX = ax;
+  }
+  axisX->setTitleText(log_x ? "request rate (requests/s, log scale)" : "request rate (requests/s)");
   auto* axisY = new QValueAxis;
-  axisY->setTitleText("TTFT p50 (ms)");
+  axisY->setTitleText(label);
+  axisY->setLabelFormat("%g");
   chart->addAxis(axisX, Qt::AlignBottom);
   chart->addAxis(axisY, Qt::AlignLeft);
-  double maxX = 0, maxY = 0;
   QStringList order;
   for (const auto& run : r.runs)
     if (!order.contains(run.gpu_id)) order << run.gpu_id;
+  const QString yunit = label.contains("(ms)") ? "ms" : label;
   for (int i = 0; i < order.size(); ++i) {
     auto* line = new QLineSeries;  // many points stay smooth with a line series
     line->setPointsVisible(true);
     line->setColor(series_color(i));
     QList<QPointF> points;
     for (const auto& run : r.runs) {
-      if (run.gpu_id != order[i] || !run.error.isEmpty()) continue;
+      if (run.gpu_id != order[i] || !run.error.isEmpty() || (log_x && run.rate <= 0)) continue;
       line->setName(run.gpu_name);
-      points << QPointF(run.rate, run.ttft_ms.p50);
-      maxX = std::max(maxX, run.rate);
-      maxY = std::max(maxY, run.ttft_ms.p50);
+      const double y = sim_metric_value(run, metric);
+      points << QPointF(run.rate, y);
+      maxY = std::max(maxY, y);
     }
     // The rates are the user's list, as long as they like: at most kMaxSeriesPoints reach Qt.
     set_series_points(line, points);
@@ -143,9 +218,8 @@ QChart* build_simulator_chart(const SimulatorResult& r) {
     chart->addSeries(line);
     line->attachAxis(axisX);
     line->attachAxis(axisY);
-    add_point_tooltips(line, "requests/s", "ms");
+    add_point_tooltips(line, "requests/s", yunit);
   }
-  axisX->setRange(0, maxX > 0 ? maxX * 1.05 : 1.0);
   axisY->setRange(0, maxY > 0 ? maxY * 1.1 : 1.0);
   axisY->applyNiceNumbers();
   chart->legend()->setAlignment(Qt::AlignBottom);
@@ -206,6 +280,20 @@ QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
   return {};
 }
 
+namespace {
+constexpr const char* kSettingsModel = "simulator/model";
+constexpr const char* kSettingsTp = "simulator/tp";
+constexpr const char* kSettingsClocks = "simulator/clocks";
+constexpr const char* kSettingsWorkload = "simulator/workload";
+constexpr const char* kSettingsRates = "simulator/rates";
+constexpr const char* kSettingsGpus = "simulator/gpus";
+constexpr const char* kSettingsMetric = "simulator/metric";
+}  // namespace
+
+SimMetric SimulatorView::currentMetric() const {
+  return parse_sim_metric(metric_->currentData().toString()).value_or(SimMetric::ttft_p50);
+}
+
 SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent)
     : QWidget(parent),
       gpus_(gpus),
@@ -214,6 +302,7 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
       picker_(new GpuPicker(gpus, this)),
       tp_(new QSpinBox(this)),
       clocks_(new QComboBox(this)),
+      metric_(new QComboBox(this)),
       workload_(new QLineEdit(this)),
       rates_(new QLineEdit(this)),
       run_(new QPushButton(tr("Run (F5)"), this)),
@@ -244,6 +333,9 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
   form->addRow(tr("Clocks"), clocks_);
   form->addRow(tr("Workload"), workload_);
   form->addRow(tr("Rates"), rates_);
+  for (SimMetric m : kSimMetrics) metric_->addItem(sim_metric_label(m), sim_metric_name(m));
+  metric_->setToolTip(tr("What the chart draws against the request rate (the table has every metric)"));
+  form->addRow(tr("Chart"), metric_);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_);
   buttons->addWidget(cancel_);
@@ -262,7 +354,24 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
   setup_table_view(table_, model_);
   fill_with_side_panels(this, left, chart_over_table(this, chart_view_, table_, 450, 220), 280);
 
-  picker_->setCheckedIds({"h100-sxm", "a100-sxm-80gb"});
+  // The settings of the last run come back at the next start.
+  QSettings settings;
+  if (settings.contains(kSettingsModel)) {
+    model_id_->setCurrentText(settings.value(kSettingsModel).toString());
+    tp_->setValue(settings.value(kSettingsTp, 1).toInt());
+    workload_->setText(settings.value(kSettingsWorkload).toString());
+    rates_->setText(settings.value(kSettingsRates).toString());
+    const int clocks = clocks_->findData(settings.value(kSettingsClocks));
+    if (clocks >= 0) clocks_->setCurrentIndex(clocks);
+  }
+  const QStringList gpus_saved = settings.value(kSettingsGpus).toStringList();
+  picker_->setCheckedIds(gpus_saved.isEmpty() ? QStringList{"h100-sxm", "a100-sxm-80gb"} : gpus_saved);
+  if (const int m = metric_->findData(settings.value(kSettingsMetric)); m >= 0) metric_->setCurrentIndex(m);
+  connect(metric_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0) return;
+    QSettings().setValue(kSettingsMetric, metric_->itemData(i));
+    if (!result_.runs.empty()) replace_chart(chart_view_, build_simulator_chart(result_, currentMetric()));
+  });
   progress_->setRange(0, 1);
   progress_->setValue(0);
   status_->setText(tr("Press Run to simulate."));
@@ -298,6 +407,15 @@ void SimulatorView::recompute() {
   req.model = model_id_->currentText().trimmed();
   req.tp = tp_->value();
   req.clocks = static_cast<sim::ClockState>(clocks_->currentData().toInt());
+  {
+    QSettings settings;
+    settings.setValue(kSettingsModel, req.model);
+    settings.setValue(kSettingsTp, req.tp);
+    settings.setValue(kSettingsClocks, clocks_->currentData());
+    settings.setValue(kSettingsWorkload, workload_->text());
+    settings.setValue(kSettingsRates, rates_->text());
+    settings.setValue(kSettingsGpus, picker_->checkedIds());
+  }
   req.workload = workload_->text().trimmed();
   req.predictor = predictor_;
   try {
@@ -360,7 +478,7 @@ bool SimulatorView::applyResult(quint64 generation, const SimulatorResult& r) {
   if (generation != generation_) return false;
   result_ = r;
   model_->setResult(r);
-  replace_chart(chart_view_, build_simulator_chart(r));
+  replace_chart(chart_view_, build_simulator_chart(r, currentMetric()));
   int failed = 0;
   for (const auto& run : r.runs) failed += run.error.isEmpty() ? 0 : 1;
   status_->setText(failed

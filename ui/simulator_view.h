@@ -9,6 +9,7 @@
 #include <QWidget>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/gpu_database.h"
@@ -70,7 +71,19 @@ QString workload_with_rate(const QString& spec, double rate);
 // Runs every (GPU, rate) simulation in turn; `progress(done, total, text)` returns false to stop.
 SimulatorResult run_simulations(const SimulatorRequest& req,
                                 const std::function<bool(int done, int total, const QString& text)>& progress);
-QChart* build_simulator_chart(const SimulatorResult& r);
+// What the Simulator chart draws against the request rate.
+enum class SimMetric { ttft_p50, ttft_p90, tpot_p50, tpot_p90, e2e_p50, e2e_p90, output_tokens_per_s, requests_per_s };
+inline constexpr SimMetric kSimMetrics[] = {SimMetric::ttft_p50, SimMetric::ttft_p90, SimMetric::tpot_p50,
+                                            SimMetric::tpot_p90, SimMetric::e2e_p50, SimMetric::e2e_p90,
+                                            SimMetric::output_tokens_per_s, SimMetric::requests_per_s};
+// "ttft-p50", ...; parse_sim_metric returns nothing for an unknown name.
+QString sim_metric_name(SimMetric m);
+QString sim_metric_label(SimMetric m);  // "TTFT p50 (ms)"
+std::optional<SimMetric> parse_sim_metric(const QString& name);
+double sim_metric_value(const SimulatorRun& run, SimMetric m);
+// One curve per GPU of `metric` against the request rate; the rate axis is logarithmic when the
+// rates span a factor of 8 or more.
+QChart* build_simulator_chart(const SimulatorResult& r, SimMetric metric = SimMetric::ttft_p50);
 
 class SimulatorTableModel : public ResultTableModel<SimulatorTableModel, SimulatorResult, &SimulatorResult::runs> {
   Q_OBJECT
@@ -108,6 +121,8 @@ class SimulatorView : public QWidget {
   const SimulatorResult& result() const { return result_; }
   SimulatorTableModel* tableModel() const { return model_; }
   QChartView* chartView() const { return chart_view_; }
+  QComboBox* metricCombo() const { return metric_; }
+  SimMetric currentMetric() const;
   bool busy() const { return running_ > 0; }
   quint64 generation() const { return generation_; }
   bool applyResult(quint64 generation, const SimulatorResult& r);
@@ -123,6 +138,7 @@ class SimulatorView : public QWidget {
   GpuPicker* picker_;
   QSpinBox* tp_;
   QComboBox* clocks_;
+  QComboBox* metric_;
   QLineEdit* workload_;
   QLineEdit* rates_;
   QPushButton* run_;

@@ -23,6 +23,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <QSettings>
 #include <QValueAxis>
 #include <QtConcurrent>
 #include <algorithm>
@@ -42,6 +43,8 @@ namespace perfloom::ui {
 namespace {
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
 constexpr int kFamilies = static_cast<int>(Family::unknown) + 1;
+constexpr const char* kTargetsKey = "whatif/targets";    // the GPU ids ticked
+constexpr const char* kBaselineKey = "whatif/baseline";  // a target's GPU id; empty: the trace as measured
 }  // namespace
 
 WhatIfResult compute_whatif(const std::vector<KernelDesc>& kernels, const std::vector<GpuSpec>& gpus,
@@ -192,12 +195,17 @@ QChart* build_whatif_chart(const WhatIfResult& r) {
           .arg(r.source_id && !r.source_gpu_name.isEmpty() ? " (measured on " + r.source_gpu_name + ")" : QString()));
   QStringList categories;
   for (const auto& g : r.gpus) categories << g.gpu_name;
+  double top = r.source_id ? r.source_measured_us : 0.0;
+  for (const auto& g : r.gpus) top = std::max({top, g.total_us, g.hi_us});
+  const TimeScale ts = time_scale_for(top);  // the values below in ts.unit
+  QList<double> totals;
+  for (const auto& g : r.gpus) totals << g.total_us * ts.per_us;
   auto* bars = new QStackedBarSeries;
   for (int f = 0; f < r.families.size(); ++f) {
     auto* set = new QBarSet(r.families[f]);
     set->setColor(series_color(f));
-    for (const auto& g : r.gpus) *set << g.family_us[static_cast<std::size_t>(f)];
-    add_bar_tooltips(set, categories, "µs");
+    for (const auto& g : r.gpus) *set << g.family_us[static_cast<std::size_t>(f)] * ts.per_us;
+    add_bar_tooltips(set, categories, ts.unit, totals);
     bars->append(set);
   }
   chart->addSeries(bars);
@@ -206,11 +214,10 @@ QChart* build_whatif_chart(const WhatIfResult& r) {
   chart->addAxis(axisX, Qt::AlignBottom);
   bars->attachAxis(axisX);
   auto* axisY = new QValueAxis;
-  axisY->setTitleText("predicted time (µs)");
-  double top = r.source_id ? r.source_measured_us : 0.0;
-  for (const auto& g : r.gpus) top = std::max({top, g.total_us, g.hi_us});
-  axisY->setRange(0, top > 0 ? top * 1.08 : 1.0);
+  axisY->setTitleText(QString("predicted time (%1)").arg(ts.unit));
+  axisY->setRange(0, top > 0 ? top * ts.per_us * 1.08 : 1.0);
   axisY->applyNiceNumbers();
+  axisY->setLabelFormat("%g");
   chart->addAxis(axisY, Qt::AlignLeft);
   bars->attachAxis(axisY);
   // The 80% interval of each total: a vertical whisker at the category's centre (x = index).
@@ -226,24 +233,24 @@ QChart* build_whatif_chart(const WhatIfResult& r) {
     auto* whisker = new QLineSeries;
     whiskers << whisker;
     whisker->setPen(QPen(Qt::black, 1.5));
-    whisker->append(double(i), g.lo_us);
-    whisker->append(double(i), g.hi_us);
+    whisker->append(double(i), g.lo_us * ts.per_us);
+    whisker->append(double(i), g.hi_us * ts.per_us);
     chart->addSeries(whisker);
     whisker->attachAxis(axisX);
     whisker->attachAxis(axisY);
-    *ends << QPointF(double(i), g.lo_us) << QPointF(double(i), g.hi_us);
+    *ends << QPointF(double(i), g.lo_us * ts.per_us) << QPointF(double(i), g.hi_us * ts.per_us);
   }
   chart->addSeries(ends);
   ends->attachAxis(axisX);
   ends->attachAxis(axisY);
-  add_point_tooltips(ends, "(GPU index)", "µs");
+  add_point_tooltips(ends, "(GPU index)", ts.unit);
   // A trace: the measured total on the GPU it was recorded on, as a reference line across the bars.
   if (r.source_id && r.source_measured_us > 0 && !r.gpus.empty()) {
     auto* measured = new QLineSeries;
-    measured->setName(QString("measured on %1: %2 µs").arg(r.source_gpu_name).arg(r.source_measured_us, 0, 'f', 1));
+    measured->setName(QString("measured on %1: %2").arg(r.source_gpu_name, format_us(r.source_measured_us)));
     measured->setPen(QPen(QColor("#c44e52"), 2, Qt::DashLine));
-    measured->append(-0.5, r.source_measured_us);
-    measured->append(double(r.gpus.size()) - 0.5, r.source_measured_us);
+    measured->append(-0.5, r.source_measured_us * ts.per_us);
+    measured->append(double(r.gpus.size()) - 0.5, r.source_measured_us * ts.per_us);
     chart->addSeries(measured);
     measured->attachAxis(axisX);
     measured->attachAxis(axisY);
@@ -252,6 +259,25 @@ QChart* build_whatif_chart(const WhatIfResult& r) {
     if (whiskers.contains(qobject_cast<QLineSeries*>(marker->series()))) marker->setVisible(false);
   chart->legend()->setAlignment(Qt::AlignBottom);
   return chart;
+}
+
+void SpeedupTableModel::setBaseline(int gpu_index) {
+  baseline_ = gpu_index;
+  if (rowCount() > 0) emit dataChanged(index(0, Speedup), index(rowCount() - 1, Speedup));
+}
+
+double SpeedupTableModel::baselineUs() const {
+  if (baseline_ >= 0 && baseline_ < static_cast<int>(r_.gpus.size()))
+    return r_.gpus[static_cast<std::size_t>(baseline_)].total_us;
+  if (r_.source_id && r_.source_measured_us > 0) return r_.source_measured_us;
+  return r_.gpus.empty() ? 0.0 : r_.gpus.front().total_us;
+}
+
+QString SpeedupTableModel::baselineName() const {
+  if (baseline_ >= 0 && baseline_ < static_cast<int>(r_.gpus.size()))
+    return r_.gpus[static_cast<std::size_t>(baseline_)].gpu_name;
+  if (r_.source_id && r_.source_measured_us > 0) return "the measured " + r_.source_gpu_name;
+  return r_.gpus.empty() ? QString() : r_.gpus.front().gpu_name;
 }
 
 void SpeedupTableModel::setTokens(double tokens) {
@@ -300,7 +326,7 @@ bool SpeedupTableModel::setData(const QModelIndex& index, const QVariant& value,
 QVariant SpeedupTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const WhatIfGpu& g = r_.gpus[static_cast<std::size_t>(index.row())];
-  const double base = r_.gpus.front().total_us;
+  const double base = baselineUs();
   const double speedup = g.total_us > 0 ? base / g.total_us : 0.0;
   const double price = prices_.value(g.gpu_id, 0.0);
   const std::optional<double> cost = cost_per_million_tokens(price, g.total_us, tokens_);
@@ -351,7 +377,7 @@ QVariant SpeedupTableModel::data(const QModelIndex& index, int role) const {
       return QString("%1 is %2× as fast as %3 on these kernels")
           .arg(g.gpu_name)
           .arg(speedup, 0, 'f', 2)
-          .arg(r_.gpus.front().gpu_name);
+          .arg(baselineName());
     if (index.column() == PricePerHour)
       return QString("Double-click to enter what an hour of %1 costs ($)").arg(g.gpu_name);
     if (index.column() == CostPerMTokens)
@@ -389,6 +415,7 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
       kernel_model_(new KernelCompareModel(this)),
       kernel_table_(new QTableView(this)),
       target_combo_(new QComboBox(this)),
+      baseline_combo_(new QComboBox(this)),
       status_(new QLabel(this)) {
   source_combo_->addItem(tr("Kernel list CSV"), qint64(0));
   source_combo_->setToolTip(tr("A kernel list CSV, or a trace imported in the Traces view"));
@@ -406,8 +433,11 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
   leftLayout->addWidget(new QLabel(tr("Workload"), left));
   leftLayout->addWidget(source_combo_);
   leftLayout->addLayout(fileRow);
-  leftLayout->addWidget(new QLabel(tr("Target GPUs (the first is the baseline)"), left));
+  leftLayout->addWidget(new QLabel(tr("Target GPUs"), left));
   leftLayout->addWidget(picker_, 1);
+  leftLayout->addWidget(new QLabel(tr("Speedup against"), left));
+  leftLayout->addWidget(baseline_combo_);
+  baseline_combo_->setToolTip(tr("A trace's own measured total (its GPU), or one of the targets"));
   leftLayout->addWidget(new QLabel(tr("Tokens in this workload (for the cost)"), left));
   leftLayout->addWidget(tokens_);
 
@@ -443,13 +473,24 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
   connect(target_combo_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!updating_) kernel_model_->setTarget(i);
   });
+  connect(baseline_combo_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (updating_ || i < 0) return;
+    model_->setBaseline(baseline_combo_->itemData(i).toInt());
+    QSettings().setValue(kBaselineKey, baseline_combo_->itemData(i).toInt() < 0
+                                           ? QString()
+                                           : result_.gpus[static_cast<std::size_t>(baseline_combo_->itemData(i).toInt())].gpu_id);
+  });
+  // The target GPUs ticked survive a restart.
+  connect(picker_, &GpuPicker::selectionChanged, this,
+          [this] { QSettings().setValue(kTargetsKey, picker_->checkedIds()); });
   connect(tokens_, &QDoubleSpinBox::valueChanged, model_, &SpeedupTableModel::setTokens);
   // Prices per GPU-hour survive a restart: restored here, stored as they are entered.
   model_->setPrices(load_gpu_prices());
   connect(model_, &SpeedupTableModel::priceChanged, this,
           [](const QString& id, double price) { save_gpu_price(id, price); });
   updating_ = true;
-  picker_->setCheckedIds({"a100-sxm-80gb", "h100-sxm", "h200", "b200"});
+  const QStringList saved = QSettings().value(kTargetsKey).toStringList();
+  picker_->setCheckedIds(saved.isEmpty() ? QStringList{"a100-sxm-80gb", "h100-sxm", "h200", "b200"} : saved);
   updating_ = false;
   status_->setText(tr("Open a kernel list CSV or pick an imported trace to compare GPUs."));
 }
@@ -604,6 +645,19 @@ bool WhatIfView::applyResult(quint64 generation, const WhatIfResult& r) {
   target_combo_->clear();
   if (r.kernel_rows) target_combo_->addItems(targets);
   target_combo_->setEnabled(r.kernel_rows != nullptr);
+  // The baseline: the trace's own GPU as measured unless the user chose a target (kept by GPU id).
+  baseline_combo_->clear();
+  baseline_combo_->addItem(r.source_id && r.source_measured_us > 0
+                               ? tr("measured on %1").arg(r.source_gpu_name)
+                               : tr("the first target GPU"),
+                           -1);
+  for (std::size_t i = 0; i < r.gpus.size(); ++i) baseline_combo_->addItem(r.gpus[i].gpu_name, static_cast<int>(i));
+  const QString chosen = QSettings().value(kBaselineKey).toString();
+  int baseline = -1;
+  for (std::size_t i = 0; i < r.gpus.size(); ++i)
+    if (!chosen.isEmpty() && r.gpus[i].gpu_id == chosen) baseline = static_cast<int>(i);
+  baseline_combo_->setCurrentIndex(baseline + 1);
+  model_->setBaseline(baseline);
   updating_ = false;
   replace_chart(chart_view_, build_whatif_chart(r));
   if (r.source_id) {

@@ -76,9 +76,15 @@ class SpeedupTableModel : public ResultTableModel<SpeedupTableModel, WhatIfResul
   enum Column { Gpu, TotalUs, LoUs, HiUs, Speedup, Kernels, PricePerHour, CostPerMTokens, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
   static constexpr const char* kHeaders[ColumnCount] = {
-      "GPU",     "total (µs)",         "low, p10 (µs)",          "high, p90 (µs)", "speedup vs first",
+      "GPU",     "total (µs)",         "low, p10 (µs)",          "high, p90 (µs)", "speedup vs baseline",
       "kernels", "price ($/GPU-hour)", "cost per million tokens"};
   using ResultTableModel::ResultTableModel;
+  // What the speedup is against: -1 (the default) the measured total on the trace's own GPU in
+  // trace mode and the first target otherwise; i >= 0 the i-th target GPU.
+  void setBaseline(int gpu_index);
+  int baselineIndex() const { return baseline_; }
+  double baselineUs() const;
+  QString baselineName() const;
   // Tokens the workload processes; <= 0: no cost is shown.
   void setTokens(double tokens);
   double tokens() const { return tokens_; }
@@ -98,6 +104,7 @@ class SpeedupTableModel : public ResultTableModel<SpeedupTableModel, WhatIfResul
  private:
   QMap<QString, double> prices_;  // GPU id -> $ per GPU-hour
   double tokens_ = 0;
+  int baseline_ = -1;
 };
 
 class WhatIfView : public QWidget {
@@ -117,6 +124,7 @@ class WhatIfView : public QWidget {
   GpuPicker* gpuPicker() const { return picker_; }
   QComboBox* sourceCombo() const { return source_combo_; }
   QComboBox* targetCombo() const { return target_combo_; }
+  QComboBox* baselineCombo() const { return baseline_combo_; }
   QDoubleSpinBox* tokensSpin() const { return tokens_; }
   qint64 selectedSourceId() const { return source_id_; }  // 0: the CSV
   quint64 generation() const { return generation_; }
@@ -151,6 +159,7 @@ class WhatIfView : public QWidget {
   KernelCompareModel* kernel_model_;
   QTableView* kernel_table_;
   QComboBox* target_combo_;
+  QComboBox* baseline_combo_;
   QLabel* status_;
   WhatIfResult result_;
   qint64 source_id_ = 0;

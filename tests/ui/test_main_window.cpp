@@ -12,6 +12,12 @@
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QChart>
+#include <QChartView>
+#include <QLogValueAxis>
+#include <QValueAxis>
+#include <QXYSeries>
+#include <memory>
 #include "model/gpu_database.h"
 #include "ui/bottleneck_view.h"
 #include "ui/gpu_table_model.h"
@@ -169,6 +175,55 @@ class TestMainWindow : public QObject {
     QCOMPARE(view.result().runs.size(), std::size_t(2));
     QCOMPARE(view.tableModel()->rowCount(), 2);
     QCOMPARE(view.result().predictor, QString("roofline"));  // the one it was given
+  }
+
+  // The chart draws the metric chosen; rates over a factor of 8 get a log axis.
+  void simulatorChartsEveryMetricOnALogRateAxis() {
+    ui::SimulatorResult r;
+    r.model = "m";
+    for (double rate : {1.0, 2.0, 4.0, 8.0, 16.0}) {
+      ui::SimulatorRun run;
+      run.gpu_id = "h100-sxm";
+      run.gpu_name = "H100";
+      run.rate = rate;
+      run.ttft_ms.p50 = 10 * rate;
+      run.tpot_ms.p90 = 5 + rate;
+      run.output_tokens_per_s = 100 * rate;
+      r.runs.push_back(run);
+    }
+    for (ui::SimMetric m : ui::kSimMetrics) QCOMPARE(ui::parse_sim_metric(ui::sim_metric_name(m)), m);
+    QVERIFY(!ui::parse_sim_metric("ttft"));
+    std::unique_ptr<QChart> tpot(ui::build_simulator_chart(r, ui::SimMetric::tpot_p90));
+    auto* line = qobject_cast<QXYSeries*>(tpot->series().value(0));
+    QVERIFY(line);
+    QCOMPARE(line->count(), 5);
+    QCOMPARE(line->at(4), QPointF(16.0, 21.0));
+    QVERIFY(qobject_cast<QLogValueAxis*>(tpot->axes(Qt::Horizontal).value(0)));
+    QCOMPARE(tpot->axes(Qt::Vertical).value(0)->titleText(), QString("TPOT p90 (ms)"));
+    // Two rates a factor of 2 apart: a linear axis from 0.
+    r.runs.resize(2);
+    std::unique_ptr<QChart> ttft(ui::build_simulator_chart(r));
+    QVERIFY(qobject_cast<QValueAxis*>(ttft->axes(Qt::Horizontal).value(0)));
+    QCOMPARE(qobject_cast<QXYSeries*>(ttft->series().value(0))->at(1).y(), 20.0);
+  }
+
+  // The settings of the last run and the chart's metric are there again in a new view.
+  void simulatorSettingsSurviveARestart() {
+    GpuDatabase gpus = GpuDatabase::builtin();
+    {
+      ui::SimulatorView view(gpus, std::make_shared<RooflinePredictor>());
+      view.metricCombo()->setCurrentIndex(view.metricCombo()->findData("e2e-p90"));
+      view.setSelection("llama-3.2-1b", {"h200"}, 2, "poisson:rate=1,n=4,input=64,output=4,seed=3", "1,3");
+      QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 20000);
+      QCOMPARE(view.chartView()->chart()->axes(Qt::Vertical).value(0)->titleText(), QString("E2E p90 (ms)"));
+    }
+    ui::SimulatorView again(gpus, std::make_shared<RooflinePredictor>());
+    QCOMPARE(again.currentMetric(), ui::SimMetric::e2e_p90);
+    QCOMPARE(QSettings().value("simulator/model").toString(), QString("llama-3.2-1b"));
+    QCOMPARE(QSettings().value("simulator/gpus").toStringList(), QStringList{"h200"});
+    QCOMPARE(QSettings().value("simulator/workload").toString(), QString("poisson:rate=1,n=4,input=64,output=4,seed=3"));
+    QCOMPARE(QSettings().value("simulator/tp").toInt(), 2);
+    QSettings().remove("simulator");
   }
 
   void simulatorSustainedClocksSlowLongPromptsAndNameAMissingMeasurement() {

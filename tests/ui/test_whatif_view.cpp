@@ -5,6 +5,8 @@
 #include <QSettings>
 #include <QStackedBarSeries>
 #include <QTemporaryDir>
+#include <QValueAxis>
+#include <memory>
 #include <QtTest>
 
 #include <QLineSeries>
@@ -21,6 +23,7 @@
 #include "storage/kernel_list_csv.h"
 #include "storage/kernel_store.h"
 #include "storage/trace_whatif.h"
+#include "ui/chart_style.h"
 #include "ui/gpu_picker.h"
 #include "ui/whatif_models.h"
 #include "ui/whatif_view.h"
@@ -191,6 +194,75 @@ class TestWhatIfView : public QObject {
     QCOMPARE(again.speedupModel()->index(0, ui::SpeedupTableModel::PricePerHour).data().toString(), QString("$2.75"));
     QCOMPARE(ui::load_gpu_prices(), (QMap<QString, double>{{"h100-sxm", 2.75}}));
     QSettings().clear();
+  }
+
+  // A trace's speedups are against its own GPU as measured; a target chosen instead, and the GPUs
+  // ticked, are there again in a new view (the next start).
+  void traceBaselineIsTheMeasuredGpuAndChoicesSurvive() {
+    QSettings().clear();
+    QTemporaryDir dir;
+    const std::filesystem::path db_path = dir.filePath("baseline.db").toStdString();
+    int64_t source_id = 0;
+    {
+      storage::Database db(db_path);
+      storage::ImportControl control;
+      control.gpus = &gpus_;
+      source_id = storage::KernelStore(db).import_file(h100Trace().toStdString(), control).source_id;
+    }
+    const QStringList ids{"b200", "h200"};
+    {
+      ui::WhatIfView view(gpus_, predictor_, nullptr, db_path);
+      view.setSelection({}, ids);
+      view.selectSource(source_id);
+      QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 60000);
+      const ui::WhatIfResult& r = view.result();
+      QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+      ui::SpeedupTableModel* m = view.speedupModel();
+      QCOMPARE(view.baselineCombo()->currentIndex(), 0);
+      QVERIFY(view.baselineCombo()->currentText().startsWith("measured on"));
+      QVERIFY(close(m->baselineUs(), r.source_measured_us));
+      for (int row = 0; row < 2; ++row)
+        QVERIFY(close(m->index(row, ui::SpeedupTableModel::Speedup).data(ui::SpeedupTableModel::SortRole).toDouble(),
+                      r.source_measured_us / r.gpus[std::size_t(row)].total_us));
+      // Against the H200 instead: its own row is 1x.
+      const int h200 = view.baselineCombo()->findText(r.gpus[1].gpu_name);
+      QVERIFY(h200 > 0);
+      view.baselineCombo()->setCurrentIndex(h200);
+      QVERIFY(close(m->index(1, ui::SpeedupTableModel::Speedup).data(ui::SpeedupTableModel::SortRole).toDouble(), 1.0));
+    }
+    QCOMPARE(QSettings().value("whatif/targets").toStringList(), ids);
+    ui::WhatIfView again(gpus_, predictor_, nullptr, db_path);
+    QCOMPARE(again.gpuPicker()->checkedIds(), ids);
+    again.selectSource(source_id);
+    QTRY_VERIFY_WITH_TIMEOUT(!again.busy(), 60000);
+    QCOMPARE(again.speedupModel()->baselineIndex(), 1);
+    QSettings().clear();
+  }
+
+  // Large totals read in ms (or s), with the values scaled to the unit the axis names.
+  void chartAxisReadsInMsForLargeTotals() {
+    ui::WhatIfResult r;
+    r.kernels = 2;
+    r.families = {"gemm", "elementwise"};
+    ui::WhatIfGpu g;
+    g.gpu_id = "h200";
+    g.gpu_name = "H200";
+    g.family_us = {80000, 47000};
+    g.total_us = 127000;
+    g.lo_us = 119000;
+    g.hi_us = 136000;
+    r.gpus = {g};
+    std::unique_ptr<QChart> chart(ui::build_whatif_chart(r));
+    auto* bars = qobject_cast<QStackedBarSeries*>(chart->series().value(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->barSets()[0]->at(0), 80.0);
+    QCOMPARE(bars->barSets()[1]->at(0), 47.0);
+    auto* axis = qobject_cast<QValueAxis*>(chart->axes(Qt::Vertical).value(0));
+    QVERIFY(axis);
+    QCOMPARE(axis->titleText(), QString("predicted time (ms)"));
+    QVERIFY(axis->max() >= 136.0 && axis->max() < 200.0);
+    QCOMPARE(ui::time_scale_for(5000).unit, QString("µs"));
+    QCOMPARE(ui::time_scale_for(2.5e7).unit, QString("s"));
   }
 
   void traceModeMatchesTheEngine() {
