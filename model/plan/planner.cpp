@@ -12,37 +12,11 @@
 #include "model/sim/memory.h"
 #include "model/sim/step.h"
 #include "model/sim/workload.h"
+#include "model/text_fields.h"
 
 namespace perfloom::plan {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) out.push_back(trim(part));
-  if (!s.empty() && s.back() == sep) out.emplace_back();
-  return out;
-}
-
-bool number(const std::string& s, double& v) {
-  if (s.empty()) return false;
-  try {
-    std::size_t used = 0;
-    v = std::stod(s, &used);
-    return used == s.size() && std::isfinite(v);
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -86,7 +60,7 @@ double PercentileBound::value(const sim::SimulationResult& r) const {
 PlanSla parse_plan_sla(const std::string& spec) {
   PlanSla sla;
   auto bad = [&](const std::string& why) { throw std::invalid_argument("--sla \"" + spec + "\": " + why); };
-  for (const std::string& part : split(spec, ',')) {
+  for (const std::string& part : split_fields(spec, ',')) {
     const auto eq = part.find('=');
     if (eq == std::string::npos) bad("\"" + part + "\" is not METRIC_pNN=MS (for example ttft_p90=500)");
     const std::string key = trim(part.substr(0, eq));
@@ -114,7 +88,7 @@ PlanSla parse_plan_sla(const std::string& spec) {
       b.percentile = 0;
     else
       bad("unknown statistic \"" + pct + "\" (expected p50, p90, p99 or mean)");
-    if (!number(value, b.ms) || b.ms <= 0 || b.ms > 1e9)
+    if (!parse_double(value, b.ms) || b.ms <= 0 || b.ms > 1e9)
       bad(key + " must be a positive number of milliseconds (got \"" + value + "\")");
     for (const auto& o : sla.bounds)
       if (o.name() == b.name()) bad("\"" + key + "\" given twice");
@@ -138,7 +112,7 @@ Load parse_load(const std::string& spec) {
                                 "\": give requests or output tokens per second, as 20req/s or "
                                 "5000tok/s");
   }
-  if (!number(trim(v), l.value) || l.value <= 0 || l.value > 1e9)
+  if (!parse_double(trim(v), l.value) || l.value <= 0 || l.value > 1e9)
     throw std::invalid_argument("--load \"" + spec + "\": the rate must be a positive number up to 1e9");
   return l;
 }
@@ -166,7 +140,7 @@ Prices parse_prices_csv(const std::string& text, const std::string& label) {
     const std::string where = label + ", line " + std::to_string(n) + ": ";
     if (gpu == "gpu") continue;  // the header
     double v = 0;
-    if (!number(price, v) || v <= 0 || v > 1e6)
+    if (!parse_double(price, v) || v <= 0 || v > 1e6)
       throw std::invalid_argument(where + "usd_per_gpu_hour must be a positive number (got \"" + price.substr(0, 80) +
                                   "\")");
     if (gpu.empty()) throw std::invalid_argument(where + "no GPU id");
@@ -187,7 +161,9 @@ Prices bundled_prices() {
 std::string with_key(const std::string& spec, const std::string& key, const std::string& value) {
   const auto colon = spec.find(':');
   if (colon == std::string::npos) return spec;
-  std::vector<std::string> parts = split(spec.substr(colon + 1), ',');
+  std::vector<std::string> parts;
+  for (std::string& p : split_fields(spec.substr(colon + 1), ','))
+    if (!p.empty()) parts.push_back(std::move(p));
   bool found = false;
   for (auto& p : parts)
     if (p.substr(0, p.find('=')) == key) {

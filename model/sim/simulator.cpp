@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/sim/kv_cache.h"
+#include "model/text_fields.h"
 
 namespace perfloom::sim {
 
@@ -65,13 +66,7 @@ Sla parse_sla(const std::string& spec) {
     if (!slot) bad("unknown key \"" + key + "\" (expected ttft, tpot or e2e)");
     if (*slot > 0) bad("\"" + key + "\" given twice");
     double v = 0;
-    std::size_t used = 0;
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || !std::isfinite(v) || v <= 0 || v > 1e9)
+    if (!parse_double(value, v) || v <= 0 || v > 1e9)
       bad(key + " must be a positive number of milliseconds (got \"" + value + "\")");
     *slot = v;
   }

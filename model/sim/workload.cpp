@@ -1,8 +1,6 @@
 #include "model/sim/workload.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -11,45 +9,11 @@
 
 #include "model/file_reader.h"
 #include "model/resources.h"
+#include "model/text_fields.h"
 
 namespace perfloom::sim {
 
 namespace {
-
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= s.size(); ++i)
-    if (i == s.size() || s[i] == sep) {
-      out.push_back(trim(s.substr(start, i - start)));
-      start = i + 1;
-    }
-  return out;
-}
-
-bool to_int(const std::string& s, int64_t& v) {
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-bool to_double(const std::string& s, double& v) {
-  if (s.empty()) return false;
-  try {
-    std::size_t used = 0;
-    v = std::stod(s, &used);
-    return used == s.size() && std::isfinite(v);
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 // SplitMix64: tiny, fast, and the same everywhere.
 struct Rng {
@@ -113,11 +77,11 @@ struct Length {
 constexpr int64_t kMaxLength = 100'000'000;  // tokens: far past any context window, well inside int64
 
 Length parse_length(const std::string& spec, const std::string& key, const std::string& value) {
-  const std::vector<std::string> parts = split(value, ':');
+  const std::vector<std::string> parts = split_fields(value, ':');
   Length l;
   auto length_at = [&](std::size_t i) {
     int64_t v = 0;
-    if (!to_int(parts[i], v) || v <= 0 || v > kMaxLength)
+    if (!parse_int(parts[i], v) || v <= 0 || v > kMaxLength)
       bad(spec, key + ": \"" + parts[i] + "\" is not a length in tokens (1 to " + std::to_string(kMaxLength) + ")");
     return v;
   };
@@ -132,9 +96,9 @@ Length parse_length(const std::string& spec, const std::string& key, const std::
     if (l.lo == l.hi) l.kind = Length::fixed;
   } else if (parts.size() == 3 && parts[0] == "normal") {
     l.kind = Length::normal;
-    if (!to_double(parts[1], l.mean) || l.mean < 1 || l.mean > static_cast<double>(kMaxLength))
+    if (!parse_double(parts[1], l.mean) || l.mean < 1 || l.mean > static_cast<double>(kMaxLength))
       bad(spec, key + ": the normal's mean must be a length of at least 1 token (got \"" + parts[1] + "\")");
-    if (!to_double(parts[2], l.sd) || l.sd < 0 || l.sd > static_cast<double>(kMaxLength))
+    if (!parse_double(parts[2], l.sd) || l.sd < 0 || l.sd > static_cast<double>(kMaxLength))
       bad(spec, key + ": the normal's standard deviation must be a non-negative number (got \"" + parts[2] + "\")");
   } else {
     bad(spec, key + " must be N, LO:HI, uniform:LO:HI or normal:MEAN:SD (got \"" + value + "\")");
@@ -146,7 +110,7 @@ std::map<std::string, std::string> parse_keys(const std::string& spec, const std
                                               const std::vector<std::string>& allowed,
                                               const std::vector<std::string>& required) {
   std::map<std::string, std::string> kv;
-  for (const std::string& part : split(body, ',')) {
+  for (const std::string& part : split_fields(body, ',')) {
     if (part.empty()) bad(spec, "empty item (a doubled or trailing comma?)");
     const auto eq = part.find('=');
     if (eq == std::string::npos) bad(spec, "\"" + part + "\" is not KEY=VALUE");
@@ -169,13 +133,13 @@ std::map<std::string, std::string> parse_keys(const std::string& spec, const std
 
 int64_t positive_int(const std::string& spec, const std::string& key, const std::string& v) {
   int64_t n = 0;
-  if (!to_int(v, n) || n <= 0) bad(spec, key + " must be a positive integer (got \"" + v + "\")");
+  if (!parse_int(v, n) || n <= 0) bad(spec, key + " must be a positive integer (got \"" + v + "\")");
   return n;
 }
 
 int64_t non_negative_int(const std::string& spec, const std::string& key, const std::string& v) {
   int64_t n = 0;
-  if (!to_int(v, n) || n < 0) bad(spec, key + " must be a non-negative integer (got \"" + v + "\")");
+  if (!parse_int(v, n) || n < 0) bad(spec, key + " must be a non-negative integer (got \"" + v + "\")");
   return n;
 }
 
@@ -215,7 +179,7 @@ LengthSource parse_length_source(const std::string& spec, std::map<std::string, 
 
 double positive_number(const std::string& spec, const std::string& key, const std::string& v, const char* what) {
   double x = 0;
-  if (!to_double(v, x) || x <= 0) bad(spec, key + " must be " + what + " (got \"" + v + "\")");
+  if (!parse_double(v, x) || x <= 0) bad(spec, key + " must be " + what + " (got \"" + v + "\")");
   return x;
 }
 
@@ -229,7 +193,7 @@ void generate_sessions(Workload& w, const std::string& spec, std::map<std::strin
   if (turns == 1 && (kv.count("think") || kv.count("turn_input")))
     bad(spec, "think= and turn_input= describe multi-turn sessions: give turns= too");
   double think = 0;
-  if (kv.count("think") && (!to_double(kv["think"], think) || think < 0 || think > 1e6))
+  if (kv.count("think") && (!parse_double(kv["think"], think) || think < 0 || think > 1e6))
     bad(spec, "think must be a number of seconds from 0 to 1e6 (got \"" + kv["think"] + "\")");
   std::optional<Length> turn_input;
   if (kv.count("turn_input")) turn_input = parse_length(spec, "turn_input", kv["turn_input"]);
@@ -291,7 +255,7 @@ Workload parse_workload(const std::string& spec) {
   constexpr int64_t kMaxRequests = 10'000'000;
   auto seeded = [&](std::map<std::string, std::string>& kv) {
     int64_t seed = 0;
-    if (kv.count("seed") && (!to_int(kv["seed"], seed) || seed < 0))
+    if (kv.count("seed") && (!parse_int(kv["seed"], seed) || seed < 0))
       bad(spec, "seed must be a non-negative integer (got \"" + kv["seed"] + "\")");
     return Rng{static_cast<uint64_t>(seed)};
   };
@@ -388,10 +352,10 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty() || trim(line)[0] == '#') continue;
-    const auto f = split(line, ',');
+    const auto f = split_fields(line, ',');
     const std::string where = "trace " + label + ", line " + std::to_string(line_no) + ": ";
     double probe = 0;
-    if (first && !to_double(f[0], probe)) {  // a header row: map columns by name
+    if (first && !parse_double(f[0], probe)) {  // a header row: map columns by name
       col.assign(5, -1);
       for (std::size_t i = 0; i < f.size(); ++i) {
         auto it = std::find(names.begin(), names.end(), f[i]);
@@ -418,21 +382,21 @@ std::vector<RequestSpec> parse_trace_csv(const std::string& text, const std::str
     // Arrivals up to 1e8 s (3.2 years, beyond any recorded trace): later ones would leave the
     // millisecond statistics below double precision.
     constexpr double kMaxArrivalS = 1e8;
-    if (!to_double(field(0), r.arrival_s) || r.arrival_s < 0 || r.arrival_s > kMaxArrivalS)
+    if (!parse_double(field(0), r.arrival_s) || r.arrival_s < 0 || r.arrival_s > kMaxArrivalS)
       throw std::invalid_argument(where + "arrival_s must be a number from 0 to 1e8 s (got " + quote_excerpt(field(0)) +
                                   ")");
-    if (!to_int(field(1), r.input_tokens) || r.input_tokens <= 0 || r.input_tokens > kMaxLength)
+    if (!parse_int(field(1), r.input_tokens) || r.input_tokens <= 0 || r.input_tokens > kMaxLength)
       throw std::invalid_argument(where + "input_tokens must be an integer from 1 to " + std::to_string(kMaxLength) +
                                   " (got " + quote_excerpt(field(1)) + ")");
-    if (!to_int(field(2), r.output_tokens) || r.output_tokens <= 0 || r.output_tokens > kMaxLength)
+    if (!parse_int(field(2), r.output_tokens) || r.output_tokens <= 0 || r.output_tokens > kMaxLength)
       throw std::invalid_argument(where + "output_tokens must be an integer from 1 to " + std::to_string(kMaxLength) +
                                   " (got " + quote_excerpt(field(2)) + ")");
     if (f.size() == 5 && col[3] >= 0) {
       if (!field(3).empty() || !field(4).empty()) {
-        if (!to_int(field(3), r.prefix_id) || r.prefix_id < 0)
+        if (!parse_int(field(3), r.prefix_id) || r.prefix_id < 0)
           throw std::invalid_argument(where + "prefix_id must be a non-negative integer (got " +
                                       quote_excerpt(field(3)) + ")");
-        if (!to_int(field(4), r.prefix_tokens) || r.prefix_tokens < 0 || r.prefix_tokens > r.input_tokens)
+        if (!parse_int(field(4), r.prefix_tokens) || r.prefix_tokens < 0 || r.prefix_tokens > r.input_tokens)
           throw std::invalid_argument(where + "prefix_tokens must be between 0 and input_tokens (got " +
                                       quote_excerpt(field(4)) + ")");
       }
