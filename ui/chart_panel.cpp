@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "ui/chart_export.h"
+#include "ui/chart_style.h"
 
 namespace perfloom::ui {
 
@@ -18,6 +19,7 @@ void setup_chart_view(QChartView* view, QChartView::RubberBand band) {
   view->setRenderHint(QPainter::Antialiasing);
   view->setRubberBand(band);
   ChartExporter::installActions(view);
+  follow_palette(view);
 }
 
 void setup_table_view(QTableView* table, QAbstractItemModel* model) {
@@ -54,6 +56,7 @@ QSplitter* fill_with_side_panels(QWidget* view, QWidget* left, QWidget* right, i
 
 void replace_chart(QChartView* view, QChart* chart) {
   QChart* old = view->chart();
+  style_chart(chart);
   view->setChart(chart);
   delete old;
 }

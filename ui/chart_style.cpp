@@ -1,6 +1,12 @@
 #include "ui/chart_style.h"
 
+#include <QAbstractAxis>
+#include <QApplication>
 #include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QEvent>
+#include <QLegend>
 #include <QCursor>
 #include <QToolTip>
 #include <QXYSeries>
@@ -12,6 +18,45 @@ QColor series_color(int index) {
                                    QColor("#8172b3"), QColor("#937860"), QColor("#da8bc3"), QColor("#8c8c8c"),
                                    QColor("#ccb974"), QColor("#64b5cd")};
   return palette[index % 10];
+}
+
+void style_chart(QChart* chart) {
+  if (!chart || !qobject_cast<QApplication*>(QCoreApplication::instance())) return;
+  const QPalette p = QApplication::palette();
+  const QColor bg = p.color(QPalette::Base), fg = p.color(QPalette::WindowText);
+  QColor grid = p.color(QPalette::Mid);
+  grid.setAlpha(110);
+  chart->setBackgroundBrush(bg);
+  chart->setBackgroundPen(Qt::NoPen);
+  chart->setTitleBrush(fg);
+  chart->legend()->setLabelColor(fg);
+  for (QAbstractAxis* axis : chart->axes()) {
+    axis->setLabelsColor(fg);
+    axis->setTitleBrush(fg);
+    axis->setLinePenColor(p.color(QPalette::Mid));
+    axis->setGridLineColor(grid);
+    axis->setMinorGridLineColor(grid.lighter(120));
+  }
+}
+
+namespace {
+// Re-styles the chart of the view it watches on every palette change (a theme switch).
+class PaletteFollower : public QObject {
+ public:
+  explicit PaletteFollower(QChartView* view) : QObject(view), view_(view) {}
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (watched == view_ && event->type() == QEvent::PaletteChange) style_chart(view_->chart());
+    return false;
+  }
+
+ private:
+  QChartView* view_;
+};
+}  // namespace
+
+void follow_palette(QChartView* view) {
+  view->installEventFilter(new PaletteFollower(view));
+  style_chart(view->chart());
 }
 
 QString format_us(double us) {

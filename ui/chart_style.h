@@ -5,6 +5,8 @@
 #include <QString>
 
 class QBarSet;
+class QChart;
+class QChartView;
 class QXYSeries;
 
 namespace perfloom::ui {
@@ -24,5 +26,10 @@ TimeScale time_scale_for(double max_us);
 // Shows "<series>: x <xunit>, y <yunit>" at the cursor while a point is hovered.
 void add_point_tooltips(QXYSeries* series, const QString& xunit, const QString& yunit);
 QString format_us(double us);
+// Colours a chart's background, title, legend, axes and grid from the application's palette (the
+// dark theme's too); the series keep their own colours.
+void style_chart(QChart* chart);
+// Styles the view's chart now and again whenever the application's palette changes.
+void follow_palette(QChartView* view);
 
 }  // namespace perfloom::ui

@@ -23,6 +23,8 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QWindow>
+#include <QChart>
+#include <QChartView>
 #include <QtTest>
 
 #include "model/gpu_database.h"
@@ -845,7 +847,15 @@ class TestTracesView : public QObject {
       QCOMPARE(QSettings().value("view/theme").toString(), QString("dark"));
       QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 100);
       QCOMPARE(QApplication::style()->name().toLower(), QString("fusion"));
+      // The charts follow: a dark background and light text in every view's chart.
+      const auto views = w.findChildren<QChartView*>();
+      QVERIFY(views.size() >= 4);
+      for (QChartView* v : views) {
+        QTRY_VERIFY(v->chart()->backgroundBrush().color().lightness() < 100);
+        QVERIFY(v->chart()->titleBrush().color().lightness() > 150);
+      }
       w.findChild<QAction*>("theme-system")->trigger();
+      for (QChartView* v : views) QTRY_VERIFY(v->chart()->backgroundBrush().color().lightness() > 150);
       QCOMPARE(QApplication::palette().color(QPalette::Window), startWindow);
     }
     // Applied at start from the stored choice.
