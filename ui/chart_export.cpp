@@ -133,13 +133,26 @@ void ChartExporter::copyImage(QChart* chart, QSize size) {
   QApplication::clipboard()->setImage(renderImage(chart, size, 2.0));
 }
 
+QString ChartExporter::suggestedFileName(const QString& title, const QString& extension, const QString& fallback) {
+  QString slug;
+  for (const QChar c : title.toLower()) {
+    if (c.isLetterOrNumber() && c.unicode() < 128)
+      slug += c;
+    else if (!slug.isEmpty() && !slug.endsWith('-'))
+      slug += '-';
+    if (slug.size() >= 72) break;
+  }
+  while (slug.endsWith('-')) slug.chop(1);
+  return (slug.isEmpty() ? fallback : slug) + "." + extension;
+}
+
 void ChartExporter::installActions(QChartView* view) {
   view->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(QObject::tr("Export…"), view);
   QObject::connect(exportAction, &QAction::triggered, view, [view] {
     QString selected;
     const QString path = QFileDialog::getSaveFileName(
-        view, QObject::tr("Export chart"), "chart.png",
+        view, QObject::tr("Export chart"), suggestedFileName(view->chart()->title(), "png", "chart"),
         QObject::tr("PNG image (*.png);;PNG image, 2x (*.png);;SVG (*.svg);;PDF (*.pdf)"), &selected);
     if (path.isEmpty()) return;
     QString error;
@@ -159,7 +172,13 @@ void ChartExporter::installTableActions(QWidget* table, const QAbstractItemModel
   table->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(QObject::tr("Export CSV…"), table);
   QObject::connect(exportAction, &QAction::triggered, table, [table, model] {
-    const QString path = QFileDialog::getSaveFileName(table, QObject::tr("Export table"), "table.csv", "CSV (*.csv)");
+    // Named after the chart beside the table, where the view has one ("...-table.csv").
+    QString title;
+    for (QWidget* w = table->parentWidget(); w && title.isEmpty(); w = w->parentWidget())
+      if (auto* chart = w->findChild<QChartView*>(); chart && chart->chart()) title = chart->chart()->title();
+    const QString path = QFileDialog::getSaveFileName(
+        table, QObject::tr("Export table"),
+        suggestedFileName(title.isEmpty() ? QString() : title + " table", "csv", "table"), "CSV (*.csv)");
     if (path.isEmpty()) return;
     QString error;
     if (!saveCsv(model, path, &error)) QMessageBox::warning(table, "perfloom", error);

@@ -27,6 +27,9 @@ class ChartExporter {
   static void copyImage(QChart* chart, QSize size);
   // Adds "Export…" and "Copy image" to the view's context menu.
   static void installActions(QChartView* view);
+  // A file name from what is shown: "ttft-p50-against-request-rate-llama-3-1-8b-tp-1.png" from a
+  // chart titled "TTFT p50 against request rate: llama-3.1-8b, TP 1"; `fallback` when nothing is left.
+  static QString suggestedFileName(const QString& title, const QString& extension, const QString& fallback);
   // Adds "Export CSV…" and "Copy" to a table's context menu.
   static void installTableActions(QWidget* table, const QAbstractItemModel* model);
 };

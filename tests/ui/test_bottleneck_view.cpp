@@ -171,6 +171,16 @@ class TestBottleneckView : public QObject {
     QVERIFY(!ui::ChartExporter::save(chart.get(), dir.filePath("b.bmpx"), QSize(800, 500), 1.0, &error));
   }
 
+  void exportSuggestsAFileNameFromWhatIsShown() {
+    QCOMPARE(ui::ChartExporter::suggestedFileName("TTFT p50 against request rate: llama-3.1-8b, TP 1", "png", "chart"),
+             QString("ttft-p50-against-request-rate-llama-3-1-8b-tp-1.png"));
+    QCOMPARE(ui::ChartExporter::suggestedFileName("Prédit : µs", "svg", "chart"), QString("pr-dit-s.svg"));  // non-ASCII letters split words
+    QCOMPARE(ui::ChartExporter::suggestedFileName("", "csv", "table"), QString("table.csv"));
+    QCOMPARE(ui::ChartExporter::suggestedFileName(":: --", "pdf", "chart"), QString("chart.pdf"));
+    const QString longName = ui::ChartExporter::suggestedFileName(QString(500, 'a'), "png", "chart");
+    QVERIFY(longName.size() <= 72 + 4);
+  }
+
   void exportChartCommandRendersEveryViewHeadless() {
     QTemporaryDir dir;
     const QString png = dir.filePath("b.png");
