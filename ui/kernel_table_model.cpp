@@ -13,6 +13,7 @@
 #include "model/families/family_models.h"
 #include "storage/database.h"
 #include "storage/kernel_store.h"
+#include "ui/kernel_spec.h"
 
 namespace perfloom::ui {
 
@@ -63,6 +64,8 @@ SourceKernels load_source_kernels(const std::filesystem::path& db_path, int64_t 
       row.name = QString::fromStdString(k.desc.name.empty() ? std::string(op_name(k.desc.op)) : k.desc.name);
       row.family = qs(family_name(k.family));
       row.shape = readable_shape(k.desc, k.dtype_known, k.shape_known);
+      if (k.shape_known && k.dtype_known && k.desc.op != Op::unknown && !validate_shape(k.desc.op, k.desc.shape))
+        row.spec = kernel_spec_string(k.desc);
       // Shared per distinct op: a trace launches thousands of kernels from a few dozen ops.
       auto op = launched_by.find(k.launched_by);
       if (op == launched_by.end()) op = launched_by.emplace(k.launched_by, QString::fromStdString(k.launched_by)).first;

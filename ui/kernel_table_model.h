@@ -25,6 +25,7 @@ struct KernelRow {
   double share = 0;                  // of the source's total measured time, 0..1
   std::optional<double> ceiling_us;  // unset: no GPU, no shape, or the model refused the kernel
   QString bound;
+  QString spec;                      // "gemm:bf16:M=..,N=..,K=.." (ui/kernel_spec.h); empty without a whole shape
 };
 
 struct SourceKernels {

@@ -146,6 +146,8 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
       errors_(new QLabel(this)),
       progress_timer_(new QTimer(this)),
       open_whatif_(new QAction(tr("Open in What-if"), this)),
+      open_bottleneck_(new QAction(tr("Open in Bottleneck"), this)),
+      open_tuner_(new QAction(tr("Open in Tuner"), this)),
       empty_(new QWidget(this)),
       sample_button_(new QPushButton(tr("Open sample trace"), this)) {
   auto* open = new QPushButton(tr("Open…"), this);
@@ -193,6 +195,14 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   // Sorted and filtered on the thread pool (KernelFilterProxy); the GUI thread only swaps the order in.
   proxy_->setSourceModel(kernels_);
   kernel_table_->setModel(proxy_);
+  auto updateKernelActions = [this] {
+    const QString spec = currentKernelSpec();
+    open_bottleneck_->setEnabled(!spec.isEmpty());
+    open_tuner_->setEnabled(spec.startsWith("gemm:"));
+  };
+  connect(kernel_table_->selectionModel(), &QItemSelectionModel::currentChanged, this, updateKernelActions);
+  connect(proxy_, &QAbstractItemModel::modelReset, this, updateKernelActions);
+  connect(proxy_, &QAbstractItemModel::layoutChanged, this, updateKernelActions);
   kernel_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   kernel_table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   kernel_table_->verticalHeader()->hide();
@@ -227,6 +237,24 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   kernel_table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   kernel_table_->addAction(copy);
   kernel_table_->addAction(exportCsv);
+  // The current kernel to the Bottleneck view (any shaped kernel) or the Tuner (GEMMs), on the GPU
+  // the trace was measured on.
+  open_bottleneck_->setObjectName("openInBottleneck");
+  open_tuner_->setObjectName("openInTuner");
+  open_bottleneck_->setEnabled(false);
+  open_tuner_->setEnabled(false);
+  kernel_table_->addAction(open_bottleneck_);
+  kernel_table_->addAction(open_tuner_);
+  auto sourceGpu = [this] {
+    const int row = sources_->rowOf(shown_source_id_);
+    return row < 0 ? QString() : sources_->sources()[static_cast<std::size_t>(row)].gpu_id;
+  };
+  connect(open_bottleneck_, &QAction::triggered, this, [this, sourceGpu] {
+    if (const QString spec = currentKernelSpec(); !spec.isEmpty()) emit openInBottleneck(spec, sourceGpu());
+  });
+  connect(open_tuner_, &QAction::triggered, this, [this, sourceGpu] {
+    if (const QString spec = currentKernelSpec(); spec.startsWith("gemm:")) emit openInTuner(spec, sourceGpu());
+  });
 
   // The grouped table: one row per kernel name or framework op, by total descending; the key takes
   // the spare width. Sorting its few rows is the model's own (one row per distinct key).
@@ -573,6 +601,15 @@ void TracesView::selectSource(int64_t source_id) {
                                                    QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   selecting_ = false;
   if (source_id != shown_source_id_) loadKernels(source_id);
+}
+
+QString TracesView::currentKernelSpec() const {
+  const QModelIndex current = kernel_table_->selectionModel() ? kernel_table_->selectionModel()->currentIndex()
+                                                              : QModelIndex();
+  if (!current.isValid() || current.row() >= proxy_->rowCount()) return {};
+  const auto& rows = kernels_->kernels().rows;
+  const int r = proxy_->mapToSource(current.row());
+  return r >= 0 && r < static_cast<int>(rows.size()) ? rows[static_cast<std::size_t>(r)].spec : QString();
 }
 
 int64_t TracesView::selectedSourceId() const {

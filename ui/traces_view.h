@@ -109,6 +109,10 @@ class TracesView : public QWidget {
   const QStringList& importErrors() const { return batch_errors_; }
   QLabel* errorsLabel() const { return errors_; }
   QAction* openInWhatIfAction() const { return open_whatif_; }
+  QAction* openInBottleneckAction() const { return open_bottleneck_; }
+  QAction* openInTunerAction() const { return open_tuner_; }
+  // The current kernel row's spec ("" when it has no whole shape, or no row is current).
+  QString currentKernelSpec() const;
 
   SourceListModel* sourceModel() const { return sources_; }
   KernelTableModel* kernelModel() const { return kernels_; }
@@ -136,6 +140,10 @@ class TracesView : public QWidget {
   void importFailed(const QStringList& errors);
   // "Open in What-if" on the selected source.
   void openInWhatIf(qint64 source_id);
+  // "Open in Bottleneck" / "Open in Tuner" on the current kernel row: its spec (ui/kernel_spec.h)
+  // and the GPU the source was measured on (empty when unknown).
+  void openInBottleneck(const QString& spec, const QString& gpu_id);
+  void openInTuner(const QString& spec, const QString& gpu_id);
 
  public slots:
   void openFiles();  // Ctrl+O
@@ -184,6 +192,8 @@ class TracesView : public QWidget {
   QLabel* errors_;
   QTimer* progress_timer_;
   QAction* open_whatif_;
+  QAction* open_bottleneck_;
+  QAction* open_tuner_;
   QWidget* empty_;
   QPushButton* sample_button_;
 
