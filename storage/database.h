@@ -35,7 +35,7 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   int schema_version() const;
   const std::filesystem::path& path() const { return path_; }
   // Opened read-only: every write fails (SQLITE_READONLY); callers skip what they can do without.

@@ -94,12 +94,14 @@ class StoreSink final : public ImportSink {
         source_id_(source_id),
         kernel_(prepare(db,
                         "INSERT INTO kernels (source_id, seq, name, family, op, dtype, shape_json, grid, block, "
-                        "registers_per_thread, shared_memory_bytes, launched_by, start_us, library, tile_json) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")),
+                        "registers_per_thread, shared_memory_bytes, launched_by, start_us, library, tile_json, stream, "
+                        "launch_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)")),
         measurement_(prepare(db,
                              "INSERT INTO measurements (kernel_id, latency_us, method, repetitions, p10_us, p90_us, "
-                             "gpu_id, counters_json, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")) {
-    batch_.reserve(kBatch);
+                             "gpu_id, counters_json, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")),
+        op_(prepare(db, ops_insert(1))),
+        ops_(prepare(db, ops_insert(kOpsPerInsert))) {
+    batch_.kernels.reserve(kBatch);
     writer_ = std::thread([this] { writer_loop(); });
   }
   ~StoreSink() override {
@@ -112,8 +114,13 @@ class StoreSink final : public ImportSink {
   }
 
   void kernel(ImportedKernel&& k) override {
-    batch_.push_back(std::move(k));
+    batch_.kernels.push_back(std::move(k));
     ++kernels_;
+    if (batch_.size() >= kBatch) hand_off();
+  }
+  void op(ImportedOp&& o) override {
+    batch_.ops.push_back(std::move(o));
+    ++ops_;
     if (batch_.size() >= kBatch) hand_off();
   }
   void gpu(const std::string& gpu_id, const std::string& gpu_name) override {
@@ -127,7 +134,7 @@ class StoreSink final : public ImportSink {
 
   // Writes what is still queued and waits for the writer; rethrows its error.
   void finish() {
-    if (!batch_.empty()) hand_off();
+    if (batch_.size() > 0) hand_off();
     std::unique_lock<std::mutex> lock(mu_);
     stop_ = true;
     cv_.notify_all();
@@ -137,12 +144,20 @@ class StoreSink final : public ImportSink {
   }
 
   uint64_t kernels_ = 0;
+  uint64_t ops_ = 0;
   std::string gpu_id_, gpu_name_, provenance_;
   std::vector<std::string> warnings_;
 
  private:
-  static constexpr std::size_t kBatch = 512;
+  static constexpr std::size_t kBatch = 512;  // rows: kernels and ops
   static constexpr std::size_t kQueued = 4;
+
+  // Kernels and ops in the order the importer gave them, up to kBatch rows in all.
+  struct Batch {
+    std::vector<ImportedKernel> kernels;
+    std::vector<ImportedOp> ops;
+    std::size_t size() const { return kernels.size() + ops.size(); }
+  };
 
   void hand_off() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -151,13 +166,13 @@ class StoreSink final : public ImportSink {
     queue_.push_back(std::move(batch_));
     cv_.notify_all();
     lock.unlock();
-    batch_ = std::vector<ImportedKernel>();
-    batch_.reserve(kBatch);
+    batch_ = Batch();
+    batch_.kernels.reserve(kBatch);
   }
 
   void writer_loop() {
     for (;;) {
-      std::vector<ImportedKernel> work;
+      Batch work;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
@@ -167,7 +182,8 @@ class StoreSink final : public ImportSink {
         cv_.notify_all();
       }
       try {
-        for (auto& k : work) write(k);
+        for (auto& k : work.kernels) write(k);
+        write_ops(work.ops);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu_);
         error_ = std::current_exception();
@@ -214,6 +230,11 @@ class StoreSink final : public ImportSink {
     bind_text(st, 14, k.library);
     tile_ = k.desc.tile ? tile_to_json(*k.desc.tile) : std::string();
     bind_text(st, 15, tile_);
+    if (k.stream)
+      sqlite3_bind_int64(st, 16, *k.stream);
+    else
+      sqlite3_bind_null(st, 16);
+    bind_opt(st, 17, k.launch_us);
     step_done(db_, st);
     const int64_t id = sqlite3_last_insert_rowid(db_.handle());
     if (k.measurement) {
@@ -232,15 +253,50 @@ class StoreSink final : public ImportSink {
     }
   }
 
+  // Ops are small and many (two or more per kernel): kOpsPerInsert rows per statement, so that a
+  // row costs its binds and little of SQLite's per-statement work.
+  static constexpr int kOpsPerInsert = 32;
+  static std::string ops_insert(int rows) {
+    std::string sql = "INSERT INTO cpu_ops (source_id, seq, pid, tid, start_us, dur_us, name, depth) VALUES ";
+    for (int r = 0; r < rows; ++r) {
+      sql += r ? ",(" : "(";
+      for (int c = 1; c <= 8; ++c) sql += "?" + std::to_string(r * 8 + c) + (c < 8 ? "," : ")");
+    }
+    return sql;
+  }
+  void bind_op(sqlite3_stmt* st, int row, const ImportedOp& o) {
+    const int b = row * 8;
+    sqlite3_bind_int64(st, b + 1, source_id_);
+    sqlite3_bind_int64(st, b + 2, op_seq_++);
+    sqlite3_bind_int64(st, b + 3, o.pid);
+    sqlite3_bind_int64(st, b + 4, o.tid);
+    sqlite3_bind_double(st, b + 5, o.start_us);
+    sqlite3_bind_double(st, b + 6, o.dur_us);
+    bind_text(st, b + 7, o.name, false);  // the batch outlives the step
+    sqlite3_bind_int(st, b + 8, o.depth);
+  }
+  void write_ops(const std::vector<ImportedOp>& ops) {
+    std::size_t i = 0;
+    for (; i + kOpsPerInsert <= ops.size(); i += kOpsPerInsert) {
+      for (int r = 0; r < kOpsPerInsert; ++r) bind_op(ops_, r, ops[i + static_cast<std::size_t>(r)]);
+      step_done(db_, ops_);
+    }
+    for (; i < ops.size(); ++i) {
+      bind_op(op_, 0, ops[i]);
+      step_done(db_, op_);
+    }
+  }
+
   Database& db_;
   int64_t source_id_;
-  Stmt kernel_, measurement_;
+  Stmt kernel_, measurement_, op_, ops_;
+  int64_t op_seq_ = 0;
   std::string shape_, grid_, block_, tile_;
-  std::vector<ImportedKernel> batch_;
+  Batch batch_;
   std::thread writer_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::vector<ImportedKernel>> queue_;
+  std::deque<Batch> queue_;
   bool stop_ = false;
   std::exception_ptr error_;
 };
@@ -388,6 +444,7 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
     sqlite3_bind_int64(upd, 5, sum.source_id);
     step_done(db_, upd);
     sum.kernels = sink.kernels_;
+    sum.ops = sink.ops_;
     sum.gpu_id = sink.gpu_id_;
     sum.gpu_name = sink.gpu_name_;
     sum.warnings = sink.warnings_;
@@ -431,8 +488,8 @@ void KernelStore::visit_kernels(int64_t source_id, const std::function<void(Stor
       prepare(db_,
               "SELECT k.id, k.seq, k.name, k.family, k.op, k.dtype, k.shape_json, k.grid, k.block, "
               "k.registers_per_thread, k.shared_memory_bytes, k.launched_by, k.start_us, k.library, k.tile_json, "
-              "m.id, m.latency_us, m.method, m.repetitions, m.p10_us, m.p90_us, m.gpu_id, m.counters_json, m.note "
-              "FROM kernels k LEFT JOIN measurements m ON m.kernel_id = k.id "
+              "m.id, m.latency_us, m.method, m.repetitions, m.p10_us, m.p90_us, m.gpu_id, m.counters_json, m.note, "
+              "k.stream, k.launch_us FROM kernels k LEFT JOIN measurements m ON m.kernel_id = k.id "
               "WHERE k.source_id = ?1 ORDER BY k.seq, m.id");
   sqlite3_bind_int64(st, 1, source_id);
   std::optional<StoredKernel> cur;
@@ -469,6 +526,8 @@ void KernelStore::visit_kernels(int64_t source_id, const std::function<void(Stor
       k.start_us = col_double(st, 12);
       k.library = col_text(st, 13);
       k.desc.tile = tile_from_json(col_text(st, 14));
+      if (sqlite3_column_type(st, 24) != SQLITE_NULL) k.stream = sqlite3_column_int64(st, 24);
+      k.launch_us = col_double(st, 25);
     }
     if (sqlite3_column_type(st, 15) != SQLITE_NULL) {
       StoredMeasurement m;

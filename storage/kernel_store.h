@@ -3,7 +3,8 @@
 // and measurements, and the predictions cached for them (DESIGN.md: "predictions cached in
 // SQLite", so re-opening a trace costs nothing).
 //
-// An import is one transaction: the source row, every kernel and measurement, or nothing. A file
+// An import is one transaction: the source row, every kernel and measurement and the trace's
+// framework ops (cpu_ops, for the timeline), or nothing. A file
 // whose content (SHA-256) is already in the database is refused before it is parsed.
 #include <cstdint>
 #include <filesystem>
@@ -47,6 +48,8 @@ struct StoredKernel {
   bool shape_known = false;
   std::string library, launched_by;
   std::optional<double> start_us;
+  std::optional<int64_t> stream;     // NULL where the format has none
+  std::optional<double> launch_us;  // the launch call's start, where the trace records it
   std::vector<StoredMeasurement> measurements;
 };
 
@@ -61,6 +64,7 @@ struct ImportSummary {
   int64_t source_id = 0;
   std::string path, format, gpu_id, gpu_name, content_hash;
   uint64_t kernels = 0;
+  uint64_t ops = 0;  // framework ops recorded for the timeline (cpu_ops)
   uint64_t bytes = 0;
   double seconds = 0;
   std::vector<std::string> warnings;

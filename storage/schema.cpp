@@ -91,6 +91,25 @@ ALTER TABLE predictions ADD COLUMN source_id INTEGER REFERENCES sources(id) ON D
 UPDATE predictions SET source_id = (SELECT k.source_id FROM kernels k WHERE k.id = predictions.kernel_id);
 CREATE INDEX predictions_source ON predictions(source_id, gpu_id, model_version);
 )sql",
+      // 2 -> 3: the timeline (storage/timeline.h): each kernel's stream and the time its launch call
+      // started on the CPU (NULL where the format has none), and the framework ops of a trace (torch.profiler cpu_op events, nsys NVTX ranges) with
+      // their thread and nesting depth. Keyed by (source, seq) without a rowid: one b-tree, written in
+      // order, that a source's ops are read and deleted by.
+      R"sql(
+ALTER TABLE kernels ADD COLUMN stream INTEGER;
+ALTER TABLE kernels ADD COLUMN launch_us REAL;
+CREATE TABLE cpu_ops (
+  source_id     INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+  seq           INTEGER NOT NULL,
+  pid           INTEGER NOT NULL,
+  tid           INTEGER NOT NULL,
+  start_us      REAL NOT NULL,
+  dur_us        REAL NOT NULL CHECK (dur_us >= 0),
+  name          TEXT NOT NULL,
+  depth         INTEGER NOT NULL CHECK (depth >= 0),
+  PRIMARY KEY (source_id, seq)
+) WITHOUT ROWID;
+)sql",
   };
   return steps;
 }

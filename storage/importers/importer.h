@@ -58,7 +58,19 @@ struct ImportedKernel {
   std::string library;             // classifier's library ("cublas", "flash-attn", ...), may be empty
   std::string launched_by;         // framework op ("aten::mm") or enclosing NVTX range
   std::optional<double> start_us;  // start on the trace's clock
+  std::optional<int64_t> stream;   // the CUDA stream it ran on, where the format says
+  std::optional<double> launch_us;  // when its launch call (cudaLaunchKernel...) started, same clock
   std::optional<ImportedMeasurement> measurement;
+};
+
+// A framework op of a trace, for the timeline: a torch.profiler cpu_op event, or an NVTX range of
+// an nsys export. `depth` is its nesting on its thread (0: outermost), as the importer saw it.
+struct ImportedOp {
+  int64_t pid = 0, tid = 0;  // process and thread as the file names them
+  double start_us = 0;       // on the trace's clock, as the kernels' start_us
+  double dur_us = 0;         // >= 0
+  std::string name;
+  int depth = 0;
 };
 
 // Where an importer's results go. Called from the importing thread only.
@@ -66,6 +78,9 @@ class ImportSink {
  public:
   virtual ~ImportSink() = default;
   virtual void kernel(ImportedKernel&& k) = 0;
+  // A framework op, handed over as it is read (in any order; the store keeps them in the order
+  // given). Formats without ops never call it.
+  virtual void op(ImportedOp&& o) = 0;
   // The GPU the file was recorded on, as soon as the importer knows it (it may be called again
   // with a better answer; the last call wins). `gpu_id` is empty when the name is unknown.
   virtual void gpu(const std::string& gpu_id, const std::string& gpu_name) = 0;

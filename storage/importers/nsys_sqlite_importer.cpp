@@ -104,6 +104,7 @@ class NsysReader {
     load_strings();
     check_name_budget();
     load_ranges();
+    read_ops();
     read_kernels();
   }
 
@@ -249,7 +250,8 @@ class NsysReader {
       groups_.push_back(g);
     }
     if (rc != SQLITE_DONE) fail_sqlite("table CUPTI_ACTIVITY_KIND_KERNEL");
-    if (tables_.count("CUPTI_ACTIVITY_KIND_RUNTIME") && nvtx_cols_.count("textId") && nvtx_usable()) {
+    // NVTX texts: for launched_by, and for the timeline's ops of each thread.
+    if (nvtx_cols_.count("textId") && ops_usable()) {
       Stmt t = prepare("SELECT DISTINCT textId FROM NVTX_EVENTS WHERE textId IS NOT NULL", "table NVTX_EVENTS");
       while ((rc = sqlite3_step(t)) == SQLITE_ROW)
         if (auto id = int_or_null(t, 0)) wanted_.emplace(*id, Wanted{false, 0});
@@ -354,6 +356,54 @@ class NsysReader {
     use_runtime_ = true;
   }
 
+  bool ops_usable() const {
+    return nvtx_cols_.count("start") && nvtx_cols_.count("end") && nvtx_cols_.count("globalTid");
+  }
+
+  // The NVTX ranges, as the ops of their threads on the timeline, streamed to the sink in thread
+  // and start order (the outer range first on a tie), each with its depth: the ranges of its
+  // thread still open at its start. Only one thread's stack of open ranges is held.
+  void read_ops() {
+    if (!tables_.count("NVTX_EVENTS") || !ops_usable()) return;
+    const std::string text_col = nvtx_cols_.count("text") ? "text" : "NULL";
+    const std::string id_col = nvtx_cols_.count("textId") ? "textId" : "NULL";
+    std::string filter = nvtx_cols_.count("eventType") ? " AND eventType IN (59, 60)" : "";
+    Stmt st = prepare("SELECT globalTid, start, end, " + text_col + ", " + id_col +
+                          " FROM NVTX_EVENTS WHERE end IS NOT NULL AND end >= start AND globalTid IS NOT NULL" +
+                          filter + " ORDER BY globalTid, start, end DESC",
+                      "table NVTX_EVENTS");
+    std::vector<int64_t> open_ends;
+    int64_t thread = 0;
+    bool first = true;
+    uint64_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      const int64_t gtid = sqlite3_column_int64(st, 0), start = sqlite3_column_int64(st, 1),
+                    end = sqlite3_column_int64(st, 2);
+      if (first || gtid != thread) open_ends.clear();
+      first = false;
+      thread = gtid;
+      while (!open_ends.empty() && open_ends.back() <= start) open_ends.pop_back();
+      ImportedOp o;
+      // globalTid packs the process above bit 24 and the thread below it.
+      o.pid = (gtid >> 24) & 0xFFFFFF;
+      o.tid = gtid & 0xFFFFFF;
+      o.start_us = static_cast<double>(start) / kNsPerUs;
+      o.dur_us = static_cast<double>(end - start) / kNsPerUs;
+      o.depth = static_cast<int>(open_ends.size());
+      if (open_ends.size() < 256) open_ends.push_back(end);
+      if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
+        o.name = text(st, 3);
+      } else if (auto id = int_or_null(st, 4)) {
+        if (auto it = strings_.find(*id); it != strings_.end()) o.name = it->second;
+      }
+      if (o.name.size() > kMaxRangeText) o.name.resize(kMaxRangeText);
+      sink_.op(std::move(o));
+      if ((++n & 4095) == 0) control_.check_cancel(label_);
+    }
+    if (rc != SQLITE_DONE) fail_sqlite("table NVTX_EVENTS");
+  }
+
   void read_kernels() {
     auto col = [&](const char* c, const char* fallback = "NULL") {
       return kernel_cols_.count(c) ? std::string("k.") + c : std::string(fallback);
@@ -376,7 +426,8 @@ class NsysReader {
       return "SELECT k.start, k.end, " + col("demangledName") + ", " + col("shortName") + ", " + col("gridX") + ", " +
              col("gridY") + ", " + col("gridZ") + ", " + col("blockX") + ", " + col("blockY") + ", " + col("blockZ") +
              ", " + col("registersPerThread") + ", " + col("staticSharedMemory") + ", " + col("dynamicSharedMemory") +
-             ", " + col("deviceId") + ", " + rt_cols + ", " + rowid + " FROM CUPTI_ACTIVITY_KIND_KERNEL k" + joins +
+             ", " + col("deviceId") + ", " + rt_cols + ", " + rowid + ", " + col("streamId") +
+             " FROM CUPTI_ACTIVITY_KIND_KERNEL k" + joins +
              " ORDER BY k.start";
     };
     sqlite3_stmt* raw = nullptr;
@@ -399,7 +450,8 @@ class NsysReader {
       kRtTid,
       kRtStart,
       kRtCount,
-      kRowid
+      kRowid,
+      kStream
     };
     std::map<int64_t, uint64_t> per_device;
     int64_t row = 0;
@@ -473,6 +525,9 @@ class NsysReader {
       k.launched_by = launched_by;
       k.seq = row++;
       k.start_us = static_cast<double>(start) / kNsPerUs;
+      if (sqlite3_column_type(st, kStream) == SQLITE_INTEGER) k.stream = sqlite3_column_int64(st, kStream);
+      if (use_runtime_ && sqlite3_column_type(st, kRtStart) == SQLITE_INTEGER)
+        k.launch_us = static_cast<double>(sqlite3_column_int64(st, kRtStart)) / kNsPerUs;
       ImportedMeasurement m;
       m.latency_us = static_cast<double>(duration) / kNsPerUs;
       m.method = "nsys";

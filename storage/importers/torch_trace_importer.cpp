@@ -95,6 +95,7 @@ struct Kern {
   bool has_corr = false;
   int64_t device = -1;
   int64_t pid = 0;  // as written: for Kineto's GPU rows the device, not the launching process
+  std::optional<int64_t> stream;
   std::optional<LaunchArgs> launch;
 };
 
@@ -112,8 +113,8 @@ struct Event {
   double ts = 0, dur = 0;
   bool has_ts = false, has_dur = false;
   int64_t tid = 0, pid = 0;
-  int64_t ext = 0, corr = 0, device = -1;
-  bool has_ext = false, has_corr = false;
+  int64_t ext = 0, corr = 0, device = -1, stream = 0;
+  bool has_ext = false, has_corr = false, has_stream = false;
   std::array<int64_t, 3> grid{}, block{};
   bool has_grid = false, has_block = false;
   int64_t regs = -1, smem = -1;
@@ -128,9 +129,9 @@ struct Event {
     ph.clear();
     cat.clear();
     name.clear();
-    has_ts = has_dur = has_ext = has_corr = has_grid = has_block = false;
+    has_ts = has_dur = has_ext = has_corr = has_grid = has_block = has_stream = false;
     ts = dur = 0;
-    tid = pid = ext = corr = 0;
+    tid = pid = ext = corr = stream = 0;
     device = regs = smem = -1;
     grid = block = {};
     n_dims = n_types = n_concrete = 0;
@@ -367,6 +368,9 @@ class TraceParser {
         if (ev_.smem < 0 || ev_.smem > (int64_t(1) << 40)) fail_event("args.shared memory: out of range");
       } else if (key == "device") {
         ev_.device = integer_field("args.device");
+      } else if (key == "stream") {
+        ev_.stream = integer_field("args.stream");
+        ev_.has_stream = true;
       } else if (key == "Input Dims") {
         parse_dims();
       } else if (key == "Input type") {
@@ -485,6 +489,7 @@ class TraceParser {
     if (cat == "kernel" || cat == "Kernel") {
       on_kernel();
     } else if (cat == "cpu_op" || cat == "Operator" || cat == "operator") {
+      timeline_op();
       if (!ev_.has_ext || ev_.ext == 0 || never_launches(ev_.name)) return;
       const int32_t proc = process_of(ev_.pid);
       const int64_t key = ext_key(proc, ev_.ext);
@@ -495,6 +500,7 @@ class TraceParser {
       if (!ev_.has_corr) return;
       Launch l{ev_.has_ext ? ev_.ext : 0, ev_.tid, ev_.ts, process_of(ev_.pid), false};
       const Launch& kept = remember_launch(ev_.corr, l);
+      if (!awaiting_.empty()) release_awaiting(ev_.corr, &kept);
       // A CUDA graph launch starts many kernels under one correlation id.
       auto [first, last] = pending_.equal_range(ev_.corr);
       if (first != last) {
@@ -506,6 +512,39 @@ class TraceParser {
         for (Kern& k : ready) resolve_with_launch(std::move(k), launch);
       }
     }
+  }
+
+  // Every framework op goes to the timeline as it is read (the sink writes it; nothing is kept
+  // here but each thread's stack of open ops, for the depth). Kineto writes a thread's ops in start
+  // order, the outer op first; an op out of that order closes what it does not fall inside.
+  void timeline_op() {
+    if (!ev_.has_ts || !ev_.has_dur || !std::isfinite(ev_.ts) || !std::isfinite(ev_.dur) || ev_.dur < 0) return;
+    const double end = ev_.ts + ev_.dur;
+    const ThreadKey key{ev_.pid, ev_.tid};
+    std::vector<std::pair<double, double>>* stack = last_stack_ && key == last_key_ ? last_stack_ : nullptr;
+    if (!stack) {
+      if (auto it = op_stacks_.find(key); it != op_stacks_.end()) {
+        stack = &it->second;
+      } else if (op_stacks_.size() < kMaxOpThreads) {
+        stack = &op_stacks_[key];
+      }
+      last_key_ = key;
+      last_stack_ = stack;  // elements of an unordered_map stay where they are
+    }
+    int depth = 0;
+    if (stack) {
+      while (!stack->empty() && (stack->back().second <= ev_.ts || stack->back().first > ev_.ts)) stack->pop_back();
+      depth = static_cast<int>(stack->size());
+      if (stack->size() < kMaxOpDepth) stack->emplace_back(ev_.ts, end);
+    }
+    ImportedOp o;
+    o.pid = ev_.pid;
+    o.tid = ev_.tid;
+    o.start_us = ev_.ts;
+    o.dur_us = ev_.dur;
+    o.name = ev_.name;
+    o.depth = depth;
+    sink_.op(std::move(o));
   }
 
   // The dense index of a CPU process, assigned in the order processes appear.
@@ -575,6 +614,7 @@ class TraceParser {
     k.has_corr = ev_.has_corr;
     k.device = ev_.device;
     k.pid = ev_.pid;
+    if (ev_.has_stream) k.stream = ev_.stream;
     if (ev_.has_grid || ev_.has_block || ev_.regs >= 0 || ev_.smem >= 0) {
       LaunchArgs a;
       if (ev_.has_grid) a.grid = ev_.grid;
@@ -658,6 +698,8 @@ class TraceParser {
     varint::put(rec_, k.has_corr);
     varint::put(rec_, varint::zigzag(k.device));
     varint::put(rec_, varint::zigzag(k.pid));
+    varint::put(rec_, k.stream.has_value());
+    if (k.stream) varint::put(rec_, varint::zigzag(*k.stream));
     varint::put(rec_, k.launch.has_value());
     if (k.launch) {
       for (int64_t v : k.launch->grid) varint::put(rec_, varint::zigzag(v));
@@ -693,6 +735,7 @@ class TraceParser {
     k.has_corr = varint::get(p) != 0;
     k.device = varint::unzigzag(varint::get(p));
     k.pid = varint::unzigzag(varint::get(p));
+    if (varint::get(p)) k.stream = varint::unzigzag(varint::get(p));
     if (varint::get(p)) {
       LaunchArgs a;
       for (auto& v : a.grid) v = varint::unzigzag(varint::get(p));
@@ -725,13 +768,59 @@ class TraceParser {
     ImportedKernel ik = classified_kernel(in);
     ik.seq = k.seq;
     ik.start_us = k.ts;
+    ik.stream = k.stream;
     ImportedMeasurement m;
     m.latency_us = k.dur;
     m.method = "torch.profiler";
     ik.measurement = std::move(m);
     if (!op) ++without_op_;
-    sink_.kernel(std::move(ik));
     ++kernels_emitted_;
+    // The launch call (cuda_runtime / cuda_driver event) of the kernel's correlation id gives its
+    // launch time. Kineto writes it just after the kernel: a kernel whose call has not come yet
+    // waits for it, among at most kMaxAwaiting kernels (then the oldest go without).
+    if (k.has_corr) {
+      if (auto it = launches_.find(k.corr); it != launches_.end()) {
+        if (!it->second.ambiguous) ik.launch_us = it->second.ts;
+      } else {
+        awaiting_order_.push_back(k.corr);
+        awaiting_[k.corr].push_back(std::move(ik));
+        if (++awaiting_count_ > kMaxAwaiting) release_oldest_awaiting();
+        if (awaiting_order_.size() > 4 * kMaxAwaiting) {  // drop the ids already released
+          std::deque<int64_t> live;
+          for (int64_t c : awaiting_order_)
+            if (awaiting_.count(c)) live.push_back(c);
+          awaiting_order_.swap(live);
+        }
+        return;
+      }
+    }
+    sink_.kernel(std::move(ik));
+  }
+
+  // Hands over the kernels waiting for launch record `corr`, with its time when it names one launch.
+  void release_awaiting(int64_t corr, const Launch* l) {
+    auto it = awaiting_.find(corr);
+    if (it == awaiting_.end()) return;
+    for (ImportedKernel& ik : it->second) {
+      if (l && !l->ambiguous) ik.launch_us = l->ts;
+      sink_.kernel(std::move(ik));
+      --awaiting_count_;
+    }
+    awaiting_.erase(it);
+  }
+  void release_oldest_awaiting() {
+    while (!awaiting_order_.empty() && awaiting_count_ > kMaxAwaiting / 2) {
+      const int64_t corr = awaiting_order_.front();
+      awaiting_order_.pop_front();
+      release_awaiting(corr, nullptr);
+    }
+  }
+  void release_all_awaiting() {
+    for (int64_t corr : awaiting_order_) {
+      auto it = launches_.find(corr);
+      release_awaiting(corr, it != launches_.end() ? &it->second : nullptr);
+    }
+    awaiting_order_.clear();
   }
 
   void finish() {
@@ -768,6 +857,7 @@ class TraceParser {
         if ((++n & 1023) == 0) tick("resolving launches");
       }
     }
+    release_all_awaiting();
     // The GPU: the device most kernels ran on.
     int64_t device = -1;
     uint64_t best = 0;
@@ -797,6 +887,21 @@ class TraceParser {
   uint64_t raw_total_ = 0;
   uint64_t last_progress_ = 0;
 
+  struct ThreadKey {
+    int64_t pid, tid;
+    bool operator==(const ThreadKey& o) const { return pid == o.pid && tid == o.tid; }
+  };
+  struct ThreadKeyHash {
+    std::size_t operator()(const ThreadKey& k) const {
+      return std::hash<int64_t>()(k.tid) ^ (std::hash<int64_t>()(k.pid) * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  static constexpr std::size_t kMaxOpThreads = 1 << 16;  // threads whose op depth is tracked
+  static constexpr std::size_t kMaxOpDepth = 256;        // open ops kept per thread
+  std::unordered_map<ThreadKey, std::vector<std::pair<double, double>>, ThreadKeyHash> op_stacks_;
+  ThreadKey last_key_{0, 0};
+  std::vector<std::pair<double, double>>* last_stack_ = nullptr;
+
   Event ev_;
   std::string text_;
   OpTable ops_;
@@ -811,6 +916,11 @@ class TraceParser {
   int32_t last_proc_ = kNoProc;
   std::unordered_map<int64_t, int32_t> device_proc_;  // device -> launching process, or kConflict
   std::deque<int64_t> pending_order_;
+  // Kernels ready for the sink but for their launch time (emit).
+  static constexpr std::size_t kMaxAwaiting = 4096;
+  std::unordered_map<int64_t, std::vector<ImportedKernel>> awaiting_;
+  std::deque<int64_t> awaiting_order_;
+  std::size_t awaiting_count_ = 0;
 
   std::unique_ptr<ScratchDb> scratch_;
   Stmt defer_insert_;

@@ -3,6 +3,7 @@
 // the importers that read a path. An ImportError is the expected answer to bad input; any other
 // exception escaping an importer, a crash or a sanitizer report is a bug.
 #include <unistd.h>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +33,10 @@ class CheckingSink : public storage::ImportSink {
     last_seq_ = k.seq;
     ++kernels_;
   }
+  void op(storage::ImportedOp&& o) override {
+    if (!(o.dur_us >= 0) || o.depth < 0 || !std::isfinite(o.start_us)) __builtin_trap();  // negative, NaN, inf
+    ++ops_;
+  }
   void gpu(const std::string&, const std::string&) override {}
   void provenance(const std::string&) override {}
   void warning(const std::string&) override {}
@@ -39,6 +44,7 @@ class CheckingSink : public storage::ImportSink {
  private:
   int64_t last_seq_ = -1;
   uint64_t kernels_ = 0;
+  uint64_t ops_ = 0;
 };
 
 // Writes the input to a per-process file (the nsys, collector and dataset importers read paths).

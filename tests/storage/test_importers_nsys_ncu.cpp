@@ -58,7 +58,7 @@ INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242, 'GPU-abc', 132);
       ", 1, 2, NULL, 1, 0, 168, 2, 64, 1, 384, 1, 1, 0, 217356, 0, 0, 1, 232448, NULL, 1)");
   ins("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2100000, 2103100, 0, 1, NULL, 7, 102, " + std::to_string(gpid) +
       ", 3, 4, NULL, 1, 0, 24, 1024, 1, 1, 128, 1, 1, 0, 0, 0, 0, 2, 0, NULL, 1)");
-  ins("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2200000, 2222100, 0, 1, NULL, 7, 103, " + std::to_string(gpid) +
+  ins("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2200000, 2222100, 0, 1, NULL, 13, 103, " + std::to_string(gpid) +
       ", 7, 7, NULL, 1, 0, 255, 8, 16, 2, 128, 1, 1, 1024, 32768, 0, 0, 3, 0, NULL, 1)");
   ins("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000100, 1000900, 1, " + std::to_string(gtid) +
       ", 101, 5, 0, NULL)");
@@ -116,6 +116,40 @@ TEST(ImportNsys, KernelsNamesLaunchesNvtxRangesAndGpu) {
   EXPECT_EQ(s.kernels[1].family, Family::elementwise);
   EXPECT_EQ(s.kernels[2].launched_by, "");
   EXPECT_EQ(s.kernels[2].desc.launch->shared_memory_bytes, 1024 + 32768);
+}
+
+// The timeline's side: each kernel's streamId and launch call, and the NVTX ranges (not marks) as
+// the ops of their thread, nested by depth.
+TEST(ImportNsys, StreamsLaunchesAndNvtxRangesAsOps) {
+  TempDir dir;
+  make_nsys_export(dir / "report.sqlite");
+  NsysSqliteImporter imp;
+  RecordingSink s = run_importer(imp, dir / "report.sqlite");
+  ASSERT_EQ(s.kernels.size(), 3u);
+  EXPECT_EQ(s.kernels[0].stream, 7);
+  EXPECT_EQ(s.kernels[1].stream, 7);
+  EXPECT_EQ(s.kernels[2].stream, 13);
+  ASSERT_TRUE(s.kernels[0].launch_us.has_value());
+  EXPECT_DOUBLE_EQ(*s.kernels[0].launch_us, 1000.1);
+  EXPECT_FALSE(s.kernels[2].launch_us.has_value());  // no runtime record
+  ASSERT_EQ(s.ops.size(), 3u);
+  EXPECT_EQ(s.ops[0].name, "forward");  // by textId
+  EXPECT_EQ(s.ops[0].depth, 0);
+  EXPECT_DOUBLE_EQ(s.ops[0].start_us, 900);
+  EXPECT_DOUBLE_EQ(s.ops[0].dur_us, 1000);
+  EXPECT_TRUE(contains(s.ops[1].name, "aten::mm"));
+  EXPECT_EQ(s.ops[1].depth, 1);
+  EXPECT_EQ(s.ops[2].name, "layers.0.mlp");
+  EXPECT_EQ(s.ops[2].depth, 1);
+  for (const auto& o : s.ops) {
+    EXPECT_EQ(o.pid, 4242);
+    EXPECT_EQ(o.tid, 4243);
+  }
+  // Without NVTX there are no ops; the streams are still there.
+  make_nsys_export(dir / "plain.sqlite", false);
+  RecordingSink p = run_importer(imp, dir / "plain.sqlite");
+  EXPECT_TRUE(p.ops.empty());
+  EXPECT_EQ(p.kernels[2].stream, 13);
 }
 
 TEST(ImportNsys, WorksWithoutNvtxAndParsesEmitNvtxNames) {

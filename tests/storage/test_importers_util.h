@@ -76,6 +76,7 @@ inline void write_gz(const fs::path& p, const std::string& data) {
 class RecordingSink : public ImportSink {
  public:
   void kernel(ImportedKernel&& k) override { kernels.push_back(std::move(k)); }
+  void op(ImportedOp&& o) override { ops.push_back(std::move(o)); }
   void gpu(const std::string& id, const std::string& name) override {
     gpu_id = id;
     gpu_name = name;
@@ -84,6 +85,7 @@ class RecordingSink : public ImportSink {
   void warning(const std::string& text) override { warnings.push_back(text); }
 
   std::vector<ImportedKernel> kernels;
+  std::vector<ImportedOp> ops;
   std::string gpu_id, gpu_name, provenance_text;
   std::vector<std::string> warnings;
 };
