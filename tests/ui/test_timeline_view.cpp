@@ -20,6 +20,7 @@
 #include "storage/timeline.h"
 #include "ui/main_window.h"
 #include "ui/timeline_view.h"
+#include "ui/traces_view.h"
 
 using namespace perfloom;
 
@@ -233,8 +234,18 @@ class TestTimelineView : public QObject {
 
   void mainWindowHasTheTimelineTabFollowingTheTracesView() {
     ui::MainWindow w(gpus_, db_path_);
-    QCOMPARE(w.tabs()->tabText(w.tabs()->count() - 1), QString("Timeline"));
-    QCOMPARE(w.tabs()->widget(w.tabs()->count() - 1), static_cast<QWidget*>(w.timelineView()));
+    const int tab = w.tabs()->indexOf(w.timelineView());
+    QVERIFY(tab >= 0);
+    QCOMPARE(w.tabs()->tabText(tab), QString("Timeline"));
+    QVERIFY(ui::MainWindow::viewNames().contains("Timeline"));
+    // The source the Traces view loads is the Timeline's, loaded when its tab is shown.
+    emit w.tracesView()->kernelsLoaded(source_, 155);
+    QCOMPARE(w.timelineView()->sourceId(), source_);
+    QSignalSpy loaded(w.timelineView(), &ui::TimelineView::timelineLoaded);
+    w.show();
+    w.tabs()->setCurrentIndex(tab);
+    QVERIFY(loaded.count() > 0 || loaded.wait(5000));
+    QCOMPARE(loaded.at(0).at(0).toLongLong(), source_);
   }
 };
 
