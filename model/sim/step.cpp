@@ -342,8 +342,20 @@ void mlp_moe(const Ctx& x) {
   m.H = x.H;
   m.I = i_local;
   const auto [dt, ratio] = x.weights(true);
+  // The engines' fused MoE around its two GEMMs: align sorts the (token, expert) pairs by expert and
+  // pads each expert's run to the GEMM's row block (int32 ids in, sorted ids out); the top-k sum reads
+  // every pair's down output and writes one row per token (vLLM's moe_align_block_size and moe_sum;
+  // tools/moe/layer_check.py measures both parts beside the GEMMs). Both as the bytes they move.
+  Shape align;
+  align.bytes = m.T * m.topk * 4;
+  x.add(Op::copy, Dtype::fp32, align, "moe_align");
   x.add(Op::moe, dt, m, "moe_experts", ratio);
   x.rows(Op::silu_mul, m.T * c.experts_per_token, i_local, "moe_silu_mul", x.act);
+  if (m.topk > 1) {
+    Shape sum;
+    sum.bytes = static_cast<int64_t>(static_cast<double>(m.T) * x.H * dtype_bytes(x.act) * (m.topk + 1) / 2.0);
+    x.add(Op::copy, x.act, sum, "moe_sum");
+  }
   if (ep) x.collective(Op::alltoall, a2a_bytes, x.par.ep, "moe_combine");
   if (c.shared_experts > 0) {
     // Under EP the shared experts run whole on every rank and their output joins the combine.

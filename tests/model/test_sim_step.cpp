@@ -169,6 +169,15 @@ TEST(SimStep, MixtralUsesTheFusedMoeKernel) {
   EXPECT_EQ(find(p, "router").kernel.shape.N, 8);
   EXPECT_EQ(count_label(p, "gate_up_proj"), 0);
   EXPECT_EQ(count_label(p, "moe_allreduce"), 1);
+  // Around the GEMMs, as the engines' fused MoE runs them: align (int32 ids of the 64 pairs) and the
+  // top-k sum (reads 2 rows of 4096 bf16 per token, writes one: 3/2 of a copy of the output).
+  const StepKernel& align = find(p, "moe_align");
+  EXPECT_EQ(align.kernel.op, Op::copy);
+  EXPECT_EQ(align.kernel.shape.bytes, 32 * 2 * 4);
+  EXPECT_EQ(align.count, 32);
+  const StepKernel& sum = find(p, "moe_sum");
+  EXPECT_EQ(sum.kernel.op, Op::copy);
+  EXPECT_EQ(sum.kernel.shape.bytes, 32 * 4096 * 2 * 3 / 2);
 }
 
 TEST(SimStep, ExpertParallelAddsAllToAll) {
