@@ -472,15 +472,18 @@ TimelineView::TimelineView(const GpuDatabase& gpus, std::shared_ptr<const Kernel
   const QString saved = QSettings().value("timeline/target").toString();
   if (const int i = target_->findData(saved); i >= 0) target_->setCurrentIndex(i);
   fit_->setToolTip(tr("Show the whole trace (or double-click the timeline)"));
+  // Long GPU names and status lines must not widen the window: the combo shrinks to a few
+  // characters, the status line is elided by its width.
+  target_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  target_->setMinimumContentsLength(14);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Predicted on:"), this));
   bar->addWidget(target_);
   bar->addWidget(fit_);
   bar->addWidget(status_, 1);
-  auto* hint = new QLabel(tr("Wheel: zoom · drag: pan · Shift+wheel: scroll lanes · hover: details"), this);
-  hint->setForegroundRole(QPalette::PlaceholderText);
-  bar->addWidget(hint);
+  setToolTip(tr("Wheel: zoom · drag: pan · Shift+wheel: scroll lanes · double-click: fit · hover an item: details"));
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(bar);
   layout->addWidget(canvas_, 1);

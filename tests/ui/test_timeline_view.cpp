@@ -113,6 +113,8 @@ class TestTimelineView : public QObject {
     // Fitted: everything is visible.
     QCOMPARE(c->visibleItemCount(), want.kernels + want.ops);
     QVERIFY(v->statusLabel()->text().contains(QString::number(want.kernels) + " kernels"));
+    // Long GPU names and status lines do not widen the main window (its minimum is 651 px).
+    QVERIFY2(v->minimumSizeHint().width() < 600, qPrintable(QString::number(v->minimumSizeHint().width())));
   }
 
   void wheelZoomsAndDragPansTheVisibleRange() {
