@@ -38,6 +38,16 @@ std::vector<GpuSpec> pickGpus(const GpuDatabase& db, const QString& list) {
   if (gpus.empty()) throw std::invalid_argument("needs --gpu ID[,ID...]");
   return gpus;
 }
+// An integer option within [lo, hi], or std::invalid_argument naming the option and the value.
+int int_option(const QCommandLineParser& p, const char* name, int lo, int hi) {
+  bool ok = false;
+  const int v = p.value(name).trimmed().toInt(&ok);
+  if (!ok || v < lo || v > hi)
+    throw std::invalid_argument("--" + std::string(name) + " must be an integer from " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + " (got \"" + p.value(name).toStdString() + "\")");
+  return v;
+}
+
 // The source of `file` in the database at `db_path`: imported now, or the one holding its content.
 int64_t import_or_find(const std::filesystem::path& db_path, const std::string& file, const GpuDatabase& gpus) {
   storage::Database database(db_path);
@@ -135,7 +145,7 @@ int runExportChart(const QStringList& args) {
       SimulatorRequest req;
       req.model = p.value("model");
       req.gpus = gpus;
-      req.tp = p.value("tp").toInt();
+      req.tp = int_option(p, "tp", 1, 64);
       req.workload = p.value("workload");
       req.rates = parse_rates(p.value("rates"));
       const SimulatorResult r = run_simulations(req, {});
@@ -192,9 +202,13 @@ int runExportChart(const QStringList& args) {
       return 2;
     }
     QString error;
-    const QSize size(p.value("width").toInt(), p.value("height").toInt());
-    if (size.width() <= 0 || size.height() <= 0) throw std::invalid_argument("--width and --height must be positive");
-    if (!ChartExporter::save(chart.get(), p.value("out"), size, p.value("scale").toDouble(), &error))
+    const QSize size(int_option(p, "width", 16, 16384), int_option(p, "height", 16, 16384));
+    bool scale_ok = false;
+    const double scale = p.value("scale").trimmed().toDouble(&scale_ok);
+    if (!scale_ok || !(scale >= 0.25 && scale <= 8))
+      throw std::invalid_argument("--scale must be a number from 0.25 to 8 (got \"" + p.value("scale").toStdString() +
+                                  "\")");
+    if (!ChartExporter::save(chart.get(), p.value("out"), size, scale, &error))
       throw std::runtime_error(error.toStdString());
     std::cerr << "perfloom export-chart: wrote " << p.value("out").toStdString() << "\n";
     return 0;

@@ -233,6 +233,15 @@ class TestBottleneckView : public QObject {
     QCOMPARE(ui::runExportChart({"export-chart", "bottleneck", "--gpu", "h100-sxm", "--kernel", "gemm:bf16:M=1,N=1,K=1",
                                  "--out", dir.filePath("x.gif")}),
              1);
+    // Sizes and scales that are no numbers, or absurd ones, are refused before any drawing.
+    for (const QStringList& bad : {QStringList{"--width", "abc"}, QStringList{"--height", "0"},
+                                   QStringList{"--width", "99999999999"}, QStringList{"--scale", "x"},
+                                   QStringList{"--scale", "1000"}}) {
+      QStringList args{"export-chart", "bottleneck", "--gpu", "h100-sxm", "--kernel", "gemm:bf16:M=1,N=1,K=1",
+                       "--out", png};
+      args << bad;
+      QCOMPARE(ui::runExportChart(args), 1);
+    }
   }
 };
 
