@@ -6,8 +6,9 @@
 
 Run from the root of a clone after building (scripts/build.sh). Sections: holdout (perfloom eval, leave one GPU out,
 retrains once per GPU: the long part, about 2-5 minutes per GPU on 2 cores), roofline (the ceiling against every
-public measurement), whatif (traces' kernels moved between the two GPUs measured here), comm (the NCCL model against
-measured collectives), step (whole forward steps against PyTorch benchmarks), tuner (the shipped tables' first choice
+public measurement), whatif (traces' kernels moved between the two GPUs measured here), traces (the share of real
+traces' kernel time the what-if has a shape for), comm (the NCCL model against measured collectives), step (whole
+forward steps against PyTorch benchmarks), moe (the simulator's MoE layer against one measured on an H200), tuner (the shipped tables' first choice
 timed against cuBLASLt), serving (perfloom simulate against published serving benchmarks, the rows of
 tests/data/serving_published.csv). The report is generated: edit this script or the tools, never the report.
 
@@ -17,7 +18,7 @@ where the section order puts it); every other byte of the report stays as it was
 import argparse, csv, datetime, json, os, platform, re, shlex, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SECTIONS = ["holdout", "roofline", "whatif", "comm", "step", "tuner", "serving"]
+SECTIONS = ["holdout", "roofline", "whatif", "traces", "comm", "step", "moe", "tuner", "serving"]
 # GPUs with measurements in data/ (perfloom train's training_gpus), the most used first.
 DEFAULT_GPUS = ["h100-sxm", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a40", "t4",
                 "v100-pcie", "p100-pcie", "p4"]
@@ -273,7 +274,22 @@ SECTION_FUNCS = {
     "roofline": tool_section("The ceiling is a lower bound", ["{bin}/perfloom-roofline-check", "data/public"], "--report"),
     "whatif": tool_section("What-if of profiled kernels between the H100 and the H200",
                            ["{bin}/perfloom-whatif-eval", "--data", "data"], "--out"),
+    "traces": tool_section("Real traces: what the what-if understands", ["python3", "tools/trace_coverage.py", "--bin",
+                                                                           "{bin}"], stdout=True),
     "comm": tool_section("Collectives", ["{bin}/perfloom-comm-check", "data/nccl-h200/nccl.csv"], stdout=True),
+    "moe": tool_section(
+        "MoE layer",
+        ["python3", "tools/moe/layer_check.py", "compare", "tests/data/moe_layer_h200.csv", "--bin", "{bin}"],
+        stdout=True,
+        intro="One MoE layer of Qwen3-30B-A3B, DeepSeek-V2-Lite and Mixtral-8x7B measured on an H200 as an engine runs it "
+              "(`tools/moe/layer_check.py measure`: router GEMM, softmax/top-k, align, the fused gate-up and down GEMMs at "
+              "vLLM's default configuration, SiLU-and-mul, top-k sum, shared experts; CUDA-graph replays after an L2 "
+              "flush, bf16) against `perfloom step`'s kernels of that layer (router, topk_softmax, moe_align, "
+              "moe_experts, moe_silu_mul, moe_sum, shared_*). The expert GEMMs are also set against the fastest "
+              "configuration of the fused-MoE sweep (`data/moe-h200`) at the same shape: the simulator assumes tuned "
+              "configurations, as vLLM ships for common GPUs and shapes, and the default configuration measured here is "
+              "up to twice as slow. The routing and align parts are PyTorch ops here (several kernels each), slower "
+              "than the engines' fused kernels; they are shown, not compared."),
     "step": tool_section("Whole forward steps", ["python3", "tools/step_check/compare.py"], "--out"),
     "tuner": tuner,
     "serving": serving,
