@@ -22,6 +22,7 @@
 #include "ui/recent_files.h"
 #include "ui/simulator_view.h"
 #include "ui/theme.h"
+#include "ui/timeline_view.h"
 #include "ui/traces_view.h"
 #include "ui/tuner_view.h"
 #include "ui/whatif_view.h"
@@ -29,7 +30,7 @@
 namespace perfloom::ui {
 
 QStringList MainWindow::viewNames() {
-  return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"), tr("GPUs"), tr("Plan")};
+  return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"), tr("GPUs"), tr("Plan"), tr("Timeline")};
 }
 
 MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent)
@@ -56,6 +57,9 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   tabs_->addTab(gpu_view_, names[5]);
   plan_view_ = new PlanView(*gpus_, predictor_, this);
   tabs_->addTab(plan_view_, names[6]);
+  timeline_view_ = new TimelineView(*gpus_, predictor_, this);
+  timeline_view_->setDatabasePath(db_path_);
+  tabs_->addTab(timeline_view_, names[7]);
   tabs_->setCurrentWidget(bottleneck_view_);
   setCentralWidget(tabs_);
 
@@ -70,6 +74,10 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   connect(traces_view_, &TracesView::kernelsLoaded, whatif_view_,
           [this](qint64 source_id, int) { whatif_view_->selectSource(source_id); });
   connect(traces_view_, &TracesView::openInWhatIf, this, &MainWindow::openInWhatIf);
+  // The Timeline follows the trace selected in the Traces view.
+  connect(traces_view_, &TracesView::kernelsLoaded, timeline_view_, [this](qint64 source_id, int) {
+    if (source_id != timeline_view_->sourceId()) timeline_view_->selectSource(source_id);
+  });
   connect(plan_view_, &PlanView::openInSimulator, this, &MainWindow::openInSimulator);
   statusBar()->showMessage(tr("%1 GPUs · predictor %2%3 · database %4")
                                .arg(gpus_->size())
@@ -219,6 +227,8 @@ void MainWindow::recomputeCurrent() {
     plan_view_->recompute();
   else if (w == traces_view_)
     traces_view_->reload();
+  else if (w == timeline_view_)
+    timeline_view_->recompute();
 }
 
 void MainWindow::saveLayout() const {

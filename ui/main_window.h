@@ -18,6 +18,7 @@ class BottleneckView;
 class GpuView;
 class PlanView;
 class SimulatorView;
+class TimelineView;
 class TunerView;
 class TracesView;
 class WhatIfView;
@@ -39,6 +40,7 @@ class MainWindow : public QMainWindow {
   SimulatorView* simulatorView() const { return simulator_view_; }
   TunerView* tunerView() const { return tuner_view_; }
   PlanView* planView() const { return plan_view_; }
+  TimelineView* timelineView() const { return timeline_view_; }
   // Tab titles, in order; tests and `export-chart` address views by these.
   static QStringList viewNames();
 
@@ -82,6 +84,7 @@ class MainWindow : public QMainWindow {
   SimulatorView* simulator_view_;
   TunerView* tuner_view_;
   PlanView* plan_view_;
+  TimelineView* timeline_view_;
   std::filesystem::path db_path_;
 };
 
