@@ -11,43 +11,12 @@
 #include "app/cli_commands.h"
 #include "model/file_reader.h"
 #include "model/learned_predictor.h"
+#include "model/plan/plan_json.h"
 #include "model/plan/planner.h"
 
 namespace perfloom::app {
 
 namespace {
-
-nlohmann::json candidate_json(const plan::Candidate& c, const plan::PlanSla& sla) {
-  nlohmann::json bounds = nlohmann::json::object();
-  for (std::size_t i = 0; i < c.bound_values.size() && i < sla.bounds.size(); ++i)
-    bounds[sla.bounds[i].name()] = c.bound_values[i];
-  nlohmann::json j = {{"gpu", c.d.gpu->id},
-                      {"gpus", c.d.gpus()},
-                      {"tp", c.d.tp},
-                      {"replicas", c.d.replicas},
-                      {"deployment", c.d.describe()}};
-  if (!c.feasible) {
-    j["why_not"] = c.why_not;
-    return j;
-  }
-  j["simulated_whole"] = c.simulated_whole;
-  j["sla_values_ms"] = bounds;
-  j["ttft_p90_ms"] = c.ttft_p90_ms;
-  j["tpot_p90_ms"] = c.tpot_p90_ms;
-  j["e2e_p90_ms"] = c.e2e_p90_ms;
-  j["output_tokens_per_s"] = c.output_tokens_per_s;
-  j["requests_per_s"] = c.requests_per_s;
-  j["headroom"] = c.headroom;
-  j["at_risk"] = c.at_risk;
-  if (c.priced) {
-    j["usd_per_hour"] = c.usd_per_hour;
-    j["usd_per_million_output_tokens"] = c.usd_per_million_output_tokens;
-  } else {
-    j["usd_per_hour"] = nullptr;
-    j["usd_per_million_output_tokens"] = nullptr;
-  }
-  return j;
-}
 
 std::string sla_text(const plan::PlanSla& sla) {
   std::string s;
@@ -59,117 +28,15 @@ std::string sla_text(const plan::PlanSla& sla) {
   return s;
 }
 
-}  // namespace
-
-int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
-  for (const char* required : {"model", "workload", "sla"})
-    if (!args.isSet(required)) {
-      std::cerr << "perfloom plan: needs --" << required
-                << " (perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load RATE] [--gpus "
-                   "ID,...|all] [--prices FILE] [--max-gpus N])\n";
-      return 2;
-    }
-  const auto t0 = std::chrono::steady_clock::now();
-  plan::PlanOptions o;
-  o.workload = args.value("workload").toStdString();
-  o.sla = plan::parse_plan_sla(args.value("sla").toStdString());
-  if (args.isSet("load")) o.load = plan::parse_load(args.value("load").toStdString());
-  o.max_gpus = static_cast<int>(cliInteger(args, "max-gpus", 8, 1));
-  if (o.max_gpus > 4096) throw std::invalid_argument("--max-gpus must be at most 4096");
-  if (args.isSet("tp")) {
-    o.tp.clear();
-    for (const QString& t : args.value("tp").split(',', Qt::SkipEmptyParts)) {
-      bool ok = false;
-      const int v = t.trimmed().toInt(&ok);
-      if (!ok || v < 1 || v > 64)
-        throw std::invalid_argument("--tp lists TP degrees from 1 to 64 (got \"" + t.toStdString() + "\")");
-      o.tp.push_back(v);
-    }
-    if (o.tp.empty()) throw std::invalid_argument("--tp names no TP degree");
-  }
-  if (args.isSet("uncertainty")) {
-    bool ok = false;
-    o.uncertainty = args.value("uncertainty").toDouble(&ok);
-    if (!ok) throw std::invalid_argument("--uncertainty must be a fraction (0.2 for 20%)");
-  }
-  o.base.sched.max_num_seqs = cliInteger(args, "max-num-seqs", o.base.sched.max_num_seqs, 1);
-  o.base.sched.max_num_batched_tokens =
-      cliInteger(args, "max-num-batched-tokens", o.base.sched.max_num_batched_tokens, 1);
-
-  std::vector<const GpuSpec*> gpus;
-  if (!args.isSet("gpus") || args.value("gpus") == "all") {
-    for (const GpuSpec& g : ctx.gpus.all()) gpus.push_back(&g);
-  } else {
-    gpus = gpusFromList(ctx, args.value("gpus"));
-  }
-
-  plan::Prices prices = plan::bundled_prices();
-  if (args.isSet("prices")) {
-    const std::string path = args.value("prices").toStdString();
-    const plan::Prices mine = plan::parse_prices_csv(read_file_guarded(path, file_limits::price_table), path);
-    for (const auto& [id, entry] : mine.by_gpu) {
-      const GpuSpec* g = ctx.gpus.find(id);
-      if (!g) throw std::invalid_argument(path + ": \"" + id.substr(0, 80) + "\" names no known GPU (perfloom gpus)");
-      prices.by_gpu[g->id] = entry;
-    }
-  }
-
-  const sim::LlmConfig model = sim::load_llm_config(args.value("model").toStdString());
-  std::string warning;
-  const auto predictor = make_default_predictor(&warning);
-  if (!warning.empty()) std::cerr << "perfloom plan: warning: " << warning << "\n";
-  const plan::PlanResult r = plan::plan_deployments(model, gpus, *predictor, prices, o);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  if (ctx.json) {
-    nlohmann::json j;
-    j["model"] = r.model;
-    j["workload"] = r.workload;
-    j["sla"] = nlohmann::json::object();
-    for (const auto& b : r.sla.bounds) j["sla"][b.name()] = b.ms;
-    if (r.load) {
-      j["load"] = {{"value", r.load->value},
-                   {"unit", r.load->kind == plan::Load::Kind::requests ? "req/s" : "tok/s"},
-                   {"requests_per_s", r.rate}};
-      nlohmann::json ranked = nlohmann::json::array();
-      for (const auto& c : r.ranked) ranked.push_back(candidate_json(c, r.sla));
-      j["ranked"] = ranked;
-    } else {
-      nlohmann::json pts = nlohmann::json::array();
-      for (const auto& p : r.pareto) {
-        nlohmann::json q = {{"gpu", p.gpu->id},
-                            {"tp", p.tp},
-                            {"concurrency", p.concurrency},
-                            {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-                            {"tokens_per_s_per_user", p.tokens_per_s_per_user},
-                            {"ttft_p90_ms", p.ttft_p90_ms},
-                            {"tpot_p90_ms", p.tpot_p90_ms},
-                            {"meets_sla", p.meets_sla},
-                            {"on_front", p.on_front}};
-        q["usd_per_million_output_tokens"] =
-            p.priced ? nlohmann::json(p.usd_per_million_output_tokens) : nlohmann::json(nullptr);
-        pts.push_back(q);
-      }
-      j["pareto"] = pts;
-    }
-    nlohmann::json rej = nlohmann::json::array();
-    for (const auto& c : r.rejected) rej.push_back(candidate_json(c, r.sla));
-    j["rejected"] = rej;
-    j["notes"] = r.notes;
-    j["simulations"] = r.simulations;
-    j["uncertainty"] = o.uncertainty;
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-
+// The plan as `plan` prints it (text), whether it ran here or was merged from shards.
+void print_plan(const plan::PlanResult& r, double secs, int top) {
   std::printf("%s, %s, SLA %s: %zu GPU types, %zu simulations in %.1f s\n", r.model.c_str(), r.workload.c_str(),
-              sla_text(r.sla).c_str(), gpus.size(), r.simulations, secs);
-  const int top = static_cast<int>(cliInteger(args, "top", 10, 1));
+              sla_text(r.sla).c_str(), r.gpu_types.size(), r.simulations, secs);
   if (r.load) {
     std::printf("target load: %g %s (%.3f requests/s)\n", r.load->value,
                 r.load->kind == plan::Load::Kind::requests ? "req/s" : "output tok/s", r.rate);
     if (r.ranked.empty()) {
-      std::printf("no deployment meets the SLA within --max-gpus %d; the closest misses:\n", o.max_gpus);
+      std::printf("no deployment meets the SLA within --max-gpus %d; the closest misses:\n", r.max_gpus);
     } else {
       std::printf("%-4s %-38s %9s %12s", "rank", "deployment", "$/hour", "$/M out tok");
       for (const auto& b : r.sla.bounds) std::printf(" %12s", b.name().c_str());
@@ -211,7 +78,125 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
       std::printf("  %s TP %d: %s\n", c.d.gpu->id.c_str(), c.d.tp, c.why_not.substr(0, 300).c_str());
   }
   for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
-  std::printf("interval: +-%.0f%% (--uncertainty) around each predicted latency\n", 100 * o.uncertainty);
+  std::printf("interval: +-%.0f%% (--uncertainty) around each predicted latency\n", 100 * r.uncertainty);
+}
+
+// `plan --merge A.json,B.json,...`: the shards of one `--shard K/N` run joined.
+int mergePlans(CliContext& ctx, const QCommandLineParser& args) {
+  for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices"})
+    if (args.isSet(alone)) {
+      std::cerr << "perfloom plan: --merge joins finished shards and takes no --" << alone << "\n";
+      return 2;
+    }
+  std::vector<plan::PlanShard> shards;
+  std::vector<std::string> labels;
+  for (const QString& list : args.values("merge"))
+    for (const QString& f : list.split(',', Qt::SkipEmptyParts)) {
+      const std::string path = f.trimmed().toStdString();
+      const std::string text = read_file_guarded(path, file_limits::plan_json);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::parse_error& e) {
+        throw std::invalid_argument(path + ": not JSON (byte " + std::to_string(e.byte) + ")");
+      }
+      shards.push_back(plan::plan_from_json(j, ctx.gpus, path));
+      labels.push_back(path);
+    }
+  const plan::PlanResult r = plan::merge_plans(shards, labels);
+  if (ctx.json) {
+    std::cout << plan::plan_to_json(r).dump(2) << "\n";
+    return 0;
+  }
+  print_plan(r, 0.0, static_cast<int>(cliInteger(args, "top", 10, 1)));
+  return 0;
+}
+
+}  // namespace
+
+int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
+  if (args.isSet("merge")) return mergePlans(ctx, args);
+  for (const char* required : {"model", "workload", "sla"})
+    if (!args.isSet(required)) {
+      std::cerr << "perfloom plan: needs --" << required
+                << " (perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load RATE] [--gpus "
+                   "ID,...|all] [--prices FILE] [--max-gpus N])\n";
+      return 2;
+    }
+  const auto t0 = std::chrono::steady_clock::now();
+  plan::PlanOptions o;
+  o.workload = args.value("workload").toStdString();
+  o.sla = plan::parse_plan_sla(args.value("sla").toStdString());
+  if (args.isSet("load")) o.load = plan::parse_load(args.value("load").toStdString());
+  o.max_gpus = static_cast<int>(cliInteger(args, "max-gpus", 8, 1));
+  if (o.max_gpus > 4096) throw std::invalid_argument("--max-gpus must be at most 4096");
+  if (args.isSet("tp")) {
+    o.tp.clear();
+    for (const QString& t : args.value("tp").split(',', Qt::SkipEmptyParts)) {
+      bool ok = false;
+      const int v = t.trimmed().toInt(&ok);
+      if (!ok || v < 1 || v > 64)
+        throw std::invalid_argument("--tp lists TP degrees from 1 to 64 (got \"" + t.toStdString() + "\")");
+      o.tp.push_back(v);
+    }
+    if (o.tp.empty()) throw std::invalid_argument("--tp names no TP degree");
+  }
+  if (args.isSet("uncertainty")) {
+    bool ok = false;
+    o.uncertainty = args.value("uncertainty").toDouble(&ok);
+    if (!ok) throw std::invalid_argument("--uncertainty must be a fraction (0.2 for 20%)");
+  }
+  o.base.sched.max_num_seqs = cliInteger(args, "max-num-seqs", o.base.sched.max_num_seqs, 1);
+  o.base.sched.max_num_batched_tokens =
+      cliInteger(args, "max-num-batched-tokens", o.base.sched.max_num_batched_tokens, 1);
+
+  std::vector<const GpuSpec*> gpus;
+  if (!args.isSet("gpus") || args.value("gpus") == "all") {
+    for (const GpuSpec& g : ctx.gpus.all()) gpus.push_back(&g);
+  } else {
+    gpus = gpusFromList(ctx, args.value("gpus"));
+  }
+  // --shard K/N: every N-th GPU type from the K-th on; the shards' JSON files merge (--merge) into
+  // the plan a single run over all of them gives.
+  plan::Shard shard;
+  std::vector<std::string> all_gpu_types;
+  if (args.isSet("shard")) {
+    shard = plan::parse_shard(args.value("shard").toStdString());
+    if (!ctx.json) {
+      std::cerr << "perfloom plan: --shard writes the shard's plan as JSON for --merge: add --json\n";
+      return 2;
+    }
+    for (const GpuSpec* g : gpus) all_gpu_types.push_back(g->id);
+    if (static_cast<std::size_t>(shard.count) > gpus.size())
+      throw std::invalid_argument("--shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) +
+                                  ": there are only " + std::to_string(gpus.size()) +
+                                  " GPU types to share out; use at most that many shards");
+    gpus = plan::shard_of(gpus, shard);
+  }
+
+  plan::Prices prices = plan::bundled_prices();
+  if (args.isSet("prices")) {
+    const std::string path = args.value("prices").toStdString();
+    const plan::Prices mine = plan::parse_prices_csv(read_file_guarded(path, file_limits::price_table), path);
+    for (const auto& [id, entry] : mine.by_gpu) {
+      const GpuSpec* g = ctx.gpus.find(id);
+      if (!g) throw std::invalid_argument(path + ": \"" + id.substr(0, 80) + "\" names no known GPU (perfloom gpus)");
+      prices.by_gpu[g->id] = entry;
+    }
+  }
+
+  const sim::LlmConfig model = sim::load_llm_config(args.value("model").toStdString());
+  std::string warning;
+  const auto predictor = make_default_predictor(&warning);
+  if (!warning.empty()) std::cerr << "perfloom plan: warning: " << warning << "\n";
+  const plan::PlanResult r = plan::plan_deployments(model, gpus, *predictor, prices, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (ctx.json) {
+    std::cout << plan::plan_to_json(r, shard, all_gpu_types).dump(2) << "\n";
+    return 0;
+  }
+  print_plan(r, secs, static_cast<int>(cliInteger(args, "top", 10, 1)));
   return 0;
 }
 

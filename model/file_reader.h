@@ -44,6 +44,7 @@ inline constexpr FileLimit learned_model{"a learned model file", 256 * kMiB, 102
 inline constexpr FileLimit workload_trace{"a workload trace", 256 * kMiB, 256 * kMiB};
 // perfloom plan --prices FILE: a line per GPU.
 inline constexpr FileLimit price_table{"a price table", 1 * kMiB};
+inline constexpr FileLimit plan_json{"a plan (perfloom plan --json)", 64 * kMiB};
 // Read beside a file the user named, not named itself: a symbolic link is not followed.
 inline constexpr FileLimit dataset_manifest{"a MANIFEST.tsv", 4 * kMiB, 0, false};
 }  // namespace file_limits

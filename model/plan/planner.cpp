@@ -350,12 +350,7 @@ class Planner {
       }
       for (Candidate& c : mine) (c.feasible ? out_.ranked : out_.rejected).push_back(c);
     }
-    std::stable_sort(out_.ranked.begin(), out_.ranked.end(), [](const Candidate& a, const Candidate& b) {
-      if (a.priced != b.priced) return a.priced;
-      if (a.priced && a.usd_per_hour != b.usd_per_hour) return a.usd_per_hour < b.usd_per_hour;
-      if (a.d.gpus() != b.d.gpus()) return a.d.gpus() < b.d.gpus();
-      return a.headroom > b.headroom;
-    });
+    rank_candidates(out_.ranked);
   }
 
   void pareto(const std::vector<const GpuSpec*>& gpus, int64_t n) {
@@ -424,6 +419,18 @@ class Planner {
 
 }  // namespace
 
+void rank_candidates(std::vector<Candidate>& candidates) {
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.priced != b.priced) return a.priced;
+    if (a.priced && a.usd_per_hour != b.usd_per_hour) return a.usd_per_hour < b.usd_per_hour;
+    if (a.d.gpus() != b.d.gpus()) return a.d.gpus() < b.d.gpus();
+    if (a.headroom != b.headroom) return a.headroom > b.headroom;
+    if (a.d.gpu->id != b.d.gpu->id) return a.d.gpu->id < b.d.gpu->id;
+    if (a.d.tp != b.d.tp) return a.d.tp < b.d.tp;
+    return a.d.replicas < b.d.replicas;
+  });
+}
+
 PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const GpuSpec*>& gpus,
                             const KernelPredictor& predictor, const Prices& prices, const PlanOptions& options) {
   if (gpus.empty()) throw std::invalid_argument("no GPU to plan for (--gpus names none)");
@@ -435,6 +442,9 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
   out.workload = options.workload;
   out.sla = options.sla;
   out.load = options.load;
+  out.max_gpus = options.max_gpus;
+  out.uncertainty = options.uncertainty;
+  for (const GpuSpec* g : gpus) out.gpu_types.push_back(g->id);
   const sim::Workload w = sim::parse_workload(options.workload);  // validates the spec up front
   for (const GpuSpec* g : gpus)
     if (!prices.find(g->id))

@@ -114,6 +114,9 @@ struct PlanResult {
   std::string model, workload;
   PlanSla sla;
   std::optional<Load> load;
+  int max_gpus = 8;          // the options the plan ran with, for its report and a merge's checks
+  double uncertainty = 0.2;
+  std::vector<std::string> gpu_types;  // the GPU ids planned for, in the order given
   double rate = 0;                  // requests per second simulated (target load)
   std::vector<Candidate> ranked;    // feasible, cheapest first (unpriced after priced, by GPUs)
   std::vector<Candidate> rejected;  // with the reason
@@ -125,6 +128,10 @@ struct PlanResult {
 // Throws std::invalid_argument for an unusable request (empty GPU list, bad workload kind, ...).
 PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const GpuSpec*>& gpus,
                             const KernelPredictor& predictor, const Prices& prices, const PlanOptions& options);
+
+// Ranks feasible candidates as the planner does: priced first, then cost per hour, GPUs, headroom,
+// and the deployment itself (GPU id, TP, replicas) so that any order of the same candidates ranks alike.
+void rank_candidates(std::vector<Candidate>& candidates);
 
 // `key=value` set in a workload spec's body (replaced where the key is there, appended otherwise).
 std::string with_key(const std::string& spec, const std::string& key, const std::string& value);

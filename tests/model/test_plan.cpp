@@ -7,7 +7,10 @@
 #include <cmath>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "model/gpu_database.h"
+#include "model/plan/plan_json.h"
 #include "model/plan/planner.h"
 #include "model/predictor.h"
 
@@ -190,4 +193,69 @@ TEST(Plan, BadRequestsGetAnAnswerNotAnEmptyTable) {
   EXPECT_TRUE(r.ranked.empty());
   ASSERT_EQ(r.rejected.size(), 2u);
   for (const auto& c : r.rejected) EXPECT_NE(c.why_not.find("> 0.01 ms"), std::string::npos) << c.why_not;
+}
+
+// --shard K/N and --merge: the shards of a run over four GPU types, serialised as `plan --json`
+// writes them and merged, give the plan of the single run: the same ranking, rejections, notes,
+// Pareto front and simulation count.
+TEST(Plan, ShardsMergeIntoTheSingleRunsPlan) {
+  RooflinePredictor roof;
+  const std::vector<const GpuSpec*> gpus = {&db().get("h100-sxm"), &db().get("h200"), &db().get("l40s"),
+                                            &db().get("t4")};
+  std::vector<std::string> ids;
+  for (const GpuSpec* g : gpus) ids.push_back(g->id);
+  auto check = [&](const PlanOptions& o) {
+    const PlanResult whole_run = plan_deployments(llama8b(), gpus, roof, prices(2, 3), o);
+    const nlohmann::json expected = plan_to_json(whole_run);
+    std::vector<PlanShard> shards;
+    std::vector<std::string> labels;
+    for (int k : {3, 1, 2}) {  // any order
+      const Shard s{k, 3};
+      const PlanResult part = plan_deployments(llama8b(), shard_of(gpus, s), roof, prices(2, 3), o);
+      const std::string text = plan_to_json(part, s, ids).dump();
+      shards.push_back(plan_from_json(nlohmann::json::parse(text), db(), "shard" + std::to_string(k) + ".json"));
+      labels.push_back("shard" + std::to_string(k) + ".json");
+    }
+    EXPECT_EQ(plan_to_json(merge_plans(shards, labels)).dump(1), expected.dump(1));
+    // A shard missing, twice, or from another run: refused, naming the file.
+    std::vector<PlanShard> two(shards.begin(), shards.begin() + 2);
+    EXPECT_THROW(merge_plans(two, {labels[0], labels[1]}), std::invalid_argument);
+    std::vector<PlanShard> dup = {shards[0], shards[0], shards[1]};
+    try {
+      merge_plans(dup, {"a.json", "b.json", "c.json"});
+      ADD_FAILURE() << "a shard given twice was merged";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("b.json: shard 3 is given twice"), std::string::npos) << e.what();
+    }
+    std::vector<PlanShard> other = shards;
+    other[1].result.workload += ",seed=2";
+    try {
+      merge_plans(other, labels);
+      ADD_FAILURE() << "shards of two runs were merged";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("the workload differs"), std::string::npos) << e.what();
+    }
+  };
+  check(options("ttft_p90=3000,tpot_p90=150", 2.0, {1, 2}, 2));
+  PlanOptions closed = options("tpot_p90=100", 1, {1}, 1);
+  closed.load.reset();
+  closed.workload = "closed:concurrency=1,n=16,input=256,output=32,seed=1";
+  closed.base.sched.max_num_seqs = 4;
+  check(closed);
+}
+
+TEST(Plan, ShardSpecsAndBadPlanFilesAreRefusedWithTheReason) {
+  EXPECT_EQ(parse_shard("2/4").index, 2);
+  EXPECT_EQ(parse_shard("2/4").count, 4);
+  for (const char* bad : {"0/4", "5/4", "1/0", "a/b", "2", "1/5000", "-1/2"}) EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+  const std::vector<const GpuSpec*> gpus = {&db().get("h100-sxm"), &db().get("h200"), &db().get("l40s")};
+  const auto s2 = shard_of(gpus, {2, 2});
+  ASSERT_EQ(s2.size(), 1u);
+  EXPECT_EQ(s2[0]->id, "h200");
+  try {
+    plan_from_json(nlohmann::json::parse(R"({"model": "m", "workload": "w"})"), db(), "p.json");
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: the plan has no \"sla_spec\""), std::string::npos) << e.what();
+  }
 }
