@@ -37,6 +37,7 @@
 #include "storage/database.h"
 #include "storage/kernel_store.h"
 #include "storage/public_datasets.h"
+#include "storage/trace_compare.h"
 #include "storage/trace_whatif.h"
 
 using namespace perfloom;
@@ -234,8 +235,9 @@ int main(int argc, char** argv) {
       }
   }
 
-  // The two torch.profiler traces of the same program: kernel by kernel (matched by position and
-  // op) and the engine's totals against the other trace's measured totals.
+  // The two torch.profiler traces of the same program: kernel by kernel (matched as storage::match_kernels
+  // pairs them: by position within each launching op, family and op, else by name) and the engine's
+  // totals against the other trace's measured totals.
   std::ostringstream trace_md;
   const fs::path th100 = data / "h100-sxm" / "trace.json.gz", th200 = data / "h200" / "trace.json.gz";
   if (fs::exists(th100) && fs::exists(th200)) {
@@ -255,13 +257,22 @@ int main(int argc, char** argv) {
         const auto& kt = dir == 0 ? k200 : k100;
         const GpuSpec& src = gpus.get(dir == 0 ? "h100-sxm" : "h200");
         const GpuSpec& dst = gpus.get(dir == 0 ? "h200" : "h100-sxm");
-        if (ks.size() != kt.size() || (!holdout.empty() && dst.id != holdout)) continue;
+        if (!holdout.empty() && dst.id != holdout) continue;
+        // The kernels of the two traces paired as `perfloom compare` pairs them (storage/trace_compare.h).
+        std::vector<storage::MatchKernel> ms, mt;
+        ms.reserve(ks.size());
+        mt.reserve(kt.size());
+        for (const auto& k : ks) ms.push_back({k.launched_by, k.family, k.desc.op, k.desc.name});
+        for (const auto& k : kt) mt.push_back({k.launched_by, k.family, k.desc.op, k.desc.name});
+        const storage::KernelMatching matching = storage::match_kernels(ms, mt);
         std::vector<std::pair<Measured, double>> pairs;
         std::vector<double> target_us(ks.size(), -1);
-        for (std::size_t i = 0; i < ks.size(); ++i) {
-          if (ks[i].family != kt[i].family || ks[i].desc.op != kt[i].desc.op) continue;
-          if (ks[i].measurements.empty() || kt[i].measurements.empty()) continue;
-          target_us[i] = kt[i].measurements.front().latency_us;
+        for (const storage::KernelPair& kp : matching.pairs) {
+          const std::size_t i = kp.a;
+          const auto& partner = kt[kp.b];
+          if (ks[i].family != partner.family || ks[i].desc.op != partner.desc.op) continue;
+          if (ks[i].measurements.empty() || partner.measurements.empty()) continue;
+          target_us[i] = partner.measurements.front().latency_us;
           if (ks[i].shape_known && ks[i].desc.op != Op::unknown)
             pairs.emplace_back(Measured{ks[i].desc, ks[i].measurements.front().latency_us}, target_us[i]);
         }
@@ -357,7 +368,8 @@ int main(int argc, char** argv) {
   print_table(md, table);
   if (!trace_md.str().empty())
     md << "\n## The engine end to end: the H100 and H200 torch.profiler traces of the same program\n\n"
-       << "data/{h100-sxm,h200}/trace.json.gz, kernels matched by position. `perfloom predict --trace` on one "
+       << "data/{h100-sxm,h200}/trace.json.gz, kernels matched as `perfloom compare` matches them (by position within "
+          "each launching op, family and op). `perfloom predict --trace` on one "
           "trace, totals per family against the other trace's measured totals.\n\n"
        << trace_md.str();
   if (out_path.empty()) {
