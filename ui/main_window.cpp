@@ -17,6 +17,7 @@
 
 #include "model/learned_predictor.h"
 #include "ui/bottleneck_view.h"
+#include "ui/compare_view.h"
 #include "ui/gpu_view.h"
 #include "ui/plan_view.h"
 #include "ui/recent_files.h"
@@ -30,7 +31,8 @@
 namespace perfloom::ui {
 
 QStringList MainWindow::viewNames() {
-  return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"), tr("GPUs"), tr("Plan"), tr("Timeline")};
+  return {tr("Traces"), tr("What-if GPUs"), tr("Bottleneck"), tr("Simulator"), tr("Tuner"),
+          tr("GPUs"),   tr("Plan"),         tr("Timeline"),   tr("Compare")};
 }
 
 MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, QWidget* parent)
@@ -60,6 +62,8 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   timeline_view_ = new TimelineView(*gpus_, predictor_, this);
   timeline_view_->setDatabasePath(db_path_);
   tabs_->addTab(timeline_view_, names[7]);
+  compare_view_ = new CompareView(*gpus_, predictor_, this, db_path_);
+  tabs_->addTab(compare_view_, names[8]);
   tabs_->setCurrentWidget(bottleneck_view_);
   setCentralWidget(tabs_);
 
@@ -229,6 +233,8 @@ void MainWindow::recomputeCurrent() {
     traces_view_->reload();
   else if (w == timeline_view_)
     timeline_view_->recompute();
+  else if (w == compare_view_)
+    compare_view_->recompute();
 }
 
 void MainWindow::saveLayout() const {

@@ -15,6 +15,7 @@ class QTabWidget;
 namespace perfloom::ui {
 
 class BottleneckView;
+class CompareView;
 class GpuView;
 class PlanView;
 class SimulatorView;
@@ -41,6 +42,7 @@ class MainWindow : public QMainWindow {
   TunerView* tunerView() const { return tuner_view_; }
   PlanView* planView() const { return plan_view_; }
   TimelineView* timelineView() const { return timeline_view_; }
+  CompareView* compareView() const { return compare_view_; }
   // Tab titles, in order; tests and `export-chart` address views by these.
   static QStringList viewNames();
 
@@ -85,6 +87,7 @@ class MainWindow : public QMainWindow {
   TunerView* tuner_view_;
   PlanView* plan_view_;
   TimelineView* timeline_view_;
+  CompareView* compare_view_;
   std::filesystem::path db_path_;
 };
 
