@@ -304,8 +304,9 @@ std::optional<tuner::MoeDtype> parseMoeDtype(const std::string& d) {
 }
 
 nlohmann::ordered_json moeConfigKeys(const tuner::MoeConfig& c) {
-  return {{"BLOCK_SIZE_M", c.block_m}, {"BLOCK_SIZE_N", c.block_n}, {"BLOCK_SIZE_K", c.block_k},
-          {"GROUP_SIZE_M", c.group_m}, {"num_warps", c.num_warps},  {"num_stages", c.num_stages}};
+  nlohmann::ordered_json o;
+  for (const auto& [key, value] : tuner::moe_config_keys(c)) o[key] = value;
+  return o;
 }
 
 nlohmann::ordered_json moeGemmJson(const tuner::MoeGemmEstimate& g) {
@@ -372,11 +373,8 @@ int runMoe(CliContext& ctx, const QCommandLineParser& args, const GpuSpec& gpu) 
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error(dir.string() + ": cannot create the folder (" + ec.message() + ")");
-    nlohmann::ordered_json cfg;
-    for (const auto& r : results) cfg[std::to_string(r.tokens)] = moeConfigKeys(r.ranked.front().config);
     written = (dir / file).string();
-    std::ofstream os(written);
-    if (!(os << cfg.dump(4) << "\n")) throw std::runtime_error(written + ": cannot be written");
+    tuner::write_vllm_moe_config(dir / file, results);  // the Tuner view's "Export vLLM config…" too
   }
 
   if (ctx.json) {

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "model/analysis.h"
 #include "model/families/gemm/gemm_model.h"
@@ -266,6 +269,29 @@ std::string vllm_moe_config_file_name(const MoeShape& shape, MoeDtype dtype, con
   if (dtype != MoeDtype::bf16) name += ",dtype=fp8_w8a8";
   if (dtype == MoeDtype::fp8_block) name += ",block_shape=[128,128]";
   return name + ".json";
+}
+
+std::vector<std::pair<std::string, int>> moe_config_keys(const MoeConfig& c) {
+  return {{"BLOCK_SIZE_M", c.block_m}, {"BLOCK_SIZE_N", c.block_n}, {"BLOCK_SIZE_K", c.block_k},
+          {"GROUP_SIZE_M", c.group_m}, {"num_warps", c.num_warps},  {"num_stages", c.num_stages}};
+}
+
+std::string vllm_moe_config_json(const std::vector<MoeTokenResult>& results) {
+  nlohmann::ordered_json cfg = nlohmann::ordered_json::object();
+  for (const auto& r : results) {
+    if (r.ranked.empty())
+      throw std::invalid_argument("no configuration ranked at " + std::to_string(r.tokens) + " tokens");
+    nlohmann::ordered_json keys;
+    for (const auto& [key, value] : moe_config_keys(r.ranked.front().config)) keys[key] = value;
+    cfg[std::to_string(r.tokens)] = std::move(keys);
+  }
+  return cfg.dump(4) + "\n";
+}
+
+void write_vllm_moe_config(const std::filesystem::path& file, const std::vector<MoeTokenResult>& results) {
+  const std::string text = vllm_moe_config_json(results);
+  std::ofstream os(file, std::ios::binary | std::ios::trunc);
+  if (!(os << text) || !os.flush()) throw std::runtime_error(file.string() + ": cannot be written");
 }
 
 }  // namespace perfloom::tuner

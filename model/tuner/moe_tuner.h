@@ -8,7 +8,9 @@
 // over its stages, and the MMA path its BLOCK_SIZE_M allows. One configuration serves both GEMMs of
 // a layer (gate-up H -> 2N, down N -> H), as the engines run it, so the ranking is by their sum.
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/families/moe/moe_model.h"
@@ -118,5 +120,17 @@ const std::vector<int64_t>& vllm_moe_token_counts();
 std::string vllm_device_name(const GpuSpec& gpu);
 // E=...,N=...,device_name=...[,dtype=fp8_w8a8][,block_shape=[128,128]].json
 std::string vllm_moe_config_file_name(const MoeShape& shape, MoeDtype dtype, const GpuSpec& gpu);
+
+// A configuration as vLLM's files name its keys, in their order: BLOCK_SIZE_M, BLOCK_SIZE_N,
+// BLOCK_SIZE_K, GROUP_SIZE_M, num_warps, num_stages.
+std::vector<std::pair<std::string, int>> moe_config_keys(const MoeConfig& c);
+// vLLM's (and SGLang's) configuration file of a tuning: an object keyed by each result's token count,
+// its value that count's first ranked configuration as moe_config_keys, indented by 4, with a
+// newline at the end. Throws std::invalid_argument for a result with nothing ranked.
+std::string vllm_moe_config_json(const std::vector<MoeTokenResult>& results);
+// Writes vllm_moe_config_json(results) to `file` (`perfloom tune --moe --out DIR` to
+// DIR/vllm_moe_config_file_name, the Tuner view's "Export vLLM config…" where the user saves it);
+// std::runtime_error naming the file when it cannot be written.
+void write_vllm_moe_config(const std::filesystem::path& file, const std::vector<MoeTokenResult>& results);
 
 }  // namespace perfloom::tuner

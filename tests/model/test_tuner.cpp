@@ -1,11 +1,13 @@
 // The wave tuner (model/tuner/): wave arithmetic, least squares, table lookup, JSON validation,
 // the sampling plan and the analytical fallback.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -1735,4 +1737,50 @@ TEST(MoeTuner, NamesTheFileAsVllmDoes) {
   EXPECT_THROW(tune_moe({8, 768, 4096, 9}, MoeDtype::bf16, h200, {1}), std::invalid_argument);
   EXPECT_THROW(tune_moe({8, 768, 4096, 2}, MoeDtype::fp8, db().get("a100-sxm-80gb"), {1}), std::invalid_argument);
   EXPECT_THROW(tune_moe({8, 768, 4096, 2}, MoeDtype::bf16, h200, {0}), std::invalid_argument);
+}
+
+// vLLM's configuration file (`tune --moe --out`, the Tuner view's export): each token count's first, its six
+// keys in vLLM's order, indented by 4, a newline at the end.
+TEST(MoeTuner, WritesVllmsConfigurationFile) {
+  MoeTokenResult one, many;
+  one.tokens = 1;
+  one.ranked.push_back({MoeConfig{16, 64, 256, 16, 4, 5}, 10.0, {}, {}, ""});
+  one.ranked.push_back({MoeConfig{32, 64, 128, 1, 8, 3}, 11.0, {}, {}, ""});
+  many.tokens = 4096;
+  many.ranked.push_back({MoeConfig{128, 128, 64, 32, 8, 4}, 900.0, {}, {}, ""});
+  const std::string expected =
+      "{\n"
+      "    \"1\": {\n"
+      "        \"BLOCK_SIZE_M\": 16,\n"
+      "        \"BLOCK_SIZE_N\": 64,\n"
+      "        \"BLOCK_SIZE_K\": 256,\n"
+      "        \"GROUP_SIZE_M\": 16,\n"
+      "        \"num_warps\": 4,\n"
+      "        \"num_stages\": 5\n"
+      "    },\n"
+      "    \"4096\": {\n"
+      "        \"BLOCK_SIZE_M\": 128,\n"
+      "        \"BLOCK_SIZE_N\": 128,\n"
+      "        \"BLOCK_SIZE_K\": 64,\n"
+      "        \"GROUP_SIZE_M\": 32,\n"
+      "        \"num_warps\": 8,\n"
+      "        \"num_stages\": 4\n"
+      "    }\n"
+      "}\n";
+  EXPECT_EQ(vllm_moe_config_json({one, many}), expected);
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("perfloom-moe-config-" + std::to_string(::getpid()) + ".json");
+  write_vllm_moe_config(file, {one, many});
+  std::ifstream is(file, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(is), std::istreambuf_iterator<char>()), expected);
+  std::filesystem::remove(file);
+  try {
+    write_vllm_moe_config("/nonexistent-perfloom-dir/E=8.json", {one});
+    ADD_FAILURE() << "an unwritable file was written";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-perfloom-dir/E=8.json"), std::string::npos) << e.what();
+  }
+  MoeTokenResult none;
+  none.tokens = 8;
+  EXPECT_THROW(vllm_moe_config_json({one, none}), std::invalid_argument);
 }
