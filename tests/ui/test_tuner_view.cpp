@@ -2,18 +2,27 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QComboBox>
 #include <QHorizontalBarSeries>
 #include <QLabel>
 #include <QLineSeries>
 #include <QPushButton>
+#include <QSpinBox>
+#include <QTableView>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 
 #include <QScatterSeries>
 #include <cmath>
 #include "model/gpu_database.h"
 #include "model/learned_predictor.h"
+#include "model/sim/llm_config.h"
+#include "model/tuner/moe_tuner.h"
 #include "model/tuner/tuner.h"
 #include "ui/chart_panel.h"
 #include "ui/simulator_view.h"
@@ -38,6 +47,21 @@ class TestTunerView : public QObject {
 
   static QHorizontalBarSeries* bars(ui::TunerView& v) {
     return qobject_cast<QHorizontalBarSeries*>(v.barChartView()->chart()->series().value(0));
+  }
+
+  // Mixtral-8x7B's experts at TP 1 (perfloom tune --moe 8,14336,4096,2 --dtype bf16 --gpu h200).
+  static constexpr tuner::MoeShape kMixtral{8, 14336, 4096, 2};
+
+  // The view in fused-MoE mode on Mixtral-8x7B's experts, bf16, H200, its job done.
+  void showMixtral(ui::TunerView& view) const {
+    view.setMoeSelection(kMixtral.E, kMixtral.N, kMixtral.H, kMixtral.topk, "bf16", "h200");
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QVERIFY2(view.moeResult().error.isEmpty(), qPrintable(view.moeResult().error));
+  }
+
+  static std::string readFile(const std::filesystem::path& path) {
+    std::ifstream is(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(is), std::istreambuf_iterator<char>()};
   }
 
  private slots:
@@ -307,6 +331,211 @@ class TestTunerView : public QObject {
     // A place that cannot be written: refused with the path in the message.
     QVERIFY(!view.saveTimingPlan("/nonexistent-perfloom-dir/plan.csv", 3, &error));
     QVERIFY2(error.contains("/nonexistent-perfloom-dir/plan.csv"), qPrintable(error));
+  }
+
+  // Fused-MoE mode: the table is tuner::tune_moe's ranking at the token count selected (the function
+  // `perfloom tune --moe` calls), the chart each token count's first against vLLM's default.
+  void moeModeRanksAsTuneMoeDoes() {
+    ui::TunerView view(gpus_);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    showMixtral(view);
+    QCOMPARE(view.kernel(), ui::TunerKernel::moe);
+    QCOMPARE(view.kernelCombo()->currentText(), QString("Fused MoE"));
+    const auto expected =
+        tuner::tune_moe(kMixtral, tuner::MoeDtype::bf16, gpus_.get("h200"), tuner::vllm_moe_token_counts());
+    const auto& r = view.moeResult();
+    QCOMPARE(r.gpu_id, QString("h200"));
+    QCOMPARE(r.tokens.size(), expected.size());
+    QCOMPARE(view.moeTokensCombo()->count(), static_cast<int>(expected.size()));
+    const ui::MoeRankModel* model = view.moeRankModel();
+    for (int64_t tokens : {int64_t{64}, int64_t{4096}}) {
+      QVERIFY(view.setMoeTokens(tokens));
+      QCOMPARE(view.moeTokens(), tokens);
+      const auto it = std::find_if(expected.begin(), expected.end(), [&](const auto& t) { return t.tokens == tokens; });
+      QVERIFY(it != expected.end());
+      const tuner::MoeCandidate& best = it->ranked.front();
+      QCOMPARE(model->rowCount(), static_cast<int>(it->ranked.size()));
+      auto cell = [&](int column, int role = Qt::DisplayRole) { return model->data(model->index(0, column), role); };
+      QCOMPARE(cell(ui::MoeRankModel::BlockM).toInt(), best.config.block_m);
+      QCOMPARE(cell(ui::MoeRankModel::BlockN).toInt(), best.config.block_n);
+      QCOMPARE(cell(ui::MoeRankModel::BlockK).toInt(), best.config.block_k);
+      QCOMPARE(cell(ui::MoeRankModel::GroupM).toInt(), best.config.group_m);
+      QCOMPARE(cell(ui::MoeRankModel::Warps).toInt(), best.config.num_warps);
+      QCOMPARE(cell(ui::MoeRankModel::Stages).toInt(), best.config.num_stages);
+      QCOMPARE(cell(ui::MoeRankModel::PredUs, ui::MoeRankModel::SortRole).toDouble(), best.pred_us);
+      QCOMPARE(cell(ui::MoeRankModel::PredUs).toString(), QString::number(best.pred_us, 'f', 2));
+      QCOMPARE(cell(ui::MoeRankModel::Reason).toString().toStdString(), best.reason);
+      QCOMPARE(cell(ui::MoeRankModel::VsDefault, ui::MoeRankModel::SortRole).toDouble(),
+               it->engine_default.pred_us / best.pred_us);
+      QVERIFY(view.statusLabel()->text().contains(QString("Best at %1 tokens").arg(tokens)));
+    }
+    QVERIFY(!view.setMoeTokens(5));  // not one of vLLM's counts
+    // The chart: each token count's first, vLLM's default, and the selected count marked.
+    const QList<QAbstractSeries*> series = view.moeChartView()->chart()->series();
+    QCOMPARE(series.size(), 3);
+    auto* tuned = qobject_cast<QLineSeries*>(series[0]);
+    auto* fallback = qobject_cast<QLineSeries*>(series[1]);
+    QVERIFY(tuned && fallback);
+    QCOMPARE(tuned->count(), static_cast<int>(expected.size()));
+    for (int i = 0; i < tuned->count(); ++i) {
+      const auto& t = expected[static_cast<std::size_t>(i)];
+      QCOMPARE(tuned->at(i), QPointF(static_cast<double>(t.tokens), t.ranked.front().pred_us));
+      QCOMPARE(fallback->at(i), QPointF(static_cast<double>(t.tokens), t.engine_default.pred_us));
+    }
+    QCOMPARE(qobject_cast<QXYSeries*>(series[2])->at(0), QPointF(4096, expected.back().ranked.front().pred_us));
+    ui::MoeRankModel tested;
+    QAbstractItemModelTester tester(&tested, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    tested.setResult(expected.front());
+    QCOMPARE(tested.rowCount(), static_cast<int>(expected.front().ranked.size()));
+  }
+
+  void moeErrorsAreShownAndKeepTheLastRanking() {
+    ui::TunerView view(gpus_);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    showMixtral(view);
+    QVERIFY(view.vllmConfigButton()->isEnabled());
+    view.setMoeSelection(8, 14336, 4096, 9, "bf16", "h200");  // top-9 of 8 experts
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QVERIFY2(view.statusLabel()->text().contains("topk 9 is above the 8 experts"),
+             qPrintable(view.statusLabel()->text()));
+    QVERIFY(!view.vllmConfigButton()->isEnabled());
+    view.setMoeSelection(8, 14336, 4096, 2, "fp8", "a100-sxm-80gb");  // Ampere has no fp8 tensor cores
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QVERIFY2(view.statusLabel()->text().contains("fp8"), qPrintable(view.statusLabel()->text()));
+    QCOMPARE(view.moeResult().gpu_id, QString("h200"));  // the last good result stays
+    QCOMPARE(view.moeResult().shape.topk, int64_t(2));
+  }
+
+  // "From model": a bundled MoE model's E, N (its expert width over the TP degree), H and top-k.
+  void fromModelFillsTheMoeFields() {
+    ui::TunerView view(gpus_);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    const QStringList ids = view.moeModelIds();
+    QVERIFY(ids.contains("mixtral-8x7b") && ids.contains("qwen3-30b-a3b") && ids.contains("deepseek-v3"));
+    QVERIFY(!ids.contains("llama-3-8b"));  // dense
+    for (const QString& id : ids) QVERIFY2(sim::load_llm_config(id.toStdString()).has_moe(), qPrintable(id));
+    QCOMPARE(view.fromModelCombo()->count(), ids.size() + 1);  // and "(pick a model)"
+
+    QString error;
+    QVERIFY2(view.fillFromModel("mixtral-8x7b", 1, &error), qPrintable(error));
+    QCOMPARE(view.moeExpertsBox()->value(), 8);
+    QCOMPARE(view.moeIntermediateBox()->value(), 14336);
+    QCOMPARE(view.moeHiddenBox()->value(), 4096);
+    QCOMPARE(view.moeTopkBox()->value(), 2);
+    QVERIFY(view.fillFromModel("mixtral-8x7b", 2, &error));
+    QCOMPARE(view.moeIntermediateBox()->value(), 7168);  // per tensor-parallel rank, as vLLM names it
+    QVERIFY(!view.busy());                               // in GEMM mode the fields change, nothing is computed
+
+    // Picking a model in the list while in fused-MoE mode fills the fields and ranks them.
+    showMixtral(view);
+    const sim::LlmConfig qwen = sim::load_llm_config("qwen3-30b-a3b");
+    QComboBox* combo = view.fromModelCombo();
+    const int row = combo->findText("qwen3-30b-a3b");
+    QVERIFY(row > 0);
+    view.moeTpBox()->setValue(1);  // no model picked: nothing to fill
+    QCOMPARE(view.moeIntermediateBox()->value(), 14336);
+    combo->setCurrentIndex(row);
+    emit combo->activated(row);
+    QCOMPARE(view.moeExpertsBox()->value(), static_cast<int>(qwen.num_experts));
+    QCOMPARE(view.moeIntermediateBox()->value(), static_cast<int>(qwen.moe_intermediate));
+    QCOMPARE(view.moeHiddenBox()->value(), static_cast<int>(qwen.hidden));
+    QCOMPARE(view.moeTopkBox()->value(), static_cast<int>(qwen.experts_per_token));
+    QCOMPARE(qwen.num_experts, int64_t(128));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    const auto& r = view.moeResult();
+    QCOMPARE(r.shape.E, qwen.num_experts);
+    QCOMPARE(r.shape.N, qwen.moe_intermediate);
+    QCOMPARE(r.shape.H, qwen.hidden);
+    QCOMPARE(r.shape.topk, qwen.experts_per_token);
+    view.moeTpBox()->setValue(2);  // the picked model's experts again, at TP 2
+    QCOMPARE(view.moeIntermediateBox()->value(), static_cast<int>(qwen.moe_intermediate / 2));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.moeResult().shape.N, qwen.moe_intermediate / 2);
+
+    // A dense model, a width the TP degree does not divide, an unknown id: refused, saying why.
+    QVERIFY(!view.fillFromModel("llama-3-8b", 1, &error));
+    QVERIFY2(error.contains("llama-3-8b") && error.contains("dense"), qPrintable(error));
+    QVERIFY(!view.fillFromModel("mixtral-8x7b", 3, &error));
+    QVERIFY2(error.contains("14336") && error.contains("TP 3"), qPrintable(error));
+    QVERIFY(!view.fillFromModel("no-such-model", 1, &error));
+    QVERIFY2(error.contains("no-such-model"), qPrintable(error));
+    QCOMPARE(view.moeExpertsBox()->value(), static_cast<int>(qwen.num_experts));  // unchanged
+  }
+
+  // "Export vLLM config…": the file `perfloom tune --moe ... --out DIR` writes (tuner::write_vllm_moe_config
+  // of the same ranking), byte for byte.
+  void theVllmConfigExportIsTheFileTuneMoeWrites() {
+    ui::TunerView view(gpus_);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QString error;
+    QVERIFY(!view.saveVllmConfig("/tmp/unused.json", &error));  // nothing ranked in fused-MoE mode yet
+    QVERIFY(error.contains("nothing ranked"));
+    showMixtral(view);
+    QVERIFY(view.vllmConfigButton()->isEnabled());
+    const GpuSpec& h200 = gpus_.get("h200");
+    QCOMPARE(view.moeResult().config_file, QString("E=8,N=14336,device_name=NVIDIA_H200.json"));
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                      ("perfloom-vllm-config-" + std::to_string(QCoreApplication::applicationPid()));
+    std::filesystem::create_directories(dir);
+    const std::filesystem::path cli = dir / tuner::vllm_moe_config_file_name(kMixtral, tuner::MoeDtype::bf16, h200);
+    const auto ranked = tuner::tune_moe(kMixtral, tuner::MoeDtype::bf16, h200, tuner::vllm_moe_token_counts());
+    tuner::write_vllm_moe_config(cli, ranked);
+    const std::filesystem::path exported = dir / "exported.json";
+    QVERIFY2(view.saveVllmConfig(QString::fromStdString(exported.string()), &error), qPrintable(error));
+    const std::string bytes = readFile(exported);
+    QCOMPARE(bytes, readFile(cli));
+    // What it holds: every vLLM token count, in order, each with its first configuration's six keys.
+    QVERIFY(bytes.size() > 2 && bytes.back() == '\n');
+    const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(bytes);
+    QCOMPARE(doc.size(), ranked.size());
+    std::size_t i = 0;
+    for (const auto& [key, value] : doc.items()) {
+      const tuner::MoeTokenResult& t = ranked[i++];
+      QCOMPARE(key, std::to_string(t.tokens));
+      const tuner::MoeConfig& c = t.ranked.front().config;
+      QCOMPARE(value.dump(), nlohmann::ordered_json({{"BLOCK_SIZE_M", c.block_m},
+                                                     {"BLOCK_SIZE_N", c.block_n},
+                                                     {"BLOCK_SIZE_K", c.block_k},
+                                                     {"GROUP_SIZE_M", c.group_m},
+                                                     {"num_warps", c.num_warps},
+                                                     {"num_stages", c.num_stages}})
+                                 .dump());
+    }
+    std::filesystem::remove_all(dir);
+    QVERIFY(!view.saveVllmConfig("/nonexistent-perfloom-dir/E=8.json", &error));
+    QVERIFY2(error.contains("/nonexistent-perfloom-dir/E=8.json"), qPrintable(error));
+  }
+
+  // Back to GEMM: the GEMM inputs, page and ranking as they were.
+  void switchingBackToGemmRestoresTheGemmRanking() {
+    ui::TunerView view(gpus_);
+    view.setSelection(2048, 8192, 4096, "bf16", "h200", 'M');
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    const tuner::TuneResult expected = tuner::tune_gemm({2048, 8192, 4096, Dtype::bf16}, gpus_.get("h200"), 12);
+    auto sameRanking = [&] {
+      const auto& ranked = view.result().ranked;
+      if (ranked.size() != expected.ranked.size()) return false;
+      for (std::size_t i = 0; i < ranked.size(); ++i)
+        if (!(ranked[i].config == expected.ranked[i].config) || ranked[i].pred_us != expected.ranked[i].pred_us)
+          return false;
+      return view.rankModel()->rowCount() == static_cast<int>(ranked.size()) &&
+             bars(view)->barSets().front()->at(bars(view)->barSets().front()->count() - 1) == ranked.front().pred_us;
+    };
+    QVERIFY(sameRanking());
+    view.setKernel(ui::TunerKernel::moe);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.moeResult().shape.E, int64_t(8));  // the default inputs: Mixtral-8x7B's
+    QVERIFY(view.statusLabel()->text().contains("Best at"));
+    QVERIFY(!view.timingPlanButton()->isVisibleTo(&view));
+    QVERIFY(view.vllmConfigButton()->isVisibleTo(&view));
+    view.setKernel(ui::TunerKernel::gemm);
+    QCOMPARE(view.kernelCombo()->currentText(), QString("GEMM"));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    QCOMPARE(view.result().shape.M, int64_t(2048));
+    QVERIFY(sameRanking());
+    QVERIFY(view.statusLabel()->text().contains(QString::fromStdString(expected.ranked.front().reason)));
+    QVERIFY(view.timingPlanButton()->isVisibleTo(&view) && view.timingPlanButton()->isEnabled());
+    QVERIFY(!view.vllmConfigButton()->isVisibleTo(&view));
   }
 
   // A log axis never receives zero: the helper drops what it cannot show (no builder uses a log
