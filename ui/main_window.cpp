@@ -18,7 +18,9 @@
 #include "model/learned_predictor.h"
 #include "ui/bottleneck_view.h"
 #include "ui/compare_view.h"
+#include "ui/gpu_picker.h"
 #include "ui/gpu_view.h"
+#include "ui/kernel_spec.h"
 #include "ui/plan_view.h"
 #include "ui/recent_files.h"
 #include "ui/simulator_view.h"
@@ -78,6 +80,8 @@ MainWindow::MainWindow(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   connect(traces_view_, &TracesView::kernelsLoaded, whatif_view_,
           [this](qint64 source_id, int) { whatif_view_->selectSource(source_id); });
   connect(traces_view_, &TracesView::openInWhatIf, this, &MainWindow::openInWhatIf);
+  connect(traces_view_, &TracesView::openInBottleneck, this, &MainWindow::openInBottleneck);
+  connect(traces_view_, &TracesView::openInTuner, this, &MainWindow::openInTuner);
   // The Timeline follows the trace selected in the Traces view.
   connect(traces_view_, &TracesView::kernelsLoaded, timeline_view_, [this](qint64 source_id, int) {
     if (source_id != timeline_view_->sourceId()) timeline_view_->selectSource(source_id);
@@ -172,6 +176,32 @@ void MainWindow::openInWhatIf(qint64 source_id) {
   // view's, or the Traces view may still be loading its kernels.
   if (whatif_view_->selectedSourceId() != source_id) whatif_view_->selectSource(source_id);
   tabs_->setCurrentWidget(whatif_view_);
+}
+
+void MainWindow::openInBottleneck(const QString& spec, const QString& gpu_id) {
+  // The trace's GPU first, beside the GPUs the view already compares.
+  QStringList gpus = bottleneck_view_->gpuPicker()->checkedIds();
+  if (!gpu_id.isEmpty()) {
+    gpus.removeAll(gpu_id);
+    gpus.prepend(gpu_id);
+  }
+  if (bottleneck_view_->setSelection(spec, gpus)) tabs_->setCurrentWidget(bottleneck_view_);
+}
+
+void MainWindow::openInTuner(const QString& spec, const QString& gpu_id) {
+  try {
+    const KernelDesc k = parse_kernel_spec(spec);
+    if (k.op != Op::gemm) return;
+    QString gpu = gpu_id;
+    if (gpu.isEmpty() && !tuner_view_->gpuPicker()->checkedIds().isEmpty())
+      gpu = tuner_view_->gpuPicker()->checkedIds().front();
+    const std::string_view dt = dtype_name(k.dtype);
+    tuner_view_->setSelection(k.shape.M, k.shape.N, k.shape.K,
+                              QString::fromUtf8(dt.data(), static_cast<qsizetype>(dt.size())), gpu);
+    tabs_->setCurrentWidget(tuner_view_);
+  } catch (const std::invalid_argument&) {
+    // A spec the Traces view wrote always parses; nothing to open otherwise.
+  }
 }
 
 void MainWindow::openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload) {

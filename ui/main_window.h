@@ -54,6 +54,10 @@ class MainWindow : public QMainWindow {
   void importFiles(const QStringList& paths, const QStringList& refused = {});
   // Shows the What-if view predicting the imported source `source_id` (Traces: "Open in What-if").
   void openInWhatIf(qint64 source_id);
+  // Shows a kernel of a trace (Traces: "Open in Bottleneck" / "Open in Tuner") on the GPU it was
+  // measured on (empty: the view's own choice); `spec` as ui/kernel_spec.h writes it.
+  void openInBottleneck(const QString& spec, const QString& gpu_id);
+  void openInTuner(const QString& spec, const QString& gpu_id);
   // Shows the Simulator view running one deployment (Plan: a clicked point of the Pareto chart).
   void openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload);
 

@@ -37,7 +37,10 @@
 #include "ui/recent_files.h"
 #include "ui/source_list_model.h"
 #include "ui/theme.h"
+#include "ui/bottleneck_view.h"
+#include "ui/gpu_picker.h"
 #include "ui/traces_view.h"
+#include "ui/tuner_view.h"
 
 using namespace perfloom;
 
@@ -603,6 +606,44 @@ class TestTracesView : public QObject {
   // The bundled sample trace, grouped by kernel name and by framework op: every group's count and
   // total are those of the per-kernel table's rows with its key; the rows come by total descending;
   // the key column takes the spare width, and the window keeps its size.
+  // A kernel row goes to the Bottleneck view (any whole shape) or the Tuner (GEMMs) on the trace's GPU.
+  void kernelRowOpensInBottleneckAndTuner() {
+    QTemporaryDir dir;
+    ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
+    ui::TracesView* view = w.tracesView();
+    w.tabs()->setCurrentWidget(view);
+    w.importFiles({copyInto(dir, kSampleTrace, "sample.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
+    QVERIFY(!view->openInBottleneckAction()->isEnabled());  // no current row yet
+    const auto& rows = view->kernelModel()->kernels().rows;
+    int gemm = -1, norm = -1;
+    for (int r = 0; r < view->kernelProxy()->rowCount(); ++r) {
+      const auto& row = rows[std::size_t(view->kernelProxy()->mapToSource(r))];
+      if (gemm < 0 && row.spec.startsWith("gemm:")) gemm = r;
+      if (norm < 0 && row.family == "norm" && !row.spec.isEmpty()) norm = r;
+    }
+    QVERIFY(gemm >= 0 && norm >= 0);
+    view->kernelTable()->setCurrentIndex(view->kernelProxy()->index(gemm, 0));
+    QCOMPARE(view->currentKernelSpec(), QString("gemm:bf16:M=512,N=3072,K=2048"));
+    QVERIFY(view->openInTunerAction()->isEnabled());
+    view->openInTunerAction()->trigger();
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.tunerView()));
+    QCOMPARE(w.tunerView()->gpuPicker()->checkedIds(), QStringList{"h100-sxm"});
+    QTRY_VERIFY_WITH_TIMEOUT(!w.tunerView()->busy(), 30000);
+    QCOMPARE(w.tunerView()->result().shape.M, int64_t(512));
+    QCOMPARE(w.tunerView()->result().shape.K, int64_t(2048));
+    // A norm kernel: the Bottleneck view, not the Tuner.
+    w.tabs()->setCurrentWidget(view);
+    view->kernelTable()->setCurrentIndex(view->kernelProxy()->index(norm, 0));
+    QVERIFY(!view->openInTunerAction()->isEnabled());
+    QVERIFY(view->openInBottleneckAction()->isEnabled());
+    const QString spec = view->currentKernelSpec();
+    view->openInBottleneckAction()->trigger();
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.bottleneckView()));
+    QCOMPARE(w.bottleneckView()->kernelSpec(), spec);
+    QVERIFY(w.bottleneckView()->gpuPicker()->checkedIds().contains("h100-sxm"));
+  }
+
   void groupByTotalsEqualTheKernelTable() {
     QTemporaryDir dir;
     ui::MainWindow w(gpus_, dir.filePath("p.db").toStdString());
