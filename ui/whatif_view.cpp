@@ -492,6 +492,9 @@ WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPred
   const QStringList saved = QSettings().value(kTargetsKey).toStringList();
   picker_->setCheckedIds(saved.isEmpty() ? QStringList{"a100-sxm-80gb", "h100-sxm", "h200", "b200"} : saved);
   updating_ = false;
+  // Long status lines wrap inside the view instead of widening the window.
+  status_->setWordWrap(true);
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   status_->setText(tr("Open a kernel list CSV or pick an imported trace to compare GPUs."));
 }
 

@@ -91,6 +91,11 @@ class TestMainWindow : public QObject {
         QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath()).absoluteFilePath("../../data/h100-sxm/trace.json.gz");
     QTemporaryDir dir;
     ui::MainWindow w(GpuDatabase::builtin(), dir.filePath("p.db").toStdString());
+    // On the smallest laptop screen the layout must fit; nothing below may widen the window.
+    w.resize(1366, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QSize size = w.size();
     ui::TracesView* traces = w.tracesView();
     QAction* action = traces->openInWhatIfAction();
     auto* button = traces->findChild<QPushButton*>("openInWhatIf");
@@ -118,6 +123,8 @@ class TestMainWindow : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w.whatIfView()->busy(), 60000);
     QCOMPARE(w.whatIfView()->result().source_id, id);
     QCOMPARE(w.whatIfView()->sourceCombo()->currentData().toLongLong(), id);
+    QCoreApplication::processEvents();
+    QCOMPARE(w.size(), size);  // the trace's long status line wraps, it does not widen the window
     // Explicit: the What-if view shows that trace even after it was switched back to a CSV.
     w.whatIfView()->selectSource(0);
     w.tabs()->setCurrentWidget(traces);
