@@ -11,6 +11,7 @@
 namespace perfloom::app {
 int cmdGpus(CliContext& ctx, const QStringList& positional);
 int cmdPredict(CliContext& ctx, const QCommandLineParser& args);
+int cmdCompare(CliContext& ctx, const QCommandLineParser& args);
 int cmdImport(CliContext& ctx, const QCommandLineParser& args);
 int cmdTrain(CliContext& ctx, const QCommandLineParser& args);
 int cmdEval(CliContext& ctx, const QCommandLineParser& args);
