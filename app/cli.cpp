@@ -159,9 +159,10 @@ const std::map<QString, Command>& commands() {
                             "GB/S")}}},
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
-        "ID,...|all] [--prices FILE] [--max-gpus N]",
+        "ID,...|all] [--prices FILE] [--max-gpus N] [--shard K/N --json] | plan --merge A.json,B.json,...",
         "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
-        "Pareto front of throughput per GPU against tokens/s per user",
+        "Pareto front of throughput per GPU against tokens/s per user; --shard runs a share of the GPU types, "
+        "--merge joins the shards",
         cmdPlan,
         {QCommandLineOption("model", "bundled model id or config.json", "M"),
          QCommandLineOption("workload", "poisson:... with --load, closed:... without (docs/cli.md)", "SPEC"),
@@ -175,7 +176,10 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("uncertainty", "relative error of a prediction for the interval (0.2)", "F"),
          QCommandLineOption("top", "ranked rows shown (10)", "K"),
          QCommandLineOption("max-num-seqs", "running sequences at most (256)", "N"),
-         QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N")}}},
+         QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N"),
+         QCommandLineOption("shard", "plan the K-th of N shares of the GPU types (with --json, for --merge)", "K/N"),
+         QCommandLineOption("merge", "join the --shard plans of one run (JSON files, comma-separated or repeated)",
+                            "FILES")}}},
       {"tune",
        {"perfloom tune --gemm M,N,K --dtype DT --gpu ID [--top K] [--json] | tune --gemm M,N,K [--gemm ...] --dtype DT "
         "--gpu ID [--top K] --plan [--out PLAN.csv] | tune --timed TIMED.csv | tune --plan --dtype DT --gpu ID [--out "
