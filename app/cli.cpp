@@ -45,6 +45,16 @@ const std::map<QString, Command>& commands() {
         {QCommandLineOption("data", "measurements", "DIR"), QCommandLineOption("out", "model folder", "DIR"),
          QCommandLineOption("rounds", "boosting rounds", "N"),
          QCommandLineOption("seed", "random seed of the row and column subsampling (7)", "N")}}},
+      {"compare",
+       {"perfloom compare --trace A --trace B [--gpu ID] [--by family|name|kernel] [--out FILE.csv]",
+        "two profiled traces side by side (imported if new): kernels matched by position within each launching op, "
+        "family and op, else by name; per family, kernel name or kernel the time on each side, B/A, the difference "
+        "and its share, and the kernels only one side has; --gpu: trace A's what-if on that GPU against B measured",
+        cmdCompare,
+        {QCommandLineOption("trace", "profiled trace (twice: A, then B)", "FILE"),
+         QCommandLineOption("gpu", "compare trace A predicted on this GPU with trace B measured", "ID"),
+         QCommandLineOption("by", "the table: family (default), name or kernel", "WHAT"),
+         QCommandLineOption("out", "write the table as CSV", "FILE.csv")}}},
       {"eval",
        {"perfloom eval (--holdout-gpu ID | --holdout-arch ARCH) [--data DIR] [--rounds N] [--seed N] "
         "[--no-target-calibration] [--rows OUT.csv] [--save-models DIR]",
