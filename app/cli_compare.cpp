@@ -31,27 +31,6 @@ nlohmann::json jopt(const std::optional<double>& v) { return v ? nlohmann::json(
 
 enum class By { family, name, kernel };
 
-struct Imported {
-  int64_t source_id = 0;
-  bool now = false;
-};
-
-// Imports `file` unless its content is in the database already (as predict --trace does).
-Imported import_or_find(storage::Database& db, storage::KernelStore& store, const CliContext& ctx,
-                        const std::string& file) {
-  storage::ImportControl control;
-  control.gpus = &ctx.gpus;
-  try {
-    return {store.import_file(file, control).source_id, true};
-  } catch (const storage::AlreadyImported& e) {
-    return {e.source_id(), false};
-  } catch (const storage::DatabaseError&) {
-    if (!db.read_only()) throw;
-    throw std::runtime_error(ctx.db_path.string() + ": is read-only and does not hold " + printable_name(file) +
-                             "; import it into a writable database (--db PATH) first");
-  }
-}
-
 const std::vector<std::string>& header(By by) {
   static const std::vector<std::string> family = {"row_type",  "family", "kernels",  "untimed", "a_us",
                                                   "b_us",      "ratio",  "delta_us", "share",   "only_a",
@@ -141,7 +120,7 @@ nlohmann::json unmatched_json(const storage::UnmatchedKernel& k) {
           {"op", op_text(k.op)}, {"shape", k.shape}, {"us", jopt(k.us)}};
 }
 
-nlohmann::json side_json(const storage::CompareSideInfo& s, const Imported& imp) {
+nlohmann::json side_json(const storage::CompareSideInfo& s, const storage::KernelStore::FoundSource& imp) {
   nlohmann::json j{{"source", s.source.id},
                    {"path", s.source.path},
                    {"format", s.source.format},
@@ -150,7 +129,7 @@ nlohmann::json side_json(const storage::CompareSideInfo& s, const Imported& imp)
                    {"kernels", s.kernels},
                    {"untimed", s.untimed},
                    {"total_us", s.total_us},
-                   {"imported_now", imp.now}};
+                   {"imported_now", imp.imported}};
   if (s.predicted) {
     j["measured_on"] = s.source.gpu_id;
     j["model_version"] = s.model_version;
@@ -204,8 +183,10 @@ int cmdCompare(CliContext& ctx, const QCommandLineParser& args) {
 
   storage::Database db(ctx.db_path);
   storage::KernelStore store(db);
-  const Imported ia = import_or_find(db, store, ctx, file_a);
-  const Imported ib = import_or_find(db, store, ctx, file_b);
+  storage::ImportControl control;
+  control.gpus = &ctx.gpus;
+  const auto ia = store.import_or_find(file_a, control);
+  const auto ib = store.import_or_find(file_b, control);
 
   storage::CompareSide a{ia.source_id}, b{ib.source_id};
   storage::CompareOptions options;
@@ -300,9 +281,9 @@ int cmdCompare(CliContext& ctx, const QCommandLineParser& args) {
     return 0;
   }
 
-  auto side_line = [](const char* label, const storage::CompareSideInfo& s, const Imported& imp) {
+  auto side_line = [](const char* label, const storage::CompareSideInfo& s, const storage::KernelStore::FoundSource& imp) {
     std::printf("%s: %s (source %lld%s), %zu kernels %s on %s%s: %s us\n", label, printable_name(s.source.path).c_str(),
-                static_cast<long long>(s.source.id), imp.now ? ", imported now" : "", s.kernels,
+                static_cast<long long>(s.source.id), imp.imported ? ", imported now" : "", s.kernels,
                 s.predicted ? "predicted" : "measured", s.gpu_id.c_str(),
                 s.predicted ? (" from " + s.source.gpu_id + ", model " + s.model_version).c_str() : "",
                 fnum(s.total_us).c_str());

@@ -232,18 +232,7 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
   storage::KernelStore store(db);
   storage::ImportControl control;
   control.gpus = &ctx.gpus;
-  int64_t source_id = 0;
-  bool imported = false;
-  try {
-    source_id = store.import_file(file, control).source_id;
-    imported = true;
-  } catch (const storage::AlreadyImported& e) {
-    source_id = e.source_id();
-  } catch (const storage::DatabaseError&) {
-    if (!db.read_only()) throw;
-    throw std::runtime_error(ctx.db_path.string() + ": is read-only and does not hold " + file +
-                             "; import it into a writable database (--db PATH) first");
-  }
+  const auto [source_id, imported] = store.import_or_find(file, control);
   const auto src = store.source(source_id);
   if (!src) throw std::runtime_error(file + ": source " + std::to_string(source_id) + " vanished from the database");
   const GpuSpec* source_gpu = forced_source;

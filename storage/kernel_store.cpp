@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "model/input_error.h"
 #include "storage/importers/content_hash.h"
 #include "storage/importers/scratch_db.h"
 
@@ -399,6 +400,18 @@ std::optional<TileConfig> tile_from_json(const std::string& json) {
   t.split_k = j.value("split_k", 1);
   t.stream_k = j.value("stream_k", false);
   return t;
+}
+
+KernelStore::FoundSource KernelStore::import_or_find(const std::filesystem::path& path, const ImportControl& control) {
+  try {
+    return {import_file(path, control).source_id, true};
+  } catch (const AlreadyImported& e) {
+    return {e.source_id(), false};
+  } catch (const DatabaseError&) {
+    if (!db_.read_only()) throw;
+    throw std::runtime_error(db_.path().string() + ": is read-only and does not hold " + printable_name(path.string()) +
+                             "; import it into a writable database (--db PATH) first");
+  }
 }
 
 ImportSummary KernelStore::import_file(const std::filesystem::path& path, const ImportControl& control,

@@ -90,6 +90,14 @@ class KernelStore {
   // with file, place and reason) or ImportCancelled; the database is then unchanged.
   ImportSummary import_file(const std::filesystem::path& path, const ImportControl& control,
                             const ImporterRegistry& registry = ImporterRegistry::builtin());
+  // The source that holds `path`'s content: imported now, or the one that holds it already (as
+  // `predict --trace`, `compare` and `export-chart whatif --trace` take a file). On a read-only
+  // database that does not hold it: std::runtime_error naming the database and the file.
+  struct FoundSource {
+    int64_t source_id = 0;
+    bool imported = false;  // imported by this call
+  };
+  FoundSource import_or_find(const std::filesystem::path& path, const ImportControl& control);
   // The same with a chosen importer.
   ImportSummary import_with(const Importer& importer, const std::filesystem::path& path, const ImportControl& control);
 

@@ -54,15 +54,7 @@ int64_t import_or_find(const std::filesystem::path& db_path, const std::string& 
   storage::KernelStore store(database);
   storage::ImportControl control;
   control.gpus = &gpus;
-  try {
-    return store.import_file(file, control).source_id;
-  } catch (const storage::AlreadyImported& e) {
-    return e.source_id();
-  } catch (const storage::DatabaseError&) {
-    if (!database.read_only()) throw;
-    throw std::runtime_error(db_path.string() + ": is read-only and does not hold " + file +
-                             "; import it into a writable database (--db PATH) first");
-  }
+  return store.import_or_find(file, control).source_id;
 }
 }  // namespace
 
