@@ -351,8 +351,10 @@ SECTION_TITLES = {
     "holdout": "Kernel latency on GPUs held out of training",
     "roofline": "The ceiling is a lower bound",
     "whatif": "What-if of profiled kernels between the H100 and the H200",
+    "traces": "Real traces: what the what-if understands",
     "comm": "Collectives",
     "step": "Whole forward steps",
+    "moe": "MoE layer",
     "tuner": "GEMM tile configurations (`perfloom tune`)",
     "serving": "Serving against published results",
 }

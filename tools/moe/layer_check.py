@@ -201,11 +201,11 @@ def compare(args):
     with open(args.csv) as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     best = sweep_best(args.sweep) if args.sweep else {}
-    pairs = {"router": ["router"], "route": ["topk_softmax"], "align": [], "gate_up+down": ["moe_experts"],
-             "silu_mul": ["moe_silu_mul"], "combine": [],
+    pairs = {"router": ["router"], "route": ["topk_softmax"], "align": ["moe_align"], "gate_up+down": ["moe_experts"],
+             "silu_mul": ["moe_silu_mul"], "combine": ["moe_sum"],
              "shared": ["shared_gate_up_proj", "shared_silu_mul", "shared_down_proj"]}
     print("| model | tokens | measured layer (us) | predicted layer (us) | error | experts at the default configuration "
-          "/ the sweep's best / predicted (us) | router+route / align+combine measured (us) |")
+          "/ the sweep's best / predicted (us) | align+combine measured / predicted (us) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     errs, best_errs = [], []
     for r in rows:
@@ -222,7 +222,7 @@ def compare(args):
             best_errs.append(abs(ks.get("moe_experts", 0.0) / b - 1))
         print("| %s | %d | %.1f | %.1f | %+.1f%% | %.1f / %s / %.1f | %.1f / %.1f |" % (
             r["model"], T, meas, pred, 100 * err, experts_m, "%.1f" % b if b else "-", ks.get("moe_experts", 0.0),
-            float(r["router_us"]) + float(r["route_us"]), float(r["align_us"]) + float(r["combine_us"])))
+            float(r["align_us"]) + float(r["combine_us"]), ks.get("moe_align", 0.0) + ks.get("moe_sum", 0.0)))
     errs.sort()
     best_errs.sort()
     print("\nlayers: %d, median |error| %.1f%%, worst %.1f%%" % (len(errs), 100 * errs[len(errs) // 2], 100 * errs[-1]))
