@@ -727,7 +727,14 @@ class TestTracesView : public QObject {
     QVERIFY(view->kernelTable()->isVisible());
     QCOMPARE(view->kernelProxy()->rowCount(), kernels);
     QCOMPARE(w.size(), size);
-    QCOMPARE(w.minimumSizeHint(), minimum);
+    // The window's minimum never grows with what the views show (it may shrink once a source fills
+    // the views' combo boxes with elided names), and it fits the smallest laptop screen.
+    QVERIFY2(w.minimumSizeHint().width() <= minimum.width() && w.minimumSizeHint().height() <= minimum.height(),
+             qPrintable(QString("%1x%2 after, %3x%4 before")
+                            .arg(w.minimumSizeHint().width())
+                            .arg(w.minimumSizeHint().height())
+                            .arg(minimum.width())
+                            .arg(minimum.height())));
     QVERIFY(w.minimumSizeHint().width() <= 1366 && w.minimumSizeHint().height() <= 768);
   }
 
