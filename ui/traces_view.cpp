@@ -21,6 +21,8 @@
 #include <QStackedWidget>
 #include <QTableView>
 #include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
 #include <QVBoxLayout>
 #include <QtConcurrent>
 #include <algorithm>
@@ -41,7 +43,10 @@ QString seconds_text(double s) { return QString::number(s, 'f', s < 10 ? 2 : 1) 
 
 constexpr auto kGroupByKey = "traces/groupBy";
 // The settings' text of each GroupChoice, in its order.
-const char* const kGroupChoiceNames[] = {"kernels", "kernel-name", "framework-op"};
+const char* const kGroupChoiceNames[] = {"kernels", "kernel-name", "framework-op", "op-tree"};
+
+// The stacked widget's page of each GroupChoice: the kernel table, the group table, the op tree.
+int page_of(int choice) { return choice == 0 ? 0 : choice == 3 ? 2 : 1; }
 }  // namespace
 
 ImportOutcome run_import(const std::filesystem::path& db_path, const QString& file, const GpuDatabase& gpus,
@@ -132,6 +137,12 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
       kernel_table_(new QTableView(this)),
       groups_(new KernelGroupModel(this)),
       group_table_(new QTableView(this)),
+      op_tree_(new OpTreeModel(this)),
+      op_tree_view_(new QTreeView(this)),
+      find_(new QLineEdit(this)),
+      find_previous_(new QToolButton(this)),
+      find_next_(new QToolButton(this)),
+      find_status_(new QLabel(this)),
       tables_(new QStackedWidget(this)),
       table_bar_(new QWidget(this)),
       group_by_(new QComboBox(this)),
@@ -293,22 +304,83 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   tables_->addWidget(kernel_table_);
   tables_->addWidget(group_table_);
 
+  // The op tree: the name takes the spare width, the numbers fixed columns; its order is the
+  // tree's own (total descending), so there is no header sort.
+  op_tree_view_->setObjectName("opTree");
+  op_tree_view_->setModel(op_tree_);
+  op_tree_view_->setUniformRowHeights(true);
+  op_tree_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  op_tree_view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  op_tree_view_->setWordWrap(false);
+  op_tree_view_->setTextElideMode(Qt::ElideMiddle);
+  op_tree_view_->header()->setStretchLastSection(false);
+  op_tree_view_->header()->setMinimumSectionSize(40);
+  op_tree_view_->header()->setSectionResizeMode(QHeaderView::Interactive);
+  op_tree_view_->header()->setSectionResizeMode(OpTreeModel::Name, QHeaderView::Stretch);
+  for (int c = OpTreeModel::Calls; c < OpTreeModel::ColumnCount; ++c)
+    op_tree_view_->setColumnWidth(
+        c, op_tree_view_->fontMetrics().horizontalAdvance(op_tree_->headerData(c, Qt::Horizontal).toString()) + 28);
+  auto* copyTree = new QAction(tr("Copy"), op_tree_view_);
+  copyTree->setShortcut(QKeySequence::Copy);
+  copyTree->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  connect(copyTree, &QAction::triggered, this, [this] { copySelection(); });
+  op_tree_view_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  op_tree_view_->addAction(copyTree);
+  connect(op_tree_, &OpTreeModel::treeApplied, this, [this] {
+    op_tree_view_->expandToDepth(0);
+    updateCount();
+  });
+  tables_->addWidget(op_tree_view_);
+
+  // Find: moves the current row, filters nothing. F3 / Shift+F3 anywhere in the view.
+  find_->setObjectName("find");
+  find_->setPlaceholderText(tr("Find"));
+  find_->setToolTip(tr("Find a row whose name contains this text (case-insensitive); Enter or F3 for the next, "
+                       "Shift+F3 for the previous"));
+  find_->setClearButtonEnabled(true);
+  find_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  find_->setMinimumWidth(60);
+  find_->setMaximumWidth(find_->fontMetrics().averageCharWidth() * 24);
+  find_previous_->setObjectName("findPrevious");
+  find_previous_->setArrowType(Qt::UpArrow);
+  find_previous_->setToolTip(tr("Previous match (Shift+F3)"));
+  find_next_->setObjectName("findNext");
+  find_next_->setArrowType(Qt::DownArrow);
+  find_next_->setToolTip(tr("Next match (F3)"));
+  find_status_->setObjectName("findStatus");
+  auto* findNextAction = new QAction(tr("Find next"), this);
+  findNextAction->setShortcut(QKeySequence(Qt::Key_F3));
+  findNextAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  auto* findPreviousAction = new QAction(tr("Find previous"), this);
+  findPreviousAction->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F3));
+  findPreviousAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(findNextAction);
+  addAction(findPreviousAction);
+  connect(findNextAction, &QAction::triggered, this, &TracesView::findNext);
+  connect(findPreviousAction, &QAction::triggered, this, &TracesView::findPrevious);
+  connect(find_next_, &QToolButton::clicked, this, &TracesView::findNext);
+  connect(find_previous_, &QToolButton::clicked, this, &TracesView::findPrevious);
+  connect(find_, &QLineEdit::returnPressed, this, &TracesView::findNext);
+  connect(find_, &QLineEdit::textChanged, find_status_, &QLabel::clear);
+
   group_by_->setObjectName("groupBy");
   group_by_->addItem(tr("Kernels"), QString(kGroupChoiceNames[Kernels]));
   group_by_->addItem(tr("Kernel name"), QString(kGroupChoiceNames[ByKernelName]));
   group_by_->addItem(tr("Framework op"), QString(kGroupChoiceNames[ByFrameworkOp]));
+  group_by_->addItem(tr("Op tree"), QString(kGroupChoiceNames[ByOpTree]));
   group_by_->setToolTip(
-      tr("Every kernel, or the kernels grouped by name or by the framework op that launched them "
-         "(count, total, mean and share of the source's time)"));
+      tr("Every kernel, the kernels grouped by name or by the framework op that launched them (count, "
+         "total, mean and share of the source's time), or the framework ops as a tree down to their kernels"));
   {
     const int saved = group_by_->findData(QSettings().value(kGroupByKey).toString());
     group_by_->setCurrentIndex(saved >= 0 ? saved : 0);
-    tables_->setCurrentIndex(group_by_->currentIndex() == Kernels ? 0 : 1);
+    tables_->setCurrentIndex(page_of(group_by_->currentIndex()));
   }
   connect(group_by_, &QComboBox::currentIndexChanged, this, [this](int index) {
     if (index < 0) return;
     QSettings().setValue(kGroupByKey, group_by_->itemData(index).toString());
-    tables_->setCurrentIndex(index == Kernels ? 0 : 1);
+    tables_->setCurrentIndex(page_of(index));
+    find_status_->clear();
     regroup();
     updateCount();
   });
@@ -392,7 +464,13 @@ TracesView::TracesView(const GpuDatabase& gpus, std::filesystem::path db_path, Q
   tableBarLayout->addWidget(group_by_);
   rightLayout->addWidget(table_bar_);
   rightLayout->addWidget(tables_, 1);
-  rightLayout->addWidget(count_);
+  auto* countRow = new QHBoxLayout;
+  countRow->addWidget(count_, 1);
+  countRow->addWidget(find_);
+  countRow->addWidget(find_previous_);
+  countRow->addWidget(find_next_);
+  countRow->addWidget(find_status_);
+  rightLayout->addLayout(countRow);
   rightLayout->addWidget(empty_, 1);
   auto* splitter = new QSplitter(this);
   splitter->addWidget(left);
@@ -691,6 +769,11 @@ void TracesView::regroup() {
   // Grouped only while a grouping is shown; picking one later groups the rows then.
   const GroupChoice choice = groupChoice();
   if (choice == Kernels) return;
+  if (choice == ByOpTree) {
+    // The tree of the source whose kernels are shown (built once per source, filtered per change).
+    op_tree_->setInput(db_path_, kernels_->kernels().source_id, proxy_->filterRegularExpression());
+    return;
+  }
   groups_->setInput(kernels_->sharedKernels(),
                     choice == ByKernelName ? storage::GroupBy::KernelName : storage::GroupBy::FrameworkOp,
                     proxy_->filterRegularExpression());
@@ -698,12 +781,98 @@ void TracesView::regroup() {
 
 TracesView::GroupChoice TracesView::groupChoice() const {
   const int i = group_by_->currentIndex();
-  return i == ByKernelName ? ByKernelName : i == ByFrameworkOp ? ByFrameworkOp : Kernels;
+  return i == ByKernelName ? ByKernelName : i == ByFrameworkOp ? ByFrameworkOp : i == ByOpTree ? ByOpTree : Kernels;
 }
 
 void TracesView::setGroupChoice(GroupChoice choice) { group_by_->setCurrentIndex(int(choice)); }
 
-QTableView* TracesView::shownTable() const { return groupChoice() == Kernels ? kernel_table_ : group_table_; }
+QAbstractItemView* TracesView::shownView() const {
+  switch (groupChoice()) {
+    case Kernels:
+      return kernel_table_;
+    case ByOpTree:
+      return op_tree_view_;
+    default:
+      return group_table_;
+  }
+}
+
+QString TracesView::findText() const { return find_status_->text(); }
+
+void TracesView::findNext() { find(true); }
+void TracesView::findPrevious() { find(false); }
+
+void TracesView::find(bool forward) {
+  const QString text = find_->text();
+  if (text.isEmpty()) {
+    find_status_->clear();
+    return;
+  }
+  QAbstractItemView* view = shownView();
+  // Every row in the order shown: the table's rows, or the tree's nodes depth first (collapsed
+  // ones too). Names are read from the rows the models hold, not through data().
+  std::vector<QModelIndex> matches;
+  if (view == kernel_table_) {
+    const auto& rows = kernels_->kernels().rows;
+    for (int r = 0; r < proxy_->rowCount(); ++r)
+      if (rows[static_cast<std::size_t>(proxy_->mapToSource(r))].name.contains(text, Qt::CaseInsensitive))
+        matches.push_back(proxy_->index(r, 0));
+  } else if (view == group_table_) {
+    for (int r = 0; r < groups_->rowCount(); ++r)
+      if (groups_->groups().rows[static_cast<std::size_t>(r)].key.contains(text, Qt::CaseInsensitive))
+        matches.push_back(groups_->index(r, 0));
+  } else {
+    std::vector<QModelIndex> stack{QModelIndex()};
+    while (!stack.empty()) {
+      const QModelIndex at = stack.back();
+      stack.pop_back();
+      if (at.isValid() && QString::fromStdString(op_tree_->node(at)->name).contains(text, Qt::CaseInsensitive))
+        matches.push_back(at);
+      for (int r = op_tree_->rowCount(at); r-- > 0;) stack.push_back(op_tree_->index(r, 0, at));
+    }
+  }
+  if (matches.empty()) {
+    find_status_->setText(tr("No matches"));
+    return;
+  }
+  // Where the current row lies among the rows shown: its rank in the same depth-first order.
+  const QModelIndex current = view->currentIndex().isValid() ? view->currentIndex().siblingAtColumn(0) : QModelIndex();
+  std::size_t pick = 0;
+  auto before = [&](const QModelIndex& a, const QModelIndex& b) {
+    if (view != op_tree_view_) return a.row() < b.row();
+    // Depth first: compare the paths from the root.
+    auto path = [](QModelIndex i) {
+      std::vector<int> p;
+      for (; i.isValid(); i = i.parent()) p.push_back(i.row());
+      std::reverse(p.begin(), p.end());
+      return p;
+    };
+    return path(a) < path(b);
+  };
+  if (!current.isValid()) {
+    pick = forward ? 0 : matches.size() - 1;
+  } else if (forward) {
+    pick = 0;  // wraps around when no match lies after the current row
+    for (std::size_t i = 0; i < matches.size(); ++i)
+      if (before(current, matches[i])) {
+        pick = i;
+        break;
+      }
+  } else {
+    pick = matches.size() - 1;
+    for (std::size_t i = matches.size(); i-- > 0;)
+      if (before(matches[i], current)) {
+        pick = i;
+        break;
+      }
+  }
+  const QModelIndex target = matches[pick];
+  if (view == op_tree_view_)
+    for (QModelIndex p = target.parent(); p.isValid(); p = p.parent()) op_tree_view_->expand(p);
+  view->selectionModel()->setCurrentIndex(target, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  view->scrollTo(target);
+  find_status_->setText(tr("%1 of %2 matches").arg(pick + 1).arg(matches.size()));
+}
 
 QString TracesView::countText() const { return count_->text(); }
 
@@ -724,6 +893,26 @@ void TracesView::updateCount() {
                         .arg(duration_text(total_us)));
     return;
   }
+  if (groupChoice() == ByOpTree) {
+    if (op_tree_->busy()) {
+      count_->setText(tr("Building the op tree…"));
+      return;
+    }
+    if (!op_tree_->error().isEmpty()) {
+      count_->setText(op_tree_->error());
+      return;
+    }
+    const storage::OpTree& t = op_tree_->tree();
+    if (t.source_id != shown_source_id_) {
+      count_->clear();
+      return;
+    }
+    count_->setText(tr("%1 of %2 kernels, %3 total")
+                        .arg(t.root.kernels)
+                        .arg(op_tree_->fullTree() ? op_tree_->fullTree()->root.kernels : 0)
+                        .arg(duration_text(t.root.total_us)));
+    return;
+  }
   if (groups_->busy()) {
     count_->setText(tr("Grouping the kernels…"));
     return;
@@ -741,7 +930,24 @@ void TracesView::updateCount() {
 }
 
 QString TracesView::copySelection() {
-  QTableView* table = shownTable();
+  if (groupChoice() == ByOpTree) {
+    // The selected nodes, each indented by its depth, under the columns' header.
+    QModelIndexList picked = op_tree_view_->selectionModel()->selectedRows();
+    if (picked.isEmpty()) return {};
+    QStringList header;
+    for (int c = 0; c < OpTreeModel::ColumnCount; ++c) header << op_tree_->headerData(c, Qt::Horizontal).toString();
+    QString text = header.join('\t') + '\n';
+    for (const QModelIndex& i : picked) {
+      int depth = 0;
+      for (QModelIndex p = i.parent(); p.isValid(); p = p.parent()) ++depth;
+      QStringList cells{QString(2 * depth, ' ') + i.data().toString()};
+      for (int c = 1; c < OpTreeModel::ColumnCount; ++c) cells << i.siblingAtColumn(c).data().toString();
+      text += cells.join('\t') + '\n';
+    }
+    QApplication::clipboard()->setText(text);
+    return text;
+  }
+  QTableView* table = groupChoice() == Kernels ? kernel_table_ : group_table_;
   QList<int> rows;
   for (const QModelIndex& i : table->selectionModel()->selectedRows()) rows << i.row();
   if (rows.isEmpty()) return {};

@@ -5,7 +5,11 @@
 // ceiling and bound on the source's GPU, filterable (regex, 300 ms debounce), sortable, copyable.
 // "Group by" (issue 59) shows the kernels grouped by kernel name or framework op instead (count,
 // total, mean, share; KernelGroupModel), under the same filter; the choice is kept in QSettings
-// ("traces/groupBy"). A line under the table counts what is shown: "N of M kernels, T ms total".
+// ("traces/groupBy"). "Op tree" shows the framework ops as a top-down tree, aten op -> kernels
+// (OpTreeModel, built in a job), a node shown when it, an ancestor or a descendant matches the
+// filter. A line under the table counts what is shown: "N of M kernels, T ms total". Beside it,
+// "Find" (Next / Previous, F3 / Shift+F3) moves the current row of the table or tree shown to the
+// next or previous row whose name contains the text, without filtering, wrapping around.
 //
 // Threads (DESIGN.md): the import and the kernel loading run on the thread pool, each opening its
 // own database connection; they hand back plain values. Sorting and filtering the kernel table is a
@@ -29,6 +33,7 @@
 #include "storage/importers/importer.h"
 #include "ui/kernel_group_model.h"
 #include "ui/kernel_table_model.h"
+#include "ui/op_tree_model.h"
 #include "ui/source_list_model.h"
 
 class QAction;
@@ -38,7 +43,10 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QStackedWidget;
+class QAbstractItemView;
 class QTableView;
+class QToolButton;
+class QTreeView;
 class QTimer;
 
 namespace perfloom::ui {
@@ -89,7 +97,7 @@ class TracesView : public QWidget {
   QString copySelection();
 
   // What "Group by" offers, in the combo box's order.
-  enum GroupChoice { Kernels, ByKernelName, ByFrameworkOp };
+  enum GroupChoice { Kernels, ByKernelName, ByFrameworkOp, ByOpTree };
   GroupChoice groupChoice() const;
   void setGroupChoice(GroupChoice choice);  // as if picked in the combo box; saved in QSettings
   // "N of M kernels, T ms total" (or "... groups ..."): what the table shows under the filter, of
@@ -100,7 +108,7 @@ class TracesView : public QWidget {
   bool loadingKernels() const { return kernels_running_ > 0; }
   bool busy() const {
     return importing() || loadingKernels() || sources_running_ > 0 || !pending_.isEmpty() || proxy_->busy() ||
-           groups_->busy();
+           groups_->busy() || op_tree_->busy();
   }
   const ImportOutcome& lastOutcome() const { return last_outcome_; }
   QString statusText() const;
@@ -122,6 +130,15 @@ class TracesView : public QWidget {
   KernelGroupModel* groupModel() const { return groups_; }
   QTableView* groupTable() const { return group_table_; }
   QComboBox* groupByCombo() const { return group_by_; }
+  OpTreeModel* opTreeModel() const { return op_tree_; }
+  QTreeView* opTreeView() const { return op_tree_view_; }
+  // The table or tree the view shows now.
+  QAbstractItemView* shownView() const;
+  QLineEdit* findEdit() const { return find_; }
+  QToolButton* findNextButton() const { return find_next_; }
+  QToolButton* findPreviousButton() const { return find_previous_; }
+  // "3 of 17 matches", "No matches"; empty before a search.
+  QString findText() const;
   QLabel* countLabel() const { return count_; }
   QLineEdit* filterEdit() const { return filter_; }
   QPushButton* cancelButton() const { return cancel_; }
@@ -152,6 +169,9 @@ class TracesView : public QWidget {
   void openSample();
   void cancelImport();
   void reload();  // F5: the source list and the selected source's kernels
+  // The next / previous row (wrapping) of the shown table or tree whose name contains the find text.
+  void findNext();
+  void findPrevious();
 
  private:
   void startNextImport();
@@ -163,7 +183,7 @@ class TracesView : public QWidget {
   void applyFilter();
   void regroup();  // the grouped table's input changed (rows, filter or grouping)
   void updateCount();
-  QTableView* shownTable() const;
+  void find(bool forward);
   void showStatus(const QString& text, bool error = false);
   void showImportErrors();
   void showEmptyState(bool empty);
@@ -178,6 +198,12 @@ class TracesView : public QWidget {
   QTableView* kernel_table_;
   KernelGroupModel* groups_;
   QTableView* group_table_;
+  OpTreeModel* op_tree_;
+  QTreeView* op_tree_view_;
+  QLineEdit* find_;
+  QToolButton* find_previous_;
+  QToolButton* find_next_;
+  QLabel* find_status_;
   QStackedWidget* tables_;
   QWidget* table_bar_;  // the filter and "Group by"
   QComboBox* group_by_;

@@ -21,11 +21,14 @@
 #include <QStackedWidget>
 #include <QTabWidget>
 #include <QTableView>
+#include <QToolButton>
+#include <QTreeView>
 #include <QTemporaryDir>
 #include <QWindow>
 #include <QChart>
 #include <QChartView>
 #include <QtTest>
+#include <functional>
 
 #include "model/gpu_database.h"
 #include "storage/database.h"
@@ -34,6 +37,7 @@
 #include "ui/kernel_group_model.h"
 #include "ui/kernel_table_model.h"
 #include "ui/main_window.h"
+#include "ui/op_tree_model.h"
 #include "ui/recent_files.h"
 #include "ui/source_list_model.h"
 #include "ui/theme.h"
@@ -654,10 +658,11 @@ class TestTracesView : public QObject {
     const QSize size = w.size();
     const QSize minimum = w.minimumSizeHint();
     QCOMPARE(view->groupChoice(), ui::TracesView::Kernels);
-    QCOMPARE(view->groupByCombo()->count(), 3);
+    QCOMPARE(view->groupByCombo()->count(), 4);
     QCOMPARE(view->groupByCombo()->itemText(0), QString("Kernels"));
     QCOMPARE(view->groupByCombo()->itemText(1), QString("Kernel name"));
     QCOMPARE(view->groupByCombo()->itemText(2), QString("Framework op"));
+    QCOMPARE(view->groupByCombo()->itemText(3), QString("Op tree"));
     w.importFiles({copyInto(dir, kSampleTrace, "sample.json.gz")});
     QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
     QVERIFY2(view->lastOutcome().error.isEmpty(), qPrintable(view->lastOutcome().error));
@@ -723,6 +728,10 @@ class TestTracesView : public QObject {
     }
     QVERIFY2(view->groupModel()->groups().rows.size() < std::size_t(kernels),
              "the sample's ops launch several kernels each");
+    view->setGroupChoice(ui::TracesView::ByOpTree);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 10000);
+    QVERIFY(view->opTreeView()->isVisible());
+    QCOMPARE(w.size(), size);
     view->setGroupChoice(ui::TracesView::Kernels);
     QVERIFY(view->kernelTable()->isVisible());
     QCOMPARE(view->kernelProxy()->rowCount(), kernels);
@@ -736,6 +745,156 @@ class TestTracesView : public QObject {
                             .arg(minimum.width())
                             .arg(minimum.height())));
     QVERIFY(w.minimumSizeHint().width() <= 1366 && w.minimumSizeHint().height() <= 768);
+  }
+
+  // "Op tree": the framework ops of the sample (a real torch.profiler trace with its cpu_ops) as a
+  // top-down tree; its top-level totals add up to the kernel table's, every kernel counted once, and
+  // a filter keeps the matching nodes with their ancestors, the count line following it.
+  void opTreeTotalsEqualTheKernelTable() {
+    QTemporaryDir dir;
+    // The view alone (the main window's size with every grouping is groupByTotalsEqualTheKernelTable's).
+    ui::TracesView w(gpus_, dir.filePath("p.db").toStdString());
+    ui::TracesView* view = &w;
+    w.resize(1200, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    view->importFiles({copyInto(dir, kSampleTrace, "sample.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 30000);
+    QVERIFY2(view->lastOutcome().error.isEmpty(), qPrintable(view->lastOutcome().error));
+    const int kernels = view->kernelModel()->rowCount();
+    double tableTotal = 0;
+    for (const ui::KernelRow& r : view->kernelModel()->kernels().rows) tableTotal += r.measured_us;
+    QVERIFY(tableTotal > 0);
+
+    QElapsedTimer clock;
+    clock.start();
+    view->groupByCombo()->setCurrentIndex(int(ui::TracesView::ByOpTree));  // as the user picks it
+    QCOMPARE(view->groupChoice(), ui::TracesView::ByOpTree);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy(), 10000);
+    QVERIFY2(clock.elapsed() < 2000, qPrintable(QString::number(clock.elapsed())));
+    QTreeView* tree = view->opTreeView();
+    QVERIFY(tree->isVisible());
+    QVERIFY(!view->kernelTable()->isVisible() && !view->groupTable()->isVisible());
+    ui::OpTreeModel* model = view->opTreeModel();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(model->error().isEmpty());
+    QVERIFY(model->rowCount() > 0);
+    qint64 count = 0;
+    double total = 0, share = 0;
+    for (int r = 0; r < model->rowCount(); ++r) {
+      count += model->index(r, ui::OpTreeModel::Kernels).data(ui::OpTreeModel::SortRole).toLongLong();
+      total += model->index(r, ui::OpTreeModel::TotalUs).data(ui::OpTreeModel::SortRole).toDouble();
+      share += model->index(r, ui::OpTreeModel::Share).data(ui::OpTreeModel::SortRole).toDouble();
+      if (r > 0)
+        QVERIFY(model->index(r - 1, ui::OpTreeModel::TotalUs).data(ui::OpTreeModel::SortRole).toDouble() >=
+                model->index(r, ui::OpTreeModel::TotalUs).data(ui::OpTreeModel::SortRole).toDouble());
+    }
+    QCOMPARE(count, qint64(kernels));
+    QVERIFY2(qAbs(total - tableTotal) <= 1e-9 * tableTotal, qPrintable(QString("%1 vs %2").arg(total).arg(tableTotal)));
+    QVERIFY(qAbs(share - 1.0) < 1e-9);
+    QCOMPARE(view->countText(),
+             QString("%1 of %1 kernels, %2 total").arg(kernels).arg(ui::duration_text(total)));
+    // Ops nest: the top level is expanded, and below it lie ops and, at the leaves, kernels.
+    const QModelIndex top = model->index(0, 0);
+    QVERIFY(tree->isExpanded(top));
+    QVERIFY(model->rowCount(top) > 0);
+    QCOMPARE(tree->header()->sectionResizeMode(ui::OpTreeModel::Name), QHeaderView::Stretch);
+    int numbers = 0;
+    for (int c = ui::OpTreeModel::Calls; c < ui::OpTreeModel::ColumnCount; ++c) numbers += tree->columnWidth(c);
+    QVERIFY(tree->columnWidth(ui::OpTreeModel::Name) > numbers);
+
+    // Filtered: the GEMMs (nvjet) with the ops above them; the count is of those kernels.
+    int gemms = 0;
+    double gemmTotal = 0;
+    for (const ui::KernelRow& r : view->kernelModel()->kernels().rows)
+      if (r.name.contains("nvjet")) {
+        ++gemms;
+        gemmTotal += r.measured_us;
+      }
+    QVERIFY(gemms > 0);
+    view->filterEdit()->setText("nvjet");
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy() && model->tree().root.kernels < kernels, 10000);
+    QCOMPARE(model->tree().root.kernels, qint64(gemms));
+    QVERIFY(qAbs(model->tree().root.total_us - gemmTotal) <= 1e-9 * tableTotal);
+    QCOMPARE(view->countText(),
+             QString("%1 of %2 kernels, %3 total").arg(gemms).arg(kernels).arg(ui::duration_text(model->tree().root.total_us)));
+    view->filterEdit()->clear();
+    QTRY_VERIFY_WITH_TIMEOUT(!view->busy() && model->tree().root.kernels == kernels, 10000);
+
+    const QSize size = w.size();
+    const QSize minimum = w.minimumSizeHint();
+    view->setGroupChoice(ui::TracesView::Kernels);
+    QVERIFY(view->kernelTable()->isVisible());
+    QCOMPARE(w.size(), size);
+    QVERIFY(w.minimumSizeHint().width() <= minimum.width() && w.minimumSizeHint().height() <= minimum.height());
+  }
+
+  // Find moves the current row to each match in turn, in the order shown, without filtering, and
+  // wraps around both ways; F3 and Shift+F3 do the same; the op tree is searched depth first.
+  void findVisitsEveryMatchInOrderAndWraps() {
+    QTemporaryDir dir;
+    ui::TracesView view(gpus_, dir.filePath("p.db").toStdString());
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.importFiles({copyInto(dir, kSampleTrace, "sample.json.gz")});
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 30000);
+    const int all = view.kernelProxy()->rowCount();
+    QList<int> expected;
+    for (int r = 0; r < all; ++r)
+      if (view.kernelProxy()->index(r, ui::KernelTableModel::Name).data().toString().contains("NVJET", Qt::CaseInsensitive))
+        expected << r;
+    QVERIFY(expected.size() > 3);
+    view.findEdit()->setText("NVJET");
+    auto currentRow = [&view] { return view.kernelTable()->currentIndex().row(); };
+    for (int i = 0; i < expected.size(); ++i) {
+      view.findNextButton()->click();
+      QCOMPARE(currentRow(), expected[i]);
+      QCOMPARE(view.findText(), QString("%1 of %2 matches").arg(i + 1).arg(expected.size()));
+    }
+    QCOMPARE(view.kernelProxy()->rowCount(), all);  // nothing filtered
+    view.findNextButton()->click();  // wraps to the first
+    QCOMPARE(currentRow(), expected.first());
+    QCOMPARE(view.findText(), QString("1 of %1 matches").arg(expected.size()));
+    view.findPreviousButton()->click();  // and back to the last
+    QCOMPARE(currentRow(), expected.last());
+    for (int i = expected.size() - 1; i-- > 0;) {
+      QTest::keyClick(view.kernelTable(), Qt::Key_F3, Qt::ShiftModifier);
+      QCOMPARE(currentRow(), expected[i]);
+    }
+    QTest::keyClick(view.kernelTable(), Qt::Key_F3);
+    QCOMPARE(currentRow(), expected[1]);
+    QCOMPARE(view.findText(), QString("2 of %1 matches").arg(expected.size()));
+    view.findEdit()->setText("no-kernel-is-called-this");
+    view.findNextButton()->click();
+    QCOMPARE(view.findText(), QString("No matches"));
+    QCOMPARE(currentRow(), expected[1]);
+
+    // The op tree: every node named like aten::linear, collapsed ones too, depth first; each found
+    // node is made visible.
+    view.setGroupChoice(ui::TracesView::ByOpTree);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 10000);
+    ui::OpTreeModel* model = view.opTreeModel();
+    QList<QModelIndex> nodes;
+    std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& at) {
+      for (int r = 0; r < model->rowCount(at); ++r) {
+        const QModelIndex i = model->index(r, 0, at);
+        if (i.data().toString().contains("aten::linear")) nodes << i;
+        walk(i);
+      }
+    };
+    walk({});
+    QVERIFY(!nodes.isEmpty());
+    view.findEdit()->setText("aten::linear");
+    for (int i = 0; i < nodes.size(); ++i) {
+      view.findNextButton()->click();
+      QCOMPARE(view.opTreeView()->currentIndex().siblingAtColumn(0), nodes[i]);
+      QVERIFY(nodes[i].parent() == QModelIndex() || view.opTreeView()->isExpanded(nodes[i].parent()));
+      QCOMPARE(view.findText(), QString("%1 of %2 matches").arg(i + 1).arg(nodes.size()));
+    }
+    view.findNextButton()->click();
+    QCOMPARE(view.opTreeView()->currentIndex().siblingAtColumn(0), nodes.first());
+    view.findPreviousButton()->click();
+    QCOMPARE(view.opTreeView()->currentIndex().siblingAtColumn(0), nodes.last());
   }
 
   // "N of M kernels, T total" under the table: N the rows shown under the filter, M the source's,
@@ -836,6 +995,22 @@ class TestTracesView : public QObject {
       QCOMPARE(view.groupTable()->parentWidget(), view.kernelTable()->parentWidget());
       QCOMPARE(qobject_cast<QStackedWidget*>(view.groupTable()->parentWidget())->currentWidget(),
                static_cast<QWidget*>(view.groupTable()));
+      view.setGroupChoice(ui::TracesView::ByKernelName);
+      QTRY_VERIFY(!view.busy());
+    }
+    {
+      ui::TracesView view(gpus_, dbPath);
+      QCOMPARE(view.groupChoice(), ui::TracesView::ByKernelName);
+      view.setGroupChoice(ui::TracesView::ByOpTree);
+      QCOMPARE(QSettings().value("traces/groupBy").toString(), QString("op-tree"));
+      QTRY_VERIFY(!view.busy());
+    }
+    {
+      ui::TracesView view(gpus_, dbPath);
+      QCOMPARE(view.groupChoice(), ui::TracesView::ByOpTree);
+      QCOMPARE(view.groupByCombo()->currentText(), QString("Op tree"));
+      QCOMPARE(qobject_cast<QStackedWidget*>(view.opTreeView()->parentWidget())->currentWidget(),
+               static_cast<QWidget*>(view.opTreeView()));
       view.setGroupChoice(ui::TracesView::ByKernelName);
       QTRY_VERIFY(!view.busy());
     }
