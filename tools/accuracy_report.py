@@ -8,7 +8,8 @@ Run from the root of a clone after building (scripts/build.sh). Sections: holdou
 retrains once per GPU: the long part, about 2-5 minutes per GPU on 2 cores), roofline (the ceiling against every
 public measurement), whatif (traces' kernels moved between the two GPUs measured here), traces (the share of real
 traces' kernel time the what-if has a shape for), comm (the NCCL model against measured collectives), step (whole
-forward steps against PyTorch benchmarks), moe (the simulator's MoE layer against one measured on an H200), tuner (the shipped tables' first choice
+forward steps against PyTorch benchmarks), moe (the simulator's MoE layer against one measured on an H200), moe_model and moe_tune (the moe family
+and `tune --moe` against the fused-MoE sweep), tuner (the shipped tables' first choice
 timed against cuBLASLt), serving (perfloom simulate against published serving benchmarks, the rows of
 tests/data/serving_published.csv). The report is generated: edit this script or the tools, never the report.
 
@@ -18,7 +19,7 @@ where the section order puts it); every other byte of the report stays as it was
 import argparse, csv, datetime, json, os, platform, re, shlex, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SECTIONS = ["holdout", "roofline", "whatif", "traces", "comm", "step", "moe", "tuner", "serving"]
+SECTIONS = ["holdout", "roofline", "whatif", "traces", "comm", "step", "moe", "moe_model", "moe_tune", "tuner", "serving"]
 # GPUs with measurements in data/ (perfloom train's training_gpus), the most used first.
 DEFAULT_GPUS = ["h100-sxm", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a40", "t4",
                 "v100-pcie", "p100-pcie", "p4"]
@@ -291,6 +292,17 @@ SECTION_FUNCS = {
               "up to twice as slow. The routing and align parts are PyTorch ops here (several kernels each), slower "
               "than the engines' fused kernels; they are shown, not compared."),
     "step": tool_section("Whole forward steps", ["python3", "tools/step_check/compare.py"], "--out"),
+    "moe_model": tool_section(
+        "MoE kernels: the moe family",
+        ["python3", "tools/moe/model_check.py", "data/moe-h200", "--bin", "{bin}"], stdout=True,
+        intro="The `moe` family's prediction (`perfloom predict --kernels`, op `moe`, H200) against every fused-MoE layer "
+              "the sweep measured (`data/moe-h200`: gate-up plus down GEMMs at the best and at vLLM's default "
+              "configuration), then with the model's efficiencies refitted leaving one model out."),
+    "moe_tune": tool_section(
+        "MoE kernels: `perfloom tune --moe`",
+        ["python3", "tools/moe/tune_check.py", "data/moe-h200", "--bin", "{bin}"], stdout=True,
+        intro="`perfloom tune --moe`'s first choice that the sweep timed, held out one model at a time, against vLLM's "
+              "default configuration and the sweep's best, per shape, dtype and token count."),
     "tuner": tuner,
     "serving": serving,
 }
@@ -355,6 +367,8 @@ SECTION_TITLES = {
     "comm": "Collectives",
     "step": "Whole forward steps",
     "moe": "MoE layer",
+    "moe_model": "MoE kernels: the moe family",
+    "moe_tune": "MoE kernels: `perfloom tune --moe`",
     "tuner": "GEMM tile configurations (`perfloom tune`)",
     "serving": "Serving against published results",
 }
