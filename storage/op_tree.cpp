@@ -187,8 +187,11 @@ OpTree op_tree(const Database& db, int64_t source_id) {
       auto& stack = stacks[{sqlite3_column_int64(ops, 0), sqlite3_column_int64(ops, 1)}];
       while (!stack.empty() && (stack.size() > depth || stack.back().end_us < start)) stack.pop_back();
       const uint32_t parent = stack.empty() ? 0 : stack.back().node;
-      const uint32_t node = b.child(parent, b.intern(col_text(ops, 4)), OpTreeKind::Op);
-      ++b.node(node).calls;
+      // Ops nested deeper than kMaxOpTreeDepth fold into their ancestor at that depth: the tree's
+      // depth (and every recursion over it) stays bounded whatever the trace nests.
+      const bool folded = stack.size() >= kMaxOpTreeDepth;
+      const uint32_t node = folded ? parent : b.child(parent, b.intern(col_text(ops, 4)), OpTreeKind::Op);
+      if (!folded) ++b.node(node).calls;
       stack.push_back({end, node});
       op_rc = sqlite3_step(ops);
       fail(op_rc);

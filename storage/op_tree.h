@@ -19,6 +19,10 @@ namespace perfloom::storage {
 
 enum class OpTreeKind { Root, Op, Kernel };
 
+// Op levels the tree keeps; deeper ops are folded into their ancestor at this depth (a hostile
+// Nsight Systems export nests NVTX ranges 100,000 deep).
+inline constexpr std::size_t kMaxOpTreeDepth = 128;
+
 struct OpTreeNode {
   std::string name;  // the op's or kernel's name; "" for the root
   OpTreeKind kind = OpTreeKind::Op;

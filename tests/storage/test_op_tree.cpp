@@ -173,3 +173,32 @@ TEST(OpTree, RealLlamaPrefillTrace) {
 }
 
 }  // namespace
+
+// Ops nested 5,000 deep (a hostile Nsight Systems export nests NVTX ranges 100,000 deep) fold into
+// their ancestor at kMaxOpTreeDepth: the tree stays that deep, and the kernel is still counted.
+TEST(OpTree, DeepNestingFoldsAtTheMaximumDepth) {
+  TempDir dir;
+  Database db(dir / "p.db");
+  db.exec("INSERT INTO sources (id, path, format, content_hash, bytes) VALUES (1, 't.json', 'nsys', 'h', 1)");
+  db.exec("BEGIN");
+  constexpr int kDepth = 5000;
+  for (int d = 0; d < kDepth; ++d)
+    db.exec("INSERT INTO cpu_ops (source_id, seq, pid, tid, start_us, dur_us, name, depth) VALUES (1, " +
+            std::to_string(d) + ", 1, 1, " + std::to_string(d) + ", " + std::to_string(2 * kDepth - 2 * d) +
+            ", 'range" + std::to_string(d) + "', " + std::to_string(d) + ")");
+  db.exec("INSERT INTO kernels (id, source_id, seq, name, launched_by, launch_us) VALUES (1, 1, 0, 'k', 'range', " +
+          std::to_string(kDepth) + ")");
+  db.exec("INSERT INTO measurements (kernel_id, latency_us, method) VALUES (1, 7, 'trace')");
+  db.exec("COMMIT");
+  const OpTree t = op_tree(db, 1);
+  EXPECT_EQ(t.root.kernels, 1);
+  EXPECT_DOUBLE_EQ(t.root.total_us, 7);
+  std::size_t depth = 0;
+  const OpTreeNode* n = &t.root;
+  while (!n->children.empty()) {
+    n = &n->children.front();
+    ++depth;
+  }
+  EXPECT_EQ(n->kind, OpTreeKind::Kernel);
+  EXPECT_EQ(depth, kMaxOpTreeDepth + 1);  // 128 op levels, then the kernel
+}
