@@ -12,6 +12,7 @@
 #include "model/input_error.h"
 #include "storage/importers/content_hash.h"
 #include "storage/importers/scratch_db.h"
+#include "storage/statement.h"
 
 namespace perfloom::storage {
 
@@ -35,13 +36,6 @@ std::string col_text(sqlite3_stmt* st, int c) {
 std::optional<double> col_double(sqlite3_stmt* st, int c) {
   if (sqlite3_column_type(st, c) == SQLITE_NULL) return std::nullopt;
   return sqlite3_column_double(st, c);
-}
-
-Stmt prepare(const Database& db, const std::string& sql) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db.handle(), sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
-    throw DatabaseError(db.path().string() + ": " + sqlite3_errmsg(db.handle()));
-  return Stmt(st);
 }
 
 void step_done(const Database& db, sqlite3_stmt* st) {

@@ -8,18 +8,12 @@
 #include <unordered_map>
 
 #include "storage/importers/scratch_db.h"
+#include "storage/statement.h"
 #include "storage/kernel_groups.h"
 
 namespace perfloom::storage {
 
 namespace {
-
-Stmt prepare(const Database& db, const char* sql) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db.handle(), sql, -1, &st, nullptr) != SQLITE_OK)
-    throw DatabaseError(db.path().string() + ": " + sqlite3_errmsg(db.handle()));
-  return Stmt(st);
-}
 
 std::string_view col_text(sqlite3_stmt* st, int c) {
   const unsigned char* t = sqlite3_column_text(st, c);

@@ -7,17 +7,11 @@
 #include <unordered_map>
 
 #include "storage/importers/scratch_db.h"
+#include "storage/statement.h"
 
 namespace perfloom::storage {
 
 namespace {
-
-Stmt prepare(const Database& db, const char* sql) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db.handle(), sql, -1, &st, nullptr) != SQLITE_OK)
-    throw DatabaseError(db.path().string() + ": " + sqlite3_errmsg(db.handle()));
-  return Stmt(st);
-}
 
 void check_done(const Database& db, int rc) {
   if (rc != SQLITE_DONE) throw DatabaseError(db.path().string() + ": " + sqlite3_errmsg(db.handle()));
