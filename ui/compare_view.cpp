@@ -42,11 +42,6 @@ class TotalLastProxy : public QSortFilterProxyModel {
   }
 };
 
-struct SourcesResult {
-  std::vector<SourceRow> rows;
-  QString error;
-};
-
 }  // namespace
 
 CompareViewResult compute_comparison(const std::filesystem::path& db_path, qint64 source_a, qint64 source_b,
@@ -302,24 +297,12 @@ void CompareView::refreshSources() {
   if (db_path_.empty()) return;
   const quint64 generation = ++sources_generation_;
   ++sources_running_;
-  auto* watcher = new QFutureWatcher<SourcesResult>(this);
-  connect(watcher, &QFutureWatcher<SourcesResult>::finished, this, [this, watcher, generation] {
+  list_sources_async(this, db_path_, [this, generation](std::vector<SourceRow> rows, const QString& error) {
     --sources_running_;
-    const SourcesResult r = watcher->result();
-    watcher->deleteLater();
     if (generation != sources_generation_) return;
-    if (!r.error.isEmpty()) status_->setText(r.error);
-    fillSourceCombos(r.rows);
+    if (!error.isEmpty()) status_->setText(error);
+    fillSourceCombos(rows);
   });
-  watcher->setFuture(QtConcurrent::run([db = db_path_] {
-    SourcesResult r;
-    try {
-      r.rows = list_sources(db);
-    } catch (const std::exception& e) {
-      r.error = QString::fromUtf8(e.what());
-    }
-    return r;
-  }));
 }
 
 void CompareView::fillSourceCombos(const std::vector<SourceRow>& sources) {

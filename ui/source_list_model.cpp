@@ -1,12 +1,32 @@
 #include "ui/source_list_model.h"
 
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QLocale>
+#include <QtConcurrent>
 
 #include "storage/database.h"
 #include "storage/kernel_store.h"
 
 namespace perfloom::ui {
+
+void list_sources_async(QObject* context, std::filesystem::path db_path,
+                        std::function<void(std::vector<SourceRow> rows, QString error)> done) {
+  using Result = std::pair<std::vector<SourceRow>, QString>;
+  auto* watcher = new QFutureWatcher<Result>(context);
+  QObject::connect(watcher, &QFutureWatcher<Result>::finished, context, [watcher, done = std::move(done)] {
+    Result r = watcher->result();
+    watcher->deleteLater();
+    done(std::move(r.first), std::move(r.second));
+  });
+  watcher->setFuture(QtConcurrent::run([db = std::move(db_path)]() -> Result {
+    try {
+      return {list_sources(db), {}};
+    } catch (const std::exception& e) {
+      return {{}, QString::fromUtf8(e.what())};
+    }
+  }));
+}
 
 std::vector<SourceRow> list_sources(const std::filesystem::path& db_path) {
   const auto db = std::make_unique<storage::Database>(db_path);

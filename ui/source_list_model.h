@@ -4,6 +4,7 @@
 #include <QString>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 namespace perfloom::ui {
@@ -17,6 +18,10 @@ struct SourceRow {
 
 // Opens its own connection to `db_path` (call it from a worker). Throws storage::DatabaseError.
 std::vector<SourceRow> list_sources(const std::filesystem::path& db_path);
+// list_sources on the thread pool; `done(rows, error)` runs on `context`'s thread once it is there
+// (`error` empty on success), and not at all once `context` is destroyed.
+void list_sources_async(QObject* context, std::filesystem::path db_path,
+                        std::function<void(std::vector<SourceRow> rows, QString error)> done);
 
 class SourceListModel : public QAbstractTableModel {
   Q_OBJECT

@@ -633,25 +633,15 @@ void TracesView::applyImport(const ImportOutcome& o) {
 void TracesView::refreshSources(int64_t select_id) {
   const quint64 generation = ++sources_generation_;
   ++sources_running_;
-  using Result = std::pair<std::vector<SourceRow>, QString>;
-  auto* watcher = new QFutureWatcher<Result>(this);
-  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, generation, select_id] {
-    watcher->deleteLater();
-    --sources_running_;
-    if (generation != sources_generation_) return;  // a newer list is on its way or applied
-    const Result r = watcher->result();
-    if (!r.second.isEmpty())
-      showStatus(r.second, true);
-    else
-      applySources(r.first, select_id);
-  });
-  watcher->setFuture(QtConcurrent::run([db = db_path_]() -> Result {
-    try {
-      return {list_sources(db), {}};
-    } catch (const std::exception& e) {
-      return {{}, QString::fromUtf8(e.what())};
-    }
-  }));
+  list_sources_async(this, db_path_,
+                     [this, generation, select_id](std::vector<SourceRow> rows, const QString& error) {
+                       --sources_running_;
+                       if (generation != sources_generation_) return;  // a newer list is on its way or applied
+                       if (!error.isEmpty())
+                         showStatus(error, true);
+                       else
+                         applySources(std::move(rows), select_id);
+                     });
 }
 
 void TracesView::applySources(std::vector<SourceRow> sources, int64_t select_id) {

@@ -390,13 +390,6 @@ QVariant SpeedupTableModel::data(const QModelIndex& index, int role) const {
   return {};
 }
 
-namespace {
-struct SourcesResult {
-  std::vector<SourceRow> rows;
-  QString error;
-};
-}  // namespace
-
 WhatIfView::WhatIfView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent,
                        std::filesystem::path db_path)
     : QWidget(parent),
@@ -518,24 +511,12 @@ void WhatIfView::refreshSources() {
   if (db_path_.empty()) return;
   const quint64 generation = ++sources_generation_;
   ++sources_running_;
-  auto* watcher = new QFutureWatcher<SourcesResult>(this);
-  connect(watcher, &QFutureWatcher<SourcesResult>::finished, this, [this, watcher, generation] {
+  list_sources_async(this, db_path_, [this, generation](std::vector<SourceRow> rows, const QString& error) {
     --sources_running_;
-    const SourcesResult r = watcher->result();
-    watcher->deleteLater();
     if (generation != sources_generation_) return;
-    if (!r.error.isEmpty()) source_combo_->setToolTip(r.error);
-    fillSourceCombo(r.rows);
+    if (!error.isEmpty()) source_combo_->setToolTip(error);
+    fillSourceCombo(rows);
   });
-  watcher->setFuture(QtConcurrent::run([db = db_path_] {
-    SourcesResult r;
-    try {
-      r.rows = list_sources(db);
-    } catch (const std::exception& e) {
-      r.error = QString::fromUtf8(e.what());
-    }
-    return r;
-  }));
 }
 
 void WhatIfView::fillSourceCombo(const std::vector<SourceRow>& sources) {
