@@ -1,5 +1,6 @@
 #pragma once
 // One function per CLI command; each returns the exit status.
+#include <fstream>
 #include <optional>
 
 #include <QCommandLineParser>
@@ -21,6 +22,9 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args);
 int cmdTune(CliContext& ctx, const QCommandLineParser& args);
 // The integer value of --NAME, `fallback` when absent; throws std::invalid_argument below `min`.
 int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t fallback, int64_t min);
+// The file --out names, opened for writing (binary); not open when --out is absent. Throws
+// std::runtime_error "FILE: cannot be written", so that a bad path fails before any work.
+std::ofstream cliOutFile(const QCommandLineParser& args);
 // --clocks burst|sustained (model/sim/step_cost.h); burst when not given.
 sim::ClockState cliClockState(const QCommandLineParser& args);
 

@@ -175,11 +175,7 @@ int cmdCompare(CliContext& ctx, const QCommandLineParser& args) {
   const std::string file_a = traces[0].toStdString(), file_b = traces[1].toStdString();
 
   // Open the output first: a path that cannot be written fails before any work.
-  std::ofstream out_file;
-  if (args.isSet("out")) {
-    out_file.open(args.value("out").toStdString(), std::ios::binary);
-    if (!out_file) throw std::runtime_error(args.value("out").toStdString() + ": cannot be written");
-  }
+  std::ofstream out_file = cliOutFile(args);
 
   storage::Database db(ctx.db_path);
   storage::KernelStore store(db);

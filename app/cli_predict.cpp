@@ -124,13 +124,8 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
       rows.push_back(std::move(out));
     }
   }
-  std::ofstream file;
-  std::ostream* os = &std::cout;
-  if (args.isSet("out")) {
-    file.open(args.value("out").toStdString());
-    if (!file) throw std::runtime_error(args.value("out").toStdString() + ": cannot be written");
-    os = &file;
-  }
+  std::ofstream file = cliOutFile(args);
+  std::ostream* os = file.is_open() ? &file : &std::cout;
   if (ctx.json && !args.isSet("out")) {
     *os << nlohmann::json{{"predictions", json_rows}}.dump(2) << "\n";
   } else {
@@ -222,11 +217,7 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
   const std::string file = args.value("trace").toStdString();
 
   // Open the output first: a path that cannot be written fails before any work.
-  std::ofstream out_file;
-  if (args.isSet("out")) {
-    out_file.open(args.value("out").toStdString(), std::ios::binary);
-    if (!out_file) throw std::runtime_error(args.value("out").toStdString() + ": cannot be written");
-  }
+  std::ofstream out_file = cliOutFile(args);
 
   storage::Database db(ctx.db_path);
   storage::KernelStore store(db);

@@ -24,6 +24,14 @@ int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t 
   return v;
 }
 
+std::ofstream cliOutFile(const QCommandLineParser& args) {
+  std::ofstream out;
+  if (!args.isSet("out")) return out;
+  out.open(args.value("out").toStdString(), std::ios::binary);
+  if (!out) throw std::runtime_error(args.value("out").toStdString() + ": cannot be written");
+  return out;
+}
+
 sim::ClockState cliClockState(const QCommandLineParser& args) {
   if (!args.isSet("clocks")) return sim::ClockState::burst;
   const auto c = sim::parse_clock_state(args.value("clocks").toStdString());
