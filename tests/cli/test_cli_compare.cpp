@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "csv_file.h"
 #include "run_process.h"
 #include "temp_path.h"
 
@@ -23,39 +24,6 @@ constexpr std::size_t kTraceKernels = 155;
 
 fs::path fresh(const std::string& name) { return fresh_temp_path("perfloom-cli-compare", name); }
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// The lines of a CSV whose quoted fields hold no newline (kernel names hold commas, never newlines),
-// split into fields.
-std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
-  std::ifstream in(p);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> row;
-    std::string field;
-    bool quoted = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      const char c = line[i];
-      if (quoted) {
-        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
-          field += '"', ++i;
-        else if (c == '"')
-          quoted = false;
-        else
-          field += c;
-      } else if (c == '"') {
-        quoted = true;
-      } else if (c == ',') {
-        row.push_back(field), field.clear();
-      } else {
-        field += c;
-      }
-    }
-    row.push_back(field);
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
 
 std::string doc_model(const std::string& out) { return json::parse(out)["a"]["model_version"].get<std::string>(); }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "csv_file.h"
 #include "run_process.h"
 #include "temp_path.h"
 
@@ -42,39 +43,6 @@ std::string query(const fs::path& db, const std::string& sql) {
   sqlite3_finalize(st);
   sqlite3_close(h);
   return out;
-}
-
-// A minimal RFC 4180 reader: enough for the quoted kernel names of the output.
-std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string t = ss.str();
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    const char c = t[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < t.size() && t[i + 1] == '"')
-        field += '"', ++i;
-      else if (c == '"')
-        quoted = false;
-      else
-        field += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rows.back().push_back(field), field.clear();
-    } else if (c == '\n') {
-      rows.back().push_back(field), field.clear();
-      rows.emplace_back();
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
