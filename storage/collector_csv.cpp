@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include "model/json_fields.h"
@@ -14,6 +15,7 @@ namespace perfloom::storage {
 namespace {
 
 constexpr std::string_view kMagic = "# format=perfloom-collector/1";
+constexpr std::string_view kMoeSweepMagic = "# format=perfloom-moe-sweep/1";
 
 // "128x256x64" -> {128, 256, 64}; "UNDEFINED" or text -> {}.
 std::vector<int> dims(const std::string& s) {
@@ -37,29 +39,32 @@ bool sniff_collector_csv(std::string_view first) {
   return first.substr(0, kMagic.size()) == kMagic;
 }
 
-CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
-                                  const MeasuredKernelSink& sink, DatasetLoadReport* report) {
-  const std::string label = printable_name(path.string());
-  gzFile gz = gzopen(path.c_str(), "rb");
-  if (!gz) throw std::runtime_error(label + ": cannot be opened");
-  std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });
-  CollectorFile file;
-  // The environment block: lines starting with '#', before the header. Its lines are capped (a
-  // hostile file cannot make us hold a multi-GB "comment"); the header and the rows go through the
-  // CSV reader, which has limits of its own.
+namespace {
+
+// The `# key=value` lines before a collector file's header (both formats), its first line checked
+// against `magic`. Lines are capped (a hostile file cannot make us hold a multi-GB "comment"); the
+// header and the rows go through the CSV reader, which has limits of its own.
+struct EnvironmentBlock {
+  std::map<std::string, std::string> environment;
+  std::string pending;          // the start of the first non-comment line, handed to the CSV reader
+  std::size_t header_line = 0;  // that line's number
+};
+
+EnvironmentBlock read_environment_block(gzFile gz, const std::string& label, std::string_view magic,
+                                        std::string_view what) {
   constexpr std::size_t kMaxEnvLine = 64 * 1024, kMaxEnvLines = 4096;
-  std::string pending;  // the start of the first non-comment line, handed to the CSV reader
+  EnvironmentBlock env;
   std::size_t line_no = 0;
   char buf[8192];
   while (gzgets(gz, buf, sizeof buf)) {
     ++line_no;
     std::string line(buf);
     if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
-    if (line_no == 1 && !sniff_collector_csv(line))
-      throw std::runtime_error(label + ": line 1: not a perfloom collector CSV (expected \"" + std::string(kMagic) +
+    if (line_no == 1 && line.substr(0, magic.size()) != magic)
+      throw std::runtime_error(label + ": line 1: not a " + std::string(what) + " (expected \"" + std::string(magic) +
                                "\")");
     if (!line.starts_with('#')) {
-      pending = line;
+      env.pending = line;
       break;
     }
     while (!line.empty() && line.back() != '\n' && !gzeof(gz) && gzgets(gz, buf, sizeof buf)) {
@@ -74,22 +79,22 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
     std::string kv = line.substr(1);
     while (!kv.empty() && (kv.back() == '\n' || kv.back() == '\r')) kv.pop_back();
     if (!kv.empty() && kv.front() == ' ') kv.erase(0, 1);
-    if (auto eq = kv.find('='); eq != std::string::npos) file.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (auto eq = kv.find('='); eq != std::string::npos) env.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   if (line_no == 0) throw std::runtime_error(label + ": empty file");
-  const std::string gpu_name = file.environment["gpu_name"];
-  const GpuSpec* gpu = gpus.find(gpu_name);
-  if (!gpu) throw std::runtime_error(label + ": gpu_name " + quote_excerpt(gpu_name) + " is not in the GPU database");
-  const std::size_t header_line = line_no;
-  bool pending_used = false;
+  env.header_line = line_no;
+  return env;
+}
+
+// A CSV reader over the rest of the file: the pending first line, then the inflated stream.
+CsvReader rest_of_file(gzFile gz, EnvironmentBlock& env, const std::string& label) {
+  auto pending = std::make_shared<std::string>(std::move(env.pending));
   CsvReader reader(
-      [&, gz](char* out, std::size_t cap) -> std::size_t {
-        if (!pending_used) {
-          pending_used = true;
-          std::size_t n = std::min(cap, pending.size());
-          std::copy(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n), out);
-          pending.erase(0, n);
-          if (!pending.empty()) pending_used = false;
+      [pending, gz, label](char* out, std::size_t cap) -> std::size_t {
+        if (!pending->empty()) {
+          const std::size_t n = std::min(cap, pending->size());
+          std::copy(pending->begin(), pending->begin() + static_cast<std::ptrdiff_t>(n), out);
+          pending->erase(0, n);
           return n;
         }
         int n = gzread(gz, out, static_cast<unsigned>(cap));
@@ -97,7 +102,24 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
         return static_cast<std::size_t>(n);
       },
       label);
-  reader.set_first_line(header_line);
+  reader.set_first_line(env.header_line);
+  return reader;
+}
+
+}  // namespace
+
+CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDatabase& gpus,
+                                  const MeasuredKernelSink& sink, DatasetLoadReport* report) {
+  const std::string label = printable_name(path.string());
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) throw std::runtime_error(label + ": cannot be opened");
+  std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });
+  EnvironmentBlock env = read_environment_block(gz, label, kMagic, "perfloom collector CSV");
+  CollectorFile file{env.environment};
+  const std::string gpu_name = file.environment["gpu_name"];
+  const GpuSpec* gpu = gpus.find(gpu_name);
+  if (!gpu) throw std::runtime_error(label + ": gpu_name " + quote_excerpt(gpu_name) + " is not in the GPU database");
+  CsvReader reader = rest_of_file(gz, env, label);
   if (!reader.read_header()) throw std::runtime_error(label + ": no header row");
   const std::size_t c_op = reader.require_column("op"), c_dtype = reader.require_column("dtype"),
                     c_lat = reader.require_column("latency_us");
@@ -205,19 +227,140 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   return file;
 }
 
+bool sniff_moe_sweep_csv(std::string_view first) {
+  if (first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);
+  return first.substr(0, kMoeSweepMagic.size()) == kMoeSweepMagic;
+}
+
+void visit_moe_sweep_csv(const std::filesystem::path& path, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
+                         DatasetLoadReport* report) {
+  const std::string label = printable_name(path.string());
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) throw std::runtime_error(label + ": cannot be opened");
+  std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });
+  EnvironmentBlock env = read_environment_block(gz, label, kMoeSweepMagic, "fused-MoE sweep (tools/moe/README.md)");
+  const std::string gpu_name = env.environment["gpu"];
+  const GpuSpec* gpu = gpus.find(gpu_name);
+  if (!gpu) throw std::runtime_error(label + ": gpu " + quote_excerpt(gpu_name) + " is not in the GPU database");
+  CsvReader reader = rest_of_file(gz, env, label);
+  if (!reader.read_header()) throw std::runtime_error(label + ": no header row");
+  const std::size_t c_model = reader.require_column("model"), c_E = reader.require_column("E"),
+                    c_topk = reader.require_column("topk"), c_H = reader.require_column("H"),
+                    c_I = reader.require_column("I"), c_T = reader.require_column("tokens"),
+                    c_dtype = reader.require_column("dtype"), c_kernel = reader.require_column("kernel"),
+                    c_time = reader.require_column("time_us"), c_status = reader.require_column("status");
+  DatasetLoadReport local;
+  DatasetLoadReport& rep = report ? *report : local;
+  rep.file = label;
+  // A layer: the model (with its tensor-parallel split), shape, tokens and dtype. Its time is the
+  // fastest gate-up plus the fastest down configuration the sweep timed (the tuned configuration
+  // an engine ships), as tools/moe/model_check.py scores the analytical estimate.
+  struct Layer {
+    KernelDesc kernel;
+    double gate_up_us = 0, down_us = 0;
+    int gate_up_configs = 0, down_configs = 0;
+  };
+  std::map<std::string, Layer> layers;
+  std::vector<std::string> f;
+  while (reader.next(f)) {
+    if (!f.empty() && f[0].starts_with('#')) continue;  // the `# smi_after=...` lines after the rows
+    ++rep.rows;
+    const std::size_t line = reader.line();
+    auto skip = [&](const std::string& why) {
+      ++rep.skipped;
+      ++rep.skip_counts[why];
+      if (rep.skip_reasons.size() < 5) rep.skip_reasons.push_back("line " + std::to_string(line) + ": " + why);
+    };
+    if (f.size() < reader.header().size()) {
+      skip("short row");
+      continue;
+    }
+    const std::string& kernel = f[c_kernel];
+    if (kernel != "gate_up" && kernel != "down") {
+      skip("kernel " + kernel + " is not one of the fused GEMMs (gate_up, down)");
+      continue;
+    }
+    if (f[c_status] != "ok" && f[c_status] != "capped") {
+      skip("status " + f[c_status]);
+      continue;
+    }
+    std::optional<Dtype> dtype;
+    if (f[c_dtype] == "bf16") dtype = Dtype::bf16;
+    if (f[c_dtype] == "fp8") dtype = Dtype::fp8e4m3;
+    if (!dtype) {
+      // fp8_block (128x128 block scales) is another kernel than per-tensor fp8, and a kernel
+      // description has no field that tells them apart.
+      skip("dtype " + f[c_dtype] + " has no kernel description");
+      continue;
+    }
+    const auto time = parse_double(f[c_time]);
+    if (!time || *time <= 0 || *time > kMaxKernelLatencyUs) {
+      skip("time_us is not a positive number of at most 1e12 us");
+      continue;
+    }
+    KernelDesc k;
+    k.op = Op::moe;
+    k.dtype = *dtype;
+    bool bad = false;
+    for (auto [col, c] : {std::pair{"T", c_T}, {"E", c_E}, {"topk", c_topk}, {"H", c_H}, {"I", c_I}}) {
+      const auto v = parse_int(f[c]);
+      if (!v) {
+        skip(std::string("bad ") + (std::string_view(col) == "T" ? "tokens" : col));
+        bad = true;
+        break;
+      }
+      *shape_field(k.shape, col) = *v;
+    }
+    if (bad) continue;
+    if (auto why = validate_shape(Op::moe, k.shape)) {
+      skip(*why);
+      continue;
+    }
+    Layer& layer = layers[f[c_model] + "|" + kernel_key(k)];
+    layer.kernel = k;
+    layer.kernel.name = f[c_model];
+    double& best = kernel == "gate_up" ? layer.gate_up_us : layer.down_us;
+    int& configs = kernel == "gate_up" ? layer.gate_up_configs : layer.down_configs;
+    best = configs == 0 ? *time : std::min(best, *time);
+    ++configs;
+  }
+  for (auto& [key, layer] : layers) {
+    if (layer.gate_up_configs == 0 || layer.down_configs == 0) {
+      ++rep.skipped;
+      ++rep.skip_counts["layer without both GEMMs timed"];
+      continue;
+    }
+    MeasuredKernel m;
+    m.note = "method=best_of_sweep;model=" + layer.kernel.name + ";configs=" + std::to_string(layer.gate_up_configs) +
+             "+" + std::to_string(layer.down_configs);
+    m.kernel = std::move(layer.kernel);
+    m.kernel.name.clear();  // a layer of two kernels: no kernel name describes it
+    m.gpu_id = gpu->id;
+    m.latency_us = layer.gate_up_us + layer.down_us;
+    m.dataset = "collector/" + gpu->id + "/moe";
+    ++rep.kept;
+    sink(std::move(m));
+  }
+}
+
 void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
                             std::vector<DatasetLoadReport>* reports) {
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": not a folder");
-  std::vector<std::filesystem::path> files;
+  std::vector<std::pair<std::filesystem::path, bool>> files;  // the file, and whether it is a MoE sweep
   // A symbolic link out of the folder is not read (storage/folder_files.h).
   for (const auto& f : folder_files(root, true).files) {
     // By content, plain or gzip (FILE.csv.gz), as the importer does; never by the extension. A
     // bounded read: the file may be one huge line.
-    if (sniff_collector_csv(InputFile::head(f, 4096))) files.push_back(f);
+    const std::string head = InputFile::head(f, 4096);
+    if (sniff_collector_csv(head)) files.emplace_back(f, false);
+    if (sniff_moe_sweep_csv(head)) files.emplace_back(f, true);
   }
-  for (const auto& f : files) {
+  for (const auto& [f, moe_sweep] : files) {
     DatasetLoadReport rep;
-    visit_collector_csv(f, gpus, sink, &rep);
+    if (moe_sweep)
+      visit_moe_sweep_csv(f, gpus, sink, &rep);
+    else
+      visit_collector_csv(f, gpus, sink, &rep);
     if (reports) reports->push_back(std::move(rep));
   }
 }
