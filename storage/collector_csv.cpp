@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 
@@ -232,9 +233,23 @@ bool sniff_moe_sweep_csv(std::string_view first) {
   return first.substr(0, kMoeSweepMagic.size()) == kMoeSweepMagic;
 }
 
-void visit_moe_sweep_csv(const std::filesystem::path& path, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
-                         DatasetLoadReport* report) {
+namespace {
+
+// A layer of a fused-MoE sweep: the model (with its tensor-parallel split), shape, tokens and dtype
+// on one GPU. Its time is the fastest gate-up plus the fastest down configuration timed (the tuned
+// configuration an engine ships), as tools/moe/model_check.py scores the analytical estimate.
+struct MoeLayer {
+  KernelDesc kernel;
+  std::string gpu_id, model;
+  std::size_t file = 0;  // the report its first row was counted in
+  double gate_up_us = 0, down_us = 0;
+  int gate_up_configs = 0, down_configs = 0;
+};
+
+void read_moe_sweep(const std::filesystem::path& path, std::size_t file_index, const GpuDatabase& gpus,
+                    std::map<std::string, MoeLayer>& layers, DatasetLoadReport& rep) {
   const std::string label = printable_name(path.string());
+  rep.file = label;
   gzFile gz = gzopen(path.c_str(), "rb");
   if (!gz) throw std::runtime_error(label + ": cannot be opened");
   std::shared_ptr<gzFile_s> guard(gz, [](gzFile f) { gzclose(f); });
@@ -249,18 +264,6 @@ void visit_moe_sweep_csv(const std::filesystem::path& path, const GpuDatabase& g
                     c_I = reader.require_column("I"), c_T = reader.require_column("tokens"),
                     c_dtype = reader.require_column("dtype"), c_kernel = reader.require_column("kernel"),
                     c_time = reader.require_column("time_us"), c_status = reader.require_column("status");
-  DatasetLoadReport local;
-  DatasetLoadReport& rep = report ? *report : local;
-  rep.file = label;
-  // A layer: the model (with its tensor-parallel split), shape, tokens and dtype. Its time is the
-  // fastest gate-up plus the fastest down configuration the sweep timed (the tuned configuration
-  // an engine ships), as tools/moe/model_check.py scores the analytical estimate.
-  struct Layer {
-    KernelDesc kernel;
-    double gate_up_us = 0, down_us = 0;
-    int gate_up_configs = 0, down_configs = 0;
-  };
-  std::map<std::string, Layer> layers;
   std::vector<std::string> f;
   while (reader.next(f)) {
     if (!f.empty() && f[0].starts_with('#')) continue;  // the `# smi_after=...` lines after the rows
@@ -316,53 +319,68 @@ void visit_moe_sweep_csv(const std::filesystem::path& path, const GpuDatabase& g
       skip(*why);
       continue;
     }
-    Layer& layer = layers[f[c_model] + "|" + kernel_key(k)];
-    layer.kernel = k;
-    layer.kernel.name = f[c_model];
+    const std::string key = gpu->id + "|" + f[c_model] + "|" + kernel_key(k);
+    auto [it, added] = layers.try_emplace(key);
+    MoeLayer& layer = it->second;
+    if (added) {
+      layer.kernel = k;
+      layer.gpu_id = gpu->id;
+      layer.model = f[c_model];
+      layer.file = file_index;
+    }
     double& best = kernel == "gate_up" ? layer.gate_up_us : layer.down_us;
     int& configs = kernel == "gate_up" ? layer.gate_up_configs : layer.down_configs;
     best = configs == 0 ? *time : std::min(best, *time);
     ++configs;
   }
+}
+
+}  // namespace
+
+void visit_moe_sweeps(const std::vector<std::filesystem::path>& files, const GpuDatabase& gpus,
+                      const MeasuredKernelSink& sink, std::vector<DatasetLoadReport>* reports) {
+  std::vector<DatasetLoadReport> local(files.size());
+  std::map<std::string, MoeLayer> layers;
+  for (std::size_t i = 0; i < files.size(); ++i) read_moe_sweep(files[i], i, gpus, layers, local[i]);
   for (auto& [key, layer] : layers) {
+    DatasetLoadReport& rep = local[layer.file];
     if (layer.gate_up_configs == 0 || layer.down_configs == 0) {
       ++rep.skipped;
       ++rep.skip_counts["layer without both GEMMs timed"];
       continue;
     }
     MeasuredKernel m;
-    m.note = "method=best_of_sweep;model=" + layer.kernel.name + ";configs=" + std::to_string(layer.gate_up_configs) +
-             "+" + std::to_string(layer.down_configs);
     m.kernel = std::move(layer.kernel);
-    m.kernel.name.clear();  // a layer of two kernels: no kernel name describes it
-    m.gpu_id = gpu->id;
+    m.gpu_id = layer.gpu_id;
     m.latency_us = layer.gate_up_us + layer.down_us;
-    m.dataset = "collector/" + gpu->id + "/moe";
+    m.dataset = "collector/" + layer.gpu_id + "/moe";
+    m.note = "method=best_of_sweep;model=" + layer.model + ";configs=" + std::to_string(layer.gate_up_configs) + "+" +
+             std::to_string(layer.down_configs);
     ++rep.kept;
     sink(std::move(m));
   }
+  if (reports) std::move(local.begin(), local.end(), std::back_inserter(*reports));
 }
 
 void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
                             std::vector<DatasetLoadReport>* reports) {
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": not a folder");
-  std::vector<std::pair<std::filesystem::path, bool>> files;  // the file, and whether it is a MoE sweep
+  std::vector<std::filesystem::path> collector, moe_sweeps;
   // A symbolic link out of the folder is not read (storage/folder_files.h).
   for (const auto& f : folder_files(root, true).files) {
     // By content, plain or gzip (FILE.csv.gz), as the importer does; never by the extension. A
     // bounded read: the file may be one huge line.
     const std::string head = InputFile::head(f, 4096);
-    if (sniff_collector_csv(head)) files.emplace_back(f, false);
-    if (sniff_moe_sweep_csv(head)) files.emplace_back(f, true);
+    if (sniff_collector_csv(head)) collector.push_back(f);
+    if (sniff_moe_sweep_csv(head)) moe_sweeps.push_back(f);
   }
-  for (const auto& [f, moe_sweep] : files) {
+  for (const auto& f : collector) {
     DatasetLoadReport rep;
-    if (moe_sweep)
-      visit_moe_sweep_csv(f, gpus, sink, &rep);
-    else
-      visit_collector_csv(f, gpus, sink, &rep);
+    visit_collector_csv(f, gpus, sink, &rep);
     if (reports) reports->push_back(std::move(rep));
   }
+  // Together: a layer timed by several sweeps (a re-run) is one kernel, at its fastest.
+  visit_moe_sweeps(moe_sweeps, gpus, sink, reports);
 }
 
 }  // namespace perfloom::storage

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "storage/public_datasets.h"
 
@@ -27,13 +28,15 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
 // tools/moe/README.md).
 bool sniff_moe_sweep_csv(std::string_view first_bytes);
 
-// Streams one MeasuredKernel (op moe, shape T,E,topk,H,I) per layer of a fused-MoE sweep: the
-// fastest gate-up plus the fastest down configuration timed for a model, token count and dtype
-// (bf16, or fp8 with per-tensor scales; block-scaled fp8 and the reference grouped GEMMs, routing,
-// align and combine kernels are skipped and counted in `report`). Throws std::runtime_error naming
-// the file (and line) when it is not a sweep, names an unknown GPU, or lacks a required column.
-void visit_moe_sweep_csv(const std::filesystem::path& path, const GpuDatabase& gpus, const MeasuredKernelSink& sink,
-                         DatasetLoadReport* report = nullptr);
+// Streams one MeasuredKernel (op moe, shape T,E,topk,H,I) per layer of the fused-MoE sweeps
+// `files`: the fastest gate-up plus the fastest down configuration timed for a GPU, model, token
+// count and dtype, over all the files (a re-run's rows join the first run's). bf16, or fp8 with
+// per-tensor scales; block-scaled fp8 and the reference grouped GEMMs, routing, align and combine
+// kernels are skipped and counted in the file's report (one per file, appended to `reports`).
+// Throws std::runtime_error naming the file (and line) when one is not a sweep, names an unknown
+// GPU, or lacks a required column.
+void visit_moe_sweeps(const std::vector<std::filesystem::path>& files, const GpuDatabase& gpus,
+                      const MeasuredKernelSink& sink, std::vector<DatasetLoadReport>* reports = nullptr);
 
 // Every collector CSV and fused-MoE sweep under `root` (data/<gpu-id>/*.csv, data/moe-<gpu>/*.csv).
 void visit_collector_folder(const std::filesystem::path& root, const GpuDatabase& gpus, const MeasuredKernelSink& sink,

@@ -1,4 +1,4 @@
-// The fused-MoE sweep reader (storage/collector_csv.h, visit_moe_sweep_csv): one training kernel
+// The fused-MoE sweep reader (storage/collector_csv.h, visit_moe_sweeps): one training kernel
 // per layer, the fastest gate-up plus the fastest down configuration, and the rows it cannot use
 // skipped with their reason.
 #include <gtest/gtest.h>
@@ -65,8 +65,11 @@ TEST_F(MoeSweepCsv, OneKernelPerLayerFromTheFastestConfigurations) {
           row("qwen3-30b-a3b", 256, "bf16", "gate_up", 40);
   text += "# complete=1 elapsed_s=12\n";
   std::vector<MeasuredKernel> got;
-  DatasetLoadReport rep;
-  visit_moe_sweep_csv(write("sweep.csv", text), db(), [&](MeasuredKernel&& m) { got.push_back(std::move(m)); }, &rep);
+  std::vector<DatasetLoadReport> reports;
+  visit_moe_sweeps({write("sweep.csv", text)}, db(), [&](MeasuredKernel&& m) { got.push_back(std::move(m)); },
+                   &reports);
+  ASSERT_EQ(reports.size(), 1u);
+  DatasetLoadReport& rep = reports[0];
   ASSERT_EQ(got.size(), 2u);
   const MeasuredKernel& bf16 = got[0].kernel.dtype == Dtype::bf16 ? got[0] : got[1];
   const MeasuredKernel& fp8 = got[0].kernel.dtype == Dtype::bf16 ? got[1] : got[0];
@@ -95,9 +98,11 @@ TEST_F(MoeSweepCsv, BadRowsAreSkippedWithTheReasonAndBadFilesRefusedByName) {
   text += row("m", 0, "bf16", "gate_up", 5) + row("m", 8, "bf16", "gate_up", -1) +
           "m,128,8,2048,x,1536,2048,8,bf16,down,16,64,64,1,4,3,0,5,5,10,100,2048,events,ok\n";
   std::vector<MeasuredKernel> got;
-  DatasetLoadReport rep;
-  visit_moe_sweep_csv(write("bad_rows.csv", text), db(), [&](MeasuredKernel&& m) { got.push_back(std::move(m)); },
-                      &rep);
+  std::vector<DatasetLoadReport> reports;
+  visit_moe_sweeps({write("bad_rows.csv", text)}, db(), [&](MeasuredKernel&& m) { got.push_back(std::move(m)); },
+                   &reports);
+  ASSERT_EQ(reports.size(), 1u);
+  DatasetLoadReport& rep = reports[0];
   EXPECT_TRUE(got.empty());
   EXPECT_EQ(rep.skipped, 3u);
   ASSERT_FALSE(rep.skip_reasons.empty());
@@ -108,7 +113,7 @@ TEST_F(MoeSweepCsv, BadRowsAreSkippedWithTheReasonAndBadFilesRefusedByName) {
   auto refused = [&](const std::string& name, const std::string& body, const std::string& reason) {
     const auto p = write(name, body);
     try {
-      visit_moe_sweep_csv(p, db(), [](MeasuredKernel&&) {});
+      visit_moe_sweeps({p}, db(), [](MeasuredKernel&&) {});
       ADD_FAILURE() << name << " was read";
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
@@ -119,6 +124,23 @@ TEST_F(MoeSweepCsv, BadRowsAreSkippedWithTheReasonAndBadFilesRefusedByName) {
   refused("unknown_gpu.csv", "# format=perfloom-moe-sweep/1\n# gpu=NVIDIA Z9000\nmodel\n", "Z9000");
   refused("no_time.csv", "# format=perfloom-moe-sweep/1\n# gpu=NVIDIA H200\nmodel,E,topk,H,I,tokens,dtype,kernel,status\n",
           "time_us");
+}
+
+// A re-run of a sweep: its layers join the first run's, at the fastest time of either.
+TEST_F(MoeSweepCsv, ALayerTimedByTwoSweepsIsOneKernelAtItsFastest) {
+  const auto a = write("a.csv", std::string(kHeader) + row("m", 8, "bf16", "gate_up", 5) + row("m", 8, "bf16", "down", 4));
+  const auto b = write("b.csv", std::string(kHeader) + row("m", 8, "bf16", "gate_up", 6) + row("m", 8, "bf16", "down", 3) +
+                                    row("m", 16, "bf16", "gate_up", 7) + row("m", 16, "bf16", "down", 5));
+  std::vector<MeasuredKernel> got;
+  std::vector<DatasetLoadReport> reports;
+  visit_moe_sweeps({a, b}, db(), [&](MeasuredKernel&& m) { got.push_back(std::move(m)); }, &reports);
+  ASSERT_EQ(got.size(), 2u);
+  const MeasuredKernel& t8 = got[0].kernel.shape.T == 8 ? got[0] : got[1];
+  EXPECT_DOUBLE_EQ(t8.latency_us, 5.0 + 3.0);
+  EXPECT_NE(t8.note.find("configs=2+2"), std::string::npos) << t8.note;
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].kept, 1u);  // the T = 8 layer, first seen in a.csv
+  EXPECT_EQ(reports[1].kept, 1u);
 }
 
 // The training folder reads sweeps beside the collector CSVs, by content.
