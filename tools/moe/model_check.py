@@ -15,8 +15,16 @@ The held-out fit refits the model's three efficiencies (model/families/moe/moe_m
 model's layers. It works on the layer's pipe times as `--json` reports them (the two GEMMs' busiest-SM
 cycles summed per pipe), so its estimate is the C++ one up to taking the slowest pipe of the sum
 rather than of each GEMM; the in-sample line beside it shows that approximation's own error.
+
+Then the learned model (the moe family's XGBoost booster, trained by `perfloom train` on these
+layers), leaving one model out the same way: for each model, `perfloom train` on a copy of the
+sweeps without that model's rows, and `perfloom predict --kernels` of the held-out layers with those
+boosters (PERFLOOM_RESOURCES pointing at a copy of the resources with the new models). The
+learned model predicts the best configuration (the time it is trained on); fp8_block layers, which
+it does not train on, are left out of its rows.
 """
 import argparse
+import gzip
 import collections
 import csv
 import io
@@ -51,7 +59,7 @@ def measured_layers(rows):
     return out
 
 
-def predict(points, binary):
+def predict(points, binary, env=None):
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "moe.csv")
         keys = sorted(points)
@@ -61,11 +69,11 @@ def predict(points, binary):
                 E, topk, H, I = points[(model, T, mode)]["shape"]
                 f.write(f"moe,{DTYPE[mode]},{T},{E},{topk},{H},{I},{i}\n")
         res = subprocess.run([os.path.join(binary, "perfloom"), "predict", "--kernels", src, "--gpu", "h200", "--json"],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=env)
         preds = json.loads(res.stdout)["predictions"]
     for p in preds:
         points[keys[int(p["key"])]].update(pred=float(p["pred_us"]), ceiling=float(p["ceiling_us"]),
-                                           pipes={x["name"]: x["busy_us"] for x in p["pipes"]})
+                                           pipes={x["name"]: x["busy_us"] for x in p["pipes"]}, method=p["method"])
 
 
 # The layer's fixed cost in the estimate: two GEMMs' fill and epilogue (kGemmFixedCycles at the
@@ -99,11 +107,52 @@ def band(T):
     return "T<=16" if T <= 16 else ("T 32-512" if T <= 512 else "T>=1024")
 
 
+def without_model(folder, held, out_folder):
+    """Copies of the sweeps of `folder` without the rows of model `held` (and its TP splits)."""
+    os.makedirs(out_folder)
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith((".csv", ".csv.gz")):
+            continue
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(os.path.join(folder, name), "rt") as f, open(os.path.join(out_folder, name.removesuffix(".gz")),
+                                                                 "w") as out:
+            for line in f:
+                if line.startswith("#") or line.split(",", 1)[0].split("/")[0] != held:
+                    out.write(line)
+
+
+def learned_leave_one_model_out(folder, binary, pts, models):
+    """The moe booster's error on each model's layers when trained without that model."""
+    held_err = collections.defaultdict(list)
+    src_res = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "resources"))
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    for held in models:
+        with tempfile.TemporaryDirectory() as d:
+            without_model(folder, held, os.path.join(d, "data", "moe"))
+            res = os.path.join(d, "resources")
+            os.makedirs(res)
+            for name in os.listdir(src_res):
+                if name != "models":
+                    os.symlink(os.path.join(src_res, name), os.path.join(res, name))
+            subprocess.run([os.path.join(binary, "perfloom"), "train", "--data", os.path.join(d, "data"), "--out",
+                            os.path.join(res, "models")], capture_output=True, text=True, check=True, env=env)
+            sub = {k: dict(shape=p["shape"], best=p["best"]) for k, p in pts.items()
+                   if k[0].split("/")[0] == held and k[2] != "fp8_block"}
+            predict(sub, binary, dict(env, PERFLOOM_RESOURCES=res))
+            for (m, T, mode), p in sub.items():
+                if not p["method"].startswith("xgboost"):
+                    raise SystemExit(f"held out {held}: predicted by {p['method']}, not the learned model")
+                for g in ((mode, band(T)), (mode, "all"), ("all", band(T)), ("all", "all"), ("held out " + held, "all")):
+                    held_err[g].append((ape(p["pred"], p["best"]), p["best"] / p["pred"]))
+    return held_err
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder", nargs="?", default="data/moe-h200")
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--out")
+    ap.add_argument("--no-learned", action="store_true", help="skip the learned model's leave-one-model-out")
     args = ap.parse_args()
     pts = measured_layers(analyze.read_rows(args.folder))
     predict(pts, args.bin)
@@ -148,6 +197,19 @@ def main():
         h, i = held_err[b], in_err[b]
         lines.append(f"| {b} | {len(h)} | {statistics.median(h):.1%} | {statistics.mean(h):.1%} | "
                      f"{statistics.median(i):.1%} | {statistics.mean(i):.1%} |")
+    if not args.no_learned:
+        held = learned_leave_one_model_out(args.folder, args.bin, pts, models)
+        lines.append("")
+        lines.append(f"The learned model (moe booster), leave one model out ({len(models)} models: trained without the "
+                     "model's layers), best configuration, bf16 and per-tensor fp8:")
+        lines.append("")
+        lines.append("| dtype | band | n | held-out MAPE median | mean | measured/pred p10 | p50 | p90 |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for (mode, b), v in sorted(held.items()):
+            errs = [e for e, _ in v]
+            ratio = sorted(r for _, r in v)
+            lines.append(f"| {mode} | {b} | {len(v)} | {statistics.median(errs):.1%} | {statistics.mean(errs):.1%} | "
+                         f"{analyze.pct(ratio, 0.1):.2f} | {statistics.median(ratio):.2f} | {analyze.pct(ratio, 0.9):.2f} |")
     text = "\n".join(lines) + "\n"
     if args.out:
         open(args.out, "w").write(text)
