@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev googletest
   fonts-dejavu-core            # without a font, offscreen text renders as boxes
   xvfb xauth                   # a virtual display for screenshots and GUI runs without a screen
+  slurm-wlm munge              # a one-node Slurm cluster for scripts/plan-sweep.sh's test (tests/slurm)
 )
 
 missing=()
