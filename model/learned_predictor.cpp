@@ -1,5 +1,6 @@
 #include "model/learned_predictor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <future>
@@ -133,6 +134,19 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
     if (p.unseen.valid()) p.model.unseen_gpus = p.unseen.get();
     models.push_back(std::move(p.model));
   }
+  // A family measured on GPUs of one fold only (the moe booster: the H200's fused-MoE sweep) has no
+  // residuals of a GPU held out of it, and its own held-out kernels say nothing of another GPU. For
+  // a GPU not in its training it borrows the widest such interval the other families measured.
+  std::optional<std::pair<double, double>> widest;
+  for (const auto& m : models)
+    if (m.unseen_gpu_log_q10_q90)
+      widest = widest ? std::make_pair(std::min(widest->first, m.unseen_gpu_log_q10_q90->first),
+                                       std::max(widest->second, m.unseen_gpu_log_q10_q90->second))
+                      : *m.unseen_gpu_log_q10_q90;
+  for (auto& m : models)
+    if (!m.unseen_gpu_log_q10_q90 && widest)
+      m.unseen_gpu_log_q10_q90 = std::make_pair(std::min(widest->first, m.trained_gpus.log_q10),
+                                                std::max(widest->second, m.trained_gpus.log_q90));
   return std::make_unique<LearnedPredictor>(std::move(models), std::move(manifest));
 }
 

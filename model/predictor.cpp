@@ -18,8 +18,8 @@ FamilyEfficiency roofline_efficiency(Family f) {
       return {0.452, 0.341, 0.611};
     case Family::elementwise:
       return {0.559, 0.190, 1.030};
-    // Not fitted: MoE answers from its own estimate (analyze_moe, estimate_spread), collectives
-    // from the NCCL model's where it has one; these serve otherwise.
+    // Not fitted: without learned models MoE answers from its own estimate (analyze_moe,
+    // estimate_spread) and collectives from the NCCL model's where it has one; these serve otherwise.
     case Family::moe:
       return {0.45, 0.2, 0.8};
     case Family::communication:

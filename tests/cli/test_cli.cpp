@@ -61,20 +61,23 @@ TEST(Cli, GpusTableAndDetailsByAlias) {
 }
 
 TEST(Cli, NamedGpusSayWhatTheLearnedModelsKnowOfThem) {
-  // The H100 trained every family; the L40S none: its GEMMs are answered by the booster for GPUs
+  // The H100 trained every family but MoE; the L4 none: its GEMMs are answered by the booster for GPUs
   // not in training, its attention by the family's one booster.
-  auto r = runPerfloom("gpus h100-sxm l40s --json " + kDb);
+  auto r = runPerfloom("gpus h100-sxm l4 --json " + kDb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = json::parse(r.out);
   ASSERT_EQ(doc.at("gpus").size(), 2u);
   const json& h100 = doc["gpus"][0].at("learned_models");
-  const json& l40s = doc["gpus"][1].at("learned_models");
+  const json& l4 = doc["gpus"][1].at("learned_models");
   EXPECT_GT(h100.at("gemm").at("training_rows").get<int>(), 1000);
   EXPECT_EQ(h100["gemm"]["booster"], "the booster for the GPUs in training");
-  EXPECT_EQ(l40s.at("gemm").at("training_rows").get<int>(), 0);
-  EXPECT_NE(l40s["gemm"]["booster"].get<std::string>().find("GPUs not in training"), std::string::npos) << l40s.dump();
-  EXPECT_EQ(l40s.at("attention").at("booster"), "the family's one booster, for every GPU");
-  auto text = runPerfloom("gpus l40s " + kDb);
+  EXPECT_EQ(l4.at("gemm").at("training_rows").get<int>(), 0);
+  EXPECT_NE(l4["gemm"]["booster"].get<std::string>().find("GPUs not in training"), std::string::npos) << l4.dump();
+  EXPECT_EQ(l4.at("attention").at("booster"), "the family's one booster, for every GPU");
+  // MoE is learned from the H200's fused-MoE sweep only.
+  EXPECT_EQ(h100.at("moe").at("training_rows").get<int>(), 0);
+  EXPECT_EQ(h100["moe"]["booster"], "the family's one booster, for every GPU");
+  auto text = runPerfloom("gpus l4 " + kDb);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("learned model, gemm"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("not in training"), std::string::npos) << text.out;
