@@ -33,12 +33,22 @@ std::vector<int> dims(const std::string& s) {
   return out;
 }
 
+// Whether a file's first bytes are `magic`, after a UTF-8 byte-order mark if there is one.
+bool starts_with_magic(std::string_view first, std::string_view magic) {
+  if (first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);
+  return first.substr(0, magic.size()) == magic;
+}
+
+// A row a reader leaves out: counted per reason, the first few kept with their line.
+void skip_row(DatasetLoadReport& rep, std::size_t line, const std::string& why) {
+  ++rep.skipped;
+  ++rep.skip_counts[why];
+  if (rep.skip_reasons.size() < 5) rep.skip_reasons.push_back("line " + std::to_string(line) + ": " + why);
+}
+
 }  // namespace
 
-bool sniff_collector_csv(std::string_view first) {
-  if (first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);  // a UTF-8 byte-order mark
-  return first.substr(0, kMagic.size()) == kMagic;
-}
+bool sniff_collector_csv(std::string_view first) { return starts_with_magic(first, kMagic); }
 
 namespace {
 
@@ -61,7 +71,7 @@ EnvironmentBlock read_environment_block(gzFile gz, const std::string& label, std
     ++line_no;
     std::string line(buf);
     if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
-    if (line_no == 1 && line.substr(0, magic.size()) != magic)
+    if (line_no == 1 && !starts_with_magic(line, magic))
       throw std::runtime_error(label + ": line 1: not a " + std::string(what) + " (expected \"" + std::string(magic) +
                                "\")");
     if (!line.starts_with('#')) {
@@ -135,11 +145,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   while (reader.next(f)) {
     ++rep.rows;
     const std::size_t line = reader.line();
-    auto skip = [&](const std::string& why) {
-      ++rep.skipped;
-      ++rep.skip_counts[why];
-      if (rep.skip_reasons.size() < 5) rep.skip_reasons.push_back("line " + std::to_string(line) + ": " + why);
-    };
+    auto skip = [&](const std::string& why) { skip_row(rep, line, why); };
     if (f.size() < reader.header().size()) {
       skip("short row");
       continue;
@@ -228,10 +234,7 @@ CollectorFile visit_collector_csv(const std::filesystem::path& path, const GpuDa
   return file;
 }
 
-bool sniff_moe_sweep_csv(std::string_view first) {
-  if (first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);
-  return first.substr(0, kMoeSweepMagic.size()) == kMoeSweepMagic;
-}
+bool sniff_moe_sweep_csv(std::string_view first) { return starts_with_magic(first, kMoeSweepMagic); }
 
 namespace {
 
@@ -269,11 +272,7 @@ void read_moe_sweep(const std::filesystem::path& path, std::size_t file_index, c
     if (!f.empty() && f[0].starts_with('#')) continue;  // the `# smi_after=...` lines after the rows
     ++rep.rows;
     const std::size_t line = reader.line();
-    auto skip = [&](const std::string& why) {
-      ++rep.skipped;
-      ++rep.skip_counts[why];
-      if (rep.skip_reasons.size() < 5) rep.skip_reasons.push_back("line " + std::to_string(line) + ": " + why);
-    };
+    auto skip = [&](const std::string& why) { skip_row(rep, line, why); };
     if (f.size() < reader.header().size()) {
       skip("short row");
       continue;
