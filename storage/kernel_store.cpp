@@ -422,20 +422,39 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
   sum.path = std::filesystem::absolute(path).lexically_normal().string();
   sum.format = std::string(importer.format());
   if (control.progress) control.progress(ImportProgress{0, 0, 0, "hashing"});
-  if (const auto files = importer.content_files(path); !files.empty()) {
-    sum.content_hash = sha256_files(path, files);
+  // A source is recognised by the SHA-256 of its content as the importer reads it (inflated where
+  // it is gzip), which is what sources.content_hash holds; sources imported before that hold the
+  // hash of their bytes as stored, so both are looked for. The bytes as stored are hashed first
+  // (cheap, and the whole answer when nothing is gzip).
+  const auto files = importer.content_files(path);
+  std::string stored_hash;
+  if (!files.empty()) {
+    stored_hash = sha256_files(path, files);
     std::error_code ec;
     for (const auto& f : files)
       if (const auto n = std::filesystem::file_size(f, ec); !ec) sum.bytes += n;
   } else {
-    sum.content_hash = content_hash(path);
+    stored_hash = content_hash(path);
     sum.bytes = content_bytes(path);
   }
-  if (auto prior = source_by_hash(sum.content_hash))
-    throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
+  auto prior_source = [&]() -> std::optional<SourceRecord> {
+    Stmt st = prepare(db_, std::string(kSourceCols) + " WHERE content_hash IN (?1, ?2) ORDER BY id LIMIT 1");
+    bind_text(st, 1, stored_hash, false);
+    bind_text(st, 2, sum.content_hash, false);
+    if (sqlite3_step(st) == SQLITE_ROW) return read_source(st);
+    return std::nullopt;
+  };
+  sum.content_hash = stored_hash;
+  if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
+  if (auto inflated = inflated_content_hash(path, files, [&] { control.check_cancel(label); })) {
+    sum.content_hash = *inflated;
+    if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
+  }
 
   if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "importing"});
   db_.transaction([&] {
+    // Under the write lock: another connection may have imported the same content since we looked.
+    if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
     Stmt ins = prepare(db_, "INSERT INTO sources (path, format, content_hash, bytes) VALUES (?1, ?2, ?3, ?4)");
     bind_text(ins, 1, sum.path, false);
     bind_text(ins, 2, sum.format, false);
@@ -443,10 +462,8 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
     sqlite3_bind_int64(ins, 4, static_cast<int64_t>(sum.bytes));
     int rc = sqlite3_step(ins);
     if (rc == SQLITE_CONSTRAINT) {
-      // Another process imported the same content since we looked.
       ins = Stmt();
-      if (auto prior = source_by_hash(sum.content_hash))
-        throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
+      if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
       throw DatabaseError(db_.path().string() + ": cannot record the source");
     }
     if (rc != SQLITE_DONE) throw DatabaseError(db_.path().string() + ": " + sqlite3_errmsg(db_.handle()));

@@ -5,7 +5,8 @@
 //
 // An import is one transaction: the source row, every kernel and measurement and the trace's
 // framework ops (cpu_ops, for the timeline), or nothing. A file
-// whose content (SHA-256) is already in the database is refused before it is parsed.
+// whose content (SHA-256 of what the importer reads: inflated where it is gzip, so a trace and
+// its .gz are one source) is already in the database is refused before it is parsed.
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -11,6 +11,7 @@
 
 #include "storage/folder_files.h"
 #include "storage/importers/importer.h"
+#include "storage/importers/input_file.h"
 
 namespace perfloom::storage {
 
@@ -67,7 +68,71 @@ std::vector<std::filesystem::path> tree_files(const std::filesystem::path& dir) 
   }
 }
 
+bool is_gzip_file(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char magic[2] = {0, 0};
+  const ssize_t n = ::pread(fd, magic, 2, 0);
+  ::close(fd);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+// The content of a file as InputFile reads it (inflated when gzip) into `d` (when not null).
+// Returns its bytes.
+uint64_t hash_content_into(Digest* d, const std::filesystem::path& path, const std::function<void()>& poll) {
+  InputFile in(path);
+  std::vector<char> buf(1 << 20);
+  uint64_t total = 0;
+  for (;;) {
+    if (poll) poll();
+    const std::size_t n = in.read(buf.data(), buf.size());
+    if (n == 0) break;
+    if (d) d->update(buf.data(), n);
+    total += n;
+  }
+  return total;
+}
+
 }  // namespace
+
+std::optional<std::string> inflated_content_hash(const std::filesystem::path& path,
+                                                 const std::vector<std::filesystem::path>& chosen,
+                                                 const std::function<void()>& poll) {
+  std::error_code ec;
+  const bool folder = std::filesystem::is_directory(path, ec);
+  std::vector<std::filesystem::path> files = folder ? (chosen.empty() ? tree_files(path) : chosen) : chosen;
+  if (!folder && files.empty()) files.push_back(path);
+  std::sort(files.begin(), files.end());
+  bool any_gzip = false;
+  for (const auto& f : files) any_gzip = any_gzip || is_gzip_file(f);
+  if (!any_gzip) return std::nullopt;
+  try {
+    Digest d;
+    if (!folder && files.size() == 1 && files[0] == path) {
+      hash_content_into(&d, path, poll);
+      return d.hex();
+    }
+    for (const auto& f : files) {
+      std::string rel = std::filesystem::relative(f, path).generic_string();
+      uint64_t bytes = 0;
+      if (is_gzip_file(f)) {
+        if (rel.size() > 3 && rel.compare(rel.size() - 3, 3, ".gz") == 0) rel.resize(rel.size() - 3);
+        bytes = hash_content_into(nullptr, f, poll);  // the size goes first, as in sha256_files
+      } else {
+        bytes = std::filesystem::file_size(f, ec);
+        if (ec) throw ImportError(f.string(), "", "cannot be read: " + ec.message());
+      }
+      const std::string header = rel + '\0' + std::to_string(bytes) + '\0';
+      d.update(header.data(), header.size());
+      hash_content_into(&d, f, poll);
+    }
+    return d.hex();
+  } catch (const ImportCancelled&) {
+    throw;
+  } catch (const ImportError&) {
+    return std::nullopt;  // does not inflate (or went away): the import says where and why
+  }
+}
 
 std::string sha256_file(const std::filesystem::path& path) {
   Digest d;

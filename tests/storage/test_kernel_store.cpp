@@ -1,5 +1,6 @@
 // The kernel store: one transaction per import, duplicates refused by content hash, kernels read
 // back as imported, predictions cached per (source, GPU, model version), schema 1 -> 2.
+#include <zlib.h>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -49,7 +50,7 @@ TEST(KernelStore, ImportWritesSourceKernelsAndMeasurementsAndReadsThemBack) {
   EXPECT_EQ(sum.kernels, 155u);
   EXPECT_EQ(sum.gpu_id, "h100-sxm");
   EXPECT_EQ(sum.content_hash.size(), 64u);
-  EXPECT_EQ(sum.content_hash, sha256_file(sample_trace("h100-sxm")));
+  EXPECT_EQ(sum.content_hash, sha256_bytes(gunzip(sample_trace("h100-sxm"))));  // of the trace, inflated
   EXPECT_EQ(sum.bytes, fs::file_size(sample_trace("h100-sxm")));
 
   auto src = store.source(sum.source_id);
@@ -109,6 +110,83 @@ TEST(KernelStore, SameContentTwiceIsRefusedEvenUnderAnotherName) {
     EXPECT_TRUE(contains(m, "renamed.json.gz: already imported as source " + std::to_string(first.source_id) + " on "))
         << m;
     EXPECT_TRUE(contains(m, "data/h200/trace.json.gz")) << m;
+  }
+  EXPECT_TRUE(snapshot(db) == before);
+}
+
+namespace {
+
+void write_gz_level(const fs::path& p, const std::string& data, int level) {
+  gzFile gz = gzopen(p.c_str(), ("wb" + std::to_string(level)).c_str());
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, data.data(), static_cast<unsigned>(data.size())), static_cast<int>(data.size()));
+  gzclose(gz);
+}
+
+// Imports `second` after `first` and expects it refused as a duplicate of `first`'s source, the
+// database unchanged.
+void expect_duplicate(const fs::path& first, const fs::path& second) {
+  TempDir dir;
+  Database db(dir / "p.db");
+  KernelStore store(db);
+  const auto a = store.import_file(first, control());
+  const std::string before = snapshot(db);
+  try {
+    store.import_file(second, control());
+    ADD_FAILURE() << second << " imported again after " << first;
+  } catch (const AlreadyImported& e) {
+    EXPECT_EQ(e.source_id(), a.source_id);
+    const std::string m = e.what();
+    EXPECT_TRUE(contains(m, second.string() + ": already imported as source " + std::to_string(a.source_id) + " on "))
+        << m;
+  }
+  EXPECT_TRUE(snapshot(db) == before);
+}
+
+}  // namespace
+
+// Issue #55: the duplicate check hashes the content as the importer reads it, not the gzip bytes.
+TEST(KernelStore, ATraceAndItsGzipAreOneSource) {
+  TempDir dir;
+  const std::string json = gunzip(sample_trace("h200"));
+  write_file(dir / "t.json", json);
+  write_gz_level(dir / "t1.json.gz", json, 1);
+  write_gz_level(dir / "t9.json.gz", json, 9);
+  ASSERT_NE(sha256_file(dir / "t1.json.gz"), sha256_file(dir / "t9.json.gz"));
+  expect_duplicate(dir / "t.json", dir / "t9.json.gz");    // plain, then gzip
+  expect_duplicate(sample_trace("h200"), dir / "t.json");  // gzip, then plain
+  expect_duplicate(dir / "t1.json.gz", dir / "t9.json.gz");  // two compression levels
+  expect_duplicate(dir / "t9.json.gz", dir / "t9.json.gz");  // the same gzip twice
+
+  // One byte changed (the newline before the JSON's closing brace becomes a space): new content.
+  std::string changed = json;
+  ASSERT_EQ(changed.substr(changed.size() - 2), "\n}");
+  changed[changed.size() - 2] = ' ';
+  write_gz_level(dir / "changed.json.gz", changed, 9);
+  Database db(dir / "p.db");
+  KernelStore store(db);
+  const auto a = store.import_file(dir / "t.json", control());
+  const auto b = store.import_file(dir / "changed.json.gz", control());
+  EXPECT_NE(a.source_id, b.source_id);
+  EXPECT_NE(a.content_hash, b.content_hash);
+  EXPECT_EQ(b.kernels, a.kernels);
+  EXPECT_EQ(store.sources().size(), 2u);
+}
+
+// A database written before issue #55 holds a gzip source under the hash of its compressed bytes:
+// the same file is still recognised.
+TEST(KernelStore, ASourceHashedAsStoredBeforeIsStillADuplicate) {
+  TempDir dir;
+  Database db(dir / "p.db");
+  KernelStore store(db);
+  const auto a = store.import_file(sample_trace("h200"), control());
+  db.exec("UPDATE sources SET content_hash = '" + sha256_file(sample_trace("h200")) + "'");
+  const std::string before = snapshot(db);
+  try {
+    store.import_file(sample_trace("h200"), control());
+    ADD_FAILURE() << "imported twice";
+  } catch (const AlreadyImported& e) {
+    EXPECT_EQ(e.source_id(), a.source_id);
   }
   EXPECT_TRUE(snapshot(db) == before);
 }
