@@ -13,6 +13,7 @@
 #include "model/learned_predictor.h"
 #include "model/plan/plan_json.h"
 #include "model/plan/planner.h"
+#include "model/text_fields.h"
 
 namespace perfloom::app {
 
@@ -69,13 +70,17 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
         std::printf("%12.3f", p.usd_per_million_output_tokens);
       else
         std::printf("%12s", "-");
-      std::printf(" %s\n", p.meets_sla ? "meets" : "misses");
+      const std::string e = p.settings.describe();
+      std::printf(" %s%s\n", p.meets_sla ? "meets" : "misses", e.empty() ? "" : ("  " + e).c_str());
     }
   }
   if (!r.rejected.empty()) {
     std::printf("left out (%zu):\n", r.rejected.size());
-    for (const auto& c : r.rejected)
-      std::printf("  %s TP %d: %s\n", c.d.gpu->id.c_str(), c.d.tp, c.why_not.substr(0, 300).c_str());
+    for (const auto& c : r.rejected) {
+      const std::string e = c.d.settings.describe();
+      std::printf("  %s TP %d%s: %s\n", c.d.gpu->id.c_str(), c.d.tp, e.empty() ? "" : (" (" + e + ")").c_str(),
+                  c.why_not.substr(0, 300).c_str());
+    }
   }
   for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
   std::printf("interval: +-%.0f%% (--uncertainty) around each predicted latency\n", 100 * r.uncertainty);
@@ -83,7 +88,8 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
 
 // `plan --merge A.json,B.json,...`: the shards of one `--shard K/N` run joined.
 int mergePlans(CliContext& ctx, const QCommandLineParser& args) {
-  for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices"})
+  for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices", "tp", "max-gpus",
+                            "quantization", "kv-cache-dtype", "chunked-prefill", "max-num-seqs"})
     if (args.isSet(alone)) {
       std::cerr << "perfloom plan: --merge joins finished shards and takes no --" << alone << "\n";
       return 2;
@@ -146,9 +152,33 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
     o.uncertainty = args.value("uncertainty").toDouble(&ok);
     if (!ok) throw std::invalid_argument("--uncertainty must be a fraction (0.2 for 20%)");
   }
-  o.base.sched.max_num_seqs = cliInteger(args, "max-num-seqs", o.base.sched.max_num_seqs, 1);
   o.base.sched.max_num_batched_tokens =
       cliInteger(args, "max-num-batched-tokens", o.base.sched.max_num_batched_tokens, 1);
+  // The engine settings searched: every combination of the values listed.
+  auto list = [&](const char* name) {
+    std::vector<std::string> out;
+    if (args.isSet(name))
+      for (const QString& v : args.value(name).split(',', Qt::SkipEmptyParts)) out.push_back(v.trimmed().toStdString());
+    if (args.isSet(name) && out.empty()) throw std::invalid_argument(std::string("--") + name + " lists nothing");
+    return out;
+  };
+  std::vector<bool> chunked;
+  for (const std::string& v : list("chunked-prefill")) {
+    if (v != "on" && v != "off")
+      throw std::invalid_argument("--chunked-prefill lists on and off (got \"" + v.substr(0, 40) + "\")");
+    chunked.push_back(v == "on");
+  }
+  std::vector<int64_t> seqs;
+  for (const std::string& v : list("max-num-seqs")) {
+    int64_t n = 0;
+    if (!parse_int(v, n) || n < 1 || n > (1 << 24))
+      throw std::invalid_argument("--max-num-seqs lists counts from 1 to 16777216 (got \"" + v.substr(0, 40) + "\")");
+    seqs.push_back(n);
+  }
+  o.settings = plan::engine_settings_grid(list("quantization"), list("kv-cache-dtype"), chunked, seqs);
+  if (o.settings.size() > 256)
+    throw std::invalid_argument("the engine settings listed make " + std::to_string(o.settings.size()) +
+                                " combinations; at most 256 are searched in one plan");
 
   std::vector<const GpuSpec*> gpus;
   if (!args.isSet("gpus") || args.value("gpus") == "all") {

@@ -58,12 +58,39 @@ std::string sla_spec(const PlanSla& sla) {
   return s;
 }
 
+json settings_json(const EngineSettings& e) {
+  return {{"quantization", e.quantization.empty() ? json(nullptr) : json(e.quantization)},
+          {"kv_cache_dtype", e.kv_cache_dtype.empty() ? json(nullptr) : json(e.kv_cache_dtype)},
+          {"chunked_prefill", e.chunked_prefill},
+          {"max_num_seqs", e.max_num_seqs}};
+}
+
+EngineSettings settings_of(const json& s, const std::string& label, const std::string& at) {
+  EngineSettings e;
+  for (const char* key : {"quantization", "kv_cache_dtype"}) {
+    const json& v = field(s, key, label, at);
+    if (!v.is_null() && !v.is_string()) bad(label, at + "." + key + " is neither null nor a string");
+    if (v.is_string()) (std::string(key) == "quantization" ? e.quantization : e.kv_cache_dtype) = v.get<std::string>();
+  }
+  const json& ch = field(s, "chunked_prefill", label, at);
+  if (!ch.is_boolean()) bad(label, at + ".chunked_prefill must be true or false");
+  e.chunked_prefill = ch.get<bool>();
+  e.max_num_seqs = integer(s, "max_num_seqs", label, at, 1, 1 << 24);
+  return e;
+}
+
+// A row's "settings" (absent in plans written before the planner searched them: the defaults).
+EngineSettings settings_from(const json& j, const std::string& label, const std::string& where) {
+  if (!j.is_object() || !j.contains("settings")) return EngineSettings{};
+  return settings_of(j.at("settings"), label, where + ".settings");
+}
+
 json candidate_json(const Candidate& c, const PlanSla& sla) {
   json bounds = json::object();
   for (std::size_t i = 0; i < c.bound_values.size() && i < sla.bounds.size(); ++i)
     bounds[sla.bounds[i].name()] = c.bound_values[i];
   json j = {{"gpu", c.d.gpu->id}, {"gpus", c.d.gpus()}, {"tp", c.d.tp}, {"replicas", c.d.replicas},
-            {"deployment", c.d.describe()}};
+            {"settings", settings_json(c.d.settings)}, {"deployment", c.d.describe()}};
   if (!c.feasible) {
     j["why_not"] = c.why_not;
     return j;
@@ -89,6 +116,7 @@ Candidate candidate_from(const json& j, bool feasible, const PlanSla& sla, const
   c.d.gpu = gpu_of(j, gpus, label, where);
   c.d.tp = integer(j, "tp", label, where, 1, 4096);
   c.d.replicas = integer(j, "replicas", label, where, 1, 1 << 20);
+  c.d.settings = settings_from(j, label, where);
   if (!feasible) {
     c.why_not = text(j, "why_not", label, where);
     return c;
@@ -151,6 +179,7 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
     for (const auto& p : r.pareto) {
       json q = {{"gpu", p.gpu->id},
                 {"tp", p.tp},
+                {"settings", settings_json(p.settings)},
                 {"concurrency", p.concurrency},
                 {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
                 {"tokens_per_s_per_user", p.tokens_per_s_per_user},
@@ -171,6 +200,9 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
   j["uncertainty"] = r.uncertainty;
   j["max_gpus"] = r.max_gpus;
   j["gpu_types"] = r.gpu_types;
+  json searched = json::array();
+  for (const auto& e : r.settings) searched.push_back(settings_json(e));
+  j["engine_settings"] = searched;
   if (shard.count > 1)
     j["shard"] = {{"index", shard.index}, {"count", shard.count}, {"all_gpu_types", all_gpu_types}};
   return j;
@@ -196,6 +228,13 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
     if (!g.is_string()) bad(label, "gpu_types holds a non-string");
     r.gpu_types.push_back(g.get<std::string>());
   }
+  if (j.contains("engine_settings")) {
+    const json& es = j.at("engine_settings");
+    if (!es.is_array()) bad(label, "engine_settings is not a list");
+    for (std::size_t i = 0; i < es.size(); ++i)
+      r.settings.push_back(settings_of(es[i], label, "engine_settings[" + std::to_string(i) + "]"));
+  }
+  if (r.settings.empty()) r.settings.push_back(EngineSettings{});
   if (j.contains("load")) {
     const json& l = j.at("load");
     Load load;
@@ -216,6 +255,7 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
       ParetoPoint p;
       p.gpu = gpu_of(q, gpus, label, where);
       p.tp = integer(q, "tp", label, where, 1, 4096);
+      p.settings = settings_from(q, label, where);
       p.concurrency = integer(q, "concurrency", label, where, 1, 1 << 24);
       p.tokens_per_s_per_gpu = number(q, "tokens_per_s_per_gpu", label, where);
       p.tokens_per_s_per_user = number(q, "tokens_per_s_per_user", label, where);
@@ -278,6 +318,7 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
       differs("the load");
     if (a.max_gpus != b.max_gpus) differs("--max-gpus");
     if (a.uncertainty != b.uncertainty) differs("--uncertainty");
+    if (a.settings != b.settings) differs("the engine settings searched");
     if (s.all_gpu_types != first.all_gpu_types) differs("the GPU list");
   }
   PlanResult out;
@@ -289,6 +330,7 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
   out.rate = b.rate;
   out.max_gpus = b.max_gpus;
   out.uncertainty = b.uncertainty;
+  out.settings = b.settings;
   out.gpu_types = n > 1 ? first.all_gpu_types : b.gpu_types;
   std::map<std::string, std::size_t> position;
   for (std::size_t i = 0; i < out.gpu_types.size(); ++i) position.emplace(out.gpu_types[i], i);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "model/file_reader.h"
 #include "model/resources.h"
@@ -176,13 +177,60 @@ std::string with_key(const std::string& spec, const std::string& key, const std:
   return out;
 }
 
+std::string EngineSettings::describe() const {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
+  if (!quantization.empty()) add(quantization + " weights");
+  if (!kv_cache_dtype.empty() && kv_cache_dtype != "auto") add(kv_cache_dtype + " KV cache");
+  if (max_num_seqs != EngineSettings{}.max_num_seqs) add("max_num_seqs " + std::to_string(max_num_seqs));
+  if (!chunked_prefill) add("no chunked prefill");
+  return s;
+}
+
+bool EngineSettings::operator<(const EngineSettings& o) const {
+  return std::tie(quantization, kv_cache_dtype, chunked_prefill, max_num_seqs) <
+         std::tie(o.quantization, o.kv_cache_dtype, o.chunked_prefill, o.max_num_seqs);
+}
+
+std::vector<EngineSettings> engine_settings_grid(const std::vector<std::string>& quantizations,
+                                                 const std::vector<std::string>& kv_cache_dtypes,
+                                                 const std::vector<bool>& chunked_prefill,
+                                                 const std::vector<int64_t>& max_num_seqs) {
+  const EngineSettings def;
+  const std::vector<std::string> q = quantizations.empty() ? std::vector<std::string>{def.quantization} : quantizations;
+  const std::vector<std::string> kv = kv_cache_dtypes.empty() ? std::vector<std::string>{def.kv_cache_dtype} : kv_cache_dtypes;
+  const std::vector<bool> ch = chunked_prefill.empty() ? std::vector<bool>{def.chunked_prefill} : chunked_prefill;
+  const std::vector<int64_t> n = max_num_seqs.empty() ? std::vector<int64_t>{def.max_num_seqs} : max_num_seqs;
+  std::vector<EngineSettings> out;
+  for (const auto& qi : q)
+    for (const auto& ki : kv)
+      for (bool ci : ch)
+        for (int64_t ni : n) {
+          EngineSettings e;
+          e.quantization = qi;
+          e.kv_cache_dtype = ki == "auto" ? "" : ki;
+          e.chunked_prefill = ci;
+          e.max_num_seqs = ni;
+          if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+        }
+  return out;
+}
+
 std::string Deployment::describe() const {
   std::string s = std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp);
   if (replicas > 1) s += ", " + std::to_string(replicas) + " replicas";
+  if (const std::string e = settings.describe(); !e.empty()) s += "; " + e;
   return s + ")";
 }
 
 namespace {
+
+// One engine setting of the search, with the model as it runs there (its weights quantised).
+struct Variant {
+  EngineSettings s;
+  sim::LlmConfig model;
+  std::optional<Dtype> kv_dtype;  // unset: the model's
+};
 
 struct Evaluation {
   sim::SimulationResult r;
@@ -192,13 +240,14 @@ struct Evaluation {
 
 class Planner {
  public:
-  Planner(const sim::LlmConfig& model, const KernelPredictor& predictor, const Prices& prices, const PlanOptions& o,
-          PlanResult& out)
-      : model_(model), predictor_(predictor), prices_(prices), o_(o), out_(out) {}
+  Planner(const sim::LlmConfig& model, const std::vector<Variant>& variants, const KernelPredictor& predictor,
+          const Prices& prices, const PlanOptions& o, PlanResult& out)
+      : model_(model), variants_(variants), predictor_(predictor), prices_(prices), o_(o), out_(out) {}
 
   bool stopped() const { return stopped_; }
 
-  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, int tp, int replicas, const std::string& spec) {
+  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int replicas,
+                      const std::string& spec) {
     // The search's own handlers take this for a failed candidate; plan_deployments then throws
     // PlanCancelled, so none of them reaches the caller.
     if (stopped_ || (o_.cancelled && o_.cancelled())) {
@@ -206,6 +255,7 @@ class Planner {
       throw PlanCancelled();
     }
     sim::SimulationConfig sc = o_.base;
+    apply(v, sc.sched, sc.memory);
     sc.par.tp = tp;
     sc.par.ep = model_.has_moe() ? tp : 1;
     sc.deployment.replicas = replicas;
@@ -213,7 +263,7 @@ class Planner {
     sc.record_steps = false;
     sc.shared_cost = &cost;
     Evaluation e;
-    e.r = sim::simulate(model_, gpu, predictor_, sim::parse_workload(spec), sc);
+    e.r = sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc);
     ++out_.simulations;
     e.meets = true;
     double worst = 0;
@@ -256,39 +306,58 @@ class Planner {
     }
   }
 
-  // Why the model cannot run on `tp` GPUs of this type at all, or "".
-  std::string does_not_fit(const GpuSpec& gpu, int tp) const {
+  static void apply(const Variant& v, sim::SchedulerConfig& sched, sim::MemoryOptions& memory) {
+    sched.chunked_prefill = v.s.chunked_prefill;
+    sched.max_num_seqs = v.s.max_num_seqs;
+    if (v.kv_dtype) {
+      memory.kv_dtype = *v.kv_dtype;
+      memory.kv_dtype_set = true;
+    }
+  }
+
+  // Why the model cannot run on `tp` GPUs of this type with these settings at all, or "".
+  std::string does_not_fit(const GpuSpec& gpu, const Variant& v, int tp) const {
     try {
+      if (!v.s.quantization.empty() || v.kv_dtype) sim::check_serving_dtypes(v.model, gpu, v.kv_dtype.value_or(v.model.dtype));
       sim::Parallelism par;
       par.tp = tp;
       par.ep = model_.has_moe() ? tp : 1;
-      sim::validate_parallelism(model_, par);
+      sim::validate_parallelism(v.model, par);
+      sim::SchedulerConfig sched = o_.base.sched;
       sim::MemoryOptions mo = o_.base.memory;
-      mo.max_num_batched_tokens = o_.base.sched.max_num_batched_tokens;
-      mo.max_num_seqs = o_.base.sched.max_num_seqs;
-      sim::plan_memory(model_, par, gpu, mo);
+      apply(v, sched, mo);
+      mo.max_num_batched_tokens = sched.max_num_batched_tokens;
+      mo.max_num_seqs = sched.max_num_seqs;
+      sim::plan_memory(v.model, par, gpu, mo);
     } catch (const std::exception& e) {
       return e.what();
     }
     return "";
   }
 
+  const Variant& variant_of(const EngineSettings& s) const {
+    for (const Variant& v : variants_)
+      if (v.s == s) return v;
+    throw std::logic_error("plan: a candidate's engine settings are not among those searched");
+  }
+
   void with_load(const std::vector<const GpuSpec*>& gpus, double rate) {
     for (const GpuSpec* gpu : gpus) {
       sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
       std::vector<Candidate> mine;
+      for (const Variant& v : variants_)
       for (int tp : o_.tp) {
         if (tp > o_.max_gpus) continue;
         Candidate c;
-        c.d = {gpu, tp, 1};
-        if (const std::string why = does_not_fit(*gpu, tp); !why.empty()) {
+        c.d = {gpu, tp, 1, v.s};
+        if (const std::string why = does_not_fit(*gpu, v, tp); !why.empty()) {
           c.why_not = why;
           out_.rejected.push_back(c);
           continue;
         }
         const int r_max = o_.max_gpus / tp;
         auto single = [&](int r) {
-          return evaluate(*gpu, cost, tp, 1, with_key(o_.workload, "rate", fmt("%.9g", rate / r)));
+          return evaluate(*gpu, cost, v, tp, 1, with_key(o_.workload, "rate", fmt("%.9g", rate / r)));
         };
         try {
           Evaluation top = single(r_max);
@@ -322,7 +391,7 @@ class Planner {
       }
       // Finalists: the cheapest few, simulated whole (R replicas behind the router at the full load);
       // R - 1 too, since a least-loaded router can do better than the split the search assumed.
-      std::sort(mine.begin(), mine.end(), [](const Candidate& a, const Candidate& b) {
+      std::stable_sort(mine.begin(), mine.end(), [](const Candidate& a, const Candidate& b) {
         return a.d.gpus() != b.d.gpus() ? a.d.gpus() < b.d.gpus() : a.d.tp > b.d.tp;
       });
       const std::string spec = with_key(o_.workload, "rate", fmt("%.9g", rate));
@@ -333,7 +402,7 @@ class Planner {
         std::optional<Evaluation> found;
         int r = std::max(1, c.d.replicas - 1);
         for (; r <= r_max; ++r) {
-          Evaluation e = evaluate(*gpu, cost, c.d.tp, r, spec);
+          Evaluation e = evaluate(*gpu, cost, variant_of(c.d.settings), c.d.tp, r, spec);
           if (e.meets) {
             found = std::move(e);
             break;
@@ -357,23 +426,25 @@ class Planner {
     for (const GpuSpec* gpu : gpus) {
       sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
       const std::size_t first = out_.pareto.size();
+      for (const Variant& v : variants_)
       for (int tp : o_.tp) {
         if (tp > o_.max_gpus) continue;
-        if (const std::string why = does_not_fit(*gpu, tp); !why.empty()) {
+        if (const std::string why = does_not_fit(*gpu, v, tp); !why.empty()) {
           Candidate c;
-          c.d = {gpu, tp, 1};
+          c.d = {gpu, tp, 1, v.s};
           c.why_not = why;
           out_.rejected.push_back(c);
           continue;
         }
-        for (int64_t conc = 1; conc <= o_.base.sched.max_num_seqs; conc *= 2) {
+        for (int64_t conc = 1; conc <= v.s.max_num_seqs; conc *= 2) {
           std::string spec = with_key(o_.workload, "concurrency", std::to_string(conc));
           spec = with_key(spec, "n", std::to_string(std::max<int64_t>(n, 4 * conc)));
           try {
-            const Evaluation e = evaluate(*gpu, cost, tp, 1, spec);
+            const Evaluation e = evaluate(*gpu, cost, v, tp, 1, spec);
             ParetoPoint p;
             p.gpu = gpu;
             p.tp = tp;
+            p.settings = v.s;
             p.concurrency = static_cast<int>(conc);
             p.tokens_per_s_per_gpu = e.r.output_tokens_per_s / tp;
             p.tokens_per_s_per_user = e.r.tpot_ms.mean > 0 ? 1000.0 / e.r.tpot_ms.mean : 0;
@@ -387,7 +458,7 @@ class Planner {
             out_.pareto.push_back(p);
           } catch (const std::exception& ex) {
             Candidate c;
-            c.d = {gpu, tp, 1};
+            c.d = {gpu, tp, 1, v.s};
             c.why_not = "concurrency " + std::to_string(conc) + ": " + ex.what();
             out_.rejected.push_back(c);
             break;  // a higher concurrency will not fit either
@@ -410,6 +481,7 @@ class Planner {
 
  private:
   const sim::LlmConfig& model_;
+  const std::vector<Variant>& variants_;
   const KernelPredictor& predictor_;
   const Prices& prices_;
   const PlanOptions& o_;
@@ -427,7 +499,8 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.headroom != b.headroom) return a.headroom > b.headroom;
     if (a.d.gpu->id != b.d.gpu->id) return a.d.gpu->id < b.d.gpu->id;
     if (a.d.tp != b.d.tp) return a.d.tp < b.d.tp;
-    return a.d.replicas < b.d.replicas;
+    if (a.d.replicas != b.d.replicas) return a.d.replicas < b.d.replicas;
+    return a.d.settings < b.d.settings;
   });
 }
 
@@ -449,7 +522,24 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
   for (const GpuSpec* g : gpus)
     if (!prices.find(g->id))
       out.notes.push_back(g->id + " has no price: ranked by its GPU count after the priced ones");
-  Planner p(model, predictor, prices, options, out);
+  // The engine settings searched, each with the model as it runs there; a method or dtype perfloom
+  // does not know is refused here, one a GPU cannot serve is left out for that GPU.
+  out.settings = options.settings;
+  if (out.settings.empty()) {
+    EngineSettings e;
+    e.chunked_prefill = options.base.sched.chunked_prefill;
+    e.max_num_seqs = options.base.sched.max_num_seqs;
+    out.settings.push_back(e);
+  }
+  std::vector<Variant> variants;
+  for (const EngineSettings& e : out.settings) {
+    if (e.max_num_seqs < 1) throw std::invalid_argument("--max-num-seqs must be at least 1");
+    Variant v{e, model, std::nullopt};
+    if (!e.quantization.empty()) sim::apply_quantization(v.model, e.quantization);
+    if (!e.kv_cache_dtype.empty()) v.kv_dtype = sim::parse_kv_cache_dtype(v.model, e.kv_cache_dtype);
+    variants.push_back(std::move(v));
+  }
+  Planner p(model, variants, predictor, prices, options, out);
   if (options.load) {
     if (w.kind != sim::WorkloadKind::poisson)
       throw std::invalid_argument(

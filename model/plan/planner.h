@@ -59,6 +59,26 @@ Prices bundled_prices();
 // the caller. Throws std::invalid_argument naming the file and line.
 Prices parse_prices_csv(const std::string& text, const std::string& label);
 
+// The engine settings a deployment runs with, searched besides the GPU type, TP and replicas (vLLM's
+// --quantization, --kv-cache-dtype, --enable-chunked-prefill, --max-num-seqs).
+struct EngineSettings {
+  std::string quantization;    // "": the model's weights; else a method as `simulate --quantization` takes it
+  std::string kv_cache_dtype;  // "": the model's dtype; else as `simulate --kv-cache-dtype` takes it
+  bool chunked_prefill = true;
+  int64_t max_num_seqs = sim::SchedulerConfig{}.max_num_seqs;
+  // What differs from the engine's defaults: "fp8 weights, fp8 KV cache, max_num_seqs 64, no chunked
+  // prefill"; "" when nothing does.
+  std::string describe() const;
+  bool operator==(const EngineSettings&) const = default;
+  bool operator<(const EngineSettings& o) const;
+};
+// Every combination of the values listed, in the order given (an empty list: the default's value;
+// "auto" and "" both mean the model's KV dtype, "" the model's weights).
+std::vector<EngineSettings> engine_settings_grid(const std::vector<std::string>& quantizations,
+                                                 const std::vector<std::string>& kv_cache_dtypes,
+                                                 const std::vector<bool>& chunked_prefill,
+                                                 const std::vector<int64_t>& max_num_seqs);
+
 struct PlanOptions {
   std::string workload;  // poisson:... with a target load (its rate is replaced), closed:... without
   PlanSla sla;
@@ -68,6 +88,9 @@ struct PlanOptions {
   double uncertainty = 0.2;    // relative error of a prediction, for the interval
   int finalists = 3;           // per GPU type, simulated whole
   sim::SimulationConfig base;  // scheduler, memory, overheads as `simulate` takes them
+  // The engine settings searched, every one for every GPU type and TP degree (a GPU that cannot
+  // serve one, an fp8 KV cache on an A100 say, is left out saying so). Empty: one, base's own.
+  std::vector<EngineSettings> settings;
   // Asked before each simulation (the explorer's Cancel); once it returns true no further simulation
   // runs and plan_deployments throws PlanCancelled instead of returning a partial answer.
   std::function<bool()> cancelled;
@@ -80,8 +103,9 @@ struct PlanCancelled : std::runtime_error {
 struct Deployment {
   const GpuSpec* gpu = nullptr;
   int tp = 1, replicas = 1;
+  EngineSettings settings;
   int gpus() const { return tp * replicas; }
-  std::string describe() const;  // "4 x h100-sxm (TP 2, 2 replicas)"
+  std::string describe() const;  // "4 x h100-sxm (TP 2, 2 replicas)", "1 x h200 (TP 1; fp8 weights)"
 };
 
 struct Candidate {
@@ -102,6 +126,7 @@ struct Candidate {
 struct ParetoPoint {
   const GpuSpec* gpu = nullptr;
   int tp = 1, concurrency = 1;
+  EngineSettings settings;
   double tokens_per_s_per_gpu = 0, tokens_per_s_per_user = 0;
   double ttft_p90_ms = 0, tpot_p90_ms = 0;
   bool meets_sla = true;
@@ -117,6 +142,7 @@ struct PlanResult {
   int max_gpus = 8;          // the options the plan ran with, for its report and a merge's checks
   double uncertainty = 0.2;
   std::vector<std::string> gpu_types;  // the GPU ids planned for, in the order given
+  std::vector<EngineSettings> settings;  // the engine settings searched
   double rate = 0;                  // requests per second simulated (target load)
   std::vector<Candidate> ranked;    // feasible, cheapest first (unpriced after priced, by GPUs)
   std::vector<Candidate> rejected;  // with the reason
@@ -130,7 +156,8 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
                             const KernelPredictor& predictor, const Prices& prices, const PlanOptions& options);
 
 // Ranks feasible candidates as the planner does: priced first, then cost per hour, GPUs, headroom,
-// and the deployment itself (GPU id, TP, replicas) so that any order of the same candidates ranks alike.
+// and the deployment itself (GPU id, TP, replicas, settings) so that any order of the same candidates
+// ranks alike.
 void rank_candidates(std::vector<Candidate>& candidates);
 
 // `key=value` set in a workload spec's body (replaced where the key is there, appended otherwise).

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "run_process.h"
@@ -278,6 +279,23 @@ TEST(CliSim, PlanRanksDeploymentsAndSaysWhyOthersAreLeftOut) {
   EXPECT_NE(bad.err.find("\"h9000\" names no known GPU"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find(prices.string()), std::string::npos) << bad.err;
   fs::remove(prices);
+  // Engine settings searched: each row's settings in the JSON and in the deployment's name.
+  auto searched = runPerfloom(base + "--gpus h100 --tp 1 --max-gpus 1 --quantization bf16,fp8 --chunked-prefill on,off "
+                                     "--json " + kDb);
+  ASSERT_EQ(searched.exit_code, 0) << searched.err;
+  const json s = json::parse(searched.out);
+  EXPECT_EQ(s["engine_settings"].size(), 4u);
+  std::set<std::string> seen;
+  for (const auto& row : s["ranked"]) {
+    seen.insert(row["deployment"].get<std::string>());
+    EXPECT_TRUE(row["settings"].contains("kv_cache_dtype") && row["settings"]["kv_cache_dtype"].is_null()) << row.dump();
+  }
+  EXPECT_TRUE(seen.count("1 x h100-sxm (TP 1; fp8 weights, no chunked prefill)")) << s["ranked"].dump();
+  for (const char* wrong : {"--chunked-prefill maybe", "--max-num-seqs 0", "--quantization fp7", "--kv-cache-dtype int3"}) {
+    auto e = runPerfloom(base + wrong + " " + kDb);
+    EXPECT_EQ(e.exit_code, 1) << wrong;
+    EXPECT_NE(e.err.find(std::string(wrong).substr(0, std::string(wrong).find(' '))), std::string::npos) << e.err;
+  }
   auto sla =
       runPerfloom("plan --model llama-3.1-8b --workload poisson:rate=1,n=4,input=8,output=8 --sla ttft=5 " + kDb);
   EXPECT_NE(sla.exit_code, 0);

@@ -156,6 +156,72 @@ TEST(Plan, TheSearchNeverMissesACheaperDeploymentThanExhaustiveSimulationFinds) 
   EXPECT_TRUE(r.ranked[0].simulated_whole);
 }
 
+// Issue #57: the engine settings are searched with the GPUs. Llama-3.1-70B's 131 GiB of bf16 weights
+// do not fit one H200 (126.9 GiB usable at 0.9), its fp8 weights do; an A100 has no fp8 tensor cores
+// for an fp8 KV cache's attention. Each setting left out says which and why.
+TEST(Plan, EngineSettingsAreSearchedAndEachLeftOutOneSaysWhy) {
+  RooflinePredictor roof;
+  static const sim::LlmConfig llama70b = sim::load_llm_config("llama-3.1-70b");
+  PlanOptions o = options("ttft_p90=100000,tpot_p90=100000", 0.2, {1}, 1);
+  o.settings = engine_settings_grid({"bf16", "fp8"}, {"auto", "fp8"}, {}, {});
+  ASSERT_EQ(o.settings.size(), 4u);
+  const PlanResult r =
+      plan_deployments(llama70b, {&db().get("h200"), &db().get("a100-sxm-80gb")}, roof, prices(2, 3), o);
+  EXPECT_EQ(r.settings, o.settings);
+  bool h200_fp8 = false, h200_fp8_kv = false;
+  for (const Candidate& c : r.ranked) {
+    EXPECT_EQ(c.d.settings.quantization, "fp8") << c.d.describe();  // bf16 fits neither GPU
+    if (c.d.gpu->id == "h200" && c.d.settings.kv_cache_dtype.empty()) {
+      h200_fp8 = true;
+      EXPECT_EQ(c.d.describe(), "1 x h200 (TP 1; fp8 weights)");
+    }
+    if (c.d.gpu->id == "h200" && c.d.settings.kv_cache_dtype == "fp8") {
+      h200_fp8_kv = true;
+      EXPECT_EQ(c.d.describe(), "1 x h200 (TP 1; fp8 weights, fp8 KV cache)");
+    }
+    EXPECT_NE(c.d.gpu->id + c.d.settings.kv_cache_dtype, "a100-sxm-80gbfp8");
+  }
+  EXPECT_TRUE(h200_fp8 && h200_fp8_kv);
+  int no_fit = 0, no_fp8 = 0;
+  for (const Candidate& c : r.rejected) {
+    if (c.d.gpu->id == "a100-sxm-80gb" && c.d.settings.kv_cache_dtype == "fp8") {
+      EXPECT_NE(c.why_not.find("has no fp8 tensor cores"), std::string::npos) << c.why_not;
+      ++no_fp8;
+    } else {
+      EXPECT_EQ(c.d.settings.quantization, "bf16") << c.d.describe();
+      EXPECT_NE(c.why_not.find("does not fit in memory"), std::string::npos) << c.why_not;
+      ++no_fit;
+    }
+  }
+  EXPECT_EQ(no_fit, 3);  // bf16 on the H200 with either KV dtype, and on the A100 with its own
+  EXPECT_EQ(no_fp8, 2);  // the A100 with an fp8 KV cache, either weights
+  // The same settings twice, "auto" and the default alike, are one; an unknown method is refused.
+  EXPECT_EQ(engine_settings_grid({}, {"auto", ""}, {true, true}, {}).size(), 1u);
+  const auto grid = engine_settings_grid({}, {}, {true, false}, {64, 256});
+  ASSERT_EQ(grid.size(), 4u);
+  EXPECT_EQ(grid[0].describe(), "max_num_seqs 64");
+  EXPECT_EQ(grid[1].describe(), "");
+  EXPECT_EQ(grid[2].describe(), "max_num_seqs 64, no chunked prefill");
+  PlanOptions bad = o;
+  bad.settings = engine_settings_grid({"fp7"}, {}, {}, {});
+  EXPECT_THROW(plan_deployments(llama70b, {&db().get("h200")}, roof, Prices{}, bad), std::invalid_argument);
+}
+
+// A smaller max_num_seqs caps the batch: at a load that queues, TTFT grows as the cap shrinks, and the
+// planner keeps each setting's own result.
+TEST(Plan, MaxNumSeqsIsSearchedAndChangesTheAnswer) {
+  RooflinePredictor roof;
+  PlanOptions o = options("ttft_p90=100000,tpot_p90=100000", 40, {1}, 1);
+  o.settings = engine_settings_grid({}, {}, {}, {2, 256});
+  const PlanResult r = plan_deployments(llama8b(), {&db().get("h100-sxm")}, roof, prices(2, 3), o);
+  ASSERT_EQ(r.ranked.size(), 2u);
+  const Candidate& capped = r.ranked[0].d.settings.max_num_seqs == 2 ? r.ranked[0] : r.ranked[1];
+  const Candidate& wide = r.ranked[0].d.settings.max_num_seqs == 2 ? r.ranked[1] : r.ranked[0];
+  EXPECT_EQ(wide.d.settings.max_num_seqs, 256);
+  EXPECT_GT(capped.ttft_p90_ms, 2 * wide.ttft_p90_ms);
+  EXPECT_LT(capped.output_tokens_per_s, wide.output_tokens_per_s * 1.0001);
+}
+
 TEST(Plan, WithoutALoadTheParetoFrontHoldsOnlyUndominatedPoints) {
   RooflinePredictor roof;
   PlanOptions o;
@@ -235,8 +301,20 @@ TEST(Plan, ShardsMergeIntoTheSingleRunsPlan) {
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("the workload differs"), std::string::npos) << e.what();
     }
+    other = shards;
+    other[2].result.settings.push_back(EngineSettings{"fp8", "", true, 7});
+    try {
+      merge_plans(other, labels);
+      ADD_FAILURE() << "shards searching other engine settings were merged";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(labels[2] + ": the engine settings searched differs"), std::string::npos)
+          << e.what();
+    }
   };
   check(options("ttft_p90=3000,tpot_p90=150", 2.0, {1, 2}, 2));
+  PlanOptions searched = options("ttft_p90=3000,tpot_p90=150", 2.0, {1}, 1);
+  searched.settings = engine_settings_grid({}, {"auto", "fp8"}, {true, false}, {});
+  check(searched);
   PlanOptions closed = options("tpot_p90=100", 1, {1}, 1);
   closed.load.reset();
   closed.workload = "closed:concurrency=1,n=16,input=256,output=32,seed=1";
