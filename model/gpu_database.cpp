@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -272,6 +274,30 @@ void GpuDatabase::refresh_achievable() {
       } catch (const CalibrationError&) {}
     }
     if (!measured) g.achievable = estimated_rates(g, defaults_);
+  }
+  // Every other GPU with a TDP and a 16-bit tensor peak: the measured curve of the GPU nearest in
+  // tensor throughput per watt, scaled to its own (SustainedPowerCurve::scaled); ties go to the
+  // first GPU id.
+  auto per_watt = [](const GpuSpec& g) -> double {
+    const auto peak = g.peak_flops_per_s(Dtype::bf16) ? g.peak_flops_per_s(Dtype::bf16) : g.peak_flops_per_s(Dtype::fp16);
+    return peak && *peak > 0 && g.tdp_w > 0 ? *peak / g.tdp_w : 0.0;
+  };
+  std::vector<const GpuSpec*> measured;
+  for (const GpuSpec& g : gpus_)
+    if (g.sustained && per_watt(g) > 0) measured.push_back(&g);
+  std::sort(measured.begin(), measured.end(), [](const GpuSpec* a, const GpuSpec* b) { return a->id < b->id; });
+  for (GpuSpec& g : gpus_) {
+    if (g.sustained || measured.empty() || per_watt(g) <= 0) continue;
+    const GpuSpec* ref = measured.front();
+    for (const GpuSpec* m : measured)
+      if (std::abs(std::log(per_watt(g) / per_watt(*m))) < std::abs(std::log(per_watt(g) / per_watt(*ref)))) ref = m;
+    const double ratio = per_watt(g) / per_watt(*ref);
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "datasheet: %s's measured curve (%s) scaled by tensor peak per watt of TDP, %.0f vs %.0f GFLOPS/W "
+                  "(x%.2f)",
+                  ref->id.c_str(), ref->sustained->origin().c_str(), per_watt(g) / 1e9, per_watt(*ref) / 1e9, ratio);
+    g.sustained = SustainedPowerCurve::scaled(*ref->sustained, ratio, buf);
   }
 }
 

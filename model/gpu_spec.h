@@ -86,8 +86,10 @@ struct GpuSpec {
   // Set by GpuDatabase (a calibration of this GPU, else the default fractions); unset: the bundled
   // calibrations' default fractions (hardware_rates in model/analysis.h).
   std::optional<AchievableRates> achievable;
-  // Set by GpuDatabase where this GPU's calibration has a sustained-power block (model/power.h):
-  // how much slower kernels run at the power limit. Unset: burst clocks only.
+  // Set by GpuDatabase (model/power.h): how much slower kernels run at the power limit, measured
+  // where this GPU's calibration has a sustained-power block, else a measured GPU's curve scaled by
+  // tensor peak per watt of TDP (SustainedPowerCurve::scaled). Unset (no TDP or no 16-bit tensor
+  // peak in the GPU file, or no measured curve at all): burst clocks only.
   std::optional<SustainedPowerCurve> sustained;
 
   std::map<std::string, std::string> sources;  // field name -> document and figure used

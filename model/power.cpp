@@ -114,6 +114,30 @@ SustainedPowerCurve SustainedPowerCurve::fit(const SustainedPower& measured, dou
   return curve;
 }
 
+SustainedPowerCurve SustainedPowerCurve::scaled(const SustainedPowerCurve& ref, double ratio, std::string origin) {
+  if (!(ratio > 0) || !std::isfinite(ratio) || ref.points_.empty())
+    throw std::invalid_argument("sustained power: no reference curve or no tensor throughput per watt to scale by");
+  SustainedPowerCurve curve;
+  curve.origin_ = std::move(origin);
+  curve.rise_ms_ = ref.rise_ms_;
+  curve.fall_ms_ = ref.fall_ms_;
+  for (const Point& p : ref.points_) curve.points_.push_back({p.utilization / ratio, p.factors});
+  // A GPU that draws more per unit of load (ratio > 1) reaches, between the reference's highest
+  // load over the ratio and that load itself (about the most a GEMM gets of the pipes), demands the
+  // reference was never measured at: the slowdown of the square-root law there.
+  const Point last = curve.points_.back();
+  const double kTop = ref.points_.back().utilization;
+  if (last.utilization > 0 && last.utilization < kTop)
+    for (double k : {1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
+      const double u = last.utilization * k;
+      Point pt{std::min(u, kTop), last.factors};
+      pt.factors.compute = last.factors.compute * std::sqrt(std::min(u, kTop) / last.utilization);
+      curve.points_.push_back(pt);
+      if (u >= kTop) break;
+    }
+  return curve;
+}
+
 PowerFactors SustainedPowerCurve::at(double u) const {
   if (points_.empty()) return {};
   if (u <= points_.front().utilization) return points_.front().factors;

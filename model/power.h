@@ -89,6 +89,18 @@ class SustainedPowerCurve {
   static SustainedPowerCurve fit(const SustainedPower& measured, double bf16_peak_flops_per_s, std::string origin,
                                  double max_clock_mhz = 0);
 
+  // The curve of a GPU nobody here measured, from one that was (issue #58). A GPU's tensor pipes draw
+  // in proportion to the tensor throughput they deliver, so a GPU whose dense 16-bit datasheet peak
+  // per watt of TDP is `ratio` times the reference's draws at utilisation u what the reference draws
+  // at u x ratio, and is slowed as much: each measured point moves to u / ratio. Past the highest
+  // load measured, the compute slowdown grows as the square root of the power demand (dynamic power
+  // goes as f V^2, about f^2 in the boost range: H100 SXM at 700 W and 1352 MHz under a large GEMM
+  // against 655 W at 1980 MHz under a lighter one). A GPU with little tensor throughput per watt
+  // (H20, GeForce parts at half-rate FP32 accumulation) never reaches its limit: its slowdown is 1
+  // at any load its pipes can give. Assumes the reference's energy per tensor operation and idle
+  // share of TDP; the lag times are the reference's.
+  static SustainedPowerCurve scaled(const SustainedPowerCurve& reference, double ratio, std::string origin);
+
   // The slowdowns of a GPU whose tensor pipes are busy `tensor_utilization` of the time at burst speed.
   PowerFactors at(double tensor_utilization) const;
   const std::vector<Point>& points() const { return points_; }

@@ -5,10 +5,12 @@
                                      [--sections SECTION,...]
 
 Run from the root of a clone after building (scripts/build.sh). Sections: holdout (perfloom eval, leave one GPU out,
-retrains once per GPU: the long part, about 2-5 minutes per GPU on 2 cores), roofline (the ceiling against every
+retrains once per GPU: the long part, about 2-5 minutes per GPU on 2 cores), holdout_arch (leave one architecture
+out, the same per architecture), roofline (the ceiling against every
 public measurement), whatif (traces' kernels moved between the two GPUs measured here), traces (the share of real
 traces' kernel time the what-if has a shape for), comm (the NCCL model against measured collectives), step (whole
-forward steps against PyTorch benchmarks), moe (the simulator's MoE layer against one measured on an H200), moe_model and moe_tune (the moe family
+forward steps against PyTorch benchmarks), sustained (the sustained-clock curves of GPUs nobody here
+measured beside public GEMM tables), moe (the simulator's MoE layer against one measured on an H200), moe_model and moe_tune (the moe family
 and `tune --moe` against the fused-MoE sweep), tuner (the shipped tables' first choice
 timed against cuBLASLt), serving (perfloom simulate against published serving benchmarks, the rows of
 tests/data/serving_published.csv). The report is generated: edit this script or the tools, never the report.
@@ -19,10 +21,13 @@ where the section order puts it); every other byte of the report stays as it was
 import argparse, csv, datetime, json, os, platform, re, shlex, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SECTIONS = ["holdout", "roofline", "whatif", "traces", "comm", "step", "moe", "moe_model", "moe_tune", "tuner", "serving"]
+SECTIONS = ["holdout", "holdout_arch", "roofline", "whatif", "traces", "comm", "step", "sustained", "moe", "moe_model", "moe_tune", "tuner", "serving"]
 # GPUs with measurements in data/ (perfloom train's training_gpus), the most used first.
-DEFAULT_GPUS = ["h100-sxm", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a40", "t4",
-                "v100-pcie", "p100-pcie", "p4"]
+DEFAULT_GPUS = ["h100-sxm", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a40", "l40s",
+                "rtx-pro-6000-server", "t4", "v100-pcie", "p100-pcie", "p4"]
+# Architectures with measurements, as `perfloom eval --holdout-arch` names them (sm100 and sm120 keep datacenter and
+# RTX Blackwell apart: different dies, different kernels).
+DEFAULT_ARCHS = ["hopper", "sm100", "sm120", "ampere", "ada", "turing", "volta", "pascal"]
 
 
 def run(cmd, **kw):
@@ -60,6 +65,33 @@ def pct(v):
     return "-" if v is None else f"{v:.1f}%"
 
 
+def holdout_table(args, md, held_out, flag, column):
+    md.append(f"| held-out {column} | tier | family | kernels | MAPE | median | p90 | roofline MAPE | habitat MAPE (covered) |")
+    md.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    cmds = []
+    for what in held_out:
+        cmd = [os.path.join(args.bin, "perfloom"), "eval", flag, what, "--data", "data", "--json"]
+        r, secs = run(cmd)
+        if r.returncode != 0:
+            md.append(f"| {what} | - | - | - | {r.stderr.strip().splitlines()[-1]} | | | | |")
+            continue
+        j = json.loads(r.stdout)
+        label = what if flag == "--holdout-gpu" else f"{what} ({', '.join(j['held_out_gpus'])})"
+        for fam, f in sorted(j["families"].items()):
+            h = f["habitat"]
+            cov = f" ({100.0 * h['kernels'] / f['kernels']:.0f}%)" if f["kernels"] else ""
+            md.append(f"| {label} | {j['tier']} | {fam} | {f['kernels']} | {pct(f['learned']['mape'])} | "
+                      f"{pct(f['learned']['median_ape'])} | {pct(f['learned']['p90_ape'])} | {pct(f['roofline']['mape'])} | "
+                      f"{pct(h['mape']) if h['kernels'] else '-'}{cov if h['kernels'] else ''} |")
+        cmds.append(f"`{cmdline(cmd, args.bin)}` ({secs:.0f} s)")
+        print(f"{flag} {what}: {secs:.0f} s", file=sys.stderr)
+        with open(args.out + ".partial", "w") as f:  # the held-out ones so far, should a long run stop early
+            f.write("\n".join(md).rstrip() + "\n")
+    md.append("\nCommands: " + "; ".join(cmds) + ".\n")
+    if os.path.exists(args.out + ".partial"):
+        os.remove(args.out + ".partial")
+
+
 def holdout(args, md):
     md.append("## Kernel latency on GPUs held out of training\n")
     md.append("Each GPU in turn is removed from the training data; the models are retrained without it and predict its "
@@ -68,27 +100,15 @@ def holdout(args, md):
               "measured latency. *roofline*: the analytical time over a per-family efficiency fitted on the training "
               "GPUs; *habitat*: the same kernel measured on a training GPU, scaled by the two GPUs' roofline times "
               "(only where such a kernel exists; *covered* says how often).\n")
-    md.append("| held-out GPU | tier | family | kernels | MAPE | median | p90 | roofline MAPE | habitat MAPE (covered) |")
-    md.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
-    cmds = []
-    for gpu in args.gpus:
-        cmd = [os.path.join(args.bin, "perfloom"), "eval", "--holdout-gpu", gpu, "--data", "data", "--json"]
-        r, secs = run(cmd)
-        if r.returncode != 0:
-            md.append(f"| {gpu} | - | - | - | {r.stderr.strip().splitlines()[-1]} | | | | |")
-            continue
-        j = json.loads(r.stdout)
-        for fam, f in sorted(j["families"].items()):
-            h = f["habitat"]
-            cov = f" ({100.0 * h['kernels'] / f['kernels']:.0f}%)" if f["kernels"] else ""
-            md.append(f"| {gpu} | {j['tier']} | {fam} | {f['kernels']} | {pct(f['learned']['mape'])} | "
-                      f"{pct(f['learned']['median_ape'])} | {pct(f['learned']['p90_ape'])} | {pct(f['roofline']['mape'])} | "
-                      f"{pct(h['mape']) if h['kernels'] else '-'}{cov if h['kernels'] else ''} |")
-        cmds.append(f"`{cmdline(cmd, args.bin)}` ({secs:.0f} s)")
-        print(f"holdout {gpu}: {secs:.0f} s", file=sys.stderr)
-        with open(args.out, "w") as f:  # the held-out GPUs so far
-            f.write("\n".join(md).rstrip() + "\n")
-    md.append("\nCommands: " + "; ".join(cmds) + ".\n")
+    holdout_table(args, md, args.gpus, "--holdout-gpu", "GPU")
+
+
+def holdout_arch(args, md):
+    md.append("## Kernel latency on architectures held out of training\n")
+    md.append("The harder question: every GPU of one architecture (or compute capability) removed from the training "
+              "data at once, so nothing of its generation is learned (`perfloom eval --holdout-arch ARCH`). Columns as "
+              "above; the held-out GPUs are named beside the architecture.\n")
+    holdout_table(args, md, DEFAULT_ARCHS, "--holdout-arch", "architecture")
 
 
 def tool_section(title, cmd, out_flag=None, stdout=False, intro=""):
@@ -272,6 +292,7 @@ def serving(args, md):
 
 SECTION_FUNCS = {
     "holdout": holdout,
+    "holdout_arch": holdout_arch,
     "roofline": tool_section("The ceiling is a lower bound", ["{bin}/perfloom-roofline-check", "data/public"], "--report"),
     "whatif": tool_section("What-if of profiled kernels between the H100 and the H200",
                            ["{bin}/perfloom-whatif-eval", "--data", "data"], "--out"),
@@ -292,6 +313,17 @@ SECTION_FUNCS = {
               "up to twice as slow. The routing and align parts are PyTorch ops here (several kernels each), slower "
               "than the engines' fused kernels; they are shown, not compared."),
     "step": tool_section("Whole forward steps", ["python3", "tools/step_check/compare.py"], "--out"),
+    "sustained": tool_section(
+        "Sustained clocks on GPUs nobody here measured",
+        ["python3", "tools/power/sustained_check.py", "--bin", "{bin}"], stdout=True,
+        intro="Each GPU's sustained-power curve (`perfloom step|simulate --clocks sustained`): measured on the H100 "
+              "and H200 (tools/power/power_probe.py), else the H100's scaled by the GPU's dense 16-bit tensor peak "
+              "per watt of TDP (docs/prediction.md, Sustained clocks). No GPU other than those two has a sustained "
+              "measurement here or in public, so the check is indirect: the public GEMM tables time short loops, "
+              "which run at burst speed where a GPU has power to spare (the H100's largest reach 0.85 of its peak, "
+              "sustained it gets 0.68) and fall short where even a short loop meets the power limit. How much slower a "
+              "GPU held at its limit runs is the model's extrapolation, not a measurement: it assumes the H100's energy "
+              "per tensor operation, which newer processes and wider tensor cores (Blackwell) likely lower."),
     "moe_model": tool_section(
         "MoE kernels: the moe family",
         ["python3", "tools/moe/model_check.py", "data/moe-h200", "--bin", "{bin}"], stdout=True,
@@ -361,11 +393,13 @@ def update_sections(args, names):
 # Each section's level-2 heading, by which --sections finds it in the report.
 SECTION_TITLES = {
     "holdout": "Kernel latency on GPUs held out of training",
+    "holdout_arch": "Kernel latency on architectures held out of training",
     "roofline": "The ceiling is a lower bound",
     "whatif": "What-if of profiled kernels between the H100 and the H200",
     "traces": "Real traces: what the what-if understands",
     "comm": "Collectives",
     "step": "Whole forward steps",
+    "sustained": "Sustained clocks on GPUs nobody here measured",
     "moe": "MoE layer",
     "moe_model": "MoE kernels: the moe family",
     "moe_tune": "MoE kernels: `perfloom tune --moe`",

@@ -320,8 +320,9 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
   clocks_->addItem(tr("sustained"), QVariant::fromValue(static_cast<int>(sim::ClockState::sustained)));
   clocks_->setToolTip(
       tr("burst: kernels at the boost clock, as short measurements run them; sustained: each step "
-         "slowed as far as its load drives the GPU into its power limit (needs the GPU's "
-         "sustained-power measurement: H100 SXM and H200 ship one)"));
+         "slowed as far as its load drives the GPU into its power limit (the GPU's measured "
+         "sustained-power curve, H100 SXM and H200 ship one; for other GPUs a measured curve scaled "
+         "by tensor peak per watt of TDP)"));
   workload_->setText("poisson:rate=4,n=100,input=512,output=128,seed=1");
   workload_->setToolTip(
       tr("batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | trace:FILE.csv"));

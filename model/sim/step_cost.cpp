@@ -27,10 +27,11 @@ StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gp
                              ClockState clocks)
     : predictor_(predictor), gpu_(gpu), overheads_(overheads), clocks_(clocks) {
   if (clocks_ == ClockState::sustained && !gpu_.sustained)
-    throw std::invalid_argument("sustained clocks need a sustained-power measurement of '" + gpu_.id +
-                                "', and its calibration has none: run tools/power/power_probe.py on that GPU, merge "
+    throw std::invalid_argument("sustained clocks need a sustained-power curve of '" + gpu_.id +
+                                "': its GPU file gives no TDP or no 16-bit tensor peak to scale a measured one by, "
+                                "and its calibration has none (run tools/power/power_probe.py on that GPU, merge "
                                 "it into its calibration with tools/power/merge_into_calibration.py and pass "
-                                "--calibration FILE; or use burst clocks");
+                                "--calibration FILE); or use burst clocks");
   cache_.reserve(4096);
 }
 

@@ -2,6 +2,8 @@
 // to their GPU, and used for the achievable rates but never for the roofline ceiling.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -523,8 +525,55 @@ TEST(SustainedPower, BundledH100AndH200CurvesComeFromTheirCalibrations) {
     ASSERT_TRUE(j.contains("sustained_power")) << id;
     EXPECT_EQ(j["sustained_power"]["slowdown_by_tensor_utilization"].size(), g.sustained->points().size());
   }
-  EXPECT_FALSE(db.get("b200").sustained.has_value());
-  EXPECT_FALSE(gpu_spec_to_json(db.get("b200")).contains("sustained_power"));
+}
+
+TEST(SustainedPower, AScaledCurveMovesEachLoadByThePowerRatioAndGrowsAsTheSquareRootBeyond) {
+  SustainedPower s;
+  s.levels = {level(200, 1.0, 1.0), level(500, 1.1, 1.02), level(700, 1.2, 1.03)};  // u 0.2, 0.55, 0.84
+  s.rise_ms = 50;
+  s.fall_ms = 30;
+  const SustainedPowerCurve ref = SustainedPowerCurve::fit(s, 1e15, "ref");
+  // Twice the tensor throughput per watt: the reference's 0.84 is reached at 0.42, and at 0.84 the
+  // GPU asks for twice that power, sqrt(2) more slowdown.
+  const SustainedPowerCurve hot = SustainedPowerCurve::scaled(ref, 2.0, "hot");
+  EXPECT_NEAR(hot.at(0.1).compute, 1.0, 1e-12);
+  EXPECT_NEAR(hot.at(0.275).compute, 1.1, 1e-12);
+  EXPECT_NEAR(hot.at(0.42).compute, 1.2, 1e-12);
+  EXPECT_NEAR(hot.at(0.84).compute, 1.2 * std::sqrt(2.0), 1e-9);
+  EXPECT_NEAR(hot.at(0.84).memory, 1.03, 1e-12);
+  EXPECT_NEAR(hot.at(2.0).compute, 1.2 * std::sqrt(2.0), 1e-9);  // flat past the pipes' highest load
+  for (double u = 0; u < 1; u += 0.01) EXPECT_LE(hot.at(u).compute, hot.at(u + 0.01).compute + 1e-12) << u;
+  EXPECT_EQ(hot.rise_ms(), 50);
+  EXPECT_EQ(hot.fall_ms(), 30);
+  EXPECT_EQ(hot.origin(), "hot");
+  // The same throughput per watt: the reference itself. Half of it: the limit is never reached by
+  // the loads the reference could give (0.84 asks for what 0.42 asked of the reference).
+  const SustainedPowerCurve same = SustainedPowerCurve::scaled(ref, 1.0, "same");
+  for (double u : {0.1, 0.3, 0.6, 0.84, 1.2}) EXPECT_DOUBLE_EQ(same.at(u).compute, ref.at(u).compute) << u;
+  const SustainedPowerCurve cool = SustainedPowerCurve::scaled(ref, 0.5, "cool");
+  EXPECT_NEAR(cool.at(0.84).compute, ref.at(0.42).compute, 1e-12);
+  EXPECT_DOUBLE_EQ(cool.at(0.4).compute, 1.0);
+  EXPECT_THROW(SustainedPowerCurve::scaled(ref, 0, "x"), std::invalid_argument);
+  EXPECT_THROW(SustainedPowerCurve::scaled(SustainedPowerCurve{}, 1, "x"), std::invalid_argument);
+}
+
+// Every GPU with a TDP and a 16-bit tensor peak gets a curve: the measured H100's or H200's, scaled by
+// its tensor peak per watt (issue #58). B200: 2250 TFLOP/s at 1000 W against the H100's 989 at 700 W,
+// 1.59x; H20: 148 at 400 W, 0.26x, never held back by its limit.
+TEST(SustainedPower, GpusNobodyMeasuredGetAMeasuredCurveScaledByTheirTensorPeakPerWatt) {
+  const GpuDatabase db = GpuDatabase::builtin();
+  const GpuSpec& b200 = db.get("b200");
+  ASSERT_TRUE(b200.sustained.has_value());
+  EXPECT_NE(b200.sustained->origin().find("datasheet: h100-sxm's measured curve"), std::string::npos)
+      << b200.sustained->origin();
+  EXPECT_NE(b200.sustained->origin().find("(x1.59)"), std::string::npos) << b200.sustained->origin();
+  const SustainedPowerCurve& h100 = *db.get("h100-sxm").sustained;
+  EXPECT_GT(b200.sustained->at(0.5).compute, h100.at(0.5).compute);
+  EXPECT_NEAR(b200.sustained->at(0.4).compute, h100.at(0.4 * 2250.0 / 1000 / (989.4 / 700)).compute, 0.01);
+  EXPECT_DOUBLE_EQ(db.get("h20").sustained->at(0.8).compute, 1.0);
+  EXPECT_TRUE(gpu_spec_to_json(b200).contains("sustained_power"));
+  // No tensor cores (P100) or no TDP: no curve, and sustained clocks are refused saying why.
+  EXPECT_FALSE(db.get("p100-pcie").sustained.has_value());
 }
 
 TEST(SustainedPower, ABadBlockNamesTheLevelAndFieldAndKeepsWhatWasThere) {

@@ -629,19 +629,22 @@ TEST(SimStep, SustainedClocksLagTheLoadAcrossStepsAndIdleGaps) {
   EXPECT_NEAR(rested.latency_us, first.latency_us, 1e-3 * first.latency_us);
 }
 
-TEST(SimStep, SustainedClocksNeedAPowerMeasurement) {
-  const GpuSpec& b200 = db().get("b200");
-  ASSERT_FALSE(b200.sustained.has_value());
+TEST(SimStep, SustainedClocksNeedAPowerCurve) {
+  // A P100 has no tensor cores to scale a measured curve by (a B200 gets the H100's, scaled).
+  const GpuSpec& p100 = db().get("p100-pcie");
+  ASSERT_FALSE(p100.sustained.has_value());
+  ASSERT_TRUE(db().get("b200").sustained.has_value());
   RooflinePredictor roofline;
   try {
-    StepCostModel m(roofline, b200, {}, ClockState::sustained);
+    StepCostModel m(roofline, p100, {}, ClockState::sustained);
     FAIL() << "accepted sustained clocks without a sustained-power curve";
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("'b200'"), std::string::npos) << what;
+    EXPECT_NE(what.find("'p100-pcie'"), std::string::npos) << what;
+    EXPECT_NE(what.find("no TDP or no 16-bit tensor peak"), std::string::npos) << what;
     EXPECT_NE(what.find("power_probe.py"), std::string::npos) << what;
   }
-  EXPECT_NO_THROW(StepCostModel(roofline, b200));
+  EXPECT_NO_THROW(StepCostModel(roofline, p100));
   EXPECT_EQ(parse_clock_state("sustained"), ClockState::sustained);
   EXPECT_EQ(parse_clock_state("burst"), ClockState::burst);
   EXPECT_FALSE(parse_clock_state("boost").has_value());
