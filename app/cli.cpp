@@ -170,7 +170,7 @@ const std::map<QString, Command>& commands() {
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
         "ID,...|all] [--prices FILE] [--max-gpus N] [--quantization LIST] [--kv-cache-dtype LIST] [--chunked-prefill on,off] "
-        "[--max-num-seqs LIST] [--shard K/N --json] | plan --merge A.json,B.json,...",
+        "[--max-num-seqs LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--shard K/N --json] | plan --merge A.json,B.json,...",
         "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
         "Pareto front of throughput per GPU against tokens/s per user; --shard runs a share of the GPU types, "
         "--merge joins the shards",
@@ -192,6 +192,10 @@ const std::map<QString, Command>& commands() {
                             "weight formats to search: bf16 fp8 fp8-block int4 nvfp4 mxfp4 (the model's)", "LIST"),
          QCommandLineOption("kv-cache-dtype", "KV-cache dtypes to search: auto bf16 fp16 fp8 fp8_e5m2 (auto)", "LIST"),
          QCommandLineOption("chunked-prefill", "chunked prefill settings to search: on, off or on,off (on)", "LIST"),
+         QCommandLineOption("disaggregated",
+                            "also search disaggregated prefill/decode deployments (pools of any GPU types; with --load)"),
+         QCommandLineOption("kv-transfer-gbps",
+                            "disaggregated: KV link per GPU between pools not in one NVLink domain, GB/s (50)", "GB/S"),
          QCommandLineOption("shard", "plan the K-th of N shares of the GPU types (with --json, for --merge)", "K/N"),
          QCommandLineOption("merge", "join the --shard plans of one run (JSON files, comma-separated or repeated)",
                             "FILES")}}},

@@ -1,6 +1,7 @@
 // `perfloom plan --model M --workload SPEC --sla BOUNDS [--load RATE] [--gpus ID,...|all] [--prices FILE]
 // [--max-gpus N]` (docs/cli.md): the cheapest deployments that meet a latency SLA at a target load, or
 // without one the Pareto front of throughput per GPU against tokens/s per user.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -39,7 +40,10 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
     if (r.ranked.empty()) {
       std::printf("no deployment meets the SLA within --max-gpus %d; the closest misses:\n", r.max_gpus);
     } else {
-      std::printf("%-4s %-38s %9s %12s", "rank", "deployment", "$/hour", "$/M out tok");
+      int width = 38;  // the deployment column: as wide as the longest shown
+      for (std::size_t i = 0; i < r.ranked.size() && static_cast<int>(i) < top; ++i)
+        width = std::max(width, static_cast<int>(r.ranked[i].d.describe().size()));
+      std::printf("%-4s %-*s %9s %12s", "rank", width, "deployment", "$/hour", "$/M out tok");
       for (const auto& b : r.sla.bounds) std::printf(" %12s", b.name().c_str());
       std::printf(" %8s  %s\n", "headroom", "note");
       int k = 0;
@@ -48,10 +52,10 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
         std::string note = c.simulated_whole ? "" : "estimate (one instance at load/R)";
         if (c.at_risk) note += std::string(note.empty() ? "" : "; ") + "interval crosses the SLA";
         if (c.priced)
-          std::printf("%-4d %-38s %9.2f %12.3f", k, c.d.describe().c_str(), c.usd_per_hour,
+          std::printf("%-4d %-*s %9.2f %12.3f", k, width, c.d.describe().c_str(), c.usd_per_hour,
                       c.usd_per_million_output_tokens);
         else
-          std::printf("%-4d %-38s %9s %12s", k, c.d.describe().c_str(), "-", "-");
+          std::printf("%-4d %-*s %9s %12s", k, width, c.d.describe().c_str(), "-", "-");
         for (double v : c.bound_values) std::printf(" %12.1f", v);
         std::printf(" %7.0f%%  %s\n", 100 * c.headroom, note.c_str());
       }
@@ -78,8 +82,11 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
     std::printf("left out (%zu):\n", r.rejected.size());
     for (const auto& c : r.rejected) {
       const std::string e = c.d.settings.describe();
-      std::printf("  %s TP %d%s: %s\n", c.d.gpu->id.c_str(), c.d.tp, e.empty() ? "" : (" (" + e + ")").c_str(),
-                  c.why_not.substr(0, 300).c_str());
+      if (c.d.disaggregated())
+        std::printf("  %s: %s\n", c.d.describe().c_str(), c.why_not.substr(0, 300).c_str());
+      else
+        std::printf("  %s TP %d%s: %s\n", c.d.gpu->id.c_str(), c.d.tp, e.empty() ? "" : (" (" + e + ")").c_str(),
+                    c.why_not.substr(0, 300).c_str());
     }
   }
   for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
@@ -89,7 +96,8 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
 // `plan --merge A.json,B.json,...`: the shards of one `--shard K/N` run joined.
 int mergePlans(CliContext& ctx, const QCommandLineParser& args) {
   for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices", "tp", "max-gpus",
-                            "quantization", "kv-cache-dtype", "chunked-prefill", "max-num-seqs"})
+                            "quantization", "kv-cache-dtype", "chunked-prefill", "max-num-seqs", "disaggregated",
+                            "kv-transfer-gbps"})
     if (args.isSet(alone)) {
       std::cerr << "perfloom plan: --merge joins finished shards and takes no --" << alone << "\n";
       return 2;
@@ -175,6 +183,13 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
       throw std::invalid_argument("--max-num-seqs lists counts from 1 to 16777216 (got \"" + v.substr(0, 40) + "\")");
     seqs.push_back(n);
   }
+  o.disaggregated = args.isSet("disaggregated");
+  if (args.isSet("kv-transfer-gbps")) {
+    bool ok = false;
+    o.kv_transfer_gb_s = args.value("kv-transfer-gbps").toDouble(&ok);
+    if (!ok || !(o.kv_transfer_gb_s > 0) || o.kv_transfer_gb_s > 1e6)
+      throw std::invalid_argument("--kv-transfer-gbps must be a bandwidth in GB/s above 0 (50: a 400 Gb/s NIC per GPU)");
+  }
   o.settings = plan::engine_settings_grid(list("quantization"), list("kv-cache-dtype"), chunked, seqs);
   if (o.settings.size() > 256)
     throw std::invalid_argument("the engine settings listed make " + std::to_string(o.settings.size()) +
@@ -192,6 +207,9 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
   std::vector<std::string> all_gpu_types;
   if (args.isSet("shard")) {
     shard = plan::parse_shard(args.value("shard").toStdString());
+    if (o.disaggregated)
+      throw std::invalid_argument("--shard with --disaggregated: a disaggregated deployment may pair GPU types of two "
+                                  "shards, which no shard sees; plan it in one run");
     if (!ctx.json) {
       std::cerr << "perfloom plan: --shard writes the shard's plan as JSON for --merge: add --json\n";
       return 2;

@@ -91,6 +91,8 @@ json candidate_json(const Candidate& c, const PlanSla& sla) {
     bounds[sla.bounds[i].name()] = c.bound_values[i];
   json j = {{"gpu", c.d.gpu->id}, {"gpus", c.d.gpus()}, {"tp", c.d.tp}, {"replicas", c.d.replicas},
             {"settings", settings_json(c.d.settings)}, {"deployment", c.d.describe()}};
+  if (c.d.disaggregated())
+    j["decode"] = {{"gpu", c.d.decode_gpu->id}, {"tp", c.d.decode_tp}, {"replicas", c.d.decode_replicas}};
   if (!c.feasible) {
     j["why_not"] = c.why_not;
     return j;
@@ -117,6 +119,12 @@ Candidate candidate_from(const json& j, bool feasible, const PlanSla& sla, const
   c.d.tp = integer(j, "tp", label, where, 1, 4096);
   c.d.replicas = integer(j, "replicas", label, where, 1, 1 << 20);
   c.d.settings = settings_from(j, label, where);
+  if (j.contains("decode")) {
+    const json& dec = j.at("decode");
+    c.d.decode_gpu = gpu_of(dec, gpus, label, where + ".decode");
+    c.d.decode_tp = integer(dec, "tp", label, where + ".decode", 1, 4096);
+    c.d.decode_replicas = integer(dec, "replicas", label, where + ".decode", 1, 1 << 20);
+  }
   if (!feasible) {
     c.why_not = text(j, "why_not", label, where);
     return c;
@@ -203,6 +211,8 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
   json searched = json::array();
   for (const auto& e : r.settings) searched.push_back(settings_json(e));
   j["engine_settings"] = searched;
+  j["disaggregated"] = r.disaggregated;
+  j["kv_transfer_gb_s"] = r.kv_transfer_gb_s;
   if (shard.count > 1)
     j["shard"] = {{"index", shard.index}, {"count", shard.count}, {"all_gpu_types", all_gpu_types}};
   return j;
@@ -235,6 +245,12 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
       r.settings.push_back(settings_of(es[i], label, "engine_settings[" + std::to_string(i) + "]"));
   }
   if (r.settings.empty()) r.settings.push_back(EngineSettings{});
+  if (j.contains("disaggregated")) {
+    const json& d = j.at("disaggregated");
+    if (!d.is_boolean()) bad(label, "disaggregated must be true or false");
+    r.disaggregated = d.get<bool>();
+    r.kv_transfer_gb_s = number(j, "kv_transfer_gb_s", label, "the plan");
+  }
   if (j.contains("load")) {
     const json& l = j.at("load");
     Load load;
@@ -319,6 +335,8 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
     if (a.max_gpus != b.max_gpus) differs("--max-gpus");
     if (a.uncertainty != b.uncertainty) differs("--uncertainty");
     if (a.settings != b.settings) differs("the engine settings searched");
+    if (a.disaggregated != b.disaggregated || a.kv_transfer_gb_s != b.kv_transfer_gb_s)
+      differs("the disaggregated search (--disaggregated, --kv-transfer-gbps)");
     if (s.all_gpu_types != first.all_gpu_types) differs("the GPU list");
   }
   PlanResult out;
@@ -331,6 +349,8 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
   out.max_gpus = b.max_gpus;
   out.uncertainty = b.uncertainty;
   out.settings = b.settings;
+  out.disaggregated = b.disaggregated;
+  out.kv_transfer_gb_s = b.kv_transfer_gb_s;
   out.gpu_types = n > 1 ? first.all_gpu_types : b.gpu_types;
   std::map<std::string, std::size_t> position;
   for (std::size_t i = 0; i < out.gpu_types.size(); ++i) position.emplace(out.gpu_types[i], i);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -217,10 +219,15 @@ std::vector<EngineSettings> engine_settings_grid(const std::vector<std::string>&
 }
 
 std::string Deployment::describe() const {
-  std::string s = std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp);
-  if (replicas > 1) s += ", " + std::to_string(replicas) + " replicas";
-  if (const std::string e = settings.describe(); !e.empty()) s += "; " + e;
-  return s + ")";
+  auto pool = [](const GpuSpec* g, int tp, int replicas) {
+    std::string s = std::to_string(tp * replicas) + " x " + g->id + " (TP " + std::to_string(tp);
+    if (replicas > 1) s += ", " + std::to_string(replicas) + " replicas";
+    return s;
+  };
+  const std::string e = settings.describe();
+  if (!decode_gpu) return pool(gpu, tp, replicas) + (e.empty() ? "" : "; " + e) + ")";
+  return pool(gpu, tp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, decode_replicas) + ") decode" +
+         (e.empty() ? "" : " (" + e + ")");
 }
 
 namespace {
@@ -248,12 +255,7 @@ class Planner {
 
   Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int replicas,
                       const std::string& spec) {
-    // The search's own handlers take this for a failed candidate; plan_deployments then throws
-    // PlanCancelled, so none of them reaches the caller.
-    if (stopped_ || (o_.cancelled && o_.cancelled())) {
-      stopped_ = true;
-      throw PlanCancelled();
-    }
+    check_cancel();
     sim::SimulationConfig sc = o_.base;
     apply(v, sc.sched, sc.memory);
     sc.par.tp = tp;
@@ -262,12 +264,183 @@ class Planner {
     sc.deployment.router = sim::RouterPolicy::least_loaded;
     sc.record_steps = false;
     sc.shared_cost = &cost;
+    return judge(sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc), false);
+  }
+
+  void check_cancel() {
+    // The search's own handlers take this for a failed candidate; plan_deployments then throws
+    // PlanCancelled, so none of them reaches the caller.
+    if (stopped_ || (o_.cancelled && o_.cancelled())) {
+      stopped_ = true;
+      throw PlanCancelled();
+    }
+  }
+
+  // A disaggregated deployment simulated whole at `rate`.
+  Evaluation evaluate_disaggregated(const Deployment& d, const Variant& v, double rate, bool ttft_only) {
+    check_cancel();
+    sim::SimulationConfig sc = o_.base;
+    apply(v, sc.sched, sc.memory);
+    sim::Deployment& dep = sc.deployment;
+    dep.disaggregated = true;
+    dep.router = sim::RouterPolicy::least_loaded;
+    dep.prefill_gpu = d.gpu;
+    dep.decode_gpu = d.decode_gpu;
+    dep.prefill_replicas = d.replicas;
+    dep.decode_replicas = d.decode_replicas;
+    dep.prefill_par.tp = d.tp;
+    dep.prefill_par.ep = model_.has_moe() ? d.tp : 1;
+    dep.decode_par.tp = d.decode_tp;
+    dep.decode_par.ep = model_.has_moe() ? d.decode_tp : 1;
+    sc.par = dep.decode_par;
+    // One GPU type with NVLink: one NVLink domain (the simulator's default); else the network.
+    const bool nvlink = d.gpu == d.decode_gpu && d.gpu->interconnect.nvlink_bandwidth_gb_s > 0;
+    dep.kv_transfer_gb_s = nvlink ? 0 : o_.kv_transfer_gb_s;
+    sc.record_steps = false;
+    sc.shared_cost = &cost_of(*d.decode_gpu);
+    sc.shared_prefill_cost = &cost_of(*d.gpu);
+    return judge(sim::simulate(v.model, *d.decode_gpu, predictor_,
+                               sim::parse_workload(with_key(o_.workload, "rate", fmt("%.9g", rate))), sc),
+                 ttft_only);
+  }
+
+  sim::StepCostModel& cost_of(const GpuSpec& gpu) {
+    auto& slot = costs_[gpu.id];
+    if (!slot) slot = std::make_unique<sim::StepCostModel>(predictor_, gpu, o_.base.overheads, o_.base.clocks);
+    return *slot;
+  }
+
+  // Disaggregated deployments at the full load, every pool simulated whole. First each GPU type's
+  // cheapest prefill pool for each engine setting and TP degree: the fewest instances whose TTFT
+  // bounds hold (a decode pool of the same kind behind it; TTFT is the prefill pool's). Then, for
+  // every decode GPU type and TP degree, the fewest decode instances that meet the whole SLA behind
+  // two prefill pools: its own GPU type's cheapest, and the cheapest of any type.
+  void disaggregated(const std::vector<const GpuSpec*>& gpus, double rate) {
+    struct Prefill {
+      Deployment d;
+      double cost = 0;  // $/hour, or GPUs where unpriced (ranked after the priced)
+      bool priced = false;
+    };
+    auto cheaper = [](const Prefill& a, const Prefill& b) {
+      if (a.priced != b.priced) return a.priced;
+      return a.cost != b.cost ? a.cost < b.cost : a.d.gpus() < b.d.gpus();
+    };
+    const bool ttft_bound = std::any_of(o_.sla.bounds.begin(), o_.sla.bounds.end(), [](const PercentileBound& b) {
+      return b.metric == PercentileBound::Metric::ttft;
+    });
+    for (const Variant& v : variants_) {
+      std::map<std::string, Prefill> best_of_type;  // by prefill GPU id
+      std::optional<Prefill> best;
+      for (const GpuSpec* gpu : gpus)
+        for (int tp : o_.tp) {
+          const int r_max = (o_.max_gpus - 1) / tp;  // a decode GPU at least
+          if (r_max < 1 || !does_not_fit(*gpu, v, tp).empty()) continue;  // the aggregated search said why
+          Deployment d;
+          d.gpu = d.decode_gpu = gpu;
+          d.tp = d.decode_tp = tp;
+          d.settings = v.s;
+          auto meets = [&](int r) {
+            d.replicas = d.decode_replicas = r;
+            return !ttft_bound || evaluate_disaggregated(d, v, rate, true).meets;
+          };
+          int fewest = r_max;
+          try {
+            if (!meets(r_max)) continue;
+            int lo = 1;
+            while (lo < fewest) {
+              const int mid = (lo + fewest) / 2;
+              if (meets(mid))
+                fewest = mid;
+              else
+                lo = mid + 1;
+            }
+          } catch (const PlanCancelled&) {
+            throw;
+          } catch (const std::exception&) {
+            continue;  // a pool that cannot serve the workload: no prefill pool of this kind
+          }
+          Prefill p;
+          p.d = d;
+          p.d.replicas = fewest;
+          p.d.decode_gpu = nullptr;  // the prefill pool alone, for its price
+          const auto usd = usd_per_hour(p.d);
+          p.priced = usd.has_value();
+          p.cost = usd ? *usd : p.d.tp * p.d.replicas;
+          auto it = best_of_type.find(gpu->id);
+          if (it == best_of_type.end() || cheaper(p, it->second)) best_of_type[gpu->id] = p;
+          if (!best || cheaper(p, *best)) best = p;
+        }
+      if (!best) {
+        Candidate c;
+        c.d = {gpus.front(), 1, 1, v.s};
+        c.d.decode_gpu = gpus.front();
+        c.why_not = "disaggregated: no prefill pool meets the TTFT bounds within --max-gpus " +
+                    std::to_string(o_.max_gpus) + " (a decode GPU kept)";
+        out_.rejected.push_back(c);
+        continue;
+      }
+      for (const GpuSpec* gpu : gpus)
+        for (int tp : o_.tp) {
+          if (!does_not_fit(*gpu, v, tp).empty()) continue;
+          std::vector<Prefill> fronts;
+          if (auto it = best_of_type.find(gpu->id); it != best_of_type.end()) fronts.push_back(it->second);
+          if (fronts.empty() || best->d.gpu != gpu) fronts.push_back(*best);
+          for (const Prefill& p : fronts) {
+            Candidate c;
+            c.d = p.d;
+            c.d.decode_gpu = gpu;
+            c.d.decode_tp = tp;
+            const int r_max = (o_.max_gpus - p.d.gpus()) / tp;
+            if (r_max < 1) continue;
+            auto at = [&](int r) {
+              c.d.decode_replicas = r;
+              return evaluate_disaggregated(c.d, v, rate, false);
+            };
+            try {
+              Evaluation top = at(r_max);
+              if (!top.meets) {
+                c.why_not = "disaggregated: " + top.binding + " with " + std::to_string(r_max) + " decode instance" +
+                            (r_max > 1 ? "s" : "") + " (the most --max-gpus " + std::to_string(o_.max_gpus) +
+                            " leaves)";
+                out_.rejected.push_back(c);
+                continue;
+              }
+              int lo = 1, hi = r_max;
+              Evaluation found = std::move(top);
+              while (lo < hi) {
+                const int mid = (lo + hi) / 2;
+                Evaluation e = at(mid);
+                if (e.meets) {
+                  hi = mid;
+                  found = std::move(e);
+                } else {
+                  lo = mid + 1;
+                }
+              }
+              c.d.decode_replicas = hi;
+              c.feasible = true;
+              fill(c, found, true);
+              out_.ranked.push_back(c);
+            } catch (const PlanCancelled&) {
+              throw;
+            } catch (const std::exception& e) {
+              c.why_not = std::string("disaggregated: ") + e.what();
+              out_.rejected.push_back(c);
+            }
+          }
+        }
+    }
+  }
+
+  // The SLA's verdict on a simulation; `ttft_only`: the TTFT bounds alone (a prefill pool's share).
+  Evaluation judge(sim::SimulationResult r, bool ttft_only) {
     Evaluation e;
-    e.r = sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc);
+    e.r = std::move(r);
     ++out_.simulations;
     e.meets = true;
     double worst = 0;
     for (const auto& b : o_.sla.bounds) {
+      if (ttft_only && b.metric != PercentileBound::Metric::ttft) continue;
       const double v = b.value(e.r);
       if (v > b.ms) {
         e.meets = false;
@@ -298,12 +471,25 @@ class Planner {
     const double scale = whole ? 1.0 : c.d.replicas;
     c.output_tokens_per_s = e.r.output_tokens_per_s * scale;
     c.requests_per_s = e.r.requests_per_s * scale;
-    if (const Prices::Entry* p = prices_.find(c.d.gpu->id)) {
+    if (const auto usd = usd_per_hour(c.d)) {
       c.priced = true;
-      c.usd_per_hour = p->usd_per_gpu_hour * c.d.gpus();
+      c.usd_per_hour = *usd;
       c.usd_per_million_output_tokens =
           c.output_tokens_per_s > 0 ? c.usd_per_hour / (c.output_tokens_per_s * 3600.0) * 1e6 : 0;
     }
+  }
+
+  // The deployment's $/hour; none when a GPU type of it has no price.
+  std::optional<double> usd_per_hour(const Deployment& d) const {
+    const Prices::Entry* p = prices_.find(d.gpu->id);
+    if (!p) return std::nullopt;
+    double usd = p->usd_per_gpu_hour * d.tp * d.replicas;
+    if (d.decode_gpu) {
+      const Prices::Entry* q = prices_.find(d.decode_gpu->id);
+      if (!q) return std::nullopt;
+      usd += q->usd_per_gpu_hour * d.decode_tp * d.decode_replicas;
+    }
+    return usd;
   }
 
   static void apply(const Variant& v, sim::SchedulerConfig& sched, sim::MemoryOptions& memory) {
@@ -419,6 +605,7 @@ class Planner {
       }
       for (Candidate& c : mine) (c.feasible ? out_.ranked : out_.rejected).push_back(c);
     }
+    if (o_.disaggregated) disaggregated(gpus, rate);
     rank_candidates(out_.ranked);
   }
 
@@ -487,6 +674,7 @@ class Planner {
   const PlanOptions& o_;
   PlanResult& out_;
   bool stopped_ = false;
+  std::map<std::string, std::unique_ptr<sim::StepCostModel>> costs_;  // the disaggregated search's, per GPU
 };
 
 }  // namespace
@@ -500,7 +688,11 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.d.gpu->id != b.d.gpu->id) return a.d.gpu->id < b.d.gpu->id;
     if (a.d.tp != b.d.tp) return a.d.tp < b.d.tp;
     if (a.d.replicas != b.d.replicas) return a.d.replicas < b.d.replicas;
-    return a.d.settings < b.d.settings;
+    if (a.d.settings != b.d.settings) return a.d.settings < b.d.settings;
+    auto decode = [](const Deployment& d) {
+      return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_replicas);
+    };
+    return decode(a.d) < decode(b.d);
   });
 }
 
@@ -517,6 +709,8 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
   out.load = options.load;
   out.max_gpus = options.max_gpus;
   out.uncertainty = options.uncertainty;
+  out.disaggregated = options.disaggregated;
+  out.kv_transfer_gb_s = options.kv_transfer_gb_s;
   for (const GpuSpec* g : gpus) out.gpu_types.push_back(g->id);
   const sim::Workload w = sim::parse_workload(options.workload);  // validates the spec up front
   for (const GpuSpec* g : gpus)
@@ -557,6 +751,7 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
     if (w.kind != sim::WorkloadKind::closed)
       throw std::invalid_argument("without --load the workload must be closed:... (its concurrency is swept), got \"" +
                                   options.workload + "\"");
+    if (options.disaggregated) out.notes.push_back("--disaggregated: searched with a target load (--load) only");
     p.pareto(gpus, static_cast<int64_t>(w.requests.size()));
   }
   if (p.stopped()) throw PlanCancelled();

@@ -91,6 +91,13 @@ struct PlanOptions {
   // The engine settings searched, every one for every GPU type and TP degree (a GPU that cannot
   // serve one, an fp8 KV cache on an A100 say, is left out saying so). Empty: one, base's own.
   std::vector<EngineSettings> settings;
+  // Also search disaggregated deployments (a prefill pool and a decode pool, of any GPU types), with
+  // a target load only.
+  bool disaggregated = false;
+  // The link a prompt's KV cache takes from a prefill to a decode instance, GB/s per GPU one way,
+  // where the two pools are not one GPU type with NVLink (then half its NVLink figure): 50, one
+  // 400 Gb/s NIC per GPU.
+  double kv_transfer_gb_s = 50;
   // Asked before each simulation (the explorer's Cancel); once it returns true no further simulation
   // runs and plan_deployments throws PlanCancelled instead of returning a partial answer.
   std::function<bool()> cancelled;
@@ -101,11 +108,17 @@ struct PlanCancelled : std::runtime_error {
 };
 
 struct Deployment {
-  const GpuSpec* gpu = nullptr;
-  int tp = 1, replicas = 1;
+  const GpuSpec* gpu = nullptr;  // disaggregated: the prefill pool's GPU type
+  int tp = 1, replicas = 1;      // disaggregated: the prefill pool's TP and instances
   EngineSettings settings;
-  int gpus() const { return tp * replicas; }
-  std::string describe() const;  // "4 x h100-sxm (TP 2, 2 replicas)", "1 x h200 (TP 1; fp8 weights)"
+  // Disaggregated prefill/decode: the decode pool (null: one aggregated pool).
+  const GpuSpec* decode_gpu = nullptr;
+  int decode_tp = 1, decode_replicas = 1;
+  bool disaggregated() const { return decode_gpu != nullptr; }
+  int gpus() const { return tp * replicas + (decode_gpu ? decode_tp * decode_replicas : 0); }
+  // "4 x h100-sxm (TP 2, 2 replicas)", "1 x h200 (TP 1; fp8 weights)", "1 x h100-sxm (TP 1) prefill +
+  // 2 x h200 (TP 1, 2 replicas) decode"
+  std::string describe() const;
 };
 
 struct Candidate {
@@ -143,6 +156,8 @@ struct PlanResult {
   double uncertainty = 0.2;
   std::vector<std::string> gpu_types;  // the GPU ids planned for, in the order given
   std::vector<EngineSettings> settings;  // the engine settings searched
+  bool disaggregated = false;            // disaggregated deployments searched too
+  double kv_transfer_gb_s = 50;
   double rate = 0;                  // requests per second simulated (target load)
   std::vector<Candidate> ranked;    // feasible, cheapest first (unpriced after priced, by GPUs)
   std::vector<Candidate> rejected;  // with the reason

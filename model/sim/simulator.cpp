@@ -664,13 +664,21 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
   if (!reuse) own_cost.emplace(predictor, decode_gpu, config.overheads, config.clocks);
   StepCostModel& serve_cost = reuse ? *shared : *own_cost;
   const std::size_t hits_before = serve_cost.cache_hits(), misses_before = serve_cost.cache_misses();
-  std::optional<StepCostModel> prefill_cost;
+  std::optional<StepCostModel> own_prefill_cost;
+  StepCostModel* prefill_cost = nullptr;
+  std::size_t prefill_hits_before = 0, prefill_misses_before = 0;
   Pool prefill, serve;
   prefill.router = serve.router = dep.router;
   const int serve_count = dep.disaggregated ? dep.decode_replicas : dep.replicas;
   int32_t instance = 0;
   if (dep.disaggregated) {
-    prefill_cost.emplace(predictor, prefill_gpu, config.overheads, config.clocks);
+    StepCostModel* sp = config.shared_prefill_cost;
+    const bool reuse_prefill = sp && sp->gpu().id == prefill_gpu.id && sp->clocks() == config.clocks &&
+                               sp->overheads() == config.overheads;
+    if (!reuse_prefill) own_prefill_cost.emplace(predictor, prefill_gpu, config.overheads, config.clocks);
+    prefill_cost = reuse_prefill ? sp : &*own_prefill_cost;
+    prefill_hits_before = prefill_cost->cache_hits();
+    prefill_misses_before = prefill_cost->cache_misses();
     prefill.engines.reserve(static_cast<std::size_t>(dep.prefill_replicas));
     for (int i = 0; i < dep.prefill_replicas; ++i)
       prefill.engines.emplace_back(cfg, *prefill_cost, dep.prefill_par, cfg_used, sched, out.prefill_memory, reqs, out,
@@ -763,8 +771,12 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
     }
   out.median_decode_ms = latency_stats(std::move(decode_ms)).p50;
   out.total_ms = last_finish * 1e3;
-  out.predictions = serve_cost.cache_misses() - misses_before + (prefill_cost ? prefill_cost->cache_misses() : 0);
-  out.prediction_cache_hits = serve_cost.cache_hits() - hits_before + (prefill_cost ? prefill_cost->cache_hits() : 0);
+  // (A prefill pool on the decode pool's own cost model is counted once.)
+  const bool own_prefill_count = prefill_cost && prefill_cost != &serve_cost;
+  out.predictions =
+      serve_cost.cache_misses() - misses_before + (own_prefill_count ? prefill_cost->cache_misses() - prefill_misses_before : 0);
+  out.prediction_cache_hits =
+      serve_cost.cache_hits() - hits_before + (own_prefill_count ? prefill_cost->cache_hits() - prefill_hits_before : 0);
   return out;
 }
 

@@ -100,6 +100,8 @@ struct SimulationConfig {
   // pool, shared across simulations of one GPU (a planner runs many). Used only when it was built for
   // that GPU with these overheads and clocks; it must outlive the call.
   StepCostModel* shared_cost = nullptr;
+  // The same for a disaggregated deployment's prefill pool.
+  StepCostModel* shared_prefill_cost = nullptr;
 };
 
 struct RequestRecord {

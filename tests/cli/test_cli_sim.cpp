@@ -291,7 +291,19 @@ TEST(CliSim, PlanRanksDeploymentsAndSaysWhyOthersAreLeftOut) {
     EXPECT_TRUE(row["settings"].contains("kv_cache_dtype") && row["settings"]["kv_cache_dtype"].is_null()) << row.dump();
   }
   EXPECT_TRUE(seen.count("1 x h100-sxm (TP 1; fp8 weights, no chunked prefill)")) << s["ranked"].dump();
-  for (const char* wrong : {"--chunked-prefill maybe", "--max-num-seqs 0", "--quantization fp7", "--kv-cache-dtype int3"}) {
+  auto disagg = runPerfloom(base + "--disaggregated --json " + kDb);
+  ASSERT_EQ(disagg.exit_code, 0) << disagg.err;
+  const json dj = json::parse(disagg.out);
+  EXPECT_EQ(dj["disaggregated"], true);
+  EXPECT_EQ(dj["kv_transfer_gb_s"], 50);
+  bool pools = false;
+  for (const auto& row : dj["ranked"])
+    if (row.contains("decode")) pools = row["deployment"].get<std::string>().find(") decode") != std::string::npos;
+  EXPECT_TRUE(pools) << dj["ranked"].dump();
+  auto sharded = runPerfloom(base + "--disaggregated --shard 1/2 --json " + kDb);
+  EXPECT_EQ(sharded.exit_code, 1);
+  EXPECT_NE(sharded.err.find("--shard with --disaggregated"), std::string::npos) << sharded.err;
+  for (const char* wrong : {"--kv-transfer-gbps 0", "--chunked-prefill maybe", "--max-num-seqs 0", "--quantization fp7", "--kv-cache-dtype int3"}) {
     auto e = runPerfloom(base + wrong + " " + kDb);
     EXPECT_EQ(e.exit_code, 1) << wrong;
     EXPECT_NE(e.err.find(std::string(wrong).substr(0, std::string(wrong).find(' '))), std::string::npos) << e.err;

@@ -222,6 +222,63 @@ TEST(Plan, MaxNumSeqsIsSearchedAndChangesTheAnswer) {
   EXPECT_LT(capped.output_tokens_per_s, wide.output_tokens_per_s * 1.0001);
 }
 
+// Disaggregated prefill/decode (issue #57): every disaggregated row is a whole simulation that meets
+// the SLA, priced as its two pools, with no decode instance to spare; it survives the JSON round trip.
+TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
+  RooflinePredictor roof;
+  const std::vector<const GpuSpec*> gpus = {&db().get("h100-sxm"), &db().get("h200")};
+  PlanOptions o = options("ttft_p90=800,tpot_p90=20", 8, {1, 2}, 6);
+  o.workload = "poisson:rate=1,n=120,input=2048,output=128,seed=1";
+  o.disaggregated = true;
+  const PlanResult r = plan_deployments(llama8b(), gpus, roof, prices(2.0, 2.6), o);
+  int disaggregated = 0;
+  for (const Candidate& c : r.ranked) {
+    if (!c.d.disaggregated()) continue;
+    ++disaggregated;
+    EXPECT_TRUE(c.simulated_whole);
+    EXPECT_LE(c.d.gpus(), 6);
+    const double want_usd = (c.d.gpu->id == "h200" ? 2.6 : 2.0) * c.d.tp * c.d.replicas +
+                            (c.d.decode_gpu->id == "h200" ? 2.6 : 2.0) * c.d.decode_tp * c.d.decode_replicas;
+    EXPECT_NEAR(c.usd_per_hour, want_usd, 1e-9) << c.d.describe();
+    EXPECT_NE(c.d.describe().find(") prefill + "), std::string::npos) << c.d.describe();
+    // The same deployment simulated here: the bounds the plan reported, and one decode instance fewer misses.
+    auto run = [&](int decode_replicas) {
+      sim::SimulationConfig sc;
+      sc.deployment.disaggregated = true;
+      sc.deployment.router = sim::RouterPolicy::least_loaded;
+      sc.deployment.prefill_gpu = c.d.gpu;
+      sc.deployment.decode_gpu = c.d.decode_gpu;
+      sc.deployment.prefill_replicas = c.d.replicas;
+      sc.deployment.decode_replicas = decode_replicas;
+      sc.deployment.prefill_par.tp = c.d.tp;
+      sc.deployment.decode_par.tp = c.d.decode_tp;
+      sc.par = sc.deployment.decode_par;
+      sc.deployment.kv_transfer_gb_s = c.d.gpu == c.d.decode_gpu ? 0 : 50;
+      sc.record_steps = false;
+      return sim::simulate(llama8b(), *c.d.decode_gpu, roof, sim::parse_workload(with_key(o.workload, "rate", "8")), sc);
+    };
+    const sim::SimulationResult same = run(c.d.decode_replicas);
+    EXPECT_NEAR(same.ttft_ms.p90, c.ttft_p90_ms, 1e-9 * c.ttft_p90_ms) << c.d.describe();
+    EXPECT_NEAR(same.tpot_ms.p90, c.tpot_p90_ms, 1e-9 * c.tpot_p90_ms) << c.d.describe();
+    EXPECT_LE(same.ttft_ms.p90, 800);
+    EXPECT_LE(same.tpot_ms.p90, 20);
+    if (c.d.decode_replicas > 1) {
+      const sim::SimulationResult fewer = run(c.d.decode_replicas - 1);
+      EXPECT_TRUE(fewer.ttft_ms.p90 > 800 || fewer.tpot_ms.p90 > 20) << c.d.describe();
+    }
+  }
+  EXPECT_GT(disaggregated, 0);
+  const nlohmann::json j = plan_to_json(r);
+  EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
+  // Without a load the Pareto sweep says it searched no disaggregated deployment.
+  PlanOptions closed = o;
+  closed.load.reset();
+  closed.workload = "closed:concurrency=1,n=8,input=256,output=16,seed=1";
+  closed.base.sched.max_num_seqs = 2;
+  const PlanResult front = plan_deployments(llama8b(), {gpus[0]}, roof, prices(2.0, 2.6), closed);
+  EXPECT_NE(front.notes.back().find("--disaggregated: searched with a target load"), std::string::npos);
+}
+
 TEST(Plan, WithoutALoadTheParetoFrontHoldsOnlyUndominatedPoints) {
   RooflinePredictor roof;
   PlanOptions o;
