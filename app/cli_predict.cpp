@@ -248,6 +248,13 @@ int cmdPredictTrace(CliContext& ctx, const QCommandLineParser& args) {
               << " is read-only: predictions are not cached in it\n";
   }
   const storage::TraceWhatIf r = storage::run_trace_whatif(store, source_id, *source_gpu, gpus, *predictor, options);
+  if (!r.cache_skipped.empty()) {
+    std::string ids;
+    for (const auto& id : r.cache_skipped) ids += (ids.empty() ? "" : ", ") + id;
+    std::cerr << "perfloom predict: note: " << ctx.db_path.string()
+              << " is being written by another import: the predictions on " << ids
+              << " are not cached this time\n";
+  }
 
   std::size_t errors = 0;
   std::map<std::string, std::size_t> error_reasons;

@@ -1,8 +1,9 @@
 // Speed of the deployment planner: `perfloom plan` for Llama-3.1-70B over every GPU type of the
 // database, the Azure conversation lengths at 10 requests/s under TTFT p90 <= 1 s and TPOT p90 <= 50 ms
 // (goal: under 30 s on a 2-core machine). Kernels are predicted by the learned models, as `perfloom
-// plan` predicts them (loading them is part of the setup time); --roofline for the roofline.
-//   perfloom-bench-plan [--roofline] [MODEL] [RATE]
+// plan` predicts them (loading them is part of the setup time); --roofline for the roofline;
+// --disaggregated searches disaggregated prefill/decode deployments too.
+//   perfloom-bench-plan [--roofline] [--disaggregated] [MODEL] [RATE]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,8 +18,17 @@
 using namespace perfloom;
 
 int main(int argc, char** argv) {
-  const bool roofline = argc > 1 && std::string(argv[1]) == "--roofline";
-  if (roofline) {
+  bool roofline = false, disaggregated = false;
+  while (argc > 1 && std::string(argv[1]).rfind("--", 0) == 0) {
+    const std::string flag = argv[1];
+    if (flag == "--roofline") {
+      roofline = true;
+    } else if (flag == "--disaggregated") {
+      disaggregated = true;
+    } else {
+      std::fprintf(stderr, "perfloom-bench-plan: unknown option %s\n", flag.c_str());
+      return 2;
+    }
     --argc;
     ++argv;
   }
@@ -38,14 +48,15 @@ int main(int argc, char** argv) {
     o.workload = "poisson:rate=1,n=300,lengths=chat,seed=1";
     o.sla = plan::parse_plan_sla("ttft_p90=1000,tpot_p90=50");
     o.load = plan::Load{plan::Load::Kind::requests, rate};
+    o.disaggregated = disaggregated;
     const auto t1 = std::chrono::steady_clock::now();
     const plan::PlanResult r = plan::plan_deployments(model, all, *predictor, plan::bundled_prices(), o);
     const auto t2 = std::chrono::steady_clock::now();
     const double setup_s = std::chrono::duration<double>(t1 - t0).count();
     const double plan_s = std::chrono::duration<double>(t2 - t1).count();
-    std::printf("%s at %g req/s over %zu GPU types, %s predictor: %zu simulations, %zu feasible, %zu left out\n",
-                model_id.c_str(), rate, all.size(), predictor->name().c_str(), r.simulations, r.ranked.size(),
-                r.rejected.size());
+    std::printf("%s at %g req/s over %zu GPU types, %s predictor%s: %zu simulations, %zu feasible, %zu left out\n",
+                model_id.c_str(), rate, all.size(), predictor->name().c_str(), disaggregated ? ", disaggregated too" : "",
+                r.simulations, r.ranked.size(), r.rejected.size());
     if (!r.ranked.empty()) std::printf("first: %s\n", r.ranked.front().d.describe().c_str());
     std::printf("wall time: %.3f s (setup %.3f s, planning %.3f s)\n", setup_s + plan_s, setup_s, plan_s);
     return 0;

@@ -64,7 +64,7 @@ Database::Database(const std::filesystem::path& path) : path_(path) {
     throw DatabaseError(path.string() + ": cannot open database" + (read_only_ ? " (read-only)" : "") + ": " + msg);
   }
   if (!read_only_ && sqlite3_db_readonly(db_, "main") == 1) read_only_ = true;
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   // While another connection turns a brand-new file into WAL mode, SQLite answers "database is
   // locked" at once rather than through the busy handler: opening retries that for a few seconds.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -160,6 +160,23 @@ int Database::schema_version() const {
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW) fail(rc);
   return v;
+}
+
+void Database::set_busy_timeout_ms(int ms) { sqlite3_busy_timeout(db_, ms); }
+
+int Database::busy_wait(void* p, int count) {
+  const Waiter& w = *static_cast<const Waiter*>(p);
+  if (w.cancel && w.cancel->load(std::memory_order_relaxed)) return 0;
+  if (count == 0 && w.waiting) w.waiting();
+  constexpr int kStepMs = 20;
+  if (static_cast<int64_t>(count) * kStepMs >= w.max_ms) return 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(kStepMs));
+  return 1;
+}
+
+void Database::wait_for_writers(int64_t max_ms, const std::atomic<bool>* cancel, std::function<void()> waiting) {
+  waiter_ = {max_ms, cancel, std::move(waiting)};
+  sqlite3_busy_handler(db_, &Database::busy_wait, &waiter_);
 }
 
 void Database::exec(const std::string& sql) {

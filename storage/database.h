@@ -1,6 +1,8 @@
 #pragma once
 // The SQLite database: one file, WAL, foreign keys on, schema versioned by PRAGMA user_version
 // and brought forward by migrations. Each thread opens its own Database (DESIGN.md, Threads).
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
@@ -36,11 +38,18 @@ class Database {
   Database& operator=(const Database&) = delete;
 
   static constexpr int kSchemaVersion = 3;
+  static constexpr int kBusyTimeoutMs = 5000;  // a statement's wait for another writer, by default
   int schema_version() const;
   const std::filesystem::path& path() const { return path_; }
   // Opened read-only: every write fails (SQLITE_READONLY); callers skip what they can do without.
   bool read_only() const { return read_only_; }
   sqlite3* handle() const { return db_; }
+
+  // How long a statement waits for another connection's write lock before SQLITE_BUSY (5 s unless
+  // set). wait_for_writers: until the lock is free, up to `max_ms`, unless `cancel` is set (it is
+  // asked every 20 ms); `waiting` is called once when the wait begins. Both last until changed.
+  void set_busy_timeout_ms(int ms);
+  void wait_for_writers(int64_t max_ms, const std::atomic<bool>* cancel, std::function<void()> waiting = {});
 
   void exec(const std::string& sql);
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; any exception rolls everything back.
@@ -49,9 +58,16 @@ class Database {
  private:
   void migrate();
   void check_is_perfloom() const;
+  struct Waiter {
+    int64_t max_ms = 0;
+    const std::atomic<bool>* cancel = nullptr;
+    std::function<void()> waiting;
+  };
+  static int busy_wait(void* waiter, int count);
   std::filesystem::path path_;
   bool read_only_ = false;
   sqlite3* db_ = nullptr;
+  Waiter waiter_;
 };
 
 }  // namespace perfloom::storage

@@ -408,6 +408,11 @@ KernelStore::FoundSource KernelStore::import_or_find(const std::filesystem::path
   }
 }
 
+namespace {
+// How long an import waits for another one's write lock (its parse) before it gives up.
+constexpr int64_t kImportLockWaitMs = int64_t(3600) * 1000;
+}  // namespace
+
 ImportSummary KernelStore::import_file(const std::filesystem::path& path, const ImportControl& control,
                                        const ImporterRegistry& registry) {
   const Importer& importer = registry.detect(path);
@@ -452,43 +457,58 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
   }
 
   if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "importing"});
-  db_.transaction([&] {
-    // Under the write lock: another connection may have imported the same content since we looked.
-    if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
-    Stmt ins = prepare(db_, "INSERT INTO sources (path, format, content_hash, bytes) VALUES (?1, ?2, ?3, ?4)");
-    bind_text(ins, 1, sum.path, false);
-    bind_text(ins, 2, sum.format, false);
-    bind_text(ins, 3, sum.content_hash, false);
-    sqlite3_bind_int64(ins, 4, static_cast<int64_t>(sum.bytes));
-    int rc = sqlite3_step(ins);
-    if (rc == SQLITE_CONSTRAINT) {
-      ins = Stmt();
-      if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
-      throw DatabaseError(db_.path().string() + ": cannot record the source");
-    }
-    if (rc != SQLITE_DONE) throw DatabaseError(db_.path().string() + ": " + sqlite3_errmsg(db_.handle()));
-    sum.source_id = sqlite3_last_insert_rowid(db_.handle());
-
-    StoreSink sink(db_, sum.source_id);
-    importer.import(path, sink, control);
-    sink.finish();
-    control.check_cancel(label);
-
-    Stmt upd =
-        prepare(db_, "UPDATE sources SET gpu_id = ?1, gpu_name = ?2, provenance = ?3, kernel_count = ?4 WHERE id = ?5");
-    bind_text(upd, 1, sink.gpu_id_);
-    bind_text(upd, 2, sink.gpu_name_);
-    bind_text(upd, 3, sink.provenance_);
-    sqlite3_bind_int64(upd, 4, static_cast<int64_t>(sink.kernels_));
-    sqlite3_bind_int64(upd, 5, sum.source_id);
-    step_done(db_, upd);
-    sum.kernels = sink.kernels_;
-    sum.ops = sink.ops_;
-    sum.gpu_id = sink.gpu_id_;
-    sum.gpu_name = sink.gpu_name_;
-    sum.warnings = sink.warnings_;
-    if (control.progress) control.progress(ImportProgress{sum.bytes, sum.bytes, sum.kernels, "committing"});
+  // Another import (another process, or the explorer's worker) holds the write lock for as long as
+  // its parse takes: wait for it, up to an hour or until cancelled, saying so, rather than fail after
+  // the usual 5 s.
+  db_.wait_for_writers(kImportLockWaitMs, control.cancel, [&] {
+    if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "waiting for another import to finish"});
   });
+  struct RestoreTimeout {
+    Database& db;
+    ~RestoreTimeout() { db.set_busy_timeout_ms(Database::kBusyTimeoutMs); }
+  } restore{db_};
+  try {
+    db_.transaction([&] {
+      // Under the write lock: another connection may have imported the same content since we looked.
+      if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
+      Stmt ins = prepare(db_, "INSERT INTO sources (path, format, content_hash, bytes) VALUES (?1, ?2, ?3, ?4)");
+      bind_text(ins, 1, sum.path, false);
+      bind_text(ins, 2, sum.format, false);
+      bind_text(ins, 3, sum.content_hash, false);
+      sqlite3_bind_int64(ins, 4, static_cast<int64_t>(sum.bytes));
+      int rc = sqlite3_step(ins);
+      if (rc == SQLITE_CONSTRAINT) {
+        ins = Stmt();
+        if (auto prior = prior_source()) throw AlreadyImported(label, prior->id, prior->imported_at, prior->path);
+        throw DatabaseError(db_.path().string() + ": cannot record the source");
+      }
+      if (rc != SQLITE_DONE) throw DatabaseError(db_.path().string() + ": " + sqlite3_errmsg(db_.handle()));
+      sum.source_id = sqlite3_last_insert_rowid(db_.handle());
+
+      StoreSink sink(db_, sum.source_id);
+      importer.import(path, sink, control);
+      sink.finish();
+      control.check_cancel(label);
+
+      Stmt upd =
+          prepare(db_, "UPDATE sources SET gpu_id = ?1, gpu_name = ?2, provenance = ?3, kernel_count = ?4 WHERE id = ?5");
+      bind_text(upd, 1, sink.gpu_id_);
+      bind_text(upd, 2, sink.gpu_name_);
+      bind_text(upd, 3, sink.provenance_);
+      sqlite3_bind_int64(upd, 4, static_cast<int64_t>(sink.kernels_));
+      sqlite3_bind_int64(upd, 5, sum.source_id);
+      step_done(db_, upd);
+      sum.kernels = sink.kernels_;
+      sum.ops = sink.ops_;
+      sum.gpu_id = sink.gpu_id_;
+      sum.gpu_name = sink.gpu_name_;
+      sum.warnings = sink.warnings_;
+      if (control.progress) control.progress(ImportProgress{sum.bytes, sum.bytes, sum.kernels, "committing"});
+    });
+  } catch (const DatabaseError& e) {
+    if (e.sqlite_code() == SQLITE_BUSY || e.sqlite_code() == SQLITE_LOCKED) control.check_cancel(label);  // cancelled while waiting
+    throw;
+  }
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }

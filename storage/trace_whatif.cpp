@@ -1,5 +1,7 @@
 #include "storage/trace_whatif.h"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -92,6 +94,9 @@ std::vector<Raw> read_cache(const KernelStore& store, int64_t source_id, const G
   if (n_seen != d.descs.size()) return {};
   return out;
 }
+
+// How long a prediction-cache write waits for another writer before it is skipped.
+constexpr int kCacheWriteWaitMs = 250;
 
 void write_cache(KernelStore& store, int64_t source_id, const GpuSpec& gpu, const std::string& version,
                  const Distinct& d, const std::vector<Raw>& raw) {
@@ -191,7 +196,20 @@ TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpe
     auto raw = predict_raw(d.descs, gpu, predictor);
     from_cache = false;
     predicted = raw.size();
-    if (options.use_cache && options.write_cache) write_cache(store, source_id, gpu, r.model_version, d, raw);
+    if (options.use_cache && options.write_cache) {
+      // A cache is worth no wait: an import holding the write lock (for its whole parse) makes this
+      // run skip it, briefly waited for, rather than fail.
+      Database& db = store.database();
+      db.set_busy_timeout_ms(kCacheWriteWaitMs);
+      try {
+        write_cache(store, source_id, gpu, r.model_version, d, raw);
+      } catch (const DatabaseError& e) {
+        db.set_busy_timeout_ms(Database::kBusyTimeoutMs);
+        if (e.sqlite_code() != SQLITE_BUSY && e.sqlite_code() != SQLITE_LOCKED) throw;
+        r.cache_skipped.push_back(gpu.id);
+      }
+      db.set_busy_timeout_ms(Database::kBusyTimeoutMs);
+    }
     return raw;
   };
 

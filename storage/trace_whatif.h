@@ -69,6 +69,9 @@ struct TraceWhatIf {
   std::vector<WhatIfTarget> targets;
   bool source_from_cache = false;  // the source GPU's predictions (for `scaled`) came from the cache
   std::size_t source_predicted_kernels = 0;
+  // The GPUs whose predictions could not be cached because another connection (an import) held the
+  // write lock: the predictions stand, the next run predicts them again.
+  std::vector<std::string> cache_skipped;
 };
 
 struct WhatIfOptions {

@@ -1,7 +1,12 @@
 // The kernel store: one transaction per import, duplicates refused by content hash, kernels read
 // back as imported, predictions cached per (source, GPU, model version), schema 1 -> 2.
+#include <sqlite3.h>
 #include <zlib.h>
+
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "storage/importers/content_hash.h"
@@ -393,4 +398,65 @@ TEST(KernelStore, ShapeAndTileTextRoundTrip) {
   TileConfig t{128, 256, 64, 2, 1, 4, 2, true};
   EXPECT_EQ(tile_from_json(tile_to_json(t)), t);
   EXPECT_FALSE(tile_from_json("not json").has_value());
+}
+
+// Issue #55: an import waits for another connection's write lock (another import parsing) instead of
+// failing after the busy timeout, says so in its progress, and can be cancelled while it waits,
+// leaving the database as it was.
+TEST(KernelStore, AnImportWaitsForAnotherWritersLockAndCanBeCancelledMeanwhile) {
+  TempDir dir;
+  Database db(dir / "p.db");
+  KernelStore store(db);
+  Database other(dir / "p.db");
+  std::atomic<bool> held{false};
+  auto hold = [&](int ms) {
+    return std::thread([&, ms] {
+      other.exec("BEGIN IMMEDIATE");
+      other.exec("INSERT INTO sources (path, format, content_hash, bytes) VALUES ('x', 'test', 'held', 0)");
+      held = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      other.exec("ROLLBACK");
+      held = false;
+    });
+  };
+  std::thread holder = hold(500);
+  while (!held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // A plain write with a short timeout fails as imports did after 5 s...
+  db.set_busy_timeout_ms(50);
+  try {
+    db.exec("BEGIN IMMEDIATE");
+    ADD_FAILURE() << "took the write lock another connection holds";
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(e.sqlite_code(), SQLITE_BUSY) << e.what();
+  }
+  // ...an import waits for the lock and then imports.
+  ImportControl c = control();
+  std::vector<std::string> stages;
+  c.progress = [&](const ImportProgress& p) { stages.push_back(p.stage); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto sum = store.import_file(sample_trace("h200"), c);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  holder.join();
+  EXPECT_EQ(sum.kernels, 155u);
+  EXPECT_GT(secs, 0.2);
+  EXPECT_NE(std::find(stages.begin(), stages.end(), "waiting for another import to finish"), stages.end());
+
+  // Cancelled while waiting: nothing written.
+  const std::string before = snapshot(db);
+  std::thread long_holder = hold(1200);
+  while (!held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::atomic<bool> cancel{false};
+  ImportControl cc = control();
+  cc.cancel = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_THROW(store.import_file(sample_trace("h100-sxm"), cc), ImportCancelled);
+  // Back before the holder lets go (at 1.2 s): the cancel ended the wait, not the lock's release.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 1.0);
+  canceller.join();
+  long_holder.join();
+  EXPECT_TRUE(snapshot(db) == before);
 }

@@ -2,6 +2,8 @@
 // trace and collector sweep of data: methods, totals, errors and the prediction cache.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
@@ -193,6 +195,31 @@ TEST_F(TraceWhatIfTest, SecondRunReadsTheCacheAndPredictsNothing) {
   no_cache.use_cache = false;
   run_trace_whatif(*store_, src, h100, {&h200}, bypass, no_cache);
   EXPECT_EQ(bypass.calls.load(), 2 * distinct);
+}
+
+// Issue #55: an import holds the write lock for its whole parse; a what-if run meanwhile predicts, and
+// skips writing its cache (after a brief wait) instead of failing with "database is locked".
+TEST_F(TraceWhatIfTest, AWriterHoldingTheLockMakesTheRunSkipItsCacheNotFail) {
+  const int64_t src = Import(kSrc / "data/h100-sxm/trace.json.gz");
+  const GpuSpec& h100 = gpus_.get("h100-sxm");
+  const GpuSpec& h200 = gpus_.get("h200");
+  Database writer(path_);
+  writer.exec("BEGIN IMMEDIATE");
+  CountingPredictor predictor;
+  const auto t0 = std::chrono::steady_clock::now();
+  const TraceWhatIf busy = run_trace_whatif(*store_, src, h100, {&h200}, predictor);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  writer.exec("COMMIT");
+  EXPECT_LT(secs, 4.0) << "waited for the writer as long as an import would";
+  EXPECT_EQ(busy.cache_skipped, (std::vector<std::string>{"h100-sxm", "h200"}));
+  ASSERT_EQ(busy.targets.size(), 1u);
+  EXPECT_GT(busy.targets[0].total.pred_us, 0);
+  EXPECT_FALSE(store_->has_predictions(src, "h200", "roofline-test"));
+  // The lock released, the next run writes the cache, and the one after reads it.
+  const TraceWhatIf free_run = run_trace_whatif(*store_, src, h100, {&h200}, predictor);
+  EXPECT_TRUE(free_run.cache_skipped.empty());
+  EXPECT_TRUE(store_->has_predictions(src, "h200", "roofline-test"));
+  EXPECT_DOUBLE_EQ(free_run.targets[0].total.pred_us, busy.targets[0].total.pred_us);
 }
 
 TEST_F(TraceWhatIfTest, Fp8OnAmpereIsAnErrorRowNotAGuessAndItIsCached) {
