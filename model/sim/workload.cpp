@@ -243,6 +243,7 @@ void parse_warmup(Workload& w, const std::string& spec, std::map<std::string, st
 std::string length_source_path(const std::string& name) {
   if (name == "chat") return (resources_dir() / "workloads" / "azure-llm-2023-conv.csv.gz").string();
   if (name == "code") return (resources_dir() / "workloads" / "azure-llm-2023-code.csv.gz").string();
+  if (name == "summarization") return (resources_dir() / "workloads" / "arxiv-summarization.csv.gz").string();
   return name;
 }
 

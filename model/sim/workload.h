@@ -13,7 +13,8 @@
 // LENGTHS is `input=L,output=L` with L a fixed length `512`, `LO:HI` or `uniform:LO:HI` (uniform),
 // `normal:MEAN:SD` (rounded, at least 1), or `lengths=SOURCE`: (input, output) pairs drawn from a trace CSV
 // (its arrival times ignored) or a bundled set: `chat` and `code` are the Azure LLM inference trace 2023
-// conversation and coding services (resources/workloads/).
+// conversation and coding services, `summarization` Vidur's arXiv summarisation lengths
+// (resources/workloads/).
 // Multi-turn sessions (`turns=T`): a session's next turn arrives `think` seconds after its previous turn
 // finished and carries the whole conversation so far (previous prompt and answer) plus `turn_input` new
 // tokens (default: drawn as `input`), as a shared prefix the prefix cache can serve.

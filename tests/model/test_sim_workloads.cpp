@@ -209,6 +209,20 @@ TEST(SimWorkloads, LengthsAreDrawnAsPairsFromATraceOrTheBundledAzureSets) {
   EXPECT_NEAR(static_cast<double>(in[2000]), 1020, 60);
   EXPECT_NEAR(static_cast<double>(out[2000]), 129, 12);
   EXPECT_NO_THROW(parse_workload("poisson:rate=5,n=10,lengths=code"));
+  // Vidur's arXiv summarisation lengths: long prompts, short answers, at most 4,096 tokens in all
+  // (median prompt 2,730, answer 167 over its 28,257 requests).
+  const Workload summ = parse_workload("closed:concurrency=4,n=4000,lengths=summarization,seed=1");
+  in.clear();
+  out.clear();
+  for (const auto& r : summ.requests) {
+    in.push_back(r.input_tokens);
+    out.push_back(r.output_tokens);
+    EXPECT_LE(r.input_tokens + r.output_tokens, 4096);
+  }
+  std::nth_element(in.begin(), in.begin() + 2000, in.end());
+  std::nth_element(out.begin(), out.begin() + 2000, out.end());
+  EXPECT_NEAR(static_cast<double>(in[2000]), 2730, 120);
+  EXPECT_NEAR(static_cast<double>(out[2000]), 167, 15);
 }
 
 TEST(SimWorkloads, GoodputCountsTheMeasuredRequestsThatMeetTheSla) {
