@@ -4,6 +4,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCursor>
 #include <QFileDialog>
@@ -100,6 +101,15 @@ PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& can
     o.max_gpus = req.max_gpus;
     o.tp = req.tp;
     if (req.max_num_seqs > 0) o.base.sched.max_num_seqs = req.max_num_seqs;
+    auto list = [](const QString& text) {
+      std::vector<std::string> out;
+      for (const QString& v : text.split(',', Qt::SkipEmptyParts)) out.push_back(v.trimmed().toStdString());
+      return out;
+    };
+    std::vector<int64_t> seqs;
+    if (req.max_num_seqs > 0) seqs.push_back(req.max_num_seqs);
+    o.settings = plan::engine_settings_grid(list(req.quantizations), list(req.kv_cache_dtypes), {}, seqs);
+    o.disaggregated = req.disaggregated && with_load;
     o.cancelled = cancelled;
     const sim::LlmConfig cfg = sim::load_llm_config(req.model.trimmed().toStdString());
     // The learned models, else the roofline: what `perfloom plan` uses.
@@ -468,7 +478,14 @@ QVariant PlanRejectedModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const plan::Candidate& c = r_.plan.rejected[static_cast<std::size_t>(index.row())];
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
-  if (index.column() == 0) return QString("%1 TP %2").arg(QString::fromStdString(c.d.gpu->id)).arg(c.d.tp);
+  if (index.column() == 0) {
+    if (c.d.disaggregated()) return QString::fromStdString(c.d.describe());
+    const std::string e = c.d.settings.describe();
+    return QString("%1 TP %2%3")
+        .arg(QString::fromStdString(c.d.gpu->id))
+        .arg(c.d.tp)
+        .arg(e.empty() ? QString() : QString(" (%1)").arg(QString::fromStdString(e)));
+  }
   return QString::fromStdString(c.why_not);
 }
 
@@ -481,6 +498,9 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
       sla_(new QLineEdit(this)),
       load_(new QLineEdit(this)),
       max_gpus_(new QSpinBox(this)),
+      quantizations_(new QLineEdit(this)),
+      kv_dtypes_(new QLineEdit(this)),
+      disaggregated_(new QCheckBox(tr("also disaggregated prefill/decode pools"), this)),
       prices_(new QLineEdit(this)),
       gpu_scope_(new QComboBox(this)),
       picker_(new GpuPicker(gpus, this)),
@@ -506,6 +526,13 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
   max_gpus_->setRange(1, 4096);
   max_gpus_->setValue(8);
   max_gpus_->setToolTip(tr("GPUs in one deployment at most"));
+  quantizations_->setPlaceholderText(tr("the model's; e.g. bf16,fp8"));
+  quantizations_->setToolTip(tr("Weight formats to search, every one for every GPU type: bf16, fp8, fp8-block, int4, "
+                                "nvfp4, mxfp4 (a GPU that cannot serve one is left out saying so)"));
+  kv_dtypes_->setPlaceholderText(tr("the model's; e.g. auto,fp8"));
+  kv_dtypes_->setToolTip(tr("KV-cache dtypes to search: auto (the model's), bf16, fp16, fp8, fp8_e5m2"));
+  disaggregated_->setToolTip(tr("Search a prefill pool and a decode pool, of any GPU types, besides one pool "
+                                "(with a target load)"));
   prices_->setPlaceholderText(tr("bundled prices (resources/plan/prices.csv)"));
   prices_->setToolTip(tr("A CSV gpu,usd_per_gpu_hour[,source]; its rows replace the bundled ones"));
   auto* browse = new QPushButton(tr("…"), this);
@@ -521,6 +548,9 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
   form->addRow(tr("SLA"), sla_);
   form->addRow(tr("Target load"), load_);
   form->addRow(tr("Max GPUs"), max_gpus_);
+  form->addRow(tr("Weights"), quantizations_);
+  form->addRow(tr("KV cache"), kv_dtypes_);
+  form->addRow(tr("Deployments"), disaggregated_);
   form->addRow(tr("Prices"), priceRow);
   form->addRow(tr("GPUs"), gpu_scope_);
   auto* buttons = new QHBoxLayout;
@@ -603,6 +633,9 @@ void PlanView::recompute() {
   req.max_gpus = max_gpus_->value();
   req.tp = tp_degrees_;
   req.max_num_seqs = max_num_seqs_;
+  req.quantizations = quantizations_->text().trimmed();
+  req.kv_cache_dtypes = kv_dtypes_->text().trimmed();
+  req.disaggregated = disaggregated_->isChecked();
   req.predictor = predictor_;
   try {
     req.prices = load_prices(gpus_, prices_->text());

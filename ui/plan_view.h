@@ -22,6 +22,7 @@
 class QAbstractItemModel;
 class QChart;
 class QChartView;
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -43,6 +44,11 @@ struct PlanRequest {
   int max_gpus = 8;
   std::vector<int> tp = {1, 2, 4, 8};
   int max_num_seqs = 0;  // 0: the simulator's default (the Pareto sweep's highest concurrency)
+  // The engine settings searched, as `perfloom plan` lists them: weight formats ("bf16,fp8"; empty:
+  // the model's) and KV-cache dtypes ("auto,fp8"; empty: the model's); disaggregated prefill/decode
+  // deployments too (with a target load).
+  QString quantizations, kv_cache_dtypes;
+  bool disaggregated = false;
   plan::Prices prices;   // the bundled table with the price file's rows over it
   // Null: make_default_predictor(), as `perfloom plan` uses.
   std::shared_ptr<const KernelPredictor> predictor;
@@ -156,6 +162,9 @@ class PlanView : public QWidget {
   QLineEdit* sla_;
   QLineEdit* load_;
   QSpinBox* max_gpus_;
+  QLineEdit* quantizations_;
+  QLineEdit* kv_dtypes_;
+  QCheckBox* disaggregated_;
   QLineEdit* prices_;
   QComboBox* gpu_scope_;
   GpuPicker* picker_;

@@ -40,6 +40,43 @@ std::unique_ptr<ui::PlanView> small_view(const GpuDatabase& gpus) {
 class TestPlanView : public QObject {
   Q_OBJECT
  private slots:
+  // The engine settings and disaggregated pools searched as `perfloom plan` does (issue #57).
+  void searchesWeightFormatsAndDisaggregatedPools() {
+    const GpuDatabase gpus = GpuDatabase::builtin();
+    ui::PlanRequest req;
+    req.model = "llama-3.2-1b";
+    req.workload = kWorkload;
+    req.sla = kSla;
+    req.load = "6req/s";
+    req.gpus = {gpus.get("h100-sxm"), gpus.get("a100-sxm-80gb")};
+    req.max_gpus = 2;
+    req.tp = {1};
+    req.quantizations = "bf16, fp8";
+    req.kv_cache_dtypes = "auto,fp8";
+    req.disaggregated = true;
+    req.predictor = std::make_shared<RooflinePredictor>();
+    const ui::PlanViewResult r = ui::run_plan(req, [] { return false; });
+    QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+    QCOMPARE(r.plan.settings.size(), std::size_t(4));
+    bool fp8 = false, pools = false;
+    for (const auto& c : r.plan.ranked) {
+      fp8 = fp8 || c.d.settings.quantization == "fp8";
+      pools = pools || c.d.disaggregated();
+    }
+    QVERIFY(fp8);
+    QVERIFY(pools);
+    // The A100 has no fp8 tensor cores for an fp8 KV cache: left out, and the row says with which settings.
+    ui::PlanRejectedModel rejected;
+    rejected.setResult(r);
+    bool said = false;
+    for (int row = 0; row < rejected.rowCount(); ++row)
+      if (rejected.index(row, 0).data().toString().contains("a100-sxm-80gb TP 1 (") &&
+          rejected.index(row, 0).data().toString().contains("fp8 KV cache") &&
+          rejected.index(row, 1).data().toString().contains("no fp8 tensor cores"))
+        said = true;
+    QVERIFY(said);
+  }
+
   void paretoModeRunsAClosedLoop() {
     QCOMPARE(ui::closed_loop_workload("poisson:rate=3,n=200,lengths=chat,burstiness=2,seed=1"),
              QString("closed:concurrency=1,n=200,lengths=chat,seed=1"));
