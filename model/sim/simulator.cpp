@@ -157,6 +157,19 @@ class Engine {
     return true;
   }
 
+  // Lockstep (the data-parallel attention ranks of one wide-EP group, whose MoE all-to-alls join
+  // every rank's step): the group starts a step when every rank is free, each rank with what it
+  // can schedule (an idle rank joins with none), and the step lasts as long as the slowest rank's.
+  bool free_at(double now) const { return flights_.empty() && now >= slot_free_at_; }
+  std::vector<Scheduled> schedule_batch() { return schedule(); }
+  double batch_latency_us(double now, const std::vector<Scheduled>& batch) {
+    return cost_batch(now, batch, false).c.latency_us;
+  }
+  void issue_for(double now, std::vector<Scheduled>& batch, double group_latency_us) {
+    slot_free_at_ = now + issue(now, batch, group_latency_us);
+  }
+  void hold_until(double t) { slot_free_at_ = std::max(slot_free_at_, t); }
+
   // When something next happens here: a step ends, or a pipeline slot frees. inf: nothing.
   double next_time(double now) const {
     double t = std::numeric_limits<double>::infinity();
@@ -258,37 +271,59 @@ class Engine {
   }
 
   // Predicts the step, records it, puts it in flight; returns when the next step may start (s).
-  double issue(double now, std::vector<Scheduled>& batch) {
+  struct Costed {
+    StepPlan plan;
+    StepCost c;
+    int32_t passes = 0;  // the draft's forward passes
+    StepCost draft;
+  };
+  // A batch's step: its plan and cost, the speculative draft's passes included. `advance_power`:
+  // move the sustained-power history past it (issue does; a lockstep group's estimate does not).
+  Costed cost_batch(double now, const std::vector<Scheduled>& batch, bool advance_power) {
+    Costed k;
     work_.clear();
     for (const Scheduled& s : batch) work_.push_back({s.new_tokens, s.context});
-    const StepPlan plan = build_step(cfg_, par_, work_, step_opt_);
-    StepCost c = cost_.cost(plan, sched_.cuda_graphs, false, &power_, now * 1e6);
-    for (int i = 0; i < kBreakdownCount; ++i)
-      out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
+    k.plan = build_step(cfg_, par_, work_, step_opt_);
+    k.c = cost_.cost(k.plan, sched_.cuda_graphs, false, advance_power ? &power_ : nullptr, now * 1e6);
     if (draft_cfg_) {
       // The draft proposes token by token for the requests it drafts for: as many forward passes as
       // the most drafted, in the same engine step (no scheduling time of their own).
       draft_work_.clear();
-      int32_t passes = 0;
       for (const Scheduled& s : batch)
         if (s.drafts > 0) {
           draft_work_.push_back({1, s.context});
-          passes = std::max(passes, s.drafts);
-          out_.verify_seqs += 1;
+          k.passes = std::max(k.passes, s.drafts);
         }
-      if (passes > 0) {
+      if (k.passes > 0) {
         const StepPlan dplan = build_step(*draft_cfg_, par_, draft_work_, step_opt_);
-        const StepCost dc = cost_.cost(dplan, sched_.cuda_graphs);
-        const double pass_us = dc.latency_us - dc.host_us;
-        for (int i = 0; i < kBreakdownCount; ++i)
-          if (i != kBreakdownHost)
-            out_.breakdown_us[static_cast<std::size_t>(i)] += passes * dc.breakdown_us[static_cast<std::size_t>(i)];
-        out_.draft_us += passes * pass_us;
-        out_.verify_steps += 1;
-        c.latency_us += passes * pass_us;
-        c.interval_us += passes * pass_us;
+        k.draft = cost_.cost(dplan, sched_.cuda_graphs);
+        const double pass_us = k.draft.latency_us - k.draft.host_us;
+        k.c.latency_us += k.passes * pass_us;
+        k.c.interval_us += k.passes * pass_us;
       }
     }
+    return k;
+  }
+
+  // Starts a step; `at_least_us`: a lockstep group's step, as long as its slowest rank's. Returns
+  // when the next step may start.
+  double issue(double now, std::vector<Scheduled>& batch, double at_least_us = 0) {
+    Costed k = cost_batch(now, batch, true);
+    StepCost& c = k.c;
+    const StepPlan& plan = k.plan;
+    for (int i = 0; i < kBreakdownCount; ++i)
+      out_.breakdown_us[static_cast<std::size_t>(i)] += c.breakdown_us[static_cast<std::size_t>(i)];
+    if (k.passes > 0) {
+      for (int i = 0; i < kBreakdownCount; ++i)
+        if (i != kBreakdownHost)
+          out_.breakdown_us[static_cast<std::size_t>(i)] += k.passes * k.draft.breakdown_us[static_cast<std::size_t>(i)];
+      for (const Scheduled& s : batch)
+        if (s.drafts > 0) out_.verify_seqs += 1;
+      out_.draft_us += k.passes * (k.draft.latency_us - k.draft.host_us);
+      out_.verify_steps += 1;
+    }
+    c.latency_us = std::max(c.latency_us, at_least_us);
+    c.interval_us = std::max(c.interval_us, at_least_us);
     out_.step_count += 1;
     if (plan.prefill_tokens > 0)
       last_prefill_end_s_ = std::max(last_prefill_end_s_, now + c.latency_us * 1e-6);
@@ -394,8 +429,21 @@ struct Pool {
 // steps, and for a disaggregated deployment the KV transfers from the prefill to the decode pool.
 class Cluster {
  public:
-  Cluster(std::vector<Req>& reqs, const Workload& w, Pool* prefill, Pool& serve, double transfer_s_per_token)
+  // `prefill_group`, `serve_group`: the ranks of a pool that step in lockstep (a wide-EP group's
+  // data-parallel attention ranks: EP / TP consecutive instances); 1: each instance on its own.
+  Cluster(std::vector<Req>& reqs, const Workload& w, Pool* prefill, Pool& serve, double transfer_s_per_token,
+          int prefill_group = 1, int serve_group = 1)
       : reqs_(reqs), prefill_(prefill), serve_(serve), transfer_s_per_token_(transfer_s_per_token) {
+    auto group = [&](Pool& pool, int size) {
+      for (std::size_t i = 0; i < pool.engines.size(); i += static_cast<std::size_t>(std::max(1, size))) {
+        std::vector<Engine*> g;
+        for (std::size_t j = i; j < std::min(pool.engines.size(), i + static_cast<std::size_t>(std::max(1, size))); ++j)
+          g.push_back(&pool.engines[j]);
+        groups_.push_back(std::move(g));
+      }
+    };
+    if (prefill_) group(*prefill_, prefill_group);
+    group(serve_, serve_group);
     for (std::size_t i = 0; i < w.requests.size(); ++i) {
       const RequestSpec& spec = w.requests[i];
       if (!spec.released_by_run)
@@ -405,6 +453,30 @@ class Cluster {
     }
     arrival_order_.reserve(w.requests.size());
     if (prefill_) link_free_s_.assign(prefill_->engines.size(), 0.0);
+  }
+
+  // One step of a lockstep group: when every rank is free and one has work; each rank's batch, the
+  // step as long as the slowest rank's, an idle rank held for it.
+  bool issue_lockstep(std::vector<Engine*>& g, double now) {
+    for (const Engine* e : g)
+      if (!e->free_at(now)) return false;
+    std::vector<std::vector<Scheduled>> batches(g.size());
+    bool any = false;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      batches[i] = g[i]->schedule_batch();
+      any = any || !batches[i].empty();
+    }
+    if (!any) return false;
+    double slowest_us = 0;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (!batches[i].empty()) slowest_us = std::max(slowest_us, g[i]->batch_latency_us(now, batches[i]));
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      if (batches[i].empty())
+        g[i]->hold_until(now + slowest_us * 1e-6);
+      else
+        g[i]->issue_for(now, batches[i], slowest_us);
+    }
+    return true;
   }
 
   void run() {
@@ -442,9 +514,9 @@ class Cluster {
           serve_.route().enqueue(e.id);
         }
       }
-      // 3. Every instance schedules a step if it can.
+      // 3. Every instance (every lockstep group) schedules a step if it can.
       bool issued = false;
-      for (Engine* e : all) issued |= e->try_issue(now);
+      for (std::vector<Engine*>& g : groups_) issued |= g.size() == 1 ? g.front()->try_issue(now) : issue_lockstep(g, now);
       double t = events_.empty() ? inf : events_.top().time_s;
       bool flights = false;
       for (const Engine* e : all) {
@@ -523,6 +595,7 @@ class Cluster {
   std::vector<int32_t> gated_heads_;  // closed loop: sessions waiting for a client, in order
   std::size_t next_gated_ = 0;
   std::vector<int32_t> arrival_order_;
+  std::vector<std::vector<Engine*>> groups_;  // every instance in one group (lockstep) or alone
   std::vector<double> link_free_s_;
   double kv_transfer_us_ = 0;
   std::size_t done_ = 0;
@@ -687,7 +760,12 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
   serve.engines.reserve(static_cast<std::size_t>(serve_count));
   for (int i = 0; i < serve_count; ++i)
     serve.engines.emplace_back(cfg, serve_cost, out.par, cfg_used, sched, out.memory, reqs, out, instance++, false);
-  Cluster cluster(reqs, w, dep.disaggregated ? &prefill : nullptr, serve, transfer_s_per_token);
+  // A wide-EP group's data-parallel attention ranks step in lockstep (their all-to-alls join them).
+  auto lockstep_group = [&](const Parallelism& p) {
+    return config.dp_lockstep && p.ep > p.tp && p.pp == 1 ? p.ep / p.tp : 1;
+  };
+  Cluster cluster(reqs, w, dep.disaggregated ? &prefill : nullptr, serve, transfer_s_per_token,
+                  dep.disaggregated ? lockstep_group(dep.prefill_par) : 1, lockstep_group(out.par));
   cluster.run();
   out.kv_transfer_us = cluster.kv_transfer_us();
 

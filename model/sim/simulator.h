@@ -102,6 +102,10 @@ struct SimulationConfig {
   StepCostModel* shared_cost = nullptr;
   // The same for a disaggregated deployment's prefill pool.
   StepCostModel* shared_prefill_cost = nullptr;
+  // Wide EP (ep > tp): the EP / TP data-parallel attention ranks of an expert group step in lockstep,
+  // as SGLang's and vLLM's DP attention run them (an idle rank joins each step with a dummy batch,
+  // and a step lasts as long as its slowest rank's); false: each rank steps on its own.
+  bool dp_lockstep = true;
 };
 
 struct RequestRecord {

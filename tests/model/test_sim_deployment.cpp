@@ -222,3 +222,31 @@ TEST(SimDeployment, WideExpertParallelismNeedsWholeGroupsOfDataParallelRanks) {
   sc.expert_imbalance = 0.5;
   EXPECT_THROW(run(trace("0,64,3\n"), sc, "qwen3-30b-a3b"), std::invalid_argument);
 }
+
+// Issue #56: a wide-EP group's data-parallel attention ranks step in lockstep. Steps of 1 ms; request 0
+// on rank 0 at t=0, request 1 on rank 1 at 0.5 ms. On its own, rank 1 starts at once (first token at
+// 1.5 ms, TTFT 1.0 ms, done at 3.5 ms); in lockstep it joins the group's next step at 1 ms (TTFT 1.5 ms,
+// done at 4 ms, after three 1 ms steps). An idle rank holds no one up: request 0 is as fast either way.
+TEST(SimDeployment, WideEpRanksStepInLockstep) {
+  SimulationConfig sc = one_ms_steps();
+  sc.par = {1, 1, 8};
+  sc.deployment.replicas = 8;
+  const Workload w = trace("0,64,3\n0.0005,64,3\n");
+  sc.dp_lockstep = false;
+  const auto apart = run(w, sc, "qwen3-30b-a3b");
+  sc.dp_lockstep = true;
+  const auto together = run(w, sc, "qwen3-30b-a3b");
+  ASSERT_EQ(together.requests.size(), 2u);
+  EXPECT_EQ(together.requests[1].instance, 1);
+  EXPECT_NEAR(apart.requests[1].ttft_ms(), 1.0, 1e-9);
+  EXPECT_NEAR(together.requests[1].ttft_ms(), 1.5, 1e-9);
+  EXPECT_NEAR(apart.requests[1].e2e_ms(), 3.0, 1e-9);
+  EXPECT_NEAR(together.requests[1].e2e_ms(), 3.5, 1e-9);
+  EXPECT_NEAR(together.requests[0].ttft_ms(), 1.0, 1e-9);
+  EXPECT_NEAR(together.requests[0].e2e_ms(), apart.requests[0].e2e_ms(), 1e-9);
+  // Plain data parallelism (no wide EP) is never in lockstep.
+  SimulationConfig dp = one_ms_steps();
+  dp.deployment.replicas = 2;
+  const auto plain = run(w, dp, "qwen3-30b-a3b");
+  EXPECT_NEAR(plain.requests[1].ttft_ms(), 1.0, 1e-9);
+}
