@@ -320,8 +320,8 @@ SECTION_FUNCS = {
               "and H200 (tools/power/power_probe.py), else the H100's scaled by the GPU's dense 16-bit tensor peak "
               "per watt of TDP (docs/prediction.md, Sustained clocks). No GPU other than those two has a sustained "
               "measurement here or in public, so the check is indirect: the public GEMM tables time short loops, "
-              "which run at burst speed where a GPU has power to spare (the H100's largest reach 0.85 of its peak, "
-              "sustained it gets 0.68) and fall short where even a short loop meets the power limit. How much slower a "
+              "which run at burst speed where a GPU has power to spare (the H100's public figure against its "
+              "measured sustained one below) and fall short where even a short loop meets the power limit. How much slower a "
               "GPU held at its limit runs is the model's extrapolation, not a measurement: it assumes the H100's energy "
               "per tensor operation, which newer processes and wider tensor cores (Blackwell) likely lower."),
     "moe_model": tool_section(
