@@ -16,6 +16,7 @@ PACKAGES=(
   fonts-dejavu-core            # without a font, offscreen text renders as boxes
   xvfb xauth                   # a virtual display for screenshots and GUI runs without a screen
   slurm-wlm munge              # a one-node Slurm cluster for scripts/plan-sweep.sh's test (tests/slurm)
+  python3                      # the report generators in tools/ (docs/gpus.md is checked by a test)
 )
 
 missing=()
