@@ -415,7 +415,16 @@ TEST(CliSim, SustainedClocksAndTheHostTimeOfAStep) {
   auto neg = runPerfloom(step + " --gpu h100 --host-us -5");
   EXPECT_NE(neg.exit_code, 0);
   EXPECT_NE(neg.err.find("--host-us"), std::string::npos) << neg.err;
-  auto none = runPerfloom(step + " --gpu b200 --clocks sustained");
+  // A GPU nobody here measured runs on a measured curve scaled to it, and says so.
+  auto scaled = runPerfloom(step + " --gpu b200 --clocks sustained");
+  ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
+  const json bs = json::parse(scaled.out);
+  EXPECT_NE(bs.at("sustained_origin").get<std::string>().find("datasheet: h100-sxm's measured curve"), std::string::npos);
+  EXPECT_GE(bs["sustained_slowdown"]["compute"].get<double>(), s["sustained_slowdown"]["compute"].get<double>());
+  // One with no 16-bit tensor peak (P100) has no curve: refused with what to run.
+  auto none = runPerfloom(
+      "step --model llama-3.2-1b --phase prefill --batch 1 --tokens 512 --gpu p100-pcie --clocks sustained " + kDb);
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("power_probe.py"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no TDP or no 16-bit tensor peak"), std::string::npos) << none.err;
 }
