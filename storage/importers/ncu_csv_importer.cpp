@@ -217,6 +217,7 @@ class NcuReader {
                        " is not a time unit (nsecond, usecond, msecond or second)");
       if (v < 0) fail(line, "column \"" + name + "\": negative duration");
       if (v / 1000.0 > kMaxKernelLatencyUs) fail(line, "column \"" + name + "\": a duration over 1e12 us (11.6 days)");
+      if (unit.empty()) ++unitless_durations_;
       k.duration_ns = v;
     }
     if (is_number && k.counters.size() < 4096) k.counters[name] = v;
@@ -333,6 +334,10 @@ class NcuReader {
 
   void finish() {
     if (no_duration_) sink_.warning(std::to_string(no_duration_) + " kernels without a duration (n/a) were skipped");
+    if (unitless_durations_)
+      sink_.warning(std::to_string(unitless_durations_) + (unitless_durations_ == 1 ? " duration" : " durations") +
+                    " without a unit (no units row, no Metric Unit) read as nanoseconds, ncu's base unit; export "
+                    "with units (ncu --csv --print-units base) to be sure");
     if (seq_ == 0) throw ImportError(label_, "", "no kernel with a duration in the file");
     std::string best;
     std::size_t n = 0;
@@ -356,6 +361,7 @@ class NcuReader {
   std::map<std::string, std::size_t> device_names_;
   int64_t seq_ = 0;
   std::size_t no_duration_ = 0;
+  std::size_t unitless_durations_ = 0;  // durations read as nanoseconds for want of a unit
 };
 
 // The header line after any "==" lines, if the text looks like ncu's CSV.

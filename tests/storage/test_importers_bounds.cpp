@@ -56,6 +56,18 @@ TEST(ImportBounds, NcuDurationUnitMustBeATimeUnit) {
   }
   const std::string e = ncu_error(ncu_csv("second", "2000000"));
   EXPECT_TRUE(contains(e, "line 3: column \"gpu__time_duration.sum\": a duration over 1e12 us")) << e;
+  // No unit at all: ncu's base unit, nanoseconds, and a warning that says so.
+  RecordingSink s;
+  ImportControl c = control();
+  NcuCsvImporter::import_text(ncu_csv("", "12500"), "prof.csv", s, c);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.kernels[0].measurement->latency_us, 12.5);
+  bool warned = false;
+  for (const auto& w : s.warnings) warned = warned || (contains(w, "1 duration without a unit") && contains(w, "nanoseconds"));
+  EXPECT_TRUE(warned);
+  RecordingSink with_unit;
+  NcuCsvImporter::import_text(ncu_csv("nsecond", "12500"), "prof.csv", with_unit, c);
+  for (const auto& w : with_unit.warnings) EXPECT_FALSE(contains(w, "without a unit")) << w;
 }
 
 TEST(ImportBounds, TorchKernelOver1e12UsIsRefused) {
