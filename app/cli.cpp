@@ -169,7 +169,7 @@ const std::map<QString, Command>& commands() {
                             "GB/S")}}},
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
-        "ID,...|all] [--prices FILE] [--max-gpus N] [--quantization LIST] [--kv-cache-dtype LIST] [--chunked-prefill on,off] "
+        "ID,...|all] [--prices FILE] [--max-gpus N] [--tp LIST] [--pp LIST] [--quantization LIST] [--kv-cache-dtype LIST] [--chunked-prefill on,off] "
         "[--max-num-seqs LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--shard K/N --json] | plan --merge A.json,B.json,...",
         "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
         "Pareto front of throughput per GPU against tokens/s per user; --shard runs a share of the GPU types, "
@@ -184,6 +184,7 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("prices", "CSV gpu,usd_per_gpu_hour[,source] over the bundled prices", "FILE"),
          QCommandLineOption("max-gpus", "GPUs in one deployment at most (8)", "N"),
          QCommandLineOption("tp", "TP degrees to try (1,2,4,8)", "LIST"),
+         QCommandLineOption("pp", "pipeline-parallel degrees to try, each with every TP degree (1)", "LIST"),
          QCommandLineOption("uncertainty", "relative error of a prediction for the interval (0.2)", "F"),
          QCommandLineOption("top", "ranked rows shown (10)", "K"),
          QCommandLineOption("max-num-seqs", "running sequences at most, one or a list to search (256)", "LIST"),

@@ -68,7 +68,8 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
                 "ttft_p90", "tpot_p90", "$/M out tok", "sla");
     for (const auto& p : r.pareto) {
       if (!p.on_front) continue;
-      std::printf("%-22s %4d %6d %14.1f %14.1f %10.1f %10.2f ", p.gpu->id.c_str(), p.tp, p.concurrency,
+      std::printf("%-22s %4s %6d %14.1f %14.1f %10.1f %10.2f ", p.gpu->id.c_str(),
+                  (std::to_string(p.tp) + (p.pp > 1 ? "x" + std::to_string(p.pp) : "")).c_str(), p.concurrency,
                   p.tokens_per_s_per_gpu, p.tokens_per_s_per_user, p.ttft_p90_ms, p.tpot_p90_ms);
       if (p.priced)
         std::printf("%12.3f", p.usd_per_million_output_tokens);
@@ -85,8 +86,9 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
       if (c.d.disaggregated())
         std::printf("  %s: %s\n", c.d.describe().c_str(), c.why_not.substr(0, 300).c_str());
       else
-        std::printf("  %s TP %d%s: %s\n", c.d.gpu->id.c_str(), c.d.tp, e.empty() ? "" : (" (" + e + ")").c_str(),
-                    c.why_not.substr(0, 300).c_str());
+        std::printf("  %s TP %d%s%s: %s\n", c.d.gpu->id.c_str(), c.d.tp,
+                    c.d.pp > 1 ? (" PP " + std::to_string(c.d.pp)).c_str() : "",
+                    e.empty() ? "" : (" (" + e + ")").c_str(), c.why_not.substr(0, 300).c_str());
     }
   }
   for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
@@ -95,7 +97,7 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
 
 // `plan --merge A.json,B.json,...`: the shards of one `--shard K/N` run joined.
 int mergePlans(CliContext& ctx, const QCommandLineParser& args) {
-  for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices", "tp", "max-gpus",
+  for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices", "tp", "pp", "max-gpus",
                             "quantization", "kv-cache-dtype", "chunked-prefill", "max-num-seqs", "disaggregated",
                             "kv-transfer-gbps"})
     if (args.isSet(alone)) {
@@ -154,6 +156,17 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
       o.tp.push_back(v);
     }
     if (o.tp.empty()) throw std::invalid_argument("--tp names no TP degree");
+  }
+  if (args.isSet("pp")) {
+    o.pp.clear();
+    for (const QString& t : args.value("pp").split(',', Qt::SkipEmptyParts)) {
+      bool ok = false;
+      const int v = t.trimmed().toInt(&ok);
+      if (!ok || v < 1 || v > 64)
+        throw std::invalid_argument("--pp lists pipeline-parallel degrees from 1 to 64 (got \"" + t.toStdString() + "\")");
+      o.pp.push_back(v);
+    }
+    if (o.pp.empty()) throw std::invalid_argument("--pp names no degree");
   }
   if (args.isSet("uncertainty")) {
     bool ok = false;

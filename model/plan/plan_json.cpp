@@ -89,7 +89,7 @@ json candidate_json(const Candidate& c, const PlanSla& sla) {
   json bounds = json::object();
   for (std::size_t i = 0; i < c.bound_values.size() && i < sla.bounds.size(); ++i)
     bounds[sla.bounds[i].name()] = c.bound_values[i];
-  json j = {{"gpu", c.d.gpu->id}, {"gpus", c.d.gpus()}, {"tp", c.d.tp}, {"replicas", c.d.replicas},
+  json j = {{"gpu", c.d.gpu->id}, {"gpus", c.d.gpus()}, {"tp", c.d.tp}, {"pp", c.d.pp}, {"replicas", c.d.replicas},
             {"settings", settings_json(c.d.settings)}, {"deployment", c.d.describe()}};
   if (c.d.disaggregated())
     j["decode"] = {{"gpu", c.d.decode_gpu->id}, {"tp", c.d.decode_tp}, {"replicas", c.d.decode_replicas}};
@@ -117,6 +117,7 @@ Candidate candidate_from(const json& j, bool feasible, const PlanSla& sla, const
   c.feasible = feasible;
   c.d.gpu = gpu_of(j, gpus, label, where);
   c.d.tp = integer(j, "tp", label, where, 1, 4096);
+  if (j.contains("pp")) c.d.pp = integer(j, "pp", label, where, 1, 4096);
   c.d.replicas = integer(j, "replicas", label, where, 1, 1 << 20);
   c.d.settings = settings_from(j, label, where);
   if (j.contains("decode")) {
@@ -187,6 +188,7 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
     for (const auto& p : r.pareto) {
       json q = {{"gpu", p.gpu->id},
                 {"tp", p.tp},
+                {"pp", p.pp},
                 {"settings", settings_json(p.settings)},
                 {"concurrency", p.concurrency},
                 {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
@@ -271,6 +273,7 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
       ParetoPoint p;
       p.gpu = gpu_of(q, gpus, label, where);
       p.tp = integer(q, "tp", label, where, 1, 4096);
+      if (q.contains("pp")) p.pp = integer(q, "pp", label, where, 1, 4096);
       p.settings = settings_from(q, label, where);
       p.concurrency = integer(q, "concurrency", label, where, 1, 1 << 24);
       p.tokens_per_s_per_gpu = number(q, "tokens_per_s_per_gpu", label, where);

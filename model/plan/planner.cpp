@@ -219,14 +219,15 @@ std::vector<EngineSettings> engine_settings_grid(const std::vector<std::string>&
 }
 
 std::string Deployment::describe() const {
-  auto pool = [](const GpuSpec* g, int tp, int replicas) {
-    std::string s = std::to_string(tp * replicas) + " x " + g->id + " (TP " + std::to_string(tp);
+  auto pool = [](const GpuSpec* g, int tp, int pp, int replicas) {
+    std::string s = std::to_string(tp * pp * replicas) + " x " + g->id + " (TP " + std::to_string(tp);
+    if (pp > 1) s += ", PP " + std::to_string(pp);
     if (replicas > 1) s += ", " + std::to_string(replicas) + " replicas";
     return s;
   };
   const std::string e = settings.describe();
-  if (!decode_gpu) return pool(gpu, tp, replicas) + (e.empty() ? "" : "; " + e) + ")";
-  return pool(gpu, tp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, decode_replicas) + ") decode" +
+  if (!decode_gpu) return pool(gpu, tp, pp, replicas) + (e.empty() ? "" : "; " + e) + ")";
+  return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, 1, decode_replicas) + ") decode" +
          (e.empty() ? "" : " (" + e + ")");
 }
 
@@ -253,12 +254,13 @@ class Planner {
 
   bool stopped() const { return stopped_; }
 
-  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int replicas,
+  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int pp, int replicas,
                       const std::string& spec) {
     check_cancel();
     sim::SimulationConfig sc = o_.base;
     apply(v, sc.sched, sc.memory);
     sc.par.tp = tp;
+    sc.par.pp = pp;
     sc.par.ep = model_.has_moe() ? tp : 1;
     sc.deployment.replicas = replicas;
     sc.deployment.router = sim::RouterPolicy::least_loaded;
@@ -483,7 +485,7 @@ class Planner {
   std::optional<double> usd_per_hour(const Deployment& d) const {
     const Prices::Entry* p = prices_.find(d.gpu->id);
     if (!p) return std::nullopt;
-    double usd = p->usd_per_gpu_hour * d.tp * d.replicas;
+    double usd = p->usd_per_gpu_hour * d.tp * d.pp * d.replicas;
     if (d.decode_gpu) {
       const Prices::Entry* q = prices_.find(d.decode_gpu->id);
       if (!q) return std::nullopt;
@@ -502,11 +504,12 @@ class Planner {
   }
 
   // Why the model cannot run on `tp` GPUs of this type with these settings at all, or "".
-  std::string does_not_fit(const GpuSpec& gpu, const Variant& v, int tp) const {
+  std::string does_not_fit(const GpuSpec& gpu, const Variant& v, int tp, int pp = 1) const {
     try {
       if (!v.s.quantization.empty() || v.kv_dtype) sim::check_serving_dtypes(v.model, gpu, v.kv_dtype.value_or(v.model.dtype));
       sim::Parallelism par;
       par.tp = tp;
+      par.pp = pp;
       par.ep = model_.has_moe() ? tp : 1;
       sim::validate_parallelism(v.model, par);
       sim::SchedulerConfig sched = o_.base.sched;
@@ -521,6 +524,15 @@ class Planner {
     return "";
   }
 
+  // Every (TP, PP) degree pair of the search within --max-gpus, TP first.
+  std::vector<std::pair<int, int>> degrees() const {
+    std::vector<std::pair<int, int>> out;
+    for (int tp : o_.tp)
+      for (int pp : o_.pp)
+        if (tp * pp <= o_.max_gpus) out.emplace_back(tp, pp);
+    return out;
+  }
+
   const Variant& variant_of(const EngineSettings& s) const {
     for (const Variant& v : variants_)
       if (v.s == s) return v;
@@ -532,18 +544,18 @@ class Planner {
       sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
       std::vector<Candidate> mine;
       for (const Variant& v : variants_)
-      for (int tp : o_.tp) {
-        if (tp > o_.max_gpus) continue;
+      for (const auto& [tp, pp] : degrees()) {
         Candidate c;
         c.d = {gpu, tp, 1, v.s};
-        if (const std::string why = does_not_fit(*gpu, v, tp); !why.empty()) {
+        c.d.pp = pp;
+        if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
           c.why_not = why;
           out_.rejected.push_back(c);
           continue;
         }
-        const int r_max = o_.max_gpus / tp;
+        const int r_max = o_.max_gpus / (tp * pp);
         auto single = [&](int r) {
-          return evaluate(*gpu, cost, v, tp, 1, with_key(o_.workload, "rate", fmt("%.9g", rate / r)));
+          return evaluate(*gpu, cost, v, tp, pp, 1, with_key(o_.workload, "rate", fmt("%.9g", rate / r)));
         };
         try {
           Evaluation top = single(r_max);
@@ -584,11 +596,11 @@ class Planner {
       for (std::size_t i = 0; i < mine.size() && static_cast<int>(i) < o_.finalists; ++i) {
         Candidate& c = mine[i];
         if (c.simulated_whole) continue;
-        const int r_max = o_.max_gpus / c.d.tp;
+        const int r_max = o_.max_gpus / (c.d.tp * c.d.pp);
         std::optional<Evaluation> found;
         int r = std::max(1, c.d.replicas - 1);
         for (; r <= r_max; ++r) {
-          Evaluation e = evaluate(*gpu, cost, variant_of(c.d.settings), c.d.tp, r, spec);
+          Evaluation e = evaluate(*gpu, cost, variant_of(c.d.settings), c.d.tp, c.d.pp, r, spec);
           if (e.meets) {
             found = std::move(e);
             break;
@@ -614,11 +626,11 @@ class Planner {
       sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
       const std::size_t first = out_.pareto.size();
       for (const Variant& v : variants_)
-      for (int tp : o_.tp) {
-        if (tp > o_.max_gpus) continue;
-        if (const std::string why = does_not_fit(*gpu, v, tp); !why.empty()) {
+      for (const auto& [tp, pp] : degrees()) {
+        if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
           Candidate c;
           c.d = {gpu, tp, 1, v.s};
+          c.d.pp = pp;
           c.why_not = why;
           out_.rejected.push_back(c);
           continue;
@@ -627,25 +639,28 @@ class Planner {
           std::string spec = with_key(o_.workload, "concurrency", std::to_string(conc));
           spec = with_key(spec, "n", std::to_string(std::max<int64_t>(n, 4 * conc)));
           try {
-            const Evaluation e = evaluate(*gpu, cost, v, tp, 1, spec);
+            const Evaluation e = evaluate(*gpu, cost, v, tp, pp, 1, spec);
             ParetoPoint p;
             p.gpu = gpu;
             p.tp = tp;
+            p.pp = pp;
             p.settings = v.s;
             p.concurrency = static_cast<int>(conc);
-            p.tokens_per_s_per_gpu = e.r.output_tokens_per_s / tp;
+            p.tokens_per_s_per_gpu = e.r.output_tokens_per_s / (tp * pp);
             p.tokens_per_s_per_user = e.r.tpot_ms.mean > 0 ? 1000.0 / e.r.tpot_ms.mean : 0;
             p.ttft_p90_ms = e.r.ttft_ms.p90;
             p.tpot_p90_ms = e.r.tpot_ms.p90;
             p.meets_sla = e.meets;
             if (const Prices::Entry* pr = prices_.find(gpu->id); pr && e.r.output_tokens_per_s > 0) {
               p.priced = true;
-              p.usd_per_million_output_tokens = pr->usd_per_gpu_hour * tp / (e.r.output_tokens_per_s * 3600.0) * 1e6;
+              p.usd_per_million_output_tokens =
+                  pr->usd_per_gpu_hour * tp * pp / (e.r.output_tokens_per_s * 3600.0) * 1e6;
             }
             out_.pareto.push_back(p);
           } catch (const std::exception& ex) {
             Candidate c;
             c.d = {gpu, tp, 1, v.s};
+            c.d.pp = pp;
             c.why_not = "concurrency " + std::to_string(conc) + ": " + ex.what();
             out_.rejected.push_back(c);
             break;  // a higher concurrency will not fit either
@@ -687,6 +702,7 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.headroom != b.headroom) return a.headroom > b.headroom;
     if (a.d.gpu->id != b.d.gpu->id) return a.d.gpu->id < b.d.gpu->id;
     if (a.d.tp != b.d.tp) return a.d.tp < b.d.tp;
+    if (a.d.pp != b.d.pp) return a.d.pp < b.d.pp;
     if (a.d.replicas != b.d.replicas) return a.d.replicas < b.d.replicas;
     if (a.d.settings != b.d.settings) return a.d.settings < b.d.settings;
     auto decode = [](const Deployment& d) {
@@ -700,6 +716,7 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
                             const KernelPredictor& predictor, const Prices& prices, const PlanOptions& options) {
   if (gpus.empty()) throw std::invalid_argument("no GPU to plan for (--gpus names none)");
   if (options.max_gpus < 1) throw std::invalid_argument("--max-gpus must be at least 1");
+  if (options.pp.empty() || options.tp.empty()) throw std::invalid_argument("--tp and --pp must name a degree each");
   if (!(options.uncertainty >= 0 && options.uncertainty < 10))
     throw std::invalid_argument("--uncertainty must be a fraction from 0 (for example 0.2 for 20%)");
   PlanResult out;

@@ -85,6 +85,7 @@ struct PlanOptions {
   std::optional<Load> load;
   int max_gpus = 8;  // GPUs of one deployment at most
   std::vector<int> tp = {1, 2, 4, 8};
+  std::vector<int> pp = {1};  // pipeline-parallel degrees, each with every TP degree (aggregated only)
   double uncertainty = 0.2;    // relative error of a prediction, for the interval
   int finalists = 3;           // per GPU type, simulated whole
   sim::SimulationConfig base;  // scheduler, memory, overheads as `simulate` takes them
@@ -111,12 +112,13 @@ struct Deployment {
   const GpuSpec* gpu = nullptr;  // disaggregated: the prefill pool's GPU type
   int tp = 1, replicas = 1;      // disaggregated: the prefill pool's TP and instances
   EngineSettings settings;
+  int pp = 1;  // pipeline-parallel stages of an instance (aggregated only)
   // Disaggregated prefill/decode: the decode pool (null: one aggregated pool).
   const GpuSpec* decode_gpu = nullptr;
   int decode_tp = 1, decode_replicas = 1;
   bool disaggregated() const { return decode_gpu != nullptr; }
-  int gpus() const { return tp * replicas + (decode_gpu ? decode_tp * decode_replicas : 0); }
-  // "4 x h100-sxm (TP 2, 2 replicas)", "1 x h200 (TP 1; fp8 weights)", "1 x h100-sxm (TP 1) prefill +
+  int gpus() const { return tp * pp * replicas + (decode_gpu ? decode_tp * decode_replicas : 0); }
+  // "4 x h100-sxm (TP 2, 2 replicas)", "2 x h100-sxm (TP 1, PP 2)", "1 x h200 (TP 1; fp8 weights)", "1 x h100-sxm (TP 1) prefill +
   // 2 x h200 (TP 1, 2 replicas) decode"
   std::string describe() const;
 };
@@ -139,6 +141,7 @@ struct Candidate {
 struct ParetoPoint {
   const GpuSpec* gpu = nullptr;
   int tp = 1, concurrency = 1;
+  int pp = 1;
   EngineSettings settings;
   double tokens_per_s_per_gpu = 0, tokens_per_s_per_user = 0;
   double ttft_p90_ms = 0, tpot_p90_ms = 0;

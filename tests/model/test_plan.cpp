@@ -279,6 +279,27 @@ TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
   EXPECT_NE(front.notes.back().find("--disaggregated: searched with a target load"), std::string::npos);
 }
 
+// Pipeline parallelism is searched with TP: Llama-3.1-70B's 131.4 GiB of bf16 weights fit no single
+// H100 (72 GiB usable), half of them on each of two pipeline stages do.
+TEST(Plan, PipelineStagesAreSearchedWithTp) {
+  RooflinePredictor roof;
+  static const sim::LlmConfig llama70b = sim::load_llm_config("llama-3.1-70b");
+  PlanOptions o = options("ttft_p90=100000,tpot_p90=100000", 0.2, {1}, 2);
+  o.pp = {1, 2};
+  const PlanResult r = plan_deployments(llama70b, {&db().get("h100-sxm")}, roof, prices(2, 3), o);
+  ASSERT_EQ(r.ranked.size(), 1u);
+  EXPECT_EQ(r.ranked[0].d.pp, 2);
+  EXPECT_EQ(r.ranked[0].d.gpus(), 2);
+  EXPECT_EQ(r.ranked[0].d.describe(), "2 x h100-sxm (TP 1, PP 2)");
+  EXPECT_DOUBLE_EQ(r.ranked[0].usd_per_hour, 4.0);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].d.pp, 1);
+  EXPECT_NE(r.rejected[0].why_not.find("does not fit in memory"), std::string::npos) << r.rejected[0].why_not;
+  const nlohmann::json j = plan_to_json(r);
+  EXPECT_EQ(j["ranked"][0]["pp"], 2);
+  EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
+}
+
 TEST(Plan, WithoutALoadTheParetoFrontHoldsOnlyUndominatedPoints) {
   RooflinePredictor roof;
   PlanOptions o;
