@@ -170,7 +170,7 @@ const std::map<QString, Command>& commands() {
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
         "ID,...|all] [--prices FILE] [--max-gpus N] [--tp LIST] [--pp LIST] [--quantization LIST] [--kv-cache-dtype LIST] [--chunked-prefill on,off] "
-        "[--max-num-seqs LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--shard K/N --json] | plan --merge A.json,B.json,...",
+        "[--max-num-seqs LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--wide-ep] [--shard K/N --json] | plan --merge A.json,B.json,...",
         "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
         "Pareto front of throughput per GPU against tokens/s per user; --shard runs a share of the GPU types, "
         "--merge joins the shards",
@@ -197,6 +197,9 @@ const std::map<QString, Command>& commands() {
                             "also search disaggregated prefill/decode deployments (pools of any GPU types; with --load)"),
          QCommandLineOption("kv-transfer-gbps",
                             "disaggregated: KV link per GPU between pools not in one NVLink domain, GB/s (50)", "GB/S"),
+         QCommandLineOption("wide-ep",
+                            "also search wide expert parallelism for MoE models: data-parallel attention ranks with the "
+                            "experts over every GPU of the group (with --load)"),
          QCommandLineOption("shard", "plan the K-th of N shares of the GPU types (with --json, for --merge)", "K/N"),
          QCommandLineOption("merge", "join the --shard plans of one run (JSON files, comma-separated or repeated)",
                             "FILES")}}},

@@ -83,7 +83,7 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
     std::printf("left out (%zu):\n", r.rejected.size());
     for (const auto& c : r.rejected) {
       const std::string e = c.d.settings.describe();
-      if (c.d.disaggregated())
+      if (c.d.disaggregated() || c.d.wide_ep)
         std::printf("  %s: %s\n", c.d.describe().c_str(), c.why_not.substr(0, 300).c_str());
       else
         std::printf("  %s TP %d%s%s: %s\n", c.d.gpu->id.c_str(), c.d.tp,
@@ -99,7 +99,7 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
 int mergePlans(CliContext& ctx, const QCommandLineParser& args) {
   for (const char* alone : {"model", "workload", "sla", "load", "shard", "gpus", "prices", "tp", "pp", "max-gpus",
                             "quantization", "kv-cache-dtype", "chunked-prefill", "max-num-seqs", "disaggregated",
-                            "kv-transfer-gbps"})
+                            "kv-transfer-gbps", "wide-ep"})
     if (args.isSet(alone)) {
       std::cerr << "perfloom plan: --merge joins finished shards and takes no --" << alone << "\n";
       return 2;
@@ -197,6 +197,7 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
     seqs.push_back(n);
   }
   o.disaggregated = args.isSet("disaggregated");
+  o.wide_ep = args.isSet("wide-ep");
   if (args.isSet("kv-transfer-gbps")) {
     bool ok = false;
     o.kv_transfer_gb_s = args.value("kv-transfer-gbps").toDouble(&ok);

@@ -91,6 +91,7 @@ json candidate_json(const Candidate& c, const PlanSla& sla) {
     bounds[sla.bounds[i].name()] = c.bound_values[i];
   json j = {{"gpu", c.d.gpu->id}, {"gpus", c.d.gpus()}, {"tp", c.d.tp}, {"pp", c.d.pp}, {"replicas", c.d.replicas},
             {"settings", settings_json(c.d.settings)}, {"deployment", c.d.describe()}};
+  if (c.d.wide_ep) j["wide_ep"] = true;
   if (c.d.disaggregated())
     j["decode"] = {{"gpu", c.d.decode_gpu->id}, {"tp", c.d.decode_tp}, {"replicas", c.d.decode_replicas}};
   if (!c.feasible) {
@@ -120,6 +121,10 @@ Candidate candidate_from(const json& j, bool feasible, const PlanSla& sla, const
   if (j.contains("pp")) c.d.pp = integer(j, "pp", label, where, 1, 4096);
   c.d.replicas = integer(j, "replicas", label, where, 1, 1 << 20);
   c.d.settings = settings_from(j, label, where);
+  if (j.contains("wide_ep")) {
+    if (!j.at("wide_ep").is_boolean()) bad(label, where + ".wide_ep must be true or false");
+    c.d.wide_ep = j.at("wide_ep").get<bool>();
+  }
   if (j.contains("decode")) {
     const json& dec = j.at("decode");
     c.d.decode_gpu = gpu_of(dec, gpus, label, where + ".decode");
@@ -214,6 +219,7 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
   for (const auto& e : r.settings) searched.push_back(settings_json(e));
   j["engine_settings"] = searched;
   j["disaggregated"] = r.disaggregated;
+  j["wide_ep"] = r.wide_ep;
   j["kv_transfer_gb_s"] = r.kv_transfer_gb_s;
   if (shard.count > 1)
     j["shard"] = {{"index", shard.index}, {"count", shard.count}, {"all_gpu_types", all_gpu_types}};
@@ -252,6 +258,10 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
     if (!d.is_boolean()) bad(label, "disaggregated must be true or false");
     r.disaggregated = d.get<bool>();
     r.kv_transfer_gb_s = number(j, "kv_transfer_gb_s", label, "the plan");
+  }
+  if (j.contains("wide_ep")) {
+    if (!j.at("wide_ep").is_boolean()) bad(label, "wide_ep must be true or false");
+    r.wide_ep = j.at("wide_ep").get<bool>();
   }
   if (j.contains("load")) {
     const json& l = j.at("load");
@@ -340,6 +350,7 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
     if (a.settings != b.settings) differs("the engine settings searched");
     if (a.disaggregated != b.disaggregated || a.kv_transfer_gb_s != b.kv_transfer_gb_s)
       differs("the disaggregated search (--disaggregated, --kv-transfer-gbps)");
+    if (a.wide_ep != b.wide_ep) differs("the wide-EP search (--wide-ep)");
     if (s.all_gpu_types != first.all_gpu_types) differs("the GPU list");
   }
   PlanResult out;
@@ -353,6 +364,7 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
   out.uncertainty = b.uncertainty;
   out.settings = b.settings;
   out.disaggregated = b.disaggregated;
+  out.wide_ep = b.wide_ep;
   out.kv_transfer_gb_s = b.kv_transfer_gb_s;
   out.gpu_types = n > 1 ? first.all_gpu_types : b.gpu_types;
   std::map<std::string, std::size_t> position;

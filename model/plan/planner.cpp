@@ -226,6 +226,9 @@ std::string Deployment::describe() const {
     return s;
   };
   const std::string e = settings.describe();
+  if (wide_ep)
+    return std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp) + ", " + std::to_string(replicas) +
+           " DP attention ranks, EP " + std::to_string(tp * replicas) + (e.empty() ? "" : "; " + e) + ")";
   if (!decode_gpu) return pool(gpu, tp, pp, replicas) + (e.empty() ? "" : "; " + e) + ")";
   return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, 1, decode_replicas) + ") decode" +
          (e.empty() ? "" : " (" + e + ")");
@@ -267,6 +270,63 @@ class Planner {
     sc.record_steps = false;
     sc.shared_cost = &cost;
     return judge(sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc), false);
+  }
+
+  // One wide-EP expert group of `ranks` data-parallel attention ranks of TP `tp`, simulated whole.
+  Evaluation evaluate_wide_ep(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int ranks,
+                              const std::string& spec) {
+    check_cancel();
+    sim::SimulationConfig sc = o_.base;
+    apply(v, sc.sched, sc.memory);
+    sc.par.tp = tp;
+    sc.par.ep = tp * ranks;
+    sc.deployment.replicas = ranks;
+    sc.deployment.router = sim::RouterPolicy::least_loaded;
+    sc.record_steps = false;
+    sc.shared_cost = &cost;
+    return judge(sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc), false);
+  }
+
+  // Wide EP for an MoE model: per GPU type, engine setting and TP degree, the fewest ranks (2, 4, ...
+  // within --max-gpus) whose expert group meets the SLA at the full load.
+  void wide_ep(const std::vector<const GpuSpec*>& gpus, double rate) {
+    const std::string spec = with_key(o_.workload, "rate", fmt("%.9g", rate));
+    for (const GpuSpec* gpu : gpus) {
+      sim::StepCostModel& cost = cost_of(*gpu);
+      for (const Variant& v : variants_)
+        for (int tp : o_.tp) {
+          Candidate c;
+          c.d = {gpu, tp, 2, v.s};
+          c.d.wide_ep = true;
+          std::string last_miss;
+          for (int ranks = 2; tp * ranks <= o_.max_gpus; ranks *= 2) {
+            c.d.replicas = ranks;
+            if (const std::string why = does_not_fit(*gpu, v, tp, 1, tp * ranks); !why.empty()) {
+              last_miss = why;
+              continue;  // more ranks hold fewer experts each
+            }
+            try {
+              Evaluation e = evaluate_wide_ep(*gpu, cost, v, tp, ranks, spec);
+              if (e.meets) {
+                c.feasible = true;
+                fill(c, e, true);
+                break;
+              }
+              last_miss = e.binding + " with " + std::to_string(ranks) + " ranks";
+            } catch (const PlanCancelled&) {
+              throw;
+            } catch (const std::exception& ex) {
+              last_miss = ex.what();
+            }
+          }
+          if (c.feasible) {
+            out_.ranked.push_back(c);
+          } else if (!last_miss.empty()) {
+            c.why_not = "wide EP: " + last_miss + " (the most --max-gpus " + std::to_string(o_.max_gpus) + " allows)";
+            out_.rejected.push_back(c);
+          }
+        }
+    }
   }
 
   void check_cancel() {
@@ -504,13 +564,13 @@ class Planner {
   }
 
   // Why the model cannot run on `tp` GPUs of this type with these settings at all, or "".
-  std::string does_not_fit(const GpuSpec& gpu, const Variant& v, int tp, int pp = 1) const {
+  std::string does_not_fit(const GpuSpec& gpu, const Variant& v, int tp, int pp = 1, int ep = 0) const {
     try {
       if (!v.s.quantization.empty() || v.kv_dtype) sim::check_serving_dtypes(v.model, gpu, v.kv_dtype.value_or(v.model.dtype));
       sim::Parallelism par;
       par.tp = tp;
       par.pp = pp;
-      par.ep = model_.has_moe() ? tp : 1;
+      par.ep = ep > 0 ? ep : model_.has_moe() ? tp : 1;
       sim::validate_parallelism(v.model, par);
       sim::SchedulerConfig sched = o_.base.sched;
       sim::MemoryOptions mo = o_.base.memory;
@@ -618,6 +678,7 @@ class Planner {
       for (Candidate& c : mine) (c.feasible ? out_.ranked : out_.rejected).push_back(c);
     }
     if (o_.disaggregated) disaggregated(gpus, rate);
+    if (o_.wide_ep && model_.has_moe()) wide_ep(gpus, rate);
     rank_candidates(out_.ranked);
   }
 
@@ -704,6 +765,7 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.d.tp != b.d.tp) return a.d.tp < b.d.tp;
     if (a.d.pp != b.d.pp) return a.d.pp < b.d.pp;
     if (a.d.replicas != b.d.replicas) return a.d.replicas < b.d.replicas;
+    if (a.d.wide_ep != b.d.wide_ep) return b.d.wide_ep;
     if (a.d.settings != b.d.settings) return a.d.settings < b.d.settings;
     auto decode = [](const Deployment& d) {
       return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_replicas);
@@ -727,6 +789,9 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
   out.max_gpus = options.max_gpus;
   out.uncertainty = options.uncertainty;
   out.disaggregated = options.disaggregated;
+  out.wide_ep = options.wide_ep;
+  if (options.wide_ep && !model.has_moe())
+    out.notes.push_back("--wide-ep: " + model.id + " has no MoE layers; no wide-EP deployment was searched");
   out.kv_transfer_gb_s = options.kv_transfer_gb_s;
   for (const GpuSpec* g : gpus) out.gpu_types.push_back(g->id);
   const sim::Workload w = sim::parse_workload(options.workload);  // validates the spec up front
@@ -769,6 +834,7 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
       throw std::invalid_argument("without --load the workload must be closed:... (its concurrency is swept), got \"" +
                                   options.workload + "\"");
     if (options.disaggregated) out.notes.push_back("--disaggregated: searched with a target load (--load) only");
+    if (options.wide_ep) out.notes.push_back("--wide-ep: searched with a target load (--load) only");
     p.pareto(gpus, static_cast<int64_t>(w.requests.size()));
   }
   if (p.stopped()) throw PlanCancelled();

@@ -95,6 +95,9 @@ struct PlanOptions {
   // Also search disaggregated deployments (a prefill pool and a decode pool, of any GPU types), with
   // a target load only.
   bool disaggregated = false;
+  // Also search wide expert parallelism for MoE models (with a target load): R data-parallel
+  // attention ranks of TP t in one expert group over all t x R GPUs, stepping in lockstep.
+  bool wide_ep = false;
   // The link a prompt's KV cache takes from a prefill to a decode instance, GB/s per GPU one way,
   // where the two pools are not one GPU type with NVLink (then half its NVLink figure): 50, one
   // 400 Gb/s NIC per GPU.
@@ -113,6 +116,9 @@ struct Deployment {
   int tp = 1, replicas = 1;      // disaggregated: the prefill pool's TP and instances
   EngineSettings settings;
   int pp = 1;  // pipeline-parallel stages of an instance (aggregated only)
+  // Wide EP (MoE models): the `replicas` instances are the data-parallel attention ranks of one
+  // expert group, the experts split over all tp x replicas GPUs. false: EP over each TP group.
+  bool wide_ep = false;
   // Disaggregated prefill/decode: the decode pool (null: one aggregated pool).
   const GpuSpec* decode_gpu = nullptr;
   int decode_tp = 1, decode_replicas = 1;
@@ -160,6 +166,7 @@ struct PlanResult {
   std::vector<std::string> gpu_types;  // the GPU ids planned for, in the order given
   std::vector<EngineSettings> settings;  // the engine settings searched
   bool disaggregated = false;            // disaggregated deployments searched too
+  bool wide_ep = false;                  // wide-EP deployments searched too
   double kv_transfer_gb_s = 50;
   double rate = 0;                  // requests per second simulated (target load)
   std::vector<Candidate> ranked;    // feasible, cheapest first (unpriced after priced, by GPUs)

@@ -300,6 +300,53 @@ TEST(Plan, PipelineStagesAreSearchedWithTp) {
   EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
 }
 
+// Wide EP (issue #57): an MoE model's data-parallel attention ranks in one expert group, simulated
+// whole; each such row is the fewest ranks (2, 4, ...) that meet the SLA and gives, simulated here,
+// the p90s it reports. A dense model gets a note instead.
+TEST(Plan, WideEpGroupsAreTheFewestRanksThatMeetTheSla) {
+  RooflinePredictor roof;
+  static const sim::LlmConfig moe = sim::load_llm_config("qwen3-30b-a3b");
+  PlanOptions o = options("ttft_p90=1000,tpot_p90=40", 12, {1, 2}, 8);
+  o.workload = "poisson:rate=1,n=120,input=1024,output=128,seed=1";
+  o.wide_ep = true;
+  const PlanResult r = plan_deployments(moe, {&db().get("h100-sxm")}, roof, prices(2, 3), o);
+  int wide = 0;
+  for (const Candidate& c : r.ranked) {
+    if (!c.d.wide_ep) continue;
+    ++wide;
+    EXPECT_TRUE(c.simulated_whole);
+    EXPECT_NE(c.d.describe().find("DP attention ranks, EP " + std::to_string(c.d.tp * c.d.replicas)), std::string::npos)
+        << c.d.describe();
+    auto run = [&](int ranks) {
+      sim::SimulationConfig sc;
+      sc.par.tp = c.d.tp;
+      sc.par.ep = c.d.tp * ranks;
+      sc.deployment.replicas = ranks;
+      sc.deployment.router = sim::RouterPolicy::least_loaded;
+      sc.record_steps = false;
+      return sim::simulate(moe, *c.d.gpu, roof, sim::parse_workload(with_key(o.workload, "rate", "12")), sc);
+    };
+    const sim::SimulationResult same = run(c.d.replicas);
+    EXPECT_NEAR(same.ttft_ms.p90, c.ttft_p90_ms, 1e-9 * c.ttft_p90_ms);
+    EXPECT_NEAR(same.tpot_ms.p90, c.tpot_p90_ms, 1e-9 * c.tpot_p90_ms);
+    if (c.d.replicas > 2) {
+      try {
+        const sim::SimulationResult fewer = run(c.d.replicas / 2);
+        EXPECT_TRUE(fewer.ttft_ms.p90 > 1000 || fewer.tpot_ms.p90 > 40) << c.d.describe();
+      } catch (const std::exception&) {
+        // half the ranks do not hold the experts: fewer cannot do it either
+      }
+    }
+  }
+  EXPECT_GT(wide, 0);
+  const nlohmann::json j = plan_to_json(r);
+  EXPECT_EQ(j["wide_ep"], true);
+  EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
+  const PlanResult dense = plan_deployments(llama8b(), {&db().get("h100-sxm")}, roof, prices(2, 3), o);
+  for (const Candidate& c : dense.ranked) EXPECT_FALSE(c.d.wide_ep);
+  EXPECT_NE(dense.notes.back().find("has no MoE layers"), std::string::npos);
+}
+
 TEST(Plan, WithoutALoadTheParetoFrontHoldsOnlyUndominatedPoints) {
   RooflinePredictor roof;
   PlanOptions o;
