@@ -110,6 +110,7 @@ PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& can
     if (req.max_num_seqs > 0) seqs.push_back(req.max_num_seqs);
     o.settings = plan::engine_settings_grid(list(req.quantizations), list(req.kv_cache_dtypes), {}, seqs);
     o.disaggregated = req.disaggregated && with_load;
+    o.wide_ep = req.wide_ep && with_load;
     o.cancelled = cancelled;
     const sim::LlmConfig cfg = sim::load_llm_config(req.model.trimmed().toStdString());
     // The learned models, else the roofline: what `perfloom plan` uses.
@@ -501,6 +502,7 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
       quantizations_(new QLineEdit(this)),
       kv_dtypes_(new QLineEdit(this)),
       disaggregated_(new QCheckBox(tr("also disaggregated prefill/decode pools"), this)),
+      wide_ep_(new QCheckBox(tr("also wide EP (MoE)"), this)),
       prices_(new QLineEdit(this)),
       gpu_scope_(new QComboBox(this)),
       picker_(new GpuPicker(gpus, this)),
@@ -533,6 +535,8 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
   kv_dtypes_->setToolTip(tr("KV-cache dtypes to search: auto (the model's), bf16, fp16, fp8, fp8_e5m2"));
   disaggregated_->setToolTip(tr("Search a prefill pool and a decode pool, of any GPU types, besides one pool "
                                 "(with a target load)"));
+  wide_ep_->setToolTip(tr("For an MoE model, search expert groups of data-parallel attention ranks, the experts over "
+                          "every GPU of the group (with a target load)"));
   prices_->setPlaceholderText(tr("bundled prices (resources/plan/prices.csv)"));
   prices_->setToolTip(tr("A CSV gpu,usd_per_gpu_hour[,source]; its rows replace the bundled ones"));
   auto* browse = new QPushButton(tr("…"), this);
@@ -550,7 +554,10 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
   form->addRow(tr("Max GPUs"), max_gpus_);
   form->addRow(tr("Weights"), quantizations_);
   form->addRow(tr("KV cache"), kv_dtypes_);
-  form->addRow(tr("Deployments"), disaggregated_);
+  auto* deployments = new QVBoxLayout;
+  deployments->addWidget(disaggregated_);
+  deployments->addWidget(wide_ep_);
+  form->addRow(tr("Deployments"), deployments);
   form->addRow(tr("Prices"), priceRow);
   form->addRow(tr("GPUs"), gpu_scope_);
   auto* buttons = new QHBoxLayout;
@@ -636,6 +643,7 @@ void PlanView::recompute() {
   req.quantizations = quantizations_->text().trimmed();
   req.kv_cache_dtypes = kv_dtypes_->text().trimmed();
   req.disaggregated = disaggregated_->isChecked();
+  req.wide_ep = wide_ep_->isChecked();
   req.predictor = predictor_;
   try {
     req.prices = load_prices(gpus_, prices_->text());

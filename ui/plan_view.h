@@ -49,6 +49,7 @@ struct PlanRequest {
   // deployments too (with a target load).
   QString quantizations, kv_cache_dtypes;
   bool disaggregated = false;
+  bool wide_ep = false;  // MoE expert groups of data-parallel attention ranks too
   plan::Prices prices;   // the bundled table with the price file's rows over it
   // Null: make_default_predictor(), as `perfloom plan` uses.
   std::shared_ptr<const KernelPredictor> predictor;
@@ -165,6 +166,7 @@ class PlanView : public QWidget {
   QLineEdit* quantizations_;
   QLineEdit* kv_dtypes_;
   QCheckBox* disaggregated_;
+  QCheckBox* wide_ep_;
   QLineEdit* prices_;
   QComboBox* gpu_scope_;
   GpuPicker* picker_;

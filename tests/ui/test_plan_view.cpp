@@ -75,6 +75,19 @@ class TestPlanView : public QObject {
           rejected.index(row, 1).data().toString().contains("no fp8 tensor cores"))
         said = true;
     QVERIFY(said);
+    // Wide EP for an MoE model.
+    req.model = "qwen3-30b-a3b";
+    req.quantizations.clear();
+    req.kv_cache_dtypes.clear();
+    req.disaggregated = false;
+    req.wide_ep = true;
+    req.gpus = {gpus.get("h100-sxm")};
+    req.max_gpus = 4;
+    const ui::PlanViewResult w = ui::run_plan(req, [] { return false; });
+    QVERIFY2(w.error.isEmpty(), qPrintable(w.error));
+    bool grouped = false;
+    for (const auto& c : w.plan.ranked) grouped = grouped || c.d.wide_ep;
+    QVERIFY(grouped);
   }
 
   void paretoModeRunsAClosedLoop() {
