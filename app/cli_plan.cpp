@@ -146,28 +146,22 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
   if (args.isSet("load")) o.load = plan::parse_load(args.value("load").toStdString());
   o.max_gpus = static_cast<int>(cliInteger(args, "max-gpus", 8, 1));
   if (o.max_gpus > 4096) throw std::invalid_argument("--max-gpus must be at most 4096");
-  if (args.isSet("tp")) {
-    o.tp.clear();
-    for (const QString& t : args.value("tp").split(',', Qt::SkipEmptyParts)) {
+  // --tp and --pp: degrees from 1 to 64, comma-separated.
+  auto degrees = [&](const char* name, const std::string& what, const std::string& none, std::vector<int>& out) {
+    if (!args.isSet(name)) return;
+    out.clear();
+    for (const QString& t : args.value(name).split(',', Qt::SkipEmptyParts)) {
       bool ok = false;
       const int v = t.trimmed().toInt(&ok);
       if (!ok || v < 1 || v > 64)
-        throw std::invalid_argument("--tp lists TP degrees from 1 to 64 (got \"" + t.toStdString() + "\")");
-      o.tp.push_back(v);
+        throw std::invalid_argument(std::string("--") + name + " lists " + what + " from 1 to 64 (got \"" +
+                                    t.toStdString() + "\")");
+      out.push_back(v);
     }
-    if (o.tp.empty()) throw std::invalid_argument("--tp names no TP degree");
-  }
-  if (args.isSet("pp")) {
-    o.pp.clear();
-    for (const QString& t : args.value("pp").split(',', Qt::SkipEmptyParts)) {
-      bool ok = false;
-      const int v = t.trimmed().toInt(&ok);
-      if (!ok || v < 1 || v > 64)
-        throw std::invalid_argument("--pp lists pipeline-parallel degrees from 1 to 64 (got \"" + t.toStdString() + "\")");
-      o.pp.push_back(v);
-    }
-    if (o.pp.empty()) throw std::invalid_argument("--pp names no degree");
-  }
+    if (out.empty()) throw std::invalid_argument(std::string("--") + name + " names " + none);
+  };
+  degrees("tp", "TP degrees", "no TP degree", o.tp);
+  degrees("pp", "pipeline-parallel degrees", "no degree", o.pp);
   if (args.isSet("uncertainty")) {
     bool ok = false;
     o.uncertainty = args.value("uncertainty").toDouble(&ok);

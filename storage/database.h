@@ -50,6 +50,11 @@ class Database {
   // asked every 20 ms); `waiting` is called once when the wait begins. Both last until changed.
   void set_busy_timeout_ms(int ms);
   void wait_for_writers(int64_t max_ms, const std::atomic<bool>* cancel, std::function<void()> waiting = {});
+  // Puts the default busy timeout back (replacing a wait_for_writers handler) when it goes out of scope.
+  struct DefaultBusyTimeoutOnExit {
+    Database& db;
+    ~DefaultBusyTimeoutOnExit() { db.set_busy_timeout_ms(kBusyTimeoutMs); }
+  };
 
   void exec(const std::string& sql);
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; any exception rolls everything back.

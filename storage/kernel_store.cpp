@@ -463,10 +463,7 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
   db_.wait_for_writers(kImportLockWaitMs, control.cancel, [&] {
     if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "waiting for another import to finish"});
   });
-  struct RestoreTimeout {
-    Database& db;
-    ~RestoreTimeout() { db.set_busy_timeout_ms(Database::kBusyTimeoutMs); }
-  } restore{db_};
+  Database::DefaultBusyTimeoutOnExit restore{db_};
   try {
     db_.transaction([&] {
       // Under the write lock: another connection may have imported the same content since we looked.

@@ -201,14 +201,13 @@ TraceWhatIf run_trace_whatif(KernelStore& store, int64_t source_id, const GpuSpe
       // run skip it, briefly waited for, rather than fail.
       Database& db = store.database();
       db.set_busy_timeout_ms(kCacheWriteWaitMs);
+      Database::DefaultBusyTimeoutOnExit restore{db};
       try {
         write_cache(store, source_id, gpu, r.model_version, d, raw);
       } catch (const DatabaseError& e) {
-        db.set_busy_timeout_ms(Database::kBusyTimeoutMs);
         if (e.sqlite_code() != SQLITE_BUSY && e.sqlite_code() != SQLITE_LOCKED) throw;
         r.cache_skipped.push_back(gpu.id);
       }
-      db.set_busy_timeout_ms(Database::kBusyTimeoutMs);
     }
     return raw;
   };

@@ -236,6 +236,21 @@ std::string Deployment::describe() const {
 
 namespace {
 
+// The fewest r in [1, hi] for which `meets(r)` holds, `meets(hi)` being known to hold: a binary
+// search, more instances never meeting the SLA less.
+template <class Meets>
+int fewest_meeting(int hi, Meets&& meets) {
+  int lo = 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (meets(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return hi;
+}
+
 // One engine setting of the search, with the model as it runs there (its weights quantised).
 struct Variant {
   EngineSettings s;
@@ -257,32 +272,26 @@ class Planner {
 
   bool stopped() const { return stopped_; }
 
-  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int pp, int replicas,
-                      const std::string& spec) {
-    check_cancel();
+  // The simulation settings every search starts from: `simulate`'s, the engine setting applied, a
+  // least-loaded router, no step records.
+  sim::SimulationConfig config_for(const Variant& v) const {
     sim::SimulationConfig sc = o_.base;
     apply(v, sc.sched, sc.memory);
-    sc.par.tp = tp;
-    sc.par.pp = pp;
-    sc.par.ep = model_.has_moe() ? tp : 1;
-    sc.deployment.replicas = replicas;
     sc.deployment.router = sim::RouterPolicy::least_loaded;
     sc.record_steps = false;
-    sc.shared_cost = &cost;
-    return judge(sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc), false);
+    return sc;
   }
 
-  // One wide-EP expert group of `ranks` data-parallel attention ranks of TP `tp`, simulated whole.
-  Evaluation evaluate_wide_ep(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int ranks,
-                              const std::string& spec) {
+  // `replicas` instances of TP x PP behind the router; `ep` > 0: wide EP, the instances being the
+  // data-parallel attention ranks of one expert group over `ep` GPUs (else EP over each TP group).
+  Evaluation evaluate(const GpuSpec& gpu, sim::StepCostModel& cost, const Variant& v, int tp, int pp, int replicas,
+                      const std::string& spec, int ep = 0) {
     check_cancel();
-    sim::SimulationConfig sc = o_.base;
-    apply(v, sc.sched, sc.memory);
+    sim::SimulationConfig sc = config_for(v);
     sc.par.tp = tp;
-    sc.par.ep = tp * ranks;
-    sc.deployment.replicas = ranks;
-    sc.deployment.router = sim::RouterPolicy::least_loaded;
-    sc.record_steps = false;
+    sc.par.pp = pp;
+    sc.par.ep = ep > 0 ? ep : model_.has_moe() ? tp : 1;
+    sc.deployment.replicas = replicas;
     sc.shared_cost = &cost;
     return judge(sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc), false);
   }
@@ -306,7 +315,7 @@ class Planner {
               continue;  // more ranks hold fewer experts each
             }
             try {
-              Evaluation e = evaluate_wide_ep(*gpu, cost, v, tp, ranks, spec);
+              Evaluation e = evaluate(*gpu, cost, v, tp, 1, ranks, spec, tp * ranks);
               if (e.meets) {
                 c.feasible = true;
                 fill(c, e, true);
@@ -341,11 +350,9 @@ class Planner {
   // A disaggregated deployment simulated whole at `rate`.
   Evaluation evaluate_disaggregated(const Deployment& d, const Variant& v, double rate, bool ttft_only) {
     check_cancel();
-    sim::SimulationConfig sc = o_.base;
-    apply(v, sc.sched, sc.memory);
+    sim::SimulationConfig sc = config_for(v);
     sim::Deployment& dep = sc.deployment;
     dep.disaggregated = true;
-    dep.router = sim::RouterPolicy::least_loaded;
     dep.prefill_gpu = d.gpu;
     dep.decode_gpu = d.decode_gpu;
     dep.prefill_replicas = d.replicas;
@@ -358,7 +365,6 @@ class Planner {
     // One GPU type with NVLink: one NVLink domain (the simulator's default); else the network.
     const bool nvlink = d.gpu == d.decode_gpu && d.gpu->interconnect.nvlink_bandwidth_gb_s > 0;
     dep.kv_transfer_gb_s = nvlink ? 0 : o_.kv_transfer_gb_s;
-    sc.record_steps = false;
     sc.shared_cost = &cost_of(*d.decode_gpu);
     sc.shared_prefill_cost = &cost_of(*d.gpu);
     return judge(sim::simulate(v.model, *d.decode_gpu, predictor_,
@@ -408,14 +414,7 @@ class Planner {
           int fewest = r_max;
           try {
             if (!meets(r_max)) continue;
-            int lo = 1;
-            while (lo < fewest) {
-              const int mid = (lo + fewest) / 2;
-              if (meets(mid))
-                fewest = mid;
-              else
-                lo = mid + 1;
-            }
+            fewest = fewest_meeting(r_max, meets);
           } catch (const PlanCancelled&) {
             throw;
           } catch (const std::exception&) {
@@ -467,19 +466,14 @@ class Planner {
                 out_.rejected.push_back(c);
                 continue;
               }
-              int lo = 1, hi = r_max;
-              Evaluation found = std::move(top);
-              while (lo < hi) {
-                const int mid = (lo + hi) / 2;
-                Evaluation e = at(mid);
-                if (e.meets) {
-                  hi = mid;
-                  found = std::move(e);
-                } else {
-                  lo = mid + 1;
-                }
-              }
-              c.d.decode_replicas = hi;
+              Evaluation found = std::move(top);  // the evaluation of the fewest instances that meet
+              const int fewest = fewest_meeting(r_max, [&](int r) {
+                Evaluation e = at(r);
+                if (!e.meets) return false;
+                found = std::move(e);
+                return true;
+              });
+              c.d.decode_replicas = fewest;
               c.feasible = true;
               fill(c, found, true);
               out_.ranked.push_back(c);
@@ -626,21 +620,16 @@ class Planner {
             out_.rejected.push_back(c);
             continue;
           }
-          int lo = 1, hi = r_max;  // hi meets
-          Evaluation best = top;
-          while (lo < hi) {
-            const int mid = (lo + hi) / 2;
-            Evaluation e = single(mid);
-            if (e.meets) {
-              hi = mid;
-              best = std::move(e);
-            } else {
-              lo = mid + 1;
-            }
-          }
-          c.d.replicas = hi;
+          Evaluation best = top;  // the evaluation of the fewest replicas that meet
+          const int fewest = fewest_meeting(r_max, [&](int r) {
+            Evaluation e = single(r);
+            if (!e.meets) return false;
+            best = std::move(e);
+            return true;
+          });
+          c.d.replicas = fewest;
           c.feasible = true;
-          fill(c, best, hi == 1);
+          fill(c, best, fewest == 1);
           mine.push_back(c);
         } catch (const std::exception& e) {
           c.why_not = e.what();

@@ -35,6 +35,18 @@ std::unique_ptr<ui::PlanView> small_view(const GpuDatabase& gpus) {
   view->setMaxNumSeqs(8);  // the Pareto sweep: concurrency 1, 2, 4, 8
   return view;
 }
+
+// Llama-3.2-1B on the H100 and A100 at 6 requests/s, up to 2 GPUs, as the tests below plan it.
+ui::PlanRequest small_request(const GpuDatabase& gpus) {
+  ui::PlanRequest req;
+  req.model = "llama-3.2-1b";
+  req.workload = kWorkload;
+  req.sla = kSla;
+  req.load = "6req/s";
+  req.gpus = {gpus.get("h100-sxm"), gpus.get("a100-sxm-80gb")};
+  req.max_gpus = 2;
+  return req;
+}
 }  // namespace
 
 class TestPlanView : public QObject {
@@ -43,13 +55,7 @@ class TestPlanView : public QObject {
   // The engine settings and disaggregated pools searched as `perfloom plan` does (issue #57).
   void searchesWeightFormatsAndDisaggregatedPools() {
     const GpuDatabase gpus = GpuDatabase::builtin();
-    ui::PlanRequest req;
-    req.model = "llama-3.2-1b";
-    req.workload = kWorkload;
-    req.sla = kSla;
-    req.load = "6req/s";
-    req.gpus = {gpus.get("h100-sxm"), gpus.get("a100-sxm-80gb")};
-    req.max_gpus = 2;
+    ui::PlanRequest req = small_request(gpus);
     req.tp = {1};
     req.quantizations = "bf16, fp8";
     req.kv_cache_dtypes = "auto,fp8";
@@ -210,14 +216,8 @@ class TestPlanView : public QObject {
   void cancelStopsThePlanner() {
     // The hook is asked before each simulation; a true answer stops the search with PlanCancelled.
     const GpuDatabase gpus = GpuDatabase::builtin();
-    ui::PlanRequest req;
-    req.model = "llama-3.2-1b";
-    req.workload = kWorkload;
-    req.sla = kSla;
-    req.load = "6req/s";
-    req.gpus = {gpus.get("h100-sxm"), gpus.get("a100-sxm-80gb")};
+    ui::PlanRequest req = small_request(gpus);
     req.tp = {1, 2};
-    req.max_gpus = 2;
     req.prices = plan::bundled_prices();
     req.predictor = std::make_shared<RooflinePredictor>();
     int asked = 0;
