@@ -77,7 +77,7 @@ const std::map<QString, Command>& commands() {
                             "(for checks that need models that never saw those GPUs)",
                             "DIR")}}},
       {"predict",
-       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
+       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--engine vllm|sglang] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
         "[--source-gpu ID] [--out OUT.csv]",
         "predict each kernel of a kernel list on each GPU: pred_us, lo_us..hi_us, ceiling_us and the bound pipe; "
         "--trace: what-if, every kernel of a profiled trace (imported if new) measured on its own GPU, predicted on "
@@ -85,7 +85,11 @@ const std::map<QString, Command>& commands() {
         cmdPredict,
         {QCommandLineOption("kernels", "kernel list CSV", "IN.csv"), QCommandLineOption("gpu", "GPU ids", "ID[,ID...]"),
          QCommandLineOption("out", "output CSV", "OUT.csv"), QCommandLineOption("trace", "profiled trace", "FILE"),
-         QCommandLineOption("source-gpu", "GPU the trace was recorded on, when the trace does not say", "ID")}}},
+         QCommandLineOption("source-gpu", "GPU the trace was recorded on, when the trace does not say", "ID"),
+         QCommandLineOption("engine",
+                            "kernel list: unnamed attention rows run the attention kernels this serving engine (vllm "
+                            "or sglang) runs on each GPU; adds the column implementation",
+                            "ENGINE")}}},
       {"step",
        {"perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C) [--tp N] "
         "[--graphs]",
@@ -100,9 +104,12 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("pp", "pipeline parallel degree", "N"),
          QCommandLineOption("graphs", "decode under CUDA graphs"),
          QCommandLineOption("attention-impl",
-                            "attention kernels: serving (vLLM/SGLang's, default), fa2 (FlashAttention-2) or cudnn "
-                            "(PyTorch SDPA's cuDNN backend)",
+                            "attention kernels: serving (default: what --engine runs on the GPU), flash "
+                            "(FlashAttention as the engines ship it), triton, trtllm (TensorRT-LLM FMHA), fa2 "
+                            "(FlashAttention-2) or cudnn (PyTorch SDPA's cuDNN backend)",
                             "IMPL"),
+         QCommandLineOption("engine", "serving engine: vllm (default) or sglang; picks the attention kernels per GPU",
+                            "ENGINE"),
          QCommandLineOption("clocks",
                             "burst (default: kernels at the boost clock, as short measurements run them) or sustained "
                             "(the step repeated back to back, slowed by the GPU's measured power limit; needs a "
@@ -143,7 +150,12 @@ const std::map<QString, Command>& commands() {
                             "serve the weights as bf16, fp8, fp8-block, int4, nvfp4 or mxfp4, whatever the config "
                             "says (vLLM's --quantization)",
                             "METHOD"),
-         QCommandLineOption("attention-impl", "attention kernels: serving (default), fa2 or cudnn", "IMPL"),
+         QCommandLineOption("attention-impl",
+                            "attention kernels: serving (default: what --engine runs on each GPU), flash, triton, "
+                            "trtllm, fa2 or cudnn",
+                            "IMPL"),
+         QCommandLineOption("engine", "serving engine: vllm (default) or sglang; picks the attention kernels per GPU",
+                            "ENGINE"),
          QCommandLineOption("clocks",
                             "burst (default) or sustained: each step slowed as far as its load drives the "
                             "GPU into its power limit (needs a sustained-power calibration)",
@@ -193,6 +205,8 @@ const std::map<QString, Command>& commands() {
                             "weight formats to search: bf16 fp8 fp8-block int4 nvfp4 mxfp4 (the model's)", "LIST"),
          QCommandLineOption("kv-cache-dtype", "KV-cache dtypes to search: auto bf16 fp16 fp8 fp8_e5m2 (auto)", "LIST"),
          QCommandLineOption("chunked-prefill", "chunked prefill settings to search: on, off or on,off (on)", "LIST"),
+         QCommandLineOption("engine", "serving engine simulated: vllm (default) or sglang (its attention kernels per GPU)",
+                            "ENGINE"),
          QCommandLineOption("disaggregated",
                             "also search disaggregated prefill/decode deployments (pools of any GPU types; with --load)"),
          QCommandLineOption("kv-transfer-gbps",

@@ -7,6 +7,7 @@
 #include <QStringList>
 
 #include "app/cli_context.h"
+#include "model/sim/engine.h"
 #include "model/sim/step_cost.h"
 
 namespace perfloom::app {
@@ -27,6 +28,9 @@ int64_t cliInteger(const QCommandLineParser& args, const QString& name, int64_t 
 std::ofstream cliOutFile(const QCommandLineParser& args);
 // --clocks burst|sustained (model/sim/step_cost.h); burst when not given.
 sim::ClockState cliClockState(const QCommandLineParser& args);
+// --engine (vllm by default) and --attention-impl (serving by default); std::invalid_argument names the bad word.
+sim::ServingEngine cliServingEngine(const QCommandLineParser& args);
+sim::AttentionImpl cliAttentionImpl(const QCommandLineParser& args);
 
 // vLLM's --quantization METHOD (bf16, fp8, fp8-block, int4, nvfp4, mxfp4) and --kv-cache-dtype DT
 // (auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2) for any model: the method applied to `cfg`

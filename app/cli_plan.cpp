@@ -167,6 +167,7 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
     o.uncertainty = args.value("uncertainty").toDouble(&ok);
     if (!ok) throw std::invalid_argument("--uncertainty must be a fraction (0.2 for 20%)");
   }
+  o.base.engine = cliServingEngine(args);
   o.base.sched.max_num_batched_tokens =
       cliInteger(args, "max-num-batched-tokens", o.base.sched.max_num_batched_tokens, 1);
   // The engine settings searched: every combination of the values listed.

@@ -60,6 +60,10 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
     std::cerr << "perfloom predict: give either --kernels IN.csv or --trace FILE, not both\n";
     return 2;
   }
+  if (args.isSet("trace") && args.isSet("engine")) {
+    std::cerr << "perfloom predict: --engine applies to a kernel list (--kernels); a trace names its own kernels\n";
+    return 2;
+  }
   if (args.isSet("trace")) return cmdPredictTrace(ctx, args);
   if (!args.isSet("kernels")) {
     std::cerr << "perfloom predict: needs --kernels IN.csv (a kernel list) or --trace FILE (a profiled trace)\n";
@@ -72,9 +76,13 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
   const auto gpus = gpusFromList(ctx, args.value("gpu"));
   const storage::KernelList list = storage::read_kernel_list(args.value("kernels").toStdString());
 
+  // --engine: an unnamed attention row stands for the kernels that engine runs on each GPU.
+  std::optional<sim::ServingEngine> engine;
+  if (args.isSet("engine")) engine = cliServingEngine(args);
   std::vector<std::string> header = list.header;
   for (const char* c : {"gpu", "pred_us", "lo_us", "hi_us", "ceiling_us", "bound", "method", "error"})
     header.emplace_back(c);
+  if (engine) header.emplace_back("implementation");
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
@@ -84,7 +92,21 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
     if (row.kernel) kernels.push_back(*row.kernel);
   std::map<std::string, std::vector<Prediction>> batch;
   std::map<std::string, std::vector<std::string>> batch_errors;
-  for (const GpuSpec* gpu : gpus) batch[gpu->id] = predictor->predict_batch(kernels, *gpu, &batch_errors[gpu->id]);
+  std::map<std::string, std::vector<sim::AttentionChoice>> chosen;  // --engine: per GPU, per kernel
+  for (const GpuSpec* gpu : gpus) {
+    std::vector<KernelDesc> on_gpu = kernels;
+    if (engine) {
+      auto& c = chosen[gpu->id];
+      c.resize(on_gpu.size());
+      for (std::size_t i = 0; i < on_gpu.size(); ++i) {
+        KernelDesc& k = on_gpu[i];
+        if ((k.op != Op::attn_prefill && k.op != Op::attn_decode) || !k.name.empty()) continue;
+        c[i] = sim::engine_attention(*engine, *gpu, k.shape.D, false);
+        k.name = sim::attention_kernel_name(c[i].impl);
+      }
+    }
+    batch[gpu->id] = predictor->predict_batch(on_gpu, *gpu, &batch_errors[gpu->id]);
+  }
   std::vector<std::vector<std::string>> rows;
   nlohmann::json json_rows = nlohmann::json::array();
   bool any_error = false;
@@ -111,6 +133,9 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
         out.insert(out.end(), 6, "");
         out.push_back(error);
       }
+      const sim::AttentionChoice* choice =
+          engine && row.kernel && !chosen[gpu->id][ki].reason.empty() ? &chosen[gpu->id][ki] : nullptr;
+      if (engine) out.emplace_back(choice ? sim::attention_impl_name(choice->impl) : "");
       if (ctx.json) {
         nlohmann::json j;
         for (std::size_t i = 0; i < header.size(); ++i) j[header[i]] = out[i];
@@ -119,6 +144,7 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
         // Where the time goes (model/bottleneck.h, what the bottleneck view shows), at full precision.
         add_bottleneck_json(
             j, error.empty() ? std::optional<Bottleneck>(bottleneck_of(*row.kernel, *gpu, p)) : std::nullopt);
+        if (choice) j["implementation_reason"] = choice->reason;
         json_rows.push_back(j);
       }
       rows.push_back(std::move(out));

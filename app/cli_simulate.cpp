@@ -37,13 +37,8 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     sc.memory.gpu_memory_utilization = args.value("gpu-memory-utilization").toDouble(&ok);
     if (!ok) throw std::invalid_argument("--gpu-memory-utilization must be a number in (0, 1]");
   }
-  if (args.isSet("attention-impl")) {
-    const auto impl = sim::parse_attention_impl(args.value("attention-impl").toStdString());
-    if (!impl)
-      throw std::invalid_argument("--attention-impl must be serving, fa2 or cudnn (got \"" +
-                                  args.value("attention-impl").toStdString() + "\")");
-    sc.attention_impl = *impl;
-  }
+  sc.attention_impl = cliAttentionImpl(args);
+  sc.engine = cliServingEngine(args);
   sc.clocks = cliClockState(args);
   if (args.isSet("sla")) sc.sla = sim::parse_sla(args.value("sla").toStdString());
   if (args.isSet("expert-imbalance")) {

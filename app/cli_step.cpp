@@ -41,6 +41,23 @@ sim::ClockState cliClockState(const QCommandLineParser& args) {
   return *c;
 }
 
+sim::ServingEngine cliServingEngine(const QCommandLineParser& args) {
+  if (!args.isSet("engine")) return sim::ServingEngine::vllm;
+  const auto e = sim::parse_serving_engine(args.value("engine").trimmed().toStdString());
+  if (!e)
+    throw std::invalid_argument("--engine must be vllm or sglang (got \"" + args.value("engine").toStdString() + "\")");
+  return *e;
+}
+
+sim::AttentionImpl cliAttentionImpl(const QCommandLineParser& args) {
+  if (!args.isSet("attention-impl")) return sim::AttentionImpl::serving;
+  const auto impl = sim::parse_attention_impl(args.value("attention-impl").trimmed().toStdString());
+  if (!impl)
+    throw std::invalid_argument("--attention-impl must be " + std::string(sim::kAttentionImplWords) + " (got \"" +
+                                args.value("attention-impl").toStdString() + "\")");
+  return *impl;
+}
+
 std::optional<Dtype> cliServingDtypes(const QCommandLineParser& args, const GpuSpec& gpu, sim::LlmConfig& cfg) {
   const bool quant = args.isSet("quantization"), kv = args.isSet("kv-cache-dtype");
   if (quant) sim::apply_quantization(cfg, args.value("quantization").toStdString());
@@ -85,14 +102,12 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
   q.par.tp = static_cast<int>(cliInteger(args, "tp", 1, 1));
   q.par.pp = static_cast<int>(cliInteger(args, "pp", 1, 1));
   q.graphs = args.isSet("graphs");
-  if (args.isSet("attention-impl")) {
-    const auto impl = sim::parse_attention_impl(args.value("attention-impl").toStdString());
-    if (!impl) {
-      std::cerr << "perfloom step: --attention-impl must be serving, fa2 or cudnn (got \""
-                << args.value("attention-impl").toStdString() << "\")\n";
-      return 2;
-    }
-    q.attention_impl = *impl;
+  try {
+    q.attention_impl = cliAttentionImpl(args);
+    q.engine = cliServingEngine(args);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "perfloom step: " << e.what() << "\n";
+    return 2;
   }
   q.clocks = cliClockState(args);
   sim::Overheads overheads;

@@ -39,8 +39,9 @@ namespace perfloom {
 // operand load width (operand_load_bytes, from a CUTLASS name's "alignN") is a feature; 20: a tensor-core
 // GEMM's achievable roofline is the kGemmOverlapNorm-norm of its tensor, L2 and DRAM cycles where that
 // exceeds their maximum, and a GEMM's L2 and DRAM cycle features are read at the geometric mean of its
-// L2 rate and kReferenceL2BytesPerS.
-inline constexpr int kFeatureVersion = 20;
+// L2 rate and kReferenceL2BytesPerS; 21: Triton and TensorRT-LLM attention kernels are implementation
+// classes of their own (implementation_class 4 and 5).
+inline constexpr int kFeatureVersion = 21;
 
 // The L2 rate a GEMM's memory cycle features are read against (with its own: make_features): the
 // H100 SXM's bulk-copy L2 rate as perfloom-calibrate measured it (resources/calibration/h100-sxm.json).

@@ -253,6 +253,17 @@ struct OptionalText {
   }
 };
 
+// A row's kernel_source names the implementation the engine ran: SGLang's triton backend and
+// TensorRT-LLM's FMHA (SGLang's trtllm_mha, on sm100) are implementations of their own
+// (implementation_class); FlashAttention (flash_attention, vllm_flash_attn) is what an unnamed
+// attention kernel stands for.
+std::string attention_kernel_of_source(const std::string& source) {
+  const std::string s = lower(source);
+  if (s == "triton") return std::string(kTritonAttentionKernelName);
+  if (s.starts_with("trtllm")) return std::string(kTrtllmAttentionKernelName);
+  return {};
+}
+
 }  // namespace
 
 std::string public_dataset_gpu_id(std::string_view name, const GpuDatabase& gpus) {
@@ -335,7 +346,8 @@ void visit_aiconfigurator_gemm(const std::filesystem::path& csv, const GpuDataba
 //   for the smallest steps (1, 3), where decode attention is launch-bound anyway.
 // KernelDesc.dtype is attn_dtype (the compute dtype); kv_cache_dtype goes to the note (rows with
 // an fp8 KV cache are kept: the bytes read per key halve). For vLLM FLASH_ATTN rows with an fp8 KV
-// cache the collector also casts the query to fp8.
+// cache the collector also casts the query to fp8. The kernel is named after its kernel_source
+// (attention_kernel_of_source) where that is not FlashAttention.
 // Skipped: a context row with a cached prefix (step > 0), beam_width != 1, and a sliding window
 // smaller than the context (the contract's shapes have no window); a window at least as long as
 // the context changes nothing and is kept.
@@ -429,6 +441,7 @@ void visit_aiconfigurator_attention(const std::filesystem::path& csv, const GpuD
       continue;
     }
     mk.kernel.dtype = *dtype;
+    mk.kernel.name = attention_kernel_of_source(src.get(f));
     mk.gpu_id = gpu;
     mk.latency_us = *lat * kUsPerMs;
     mk.dataset = (*is_context ? ctx_dataset : gen_dataset).get(gpu, fw.get(f), ver.get(f));

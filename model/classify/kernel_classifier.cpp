@@ -1177,7 +1177,7 @@ bool warp_level_mma_kernel(std::string_view kernel_name) {
   // Kernels of Hopper or later: warpgroup MMA (wgmma, FlashAttention-3's Sm90, cuBLAS's nvjet).
   for (std::string_view newer : {"sm90", "sm100", "sm120", "wgmma", "nvjet", "hopper", "blackwell", "tcgen05"})
     if (has(newer)) return false;
-  if (implementation_class(kernel_name) == 1) return true;  // FlashAttention-2
+  if (implementation_class(kernel_name) == kFlashAttention2Implementation) return true;
   for (std::string_view older : {"sm75", "sm80", "sm86", "sm89", "cutlass_75", "cutlass_80", "ampere_", "turing_",
                                  "s16816", "s1688", "h16816", "h1688", "i16832", "i8816"})
     if (has(older)) return true;
@@ -1190,11 +1190,13 @@ int implementation_class(std::string_view kernel_name) {
   std::string k(kernel_name.substr(0, 160));
   for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (k.find("vllm2023_") != std::string::npos) return kSarathiImplementation;
-  if (k.find("flash_fwd") != std::string::npos && k.find("mla") == std::string::npos) return 1;
-  if (k.find("cudnn") != std::string::npos &&
-      (k.find("sdpa") != std::string::npos || k.find("fmha") != std::string::npos ||
-       k.find("flash") != std::string::npos))
-    return 2;
+  auto has = [&](std::string_view s) { return k.find(s) != std::string::npos; };
+  if (has("flash_fwd") && !has("mla")) return kFlashAttention2Implementation;
+  if (has("cudnn") && (has("sdpa") || has("fmha") || has("flash"))) return kCudnnAttentionImplementation;
+  // The names match_attention gives to Triton's and TensorRT-LLM's attention kernels.
+  if (k.starts_with("_fwd_kernel") || k.starts_with("_fwd_grouped_kernel_stage") || has("unified_attention"))
+    return kTritonAttentionImplementation;
+  if (has("fmhasm") || has("fmhakernel") || has("fmha_v2") || has("xqa")) return kTrtllmAttentionImplementation;
   return 0;
 }
 

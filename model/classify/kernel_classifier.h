@@ -50,6 +50,11 @@ Classification classify_kernel(const ClassifyInput& in);
 //   1: FlashAttention-2 forward kernels (flash_fwd_kernel, flash_fwd_splitkv_kernel; PyTorch's SDPA
 //      flash backend ships them), which serving engines replaced by FA3/FlashInfer on Hopper;
 //   2: cuDNN's fused attention (PyTorch's SDPA cuDNN backend);
+//   4: Triton attention kernels (SGLang's triton backend: _fwd_kernel, _fwd_grouped_kernel_stage1;
+//      vLLM's TRITON_ATTN: kernel_unified_attention_*), what SGLang runs on consumer and
+//      workstation Blackwell (sm120) and for head dims TensorRT-LLM's kernels lack on sm100;
+//   5: TensorRT-LLM's FMHA kernels (fmhaSm100*, fmha_v2_*, XQA; FlashInfer's trtllm-gen backend,
+//      SGLang's trtllm_mha), what vLLM (FlashInfer) and SGLang run on datacenter Blackwell (sm100);
 //   3: the norm, rotary, activation, residual-add and embedding kernels of Sarathi-Serve's
 //      transformer layer (a 2023 vLLM fork), as Vidur's profiles time them; the importer names
 //      them kSarathiKernelPrefix + Vidur's op ("sarathi::mlp_act"), since those rows carry no
@@ -63,6 +68,17 @@ Classification classify_kernel(const ClassifyInput& in);
 // Measured on our H200: the same decode shape takes 770 us through FA2 and 484 us through cuDNN
 // (tools/step_check/decode_attn_probe.py, data/step/decode_attn_probe_h200.csv).
 inline constexpr std::string_view kSarathiKernelPrefix = "sarathi::";
+inline constexpr int kFlashAttention2Implementation = 1;
+inline constexpr int kCudnnAttentionImplementation = 2;
+inline constexpr int kTritonAttentionImplementation = 4;
+inline constexpr int kTrtllmAttentionImplementation = 5;
+// Kernel names that implementation_class maps to each attention implementation, for kernels known
+// only by their implementation: the step simulator's (model/sim/engine.h) and the rows of public
+// tables that name only a kernel_source (storage/public_datasets.cpp).
+inline constexpr std::string_view kFlashAttention2KernelName = "flash_fwd_kernel (FlashAttention-2)";
+inline constexpr std::string_view kCudnnAttentionKernelName = "cudnn_sdpa (cuDNN fused attention)";
+inline constexpr std::string_view kTritonAttentionKernelName = "_fwd_kernel (Triton attention)";
+inline constexpr std::string_view kTrtllmAttentionKernelName = "fmhaKernel (TensorRT-LLM FMHA)";
 inline constexpr int kSarathiImplementation = 3;  // implementation_class of kSarathiKernelPrefix names
 int implementation_class(std::string_view kernel_name);
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "model/sim/engine.h"
 #include "model/text_fields.h"
 
 namespace perfloom::plan {
@@ -220,6 +221,7 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
   j["engine_settings"] = searched;
   j["disaggregated"] = r.disaggregated;
   j["wide_ep"] = r.wide_ep;
+  j["engine"] = r.engine;
   j["kv_transfer_gb_s"] = r.kv_transfer_gb_s;
   if (shard.count > 1)
     j["shard"] = {{"index", shard.index}, {"count", shard.count}, {"all_gpu_types", all_gpu_types}};
@@ -262,6 +264,12 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
   if (j.contains("wide_ep")) {
     if (!j.at("wide_ep").is_boolean()) bad(label, "wide_ep must be true or false");
     r.wide_ep = j.at("wide_ep").get<bool>();
+  }
+  if (j.contains("engine")) {  // plans written before --engine: vLLM
+    const json& e = j.at("engine");
+    if (!e.is_string() || !sim::parse_serving_engine(e.get<std::string>()))
+      bad(label, "engine must be \"vllm\" or \"sglang\"");
+    r.engine = e.get<std::string>();
   }
   if (j.contains("load")) {
     const json& l = j.at("load");
@@ -351,6 +359,7 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
     if (a.disaggregated != b.disaggregated || a.kv_transfer_gb_s != b.kv_transfer_gb_s)
       differs("the disaggregated search (--disaggregated, --kv-transfer-gbps)");
     if (a.wide_ep != b.wide_ep) differs("the wide-EP search (--wide-ep)");
+    if (a.engine != b.engine) differs("the serving engine (--engine)");
     if (s.all_gpu_types != first.all_gpu_types) differs("the GPU list");
   }
   PlanResult out;
@@ -365,6 +374,7 @@ PlanResult merge_plans(const std::vector<PlanShard>& shards, const std::vector<s
   out.settings = b.settings;
   out.disaggregated = b.disaggregated;
   out.wide_ep = b.wide_ep;
+  out.engine = b.engine;
   out.kv_transfer_gb_s = b.kv_transfer_gb_s;
   out.gpu_types = n > 1 ? first.all_gpu_types : b.gpu_types;
   std::map<std::string, std::size_t> position;

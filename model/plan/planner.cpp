@@ -779,6 +779,7 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
   out.uncertainty = options.uncertainty;
   out.disaggregated = options.disaggregated;
   out.wide_ep = options.wide_ep;
+  out.engine = std::string(sim::serving_engine_name(options.base.engine));
   if (options.wide_ep && !model.has_moe())
     out.notes.push_back("--wide-ep: " + model.id + " has no MoE layers; no wide-EP deployment was searched");
   out.kv_transfer_gb_s = options.kv_transfer_gb_s;

@@ -167,6 +167,7 @@ struct PlanResult {
   std::vector<EngineSettings> settings;  // the engine settings searched
   bool disaggregated = false;            // disaggregated deployments searched too
   bool wide_ep = false;                  // wide-EP deployments searched too
+  std::string engine = "vllm";           // the serving engine simulated (options.base.engine)
   double kv_transfer_gb_s = 50;
   double rate = 0;                  // requests per second simulated (target load)
   std::vector<Candidate> ranked;    // feasible, cheapest first (unpriced after priced, by GPUs)

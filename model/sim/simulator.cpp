@@ -127,7 +127,8 @@ class Engine {
     step_opt_.fp4_tensor_cores = cost.gpu().supports(Dtype::fp4);
     step_opt_.kv_dtype = sc.memory.kv_dtype;
     step_opt_.kv_dtype_set = sc.memory.kv_dtype_set;
-    step_opt_.attention_impl = sc.attention_impl;
+    step_opt_.attention_impl = resolve_attention(sc.attention_impl, sc.engine, cost.gpu(), cfg.head_dim, cfg.mla).impl;
+    step_opt_.fuse_qk_norm_rope = engine_fuses_qk_norm_rope(sc.engine);
     step_opt_.expert_imbalance = sc.expert_imbalance;
   }
 
@@ -656,6 +657,10 @@ SimulationResult simulate(const LlmConfig& cfg, const GpuSpec& gpu, const Kernel
   mo.max_num_seqs = sched.max_num_seqs;
   const GpuSpec& decode_gpu = dep.disaggregated && dep.decode_gpu ? *dep.decode_gpu : gpu;
   const GpuSpec& prefill_gpu = dep.disaggregated && dep.prefill_gpu ? *dep.prefill_gpu : gpu;
+  out.engine = config.engine;
+  out.attention = resolve_attention(config.attention_impl, config.engine, decode_gpu, cfg.head_dim, cfg.mla);
+  if (dep.disaggregated)
+    out.prefill_attention = resolve_attention(config.attention_impl, config.engine, prefill_gpu, cfg.head_dim, cfg.mla);
   validate_parallelism(cfg, out.par);
   if (!(config.expert_imbalance >= 1.0 && config.expert_imbalance <= 1e3))
     throw std::invalid_argument("the expert imbalance must be from 1 (balanced) to 1000 (got " +
@@ -869,6 +874,12 @@ nlohmann::json simulation_to_json(const SimulationResult& r, bool details) {
   j["workload"] = r.workload;
   j["parallelism"] = {{"tp", r.par.tp}, {"pp", r.par.pp}, {"ep", r.par.ep}};
   j["clocks"] = clock_state_name(r.clocks);
+  j["engine"] = serving_engine_name(r.engine);
+  auto attention = [](const AttentionChoice& a) {
+    return json{{"implementation", attention_impl_name(a.impl)}, {"reason", a.reason}};
+  };
+  j["attention"] = attention(r.attention);
+  if (r.deployment.disaggregated) j["prefill_attention"] = attention(r.prefill_attention);
   j["scheduler"] = {{"max_num_seqs", r.sched.max_num_seqs},
                     {"max_num_batched_tokens", r.sched.max_num_batched_tokens},
                     {"chunked_prefill", r.sched.chunked_prefill},

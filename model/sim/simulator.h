@@ -22,6 +22,7 @@
 #include "model/gpu_spec.h"
 #include "model/predictor.h"
 #include "model/sim/llm_config.h"
+#include "model/sim/engine.h"
 #include "model/sim/memory.h"
 #include "model/sim/step.h"
 #include "model/sim/step_cost.h"
@@ -87,7 +88,9 @@ struct SimulationConfig {
   Parallelism par;
   SchedulerConfig sched;
   MemoryOptions memory;  // block size, utilization, KV dtype; its token limits follow `sched`
-  AttentionImpl attention_impl = AttentionImpl::serving;  // which attention kernels the steps run
+  // Which attention kernels the steps run; serving: what `engine` runs on each pool's GPU.
+  AttentionImpl attention_impl = AttentionImpl::serving;
+  ServingEngine engine = ServingEngine::vllm;
   Overheads overheads;
   ClockState clocks = ClockState::burst;  // sustained: each step at the power state its load holds
   bool record_steps = true;               // keep the per-step timeline
@@ -149,6 +152,9 @@ struct SimulationResult {
   Parallelism par;
   SchedulerConfig sched;  // as applied (batch workloads raise the limits)
   ClockState clocks = ClockState::burst;
+  ServingEngine engine = ServingEngine::vllm;
+  AttentionChoice attention;          // the attention kernels of each (decode) instance, and why
+  AttentionChoice prefill_attention;  // disaggregated: of each prefill instance
   MemoryPlan memory;  // of each (decode) instance
   Deployment deployment;
   MemoryPlan prefill_memory;                        // disaggregated: of each prefill instance

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/classify/kernel_classifier.h"
+
 namespace perfloom::sim {
 
 namespace {
@@ -385,20 +387,43 @@ void layer(const Ctx& x, bool sliding, bool moe) {
 }  // namespace
 
 std::optional<AttentionImpl> parse_attention_impl(std::string_view s) {
-  if (s == "serving") return AttentionImpl::serving;
-  if (s == "fa2") return AttentionImpl::flash_attn2;
-  if (s == "cudnn") return AttentionImpl::cudnn;
+  for (AttentionImpl i : {AttentionImpl::serving, AttentionImpl::flash, AttentionImpl::flash_attn2, AttentionImpl::cudnn,
+                          AttentionImpl::triton, AttentionImpl::trtllm})
+    if (s == attention_impl_name(i)) return i;
   return std::nullopt;
+}
+
+std::string_view attention_impl_name(AttentionImpl impl) {
+  switch (impl) {
+    case AttentionImpl::serving:
+      return "serving";
+    case AttentionImpl::flash:
+      return "flash";
+    case AttentionImpl::flash_attn2:
+      return "fa2";
+    case AttentionImpl::cudnn:
+      return "cudnn";
+    case AttentionImpl::triton:
+      return "triton";
+    case AttentionImpl::trtllm:
+      return "trtllm";
+  }
+  return "serving";
 }
 
 std::string attention_kernel_name(AttentionImpl impl) {
   switch (impl) {
     case AttentionImpl::serving:
+    case AttentionImpl::flash:
       return "";
     case AttentionImpl::flash_attn2:
-      return "flash_fwd_kernel (FlashAttention-2)";
+      return std::string(kFlashAttention2KernelName);
     case AttentionImpl::cudnn:
-      return "cudnn_sdpa (cuDNN fused attention)";
+      return std::string(kCudnnAttentionKernelName);
+    case AttentionImpl::triton:
+      return std::string(kTritonAttentionKernelName);
+    case AttentionImpl::trtllm:
+      return std::string(kTrtllmAttentionKernelName);
   }
   return "";
 }

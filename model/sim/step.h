@@ -63,12 +63,18 @@ struct StepPlan {
   int64_t decode_seqs = 0;
 };
 
-// The attention kernels a step runs: the serving engines' (vLLM/SGLang: FA3, FlashInfer; what the
-// public serving measurements show), FlashAttention-2, or cuDNN's fused attention (PyTorch SDPA's
-// flash and cudnn backends; what a hand-written PyTorch step runs).
-enum class AttentionImpl { serving, flash_attn2, cudnn };
-std::optional<AttentionImpl> parse_attention_impl(std::string_view s);  // "serving", "fa2", "cudnn"
-// A kernel name that the classifier maps to that implementation ("" for serving).
+// The attention kernels a step runs: `serving`, what the serving engine runs on the GPU
+// (model/sim/engine.h resolve_attention; build_step reads an unresolved one as `flash`);
+// `flash`, FlashAttention as the engines ship it for the GPU (FA3 on Hopper, FA2 elsewhere; what
+// an unnamed attention kernel stands for); Triton's or TensorRT-LLM's attention kernels (SGLang's
+// and FlashInfer's choices on Blackwell); FlashAttention-2, or cuDNN's fused attention (PyTorch
+// SDPA's flash and cudnn backends; what a hand-written PyTorch step runs).
+enum class AttentionImpl { serving, flash, flash_attn2, cudnn, triton, trtllm };
+// "serving", "flash", "fa2", "cudnn", "triton", "trtllm"
+std::optional<AttentionImpl> parse_attention_impl(std::string_view s);
+std::string_view attention_impl_name(AttentionImpl impl);
+inline constexpr std::string_view kAttentionImplWords = "serving, flash, fa2, cudnn, triton or trtllm";
+// A kernel name that the classifier maps to that implementation ("" for serving and flash).
 std::string attention_kernel_name(AttentionImpl impl);
 
 struct StepOptions {

@@ -43,8 +43,10 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
     opt.kv_dtype = *q.kv_dtype;
     opt.kv_dtype_set = true;
   }
-  opt.attention_impl = q.attention_impl;
   StepPrediction p;
+  p.attention = resolve_attention(q.attention_impl, q.engine, gpu, cfg.head_dim, cfg.mla);
+  opt.attention_impl = p.attention.impl;
+  opt.fuse_qk_norm_rope = engine_fuses_qk_norm_rope(q.engine);
   p.plan = build_step(cfg, q.par, batch, opt);
   StepCostModel model(predictor, gpu, overheads, q.clocks);
   p.cost = model.cost(p.plan, q.graphs, true);
@@ -61,9 +63,9 @@ nlohmann::json step_to_json(const LlmConfig& cfg, const GpuSpec& gpu, const Step
   if (q.phase == Phase::prefill) j["tokens"] = q.tokens;
   j["context"] = q.context;
   j["tp"] = q.par.tp;
-  j["attention_impl"] = q.attention_impl == AttentionImpl::serving       ? "serving"
-                        : q.attention_impl == AttentionImpl::flash_attn2 ? "fa2"
-                                                                         : "cudnn";
+  j["attention_impl"] = attention_impl_name(q.attention_impl);
+  j["engine"] = serving_engine_name(q.engine);
+  j["attention"] = {{"implementation", attention_impl_name(p.attention.impl)}, {"reason", p.attention.reason}};
   j["pp"] = q.par.pp;
   j["quantization"] = cfg.quant == WeightQuant::none ? "none" : std::string(weight_quant_name(cfg.quant));
   j["kv_cache_dtype"] = std::string(dtype_name(q.kv_dtype ? *q.kv_dtype : cfg.dtype));

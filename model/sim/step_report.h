@@ -4,6 +4,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/sim/engine.h"
 #include "model/sim/step.h"
 #include "model/sim/step_cost.h"
 
@@ -18,12 +19,14 @@ struct StepQuery {
   int64_t context = 0;  // decode: cached tokens per sequence; prefill: an already cached prefix
   Parallelism par;
   bool graphs = false;
-  AttentionImpl attention_impl = AttentionImpl::serving;
+  AttentionImpl attention_impl = AttentionImpl::serving;  // serving: what `engine` runs on the GPU
+  ServingEngine engine = ServingEngine::vllm;
   ClockState clocks = ClockState::burst;  // sustained: the step repeated back to back (step_cost.h)
   std::optional<Dtype> kv_dtype;          // the KV cache's element type; unset: the model's
 };
 
 struct StepPrediction {
+  AttentionChoice attention;  // the attention kernels the step runs, and why
   StepPlan plan;
   StepCost cost;  // kernels point into plan.kernels
 };

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "run_process.h"
@@ -85,7 +88,8 @@ TEST(CliSim, StepAttentionImplementationChangesOnlyAttention) {
   auto bad = runPerfloom(
       "step --model llama-3-8b --gpu h200 --phase decode --batch 1 --context 128 --attention-impl fa3 " + kDb);
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--attention-impl must be serving, fa2 or cudnn"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--attention-impl must be serving, flash, fa2, cudnn, triton or trtllm"), std::string::npos)
+      << bad.err;
   auto sim = runPerfloom(
       "simulate --model llama-3.2-1b --gpu h200 --attention-impl cudnn --workload "
       "batch:n=4,input=128,output=8 --json " +
@@ -96,7 +100,47 @@ TEST(CliSim, StepAttentionImplementationChangesOnlyAttention) {
       "batch:n=4,input=128,output=8 " +
       kDb);
   EXPECT_NE(sim_bad.exit_code, 0);
-  EXPECT_NE(sim_bad.err.find("--attention-impl must be serving, fa2 or cudnn"), std::string::npos) << sim_bad.err;
+  EXPECT_NE(sim_bad.err.find("--attention-impl must be serving, flash"), std::string::npos) << sim_bad.err;
+}
+
+TEST(CliSim, EngineChoosesTheAttentionKernelsAndSaysWhich) {
+  // SGLang on the RTX PRO 6000 Blackwell Server runs Triton attention, vLLM FlashAttention.
+  auto sim = [](const std::string& engine, const std::string& gpu) {
+    auto r = runPerfloom("simulate --model llama-3.2-1b --gpu " + gpu + " --engine " + engine +
+                         " --workload batch:n=4,input=128,output=8 --json " + kDb);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out.empty() ? "{}" : r.out);
+  };
+  const json s = sim("sglang", "rtx-pro-6000-server"), v = sim("vllm", "rtx-pro-6000-server"), b = sim("vllm", "b200");
+  EXPECT_EQ(s["engine"], "sglang");
+  EXPECT_EQ(s["attention"]["implementation"], "triton");
+  EXPECT_NE(s["attention"]["reason"].get<std::string>().find("sm120"), std::string::npos) << s["attention"];
+  EXPECT_EQ(v["attention"]["implementation"], "flash");
+  EXPECT_EQ(b["attention"]["implementation"], "trtllm");
+  auto bad = runPerfloom("simulate --model llama-3.2-1b --gpu b200 --engine tgi --workload batch:n=1,input=8,output=2 " +
+                         kDb);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--engine must be vllm or sglang (got \"tgi\")"), std::string::npos) << bad.err;
+  // A kernel list: an unnamed attention row runs what the engine runs on each GPU, and says which.
+  const std::string dir = ::testing::TempDir() + "/engine_kernels";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/k.csv");
+    f << "op,dtype,B,S,Hq,Hkv,D,causal,M,N,K\nattn_prefill,bf16,1,2048,32,8,128,1,,,\ngemm,bf16,,,,,,,64,4096,4096\n";
+  }
+  auto pr = runPerfloom("predict --kernels " + dir + "/k.csv --gpu h100-sxm,b200 --engine sglang " + kDb);
+  ASSERT_EQ(pr.exit_code, 0) << pr.err;
+  EXPECT_NE(pr.out.find(",implementation\n"), std::string::npos) << pr.out;
+  EXPECT_NE(pr.out.find("h100-sxm,"), std::string::npos);
+  std::istringstream lines(pr.out);
+  std::string line;
+  std::vector<std::string> impl;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) impl.push_back(line.substr(line.rfind(',') + 1));
+  EXPECT_EQ(impl, (std::vector<std::string>{"flash", "trtllm", "", ""})) << pr.out;
+  auto trace = runPerfloom("predict --trace x.json --gpu b200 --engine sglang " + kDb);
+  EXPECT_EQ(trace.exit_code, 2);
+  EXPECT_NE(trace.err.find("--engine applies to a kernel list"), std::string::npos) << trace.err;
 }
 
 TEST(CliSim, StepWithTensorParallelAndAConfigFile) {

@@ -964,3 +964,22 @@ TEST(ImplementationClass, SeparatesFlashAttention2AndCudnnFromServingKernels) {
                 "(anonymous namespace)::index_select_kernel(__half*, __half const*, long const*, long, int)"),
             0);
 }
+
+TEST(ImplementationClass, TritonAndTensorRtLlmAttentionAreClassesOfTheirOwn) {
+  // SGLang's triton backend (extend and decode kernels) and vLLM's TRITON_ATTN.
+  EXPECT_EQ(implementation_class("_fwd_kernel"), kTritonAttentionImplementation);
+  EXPECT_EQ(implementation_class("_fwd_grouped_kernel_stage1"), kTritonAttentionImplementation);
+  EXPECT_EQ(implementation_class("kernel_unified_attention_3d"), kTritonAttentionImplementation);
+  // TensorRT-LLM's FMHA, as FlashInfer's trtllm-gen backend and SGLang's trtllm_mha launch it.
+  EXPECT_EQ(implementation_class("fmhaSm100fKernel_QkvE4m3OBfloat16H128PagedKvCausalP32VarSeqQ128Kv128Persistent"),
+            kTrtllmAttentionImplementation);
+  EXPECT_EQ(implementation_class("void xqa_kernel<...>"), kTrtllmAttentionImplementation);
+  // Inductor's pointwise kernels and FlashAttention-2 (whose name contains _fwd_kernel) are not.
+  EXPECT_EQ(implementation_class("triton_poi_fused_add_mul_0"), 0);
+  EXPECT_EQ(implementation_class("flash_fwd_kernel"), kFlashAttention2Implementation);
+  // The names perfloom gives kernels known only by their implementation map back to it.
+  EXPECT_EQ(implementation_class(kTritonAttentionKernelName), kTritonAttentionImplementation);
+  EXPECT_EQ(implementation_class(kTrtllmAttentionKernelName), kTrtllmAttentionImplementation);
+  EXPECT_EQ(implementation_class(kFlashAttention2KernelName), kFlashAttention2Implementation);
+  EXPECT_EQ(implementation_class(kCudnnAttentionKernelName), kCudnnAttentionImplementation);
+}

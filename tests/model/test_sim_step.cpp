@@ -6,6 +6,7 @@
 
 #include "model/gpu_database.h"
 #include "model/predictor.h"
+#include "model/sim/engine.h"
 #include "model/sim/memory.h"
 #include "model/sim/step.h"
 #include "model/sim/step_cost.h"
@@ -529,6 +530,51 @@ TEST(SimStep, PredictStepChecksMemory) {
   q.batch = 4096;
   q.context = 100000;
   EXPECT_THROW(predict_step(load_llm_config("llama-3-8b"), h100, predictor, q), std::runtime_error);  // KV too big
+}
+
+TEST(SimEngine, EachEngineRunsItsOwnAttentionKernelsPerGpu) {
+  auto impl = [](ServingEngine e, const char* gpu, int64_t d, bool mla = false) {
+    const AttentionChoice c = engine_attention(e, db().get(gpu), d, mla);
+    EXPECT_FALSE(c.reason.empty());
+    return c.impl;
+  };
+  // vLLM: FlashInfer (TensorRT-LLM's kernels) on datacenter Blackwell, FlashAttention from sm80 on.
+  EXPECT_EQ(impl(ServingEngine::vllm, "h100-sxm", 128), AttentionImpl::flash);
+  EXPECT_EQ(impl(ServingEngine::vllm, "a100-sxm-80gb", 128), AttentionImpl::flash);
+  EXPECT_EQ(impl(ServingEngine::vllm, "b200", 128), AttentionImpl::trtllm);
+  EXPECT_EQ(impl(ServingEngine::vllm, "rtx-pro-6000-server", 128), AttentionImpl::flash);
+  // SGLang, as aiconfigurator's tables record its kernel_source: TensorRT-LLM MHA on sm100 where it
+  // has the head dim (Triton for 192), Triton on sm120 and before Ampere, FlashAttention between.
+  EXPECT_EQ(impl(ServingEngine::sglang, "b200", 128), AttentionImpl::trtllm);
+  EXPECT_EQ(impl(ServingEngine::sglang, "b200", 192), AttentionImpl::triton);
+  EXPECT_EQ(impl(ServingEngine::sglang, "rtx-pro-6000-server", 128), AttentionImpl::triton);
+  EXPECT_EQ(impl(ServingEngine::sglang, "t4", 128), AttentionImpl::triton);
+  EXPECT_EQ(impl(ServingEngine::sglang, "l40s", 128), AttentionImpl::flash);
+  EXPECT_EQ(impl(ServingEngine::sglang, "h100-sxm", 128), AttentionImpl::flash);
+  EXPECT_EQ(impl(ServingEngine::sglang, "b200", 128, true), AttentionImpl::flash);  // MLA: not told apart
+  // An explicit implementation is kept.
+  EXPECT_EQ(resolve_attention(AttentionImpl::flash_attn2, ServingEngine::sglang, db().get("b200"), 128, false).impl,
+            AttentionImpl::flash_attn2);
+  for (std::string_view w : {"serving", "flash", "fa2", "cudnn", "triton", "trtllm"})
+    EXPECT_EQ(attention_impl_name(*parse_attention_impl(w)), w);
+  EXPECT_FALSE(parse_attention_impl("fa3"));
+  EXPECT_FALSE(parse_serving_engine("trtllm"));
+
+  // A step names its attention kernels after the choice, and SGLang runs Qwen3's q/k norms apart.
+  RooflinePredictor predictor;
+  StepQuery q;
+  q.phase = Phase::prefill;
+  q.tokens = 512;
+  q.engine = ServingEngine::sglang;
+  const StepPrediction p = predict_step(load_llm_config("qwen3-8b"), db().get("rtx-pro-6000-server"), predictor, q);
+  EXPECT_EQ(p.attention.impl, AttentionImpl::triton);
+  EXPECT_EQ(find(p.plan, "attn_prefill").kernel.name, attention_kernel_name(AttentionImpl::triton));
+  EXPECT_EQ(count_label(p.plan, "q_norm"), 1);
+  q.engine = ServingEngine::vllm;
+  const StepPrediction v = predict_step(load_llm_config("qwen3-8b"), db().get("rtx-pro-6000-server"), predictor, q);
+  EXPECT_EQ(v.attention.impl, AttentionImpl::flash);
+  EXPECT_EQ(find(v.plan, "attn_prefill").kernel.name, "");
+  EXPECT_EQ(count_label(v.plan, "q_norm"), 0);
 }
 
 TEST(SimMemory, KvCacheCapacityFromGpuMemory) {

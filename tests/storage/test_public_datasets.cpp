@@ -292,6 +292,8 @@ TEST(PublicDatasets, AiconfiguratorL40sAndRtxPro6000ServerTables) {
   EXPECT_NEAR(p.latency_us, 239002.44140625, 1e-6);
   EXPECT_EQ(p.dataset, "aiconfigurator/rtx_pro_6000_server/context_attention/sglang-0.5.10");
   EXPECT_NE(p.note.find("kernel_source=triton"), std::string::npos) << p.note;
+  // The row is named after its implementation, which the learned model tells apart.
+  EXPECT_EQ(implementation_class(p.kernel.name), kTritonAttentionImplementation) << p.kernel.name;
 }
 
 TEST(PublicDatasets, AiconfiguratorAttentionKnownRows) {

@@ -202,7 +202,7 @@ std::optional<AttentionTileInfo> sdpa_tile(const KernelDesc& k, const HardwareRa
   AttentionTileInfo t;
   t.head_dim = D;
   t.warps = 4;
-  if (impl == 1) {
+  if (impl == kFlashAttention2Implementation) {
     t.format = "flash-attn2";
     t.warps_m = 4;
     t.q_rows = 128;
@@ -218,7 +218,7 @@ std::optional<AttentionTileInfo> sdpa_tile(const KernelDesc& k, const HardwareRa
     }
     return t;
   }
-  if (impl == 2 && k.op == Op::attn_decode) {
+  if (impl == kCudnnAttentionImplementation && k.op == Op::attn_decode) {
     t.format = "cudnn";
     t.warps_m = 1;
     t.q_rows = s.L <= 128 ? 64 : 16;
