@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_commands.h"
+#include "model/classify/kernel_classifier.h"
 #include "model/features.h"
 #include "model/learned_predictor.h"
 #include "model/predictor.h"
@@ -217,6 +218,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
   std::map<Family, Acc> acc;
   // The learned model's error per source of the held-out rows (sources disagree with each other).
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_source;  // predicted, measured
+  // The same per family and implementation class of the kernel (its impl_class feature).
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_implementation;
   const std::size_t cols = feature_names().size();
   std::map<Family, std::vector<const PreparedRow*>> test_by_family;
   for (const auto& r : test) test_by_family[r.family].push_back(&r);
@@ -234,7 +237,10 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
   for (auto& [fam, rs] : test_by_family) {
     Acc& a = acc[fam];
     std::vector<float> X;
-    for (const auto* r : rs) X.insert(X.end(), r->features.begin(), r->features.end());
+    for (const auto* r : rs) {
+      X.insert(X.end(), r->features.begin(), r->features.end());
+      if (by_family.count(fam)) by_family[fam]->prepare_features(X.data() + X.size() - cols);
+    }
     std::vector<float> y;
     // Every held-out GPU is absent from training: the booster that serves such GPUs answers.
     if (by_family.count(fam))
@@ -254,6 +260,10 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       auto& src = by_source[std::string(family_name(fam)) + " " + r.dataset + " " + dtype];
       src.first.push_back(a.learned.back());
       src.second.push_back(r.measured_us);
+      auto& impl = by_implementation[std::string(family_name(fam)) + " " +
+                                     implementation_class_name(static_cast<int>(r.features[impl_class_feature_index()]))];
+      impl.first.push_back(a.learned.back());
+      impl.second.push_back(r.measured_us);
       if (rows_out.is_open()) {
         rows_out << r.gpu_id << ',' << r.dataset << ',' << family_name(fam) << ',' << r.key << ',' << r.measured_us
                  << ',' << a.learned.back() << ',' << r.roofline_us << ',' << r.achievable_roofline_us << ','
@@ -310,6 +320,15 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
   for (const auto& [name, pm] : by_source) {
     const ErrorStats s = error_stats(pm.first, pm.second);
     out["by_source"][name] = {{"kernels", s.n}, {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape}};
+    if (!ctx.json)
+      std::cout << "  " << std::left << std::setw(64) << name << std::right << std::setw(8) << s.n << std::setw(10)
+                << pct(s.mape) << std::setw(10) << pct(s.median_ape) << std::setw(10) << pct(s.p90_ape) << "\n";
+  }
+  if (!ctx.json) std::cout << "\nby implementation (learned):\n";
+  for (const auto& [name, pm] : by_implementation) {
+    const ErrorStats s = error_stats(pm.first, pm.second);
+    out["by_implementation"][name] = {
+        {"kernels", s.n}, {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape}};
     if (!ctx.json)
       std::cout << "  " << std::left << std::setw(64) << name << std::right << std::setw(8) << s.n << std::setw(10)
                 << pct(s.mape) << std::setw(10) << pct(s.median_ape) << std::setw(10) << pct(s.p90_ape) << "\n";

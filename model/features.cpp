@@ -79,6 +79,14 @@ const std::vector<std::string_view>& feature_names() {
   return names;
 }
 
+std::size_t impl_class_feature_index() {
+  static const std::size_t i = [] {
+    const auto& n = feature_names();
+    return static_cast<std::size_t>(std::find(n.begin(), n.end(), "impl_class") - n.begin());
+  }();
+  return i;
+}
+
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a) {
   const HardwareRates hw = hardware_rates(gpu, k.dtype);
   std::vector<float> f;

@@ -50,6 +50,7 @@ inline constexpr int kFeatureVersion = 21;
 inline constexpr double kReferenceL2BytesPerS = 8449.32e9;
 
 const std::vector<std::string_view>& feature_names();
+std::size_t impl_class_feature_index();  // where make_features puts implementation_class
 std::vector<float> make_features(const KernelDesc& k, const GpuSpec& gpu, const Analysis& a);
 
 // The activation quantisation in front of an `act_quant` GEMM (KernelDesc::act_quant), in us: read

@@ -119,6 +119,7 @@ std::unique_ptr<LearnedPredictor> LearnedPredictor::load(const std::filesystem::
     p.model.train_rows = info.value("train_rows", 0);
     p.model.calibration_rows = info.value("calibration_rows", 0);
     p.model.rows_by_gpu = info.value("rows_by_gpu", std::map<std::string, std::size_t>{});
+    p.model.implementation_classes = info.value("implementation_classes", std::set<int>{});
     if (info.contains("unseen_gpu_log_residual_q10") && info.contains("unseen_gpu_log_residual_q90"))
       p.model.unseen_gpu_log_q10_q90 = std::make_pair(info["unseen_gpu_log_residual_q10"].get<double>(),
                                                       info["unseen_gpu_log_residual_q90"].get<double>());
@@ -166,6 +167,7 @@ void LearnedPredictor::save(const std::filesystem::path& dir, const nlohmann::js
     info["train_rows"] = m.train_rows;
     info["calibration_rows"] = m.calibration_rows;
     info["rows_by_gpu"] = m.rows_by_gpu;
+    info["implementation_classes"] = m.implementation_classes;
     if (m.unseen_gpu_log_q10_q90) {
       // The interval for GPUs not in training, from folds by GPU (FamilyModel::unseen_gpu_log_q10_q90).
       info["unseen_gpu_log_residual_q10"] = m.unseen_gpu_log_q10_q90->first;
@@ -222,8 +224,9 @@ std::vector<Prediction> LearnedPredictor::predict_distinct(std::span<const Kerne
     p.family = p.analysis.family;
     p.ceiling_us = p.analysis.ceiling_us;
     p.bound = p.analysis.bound;
-    if (models_.count(p.family)) {
+    if (const auto m = models_.find(p.family); m != models_.end()) {
       auto f = make_features(kernels[i], gpu, p.analysis);
+      m->second.prepare_features(f.data());
       auto& fv = features[p.family];
       fv.insert(fv.end(), f.begin(), f.end());
       by_family[p.family].push_back(i);

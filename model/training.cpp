@@ -255,6 +255,11 @@ std::vector<PreparedRow> prepare_rows(const std::vector<TrainingSample>& samples
   return rows;
 }
 
+void FamilyModel::prepare_features(float* features) const {
+  float& impl = features[impl_class_feature_index()];
+  if (!implementation_classes.empty() && !implementation_classes.count(static_cast<int>(impl))) impl = 0;
+}
+
 std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& rows, const TrainOptions& o) {
   std::vector<FamilyModel> out;
   for (Family fam :
@@ -287,6 +292,7 @@ std::vector<FamilyModel> train_family_models(const std::vector<PreparedRow>& row
         w.push_back(static_cast<float>(dataset_row_weight(r->dataset, per_dataset[r->gpu_id + "|" + r->dataset])));
         train.push_back(r);
         ++m.rows_by_gpu[r->gpu_id];
+        m.implementation_classes.insert(static_cast<int>(r->features[impl_class_feature_index()]));
       }
     }
     if (y.empty()) continue;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -115,10 +116,20 @@ struct FamilyModel {
   std::optional<BoosterFit> unseen_gpus;  // for any other GPU, where its features differ
   std::size_t train_rows = 0, calibration_rows = 0;
   std::map<std::string, std::size_t> rows_by_gpu;
+  // The implementation classes (feature impl_class) of the training rows. A kernel of another class
+  // is predicted as class 0, the engine's default kernel: a class the boosters never saw would fall
+  // on whichever side of a split its number lands (docs/accuracy.md: the B200's TensorRT-LLM
+  // attention, which no other GPU has, held out). Empty (a model file without it): every class is
+  // used as it is.
+  std::set<int> implementation_classes;
   // The 80% interval (log measured / predicted) for a GPU not in training: residuals of GPUs held
   // out of the booster (folds by GPU), not of held-out kernels of the training GPUs, which are far
   // narrower. Unset (a model file without it): the booster's own.
   std::optional<std::pair<double, double>> unseen_gpu_log_q10_q90;
+
+  // One kernel's features (make_features) as the boosters read them: an implementation class not in
+  // implementation_classes becomes 0.
+  void prepare_features(float* features) const;
 
   // Whether the GPU's measurements trained this family's boosters.
   bool trained_on(const std::string& gpu_id) const { return rows_by_gpu.count(gpu_id) > 0; }

@@ -69,6 +69,7 @@ def holdout_table(args, md, held_out, flag, column):
     md.append(f"| held-out {column} | tier | family | kernels | MAPE | median | p90 | roofline MAPE | habitat MAPE (covered) |")
     md.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
     cmds = []
+    impl_rows = []  # (label, "family implementation", stats) where a held-out family runs more than one
     for what in held_out:
         cmd = [os.path.join(args.bin, "perfloom"), "eval", flag, what, "--data", "data", "--json"]
         r, secs = run(cmd)
@@ -83,10 +84,26 @@ def holdout_table(args, md, held_out, flag, column):
             md.append(f"| {label} | {j['tier']} | {fam} | {f['kernels']} | {pct(f['learned']['mape'])} | "
                       f"{pct(f['learned']['median_ape'])} | {pct(f['learned']['p90_ape'])} | {pct(f['roofline']['mape'])} | "
                       f"{pct(h['mape']) if h['kernels'] else '-'}{cov if h['kernels'] else ''} |")
+        by_impl = j.get("by_implementation", {})
+        for fam in sorted({k.split(" ", 1)[0] for k in by_impl}):
+            mine = sorted(k for k in by_impl if k.split(" ", 1)[0] == fam)
+            if len(mine) > 1 or any(not k.endswith(" engine default") for k in mine):
+                impl_rows += [(label, k, by_impl[k]) for k in mine]
         cmds.append(f"`{cmdline(cmd, args.bin)}` ({secs:.0f} s)")
         print(f"{flag} {what}: {secs:.0f} s", file=sys.stderr)
         with open(args.out + ".partial", "w") as f:  # the held-out ones so far, should a long run stop early
             f.write("\n".join(md).rstrip() + "\n")
+    if impl_rows:
+        md.append(f"\nThe same by the kernels' implementation, where a held-out family ran more than one or not the "
+                  "engine's default (the public tables' `kernel_source`: `triton`, `trtllm_mha`; perfloom's own "
+                  "FlashAttention-2 and cuDNN probes). An implementation no training row has is predicted as the "
+                  "engine's default kernel.\n")
+        md.append(f"| held-out {column} | family | implementation | kernels | MAPE | median | p90 |")
+        md.append("|---|---|---|---:|---:|---:|---:|")
+        for label, key, s in impl_rows:
+            fam, impl = key.split(" ", 1)
+            md.append(f"| {label} | {fam} | {impl} | {s['kernels']} | {pct(s['mape'])} | {pct(s['median_ape'])} | "
+                      f"{pct(s['p90_ape'])} |")
     md.append("\nCommands: " + "; ".join(cmds) + ".\n")
     if os.path.exists(args.out + ".partial"):
         os.remove(args.out + ".partial")

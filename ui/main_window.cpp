@@ -204,9 +204,10 @@ void MainWindow::openInTuner(const QString& spec, const QString& gpu_id) {
   }
 }
 
-void MainWindow::openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload) {
+void MainWindow::openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload,
+                                 const QString& engine) {
   // The workload as given (no rate sweep): the closed loop at the point's concurrency.
-  simulator_view_->setSelection(model, {gpu_id}, tp, workload, {});
+  simulator_view_->setSelection(model, {gpu_id}, tp, workload, {}, engine);
   tabs_->setCurrentWidget(simulator_view_);
 }
 

@@ -59,7 +59,8 @@ class MainWindow : public QMainWindow {
   void openInBottleneck(const QString& spec, const QString& gpu_id);
   void openInTuner(const QString& spec, const QString& gpu_id);
   // Shows the Simulator view running one deployment (Plan: a clicked point of the Pareto chart).
-  void openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload);
+  void openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload,
+                       const QString& engine);
 
  protected:
   void closeEvent(QCloseEvent* event) override;

@@ -111,6 +111,7 @@ PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& can
     o.settings = plan::engine_settings_grid(list(req.quantizations), list(req.kv_cache_dtypes), {}, seqs);
     o.disaggregated = req.disaggregated && with_load;
     o.wide_ep = req.wide_ep && with_load;
+    o.base.engine = req.engine;
     o.cancelled = cancelled;
     const sim::LlmConfig cfg = sim::load_llm_config(req.model.trimmed().toStdString());
     // The learned models, else the roofline: what `perfloom plan` uses.
@@ -503,6 +504,7 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
       kv_dtypes_(new QLineEdit(this)),
       disaggregated_(new QCheckBox(tr("also disaggregated prefill/decode pools"), this)),
       wide_ep_(new QCheckBox(tr("also wide EP (MoE)"), this)),
+      engine_(new QComboBox(this)),
       prices_(new QLineEdit(this)),
       gpu_scope_(new QComboBox(this)),
       picker_(new GpuPicker(gpus, this)),
@@ -537,6 +539,9 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
                                 "(with a target load)"));
   wide_ep_->setToolTip(tr("For an MoE model, search expert groups of data-parallel attention ranks, the experts over "
                           "every GPU of the group (with a target load)"));
+  engine_->addItem(tr("vLLM"), QStringLiteral("vllm"));
+  engine_->addItem(tr("SGLang"), QStringLiteral("sglang"));
+  engine_->setToolTip(tr("The serving engine simulated: the attention kernels it runs on each GPU type"));
   prices_->setPlaceholderText(tr("bundled prices (resources/plan/prices.csv)"));
   prices_->setToolTip(tr("A CSV gpu,usd_per_gpu_hour[,source]; its rows replace the bundled ones"));
   auto* browse = new QPushButton(tr("…"), this);
@@ -558,6 +563,7 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
   deployments->addWidget(disaggregated_);
   deployments->addWidget(wide_ep_);
   form->addRow(tr("Deployments"), deployments);
+  form->addRow(tr("Engine"), engine_);
   form->addRow(tr("Prices"), priceRow);
   form->addRow(tr("GPUs"), gpu_scope_);
   auto* buttons = new QHBoxLayout;
@@ -608,7 +614,8 @@ void PlanView::browsePrices() {
 
 void PlanView::openPoint(const QString& gpu_id, QPointF at) {
   if (const plan::ParetoPoint* p = nearest_pareto_point(result_, gpu_id, at))
-    emit openInSimulator(result_.model, gpu_id, p->tp, pareto_point_workload(result_, *p));
+    emit openInSimulator(result_.model, gpu_id, p->tp, pareto_point_workload(result_, *p),
+                         QString::fromStdString(result_.plan.engine));
 }
 
 void PlanView::setSelection(const QString& model, const QStringList& gpu_ids, const QString& workload,
@@ -644,6 +651,7 @@ void PlanView::recompute() {
   req.kv_cache_dtypes = kv_dtypes_->text().trimmed();
   req.disaggregated = disaggregated_->isChecked();
   req.wide_ep = wide_ep_->isChecked();
+  req.engine = sim::parse_serving_engine(engine_->currentData().toString().toStdString()).value_or(req.engine);
   req.predictor = predictor_;
   try {
     req.prices = load_prices(gpus_, prices_->text());

@@ -50,6 +50,7 @@ struct PlanRequest {
   QString quantizations, kv_cache_dtypes;
   bool disaggregated = false;
   bool wide_ep = false;  // MoE expert groups of data-parallel attention ranks too
+  sim::ServingEngine engine = sim::ServingEngine::vllm;  // the engine simulated (its attention kernels)
   plan::Prices prices;   // the bundled table with the price file's rows over it
   // Null: make_default_predictor(), as `perfloom plan` uses.
   std::shared_ptr<const KernelPredictor> predictor;
@@ -145,7 +146,8 @@ class PlanView : public QWidget {
 
  signals:
   // A Pareto point was clicked: simulate that deployment (the window opens the Simulator view).
-  void openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload);
+  void openInSimulator(const QString& model, const QString& gpu_id, int tp, const QString& workload,
+                       const QString& engine);
 
  public slots:
   void recompute();
@@ -167,6 +169,7 @@ class PlanView : public QWidget {
   QLineEdit* kv_dtypes_;
   QCheckBox* disaggregated_;
   QCheckBox* wide_ep_;
+  QComboBox* engine_;
   QLineEdit* prices_;
   QComboBox* gpu_scope_;
   GpuPicker* picker_;

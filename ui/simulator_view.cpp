@@ -88,8 +88,11 @@ SimulatorResult run_simulations(const SimulatorRequest& req,
         sim::SimulationConfig sc;
         sc.par.tp = req.tp;
         sc.clocks = req.clocks;
+        sc.engine = req.engine;
         sc.record_steps = false;
         const sim::SimulationResult r = sim::simulate(cfg, gpu, predictor, w, sc);
+        run.attention = QString::fromUtf8(sim::attention_impl_name(r.attention.impl).data());
+        run.attention_reason = QString::fromStdString(r.attention.reason);
         run.ttft_ms = r.ttft_ms;
         run.tpot_ms = r.tpot_ms;
         run.e2e_ms = r.e2e_ms;
@@ -236,6 +239,11 @@ QVariant SimulatorTableModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::ToolTipRole) return run.error;
     return {};
   }
+  if (c == Attention) {
+    if (role == Qt::DisplayRole || role == SortRole) return run.attention;
+    if (role == Qt::ToolTipRole) return run.attention_reason;
+    return {};
+  }
   double v = 0;
   switch (c) {
     case Rate:
@@ -284,6 +292,7 @@ namespace {
 constexpr const char* kSettingsModel = "simulator/model";
 constexpr const char* kSettingsTp = "simulator/tp";
 constexpr const char* kSettingsClocks = "simulator/clocks";
+constexpr const char* kSettingsEngine = "simulator/engine";
 constexpr const char* kSettingsWorkload = "simulator/workload";
 constexpr const char* kSettingsRates = "simulator/rates";
 constexpr const char* kSettingsGpus = "simulator/gpus";
@@ -302,6 +311,7 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
       picker_(new GpuPicker(gpus, this)),
       tp_(new QSpinBox(this)),
       clocks_(new QComboBox(this)),
+      engine_(new QComboBox(this)),
       metric_(new QComboBox(this)),
       workload_(new QLineEdit(this)),
       rates_(new QLineEdit(this)),
@@ -323,6 +333,13 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
          "slowed as far as its load drives the GPU into its power limit (the GPU's measured "
          "sustained-power curve, H100 SXM and H200 ship one; for other GPUs a measured curve scaled "
          "by tensor peak per watt of TDP)"));
+  engine_->addItem(tr("vLLM"), QStringLiteral("vllm"));
+  engine_->addItem(tr("SGLang"), QStringLiteral("sglang"));
+  engine_->setToolTip(
+      tr("The serving engine: the attention kernels it runs on each GPU (vLLM: TensorRT-LLM's through "
+         "FlashInfer on B200, FlashAttention elsewhere; SGLang: TensorRT-LLM MHA on B200, Triton on "
+         "RTX PRO 6000 / RTX 5090, FlashAttention on Ampere to Hopper). The table's attention column "
+         "says which ran."));
   workload_->setText("poisson:rate=4,n=100,input=512,output=128,seed=1");
   workload_->setToolTip(
       tr("batch:n=N,input=I,output=O | poisson:rate=R,n=N,input=I,output=O[,seed=S] | trace:FILE.csv"));
@@ -332,6 +349,7 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
   form->addRow(tr("Model"), model_id_);
   form->addRow(tr("TP"), tp_);
   form->addRow(tr("Clocks"), clocks_);
+  form->addRow(tr("Engine"), engine_);
   form->addRow(tr("Workload"), workload_);
   form->addRow(tr("Rates"), rates_);
   for (SimMetric m : kSimMetrics) metric_->addItem(sim_metric_label(m), sim_metric_name(m));
@@ -364,6 +382,8 @@ SimulatorView::SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const Kern
     rates_->setText(settings.value(kSettingsRates).toString());
     const int clocks = clocks_->findData(settings.value(kSettingsClocks));
     if (clocks >= 0) clocks_->setCurrentIndex(clocks);
+    const int engine = engine_->findData(settings.value(kSettingsEngine));
+    if (engine >= 0) engine_->setCurrentIndex(engine);
   }
   const QStringList gpus_saved = settings.value(kSettingsGpus).toStringList();
   picker_->setCheckedIds(gpus_saved.isEmpty() ? QStringList{"h100-sxm", "a100-sxm-80gb"} : gpus_saved);
@@ -387,7 +407,8 @@ SimulatorView::~SimulatorView() {
 }
 
 void SimulatorView::setSelection(const QString& model, const QStringList& gpu_ids, int tp, const QString& workload,
-                                 const QString& rates) {
+                                 const QString& rates, const QString& engine) {
+  if (const int e = engine_->findData(engine); e >= 0) engine_->setCurrentIndex(e);
   model_id_->setCurrentText(model);
   picker_->setCheckedIds(gpu_ids);
   tp_->setValue(tp);
@@ -408,11 +429,13 @@ void SimulatorView::recompute() {
   req.model = model_id_->currentText().trimmed();
   req.tp = tp_->value();
   req.clocks = static_cast<sim::ClockState>(clocks_->currentData().toInt());
+  req.engine = sim::parse_serving_engine(engine_->currentData().toString().toStdString()).value_or(req.engine);
   {
     QSettings settings;
     settings.setValue(kSettingsModel, req.model);
     settings.setValue(kSettingsTp, req.tp);
     settings.setValue(kSettingsClocks, clocks_->currentData());
+    settings.setValue(kSettingsEngine, engine_->currentData());
     settings.setValue(kSettingsWorkload, workload_->text());
     settings.setValue(kSettingsRates, rates_->text());
     settings.setValue(kSettingsGpus, picker_->checkedIds());

@@ -38,6 +38,7 @@ struct SimulatorRun {
   sim::LatencyStats ttft_ms, tpot_ms, e2e_ms;
   double output_tokens_per_s = 0, requests_per_s = 0;
   int requests = 0;
+  QString attention, attention_reason;  // the attention kernels the engine runs on the GPU, and why
 };
 
 struct SimulatorRequest {
@@ -52,6 +53,7 @@ struct SimulatorRequest {
   // Burst, or each step slowed as far as its load drives the GPU into its power limit (a GPU
   // without a sustained-power measurement gets an error row).
   sim::ClockState clocks = sim::ClockState::burst;
+  sim::ServingEngine engine = sim::ServingEngine::vllm;  // its attention kernels on each GPU
 };
 
 struct SimulatorResult {
@@ -101,12 +103,14 @@ class SimulatorTableModel : public ResultTableModel<SimulatorTableModel, Simulat
     E2eP99,
     OutputTokensPerS,
     RequestsPerS,
+    Attention,
     ColumnCount
   };
   static constexpr int SortRole = Qt::UserRole + 1;
   static constexpr const char* kHeaders[ColumnCount] = {
       "GPU",           "rate (req/s)",  "TTFT p50 (ms)", "TTFT p90 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)",
-      "TPOT p90 (ms)", "TPOT p99 (ms)", "E2E p50 (ms)",  "E2E p99 (ms)",  "output tok/s",  "requests/s"};
+      "TPOT p90 (ms)", "TPOT p99 (ms)", "E2E p50 (ms)",  "E2E p99 (ms)",  "output tok/s",  "requests/s",
+      "attention"};
   using ResultTableModel::ResultTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
 };
@@ -116,8 +120,9 @@ class SimulatorView : public QWidget {
  public:
   SimulatorView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredictor> predictor, QWidget* parent = nullptr);
   ~SimulatorView() override;
+  // `engine`: "vllm" or "sglang"; empty keeps the one shown.
   void setSelection(const QString& model, const QStringList& gpu_ids, int tp, const QString& workload,
-                    const QString& rates);
+                    const QString& rates, const QString& engine = {});
   const SimulatorResult& result() const { return result_; }
   SimulatorTableModel* tableModel() const { return model_; }
   QChartView* chartView() const { return chart_view_; }
@@ -138,6 +143,7 @@ class SimulatorView : public QWidget {
   GpuPicker* picker_;
   QSpinBox* tp_;
   QComboBox* clocks_;
+  QComboBox* engine_;
   QComboBox* metric_;
   QLineEdit* workload_;
   QLineEdit* rates_;

@@ -1184,6 +1184,24 @@ bool warp_level_mma_kernel(std::string_view kernel_name) {
   return false;
 }
 
+std::string implementation_class_name(int implementation) {
+  switch (implementation) {
+    case 0:
+      return "engine default";
+    case kFlashAttention2Implementation:
+      return "FlashAttention-2";
+    case kCudnnAttentionImplementation:
+      return "cuDNN";
+    case kSarathiImplementation:
+      return "Sarathi-Serve";
+    case kTritonAttentionImplementation:
+      return "Triton";
+    case kTrtllmAttentionImplementation:
+      return "TensorRT-LLM";
+  }
+  return "class " + std::to_string(implementation);
+}
+
 int implementation_class(std::string_view kernel_name) {
   if (kernel_name.empty()) return 0;
   if (kernel_name.starts_with(kSarathiKernelPrefix)) return kSarathiImplementation;

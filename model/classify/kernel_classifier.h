@@ -81,6 +81,8 @@ inline constexpr std::string_view kTritonAttentionKernelName = "_fwd_kernel (Tri
 inline constexpr std::string_view kTrtllmAttentionKernelName = "fmhaKernel (TensorRT-LLM FMHA)";
 inline constexpr int kSarathiImplementation = 3;  // implementation_class of kSarathiKernelPrefix names
 int implementation_class(std::string_view kernel_name);
+// "engine default", "FlashAttention-2", "cuDNN", "Sarathi-Serve", "Triton", "TensorRT-LLM"; "class N" beyond.
+std::string implementation_class_name(int implementation);
 
 // True for a tensor-core kernel written for sm75-sm89, which issues warp-level MMA (mma.sync) on
 // any GPU it runs on: FlashAttention-2 (flash_fwd_kernel, flash_fwd_splitkv_kernel; not

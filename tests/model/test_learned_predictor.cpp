@@ -8,7 +8,11 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "model/classify/kernel_classifier.h"
 #include "model/compressed_text.h"
 #include "model/features.h"
 #include "model/gpu_database.h"
@@ -264,6 +268,52 @@ TEST(Training, GpusNotInTrainingGetABoosterWithoutTheRateFeatures) {
   } catch (const ModelLoadError& e) {
     EXPECT_NE(std::string(e.what()).find("gemm_unseen_gpus.json.gz: cannot be read: No such file or directory"), std::string::npos) << e.what();
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Training, AnImplementationNotInTrainingIsPredictedAsTheEngineDefault) {
+  // Attention rows of two implementations, the Triton ones twice as slow. A TensorRT-LLM kernel,
+  // which no row has, reads as class 0 (the engine's default kernel), not as whatever side of the
+  // boosters' impl_class splits its number falls on; the classes seen survive a save and a load.
+  const auto& names = feature_names();
+  const std::size_t impl = impl_class_feature_index();
+  ASSERT_EQ(names[impl], "impl_class");
+  std::vector<PreparedRow> rows;
+  for (int i = 0; i < 400; ++i) {
+    PreparedRow r;
+    r.family = Family::attention;
+    r.features.assign(names.size(), 0.0f);
+    r.features[impl] = i % 2 ? static_cast<float>(kTritonAttentionImplementation) : 0.0f;
+    r.achievable_roofline_us = 10;
+    r.measured_us = i % 2 ? 20 : 10;
+    r.gpu_id = "h100-sxm";
+    r.dataset = "test";
+    r.key = std::to_string(i);
+    rows.push_back(std::move(r));
+  }
+  TrainOptions o;
+  o.rounds = 20;
+  o.max_depth = 3;
+  o.eta = 0.3;
+  o.unseen_gpu_interval = false;
+  auto models = train_family_models(rows, o);
+  ASSERT_EQ(models.size(), 1u);
+  const FamilyModel& m = models.front();
+  EXPECT_EQ(m.implementation_classes, (std::set<int>{0, kTritonAttentionImplementation}));
+  auto predict = [&](int cls) {
+    std::vector<float> x(names.size(), 0.0f);
+    x[impl] = static_cast<float>(cls);
+    m.prepare_features(x.data());
+    return m.trained_gpus.booster.predict(x.data(), 1, x.size())[0];
+  };
+  EXPECT_GT(predict(kTritonAttentionImplementation) - predict(0), 0.3f);
+  EXPECT_EQ(predict(kTrtllmAttentionImplementation), predict(0));
+  const auto dir = std::filesystem::temp_directory_path() / "perfloom-impl-classes-test";
+  std::filesystem::remove_all(dir);
+  LearnedPredictor(std::move(models), {}).save(dir, {});
+  auto loaded = LearnedPredictor::load(dir);
+  EXPECT_EQ(loaded->manifest()["families"]["attention"]["implementation_classes"],
+            nlohmann::json::array({0, kTritonAttentionImplementation}));
   std::filesystem::remove_all(dir);
 }
 

@@ -163,6 +163,17 @@ class TestMainWindow : public QObject {
     req.predictor.reset();
     model.setResult(r);
     QCOMPARE(model.rowCount(), 4);
+    // The attention column says what the engine runs on each GPU, the tooltip why.
+    const int attention = ui::SimulatorTableModel::Attention;
+    QCOMPARE(model.data(model.index(0, attention)).toString(), QString("flash"));
+    QVERIFY(model.data(model.index(0, attention), Qt::ToolTipRole).toString().contains("FA3"));
+    ui::SimulatorRequest sglang = req;
+    sglang.engine = sim::ServingEngine::sglang;
+    sglang.gpus = {GpuDatabase::builtin().get("rtx-pro-6000-server")};
+    sglang.rates.clear();
+    const ui::SimulatorResult s = ui::run_simulations(sglang, {});
+    QCOMPARE(s.runs.size(), std::size_t(1));
+    QCOMPARE(s.runs[0].attention, QString("triton"));
     QCOMPARE(ui::workload_with_rate("poisson:rate=1,n=20", 4), QString("poisson:rate=4,n=20"));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ui::parse_rates("1,0"));
     // Cancel: the progress callback says stop, nothing more runs.

@@ -211,6 +211,7 @@ class TestPlanView : public QObject {
     QVERIFY(clicked);
     QCOMPARE(args[2].toInt(), clicked->tp);
     QCOMPARE(args[3].toString(), ui::pareto_point_workload(r, *clicked));
+    QCOMPARE(args[4].toString(), QString("vllm"));  // the engine the plan simulated
   }
 
   void cancelStopsThePlanner() {
