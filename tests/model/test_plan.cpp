@@ -279,6 +279,50 @@ TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
   EXPECT_NE(front.notes.back().find("--disaggregated: searched with a target load"), std::string::npos);
 }
 
+// The disaggregated search prices only some pairs of pools (each decode pool behind its own GPU
+// type's cheapest prefill pool and the cheapest of any type): it must still find no deployment
+// dearer than the cheapest that exhaustive simulation of every pair of pools meets the SLA with.
+TEST(Plan, TheDisaggregatedSearchNeverMissesACheaperPairOfPoolsThanExhaustiveSimulationFinds) {
+  RooflinePredictor roof;
+  const std::vector<const GpuSpec*> gpus = {&db().get("h100-sxm"), &db().get("h200")};
+  const int max_gpus = 6;
+  // At 24 requests/s the cheapest pair is 2 x h100-sxm prefill + 1 x h200 decode ($6.60/h).
+  PlanOptions o = options("ttft_p90=800,tpot_p90=20", 24, {1}, max_gpus);
+  o.workload = "poisson:rate=1,n=80,input=2048,output=96,seed=1";
+  o.disaggregated = true;
+  const Prices pr = prices(2.0, 2.6);
+  double best = std::numeric_limits<double>::infinity();
+  std::string best_what;
+  for (const GpuSpec* pg : gpus)
+    for (const GpuSpec* dg : gpus)
+      for (int pn = 1; pn < max_gpus; ++pn)
+        for (int dn = 1; pn + dn <= max_gpus; ++dn) {
+          sim::SimulationConfig sc = o.base;
+          sc.deployment.disaggregated = true;
+          sc.deployment.router = sim::RouterPolicy::least_loaded;
+          sc.deployment.prefill_gpu = pg;
+          sc.deployment.decode_gpu = dg;
+          sc.deployment.prefill_replicas = pn;
+          sc.deployment.decode_replicas = dn;
+          sc.par = sc.deployment.decode_par;
+          sc.deployment.kv_transfer_gb_s = pg == dg ? 0 : 50;
+          sc.record_steps = false;
+          const sim::SimulationResult s =
+              sim::simulate(llama8b(), *dg, roof, sim::parse_workload(with_key(o.workload, "rate", "24")), sc);
+          const double usd = pr.find(pg->id)->usd_per_gpu_hour * pn + pr.find(dg->id)->usd_per_gpu_hour * dn;
+          if (s.ttft_ms.p90 <= 800 && s.tpot_ms.p90 <= 20 && usd < best) {
+            best = usd;
+            best_what = std::to_string(pn) + " x " + pg->id + " + " + std::to_string(dn) + " x " + dg->id;
+          }
+        }
+  ASSERT_TRUE(std::isfinite(best)) << "the case must have a feasible pair of pools";
+  const PlanResult r = plan_deployments(llama8b(), gpus, roof, pr, o);
+  double found = std::numeric_limits<double>::infinity();
+  for (const Candidate& c : r.ranked)
+    if (c.d.disaggregated()) found = std::min(found, c.usd_per_hour);
+  EXPECT_LE(found, best + 1e-9) << "exhaustive simulation's cheapest: " << best_what;
+}
+
 // Pipeline parallelism is searched with TP: Llama-3.1-70B's 131.4 GiB of bf16 weights fit no single
 // H100 (72 GiB usable), half of them on each of two pipeline stages do.
 TEST(Plan, PipelineStagesAreSearchedWithTp) {
