@@ -6,6 +6,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -91,21 +92,74 @@ class DbMutex {
   sqlite3_mutex* m_;
 };
 
-// Writes what an importer hands over into the open transaction. The inserts run on a second
-// thread, fed batches through a short queue, so that parsing and SQLite share the two cores of a
-// small machine; memory is the few batches in flight.
+// The columns an import writes, in the staging tables and in the database's own.
+constexpr const char* kKernelCols =
+    "seq, name, family, op, dtype, shape_json, grid, block, registers_per_thread, shared_memory_bytes, launched_by, "
+    "start_us, library, tile_json, stream, launch_us";
+constexpr const char* kMeasurementCols = "latency_us, method, repetitions, p10_us, p90_us, gpu_id, counters_json, note";
+constexpr const char* kOpCols = "seq, pid, tid, start_us, dur_us, name, depth";
+
+// An import parses into a private temporary database attached as `staging` (no lock on the
+// database's own file), and only the copy into the database's tables holds its write lock: other
+// imports, and predict --trace's cache writes, wait for the copy, not for the parse. Detached (its
+// rows dropped) when this goes out of scope.
+class Staging {
+ public:
+  explicit Staging(Database& db) : db_(db) {
+    db_.exec("ATTACH DATABASE '' AS staging");
+    try {
+      // The constraints of the database's tables (schema.cpp), so that a bad row fails while parsing.
+      db_.exec(
+          "CREATE TABLE staging.kernels (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, name TEXT NOT NULL, "
+          "family TEXT NOT NULL, op TEXT, dtype TEXT, shape_json TEXT, grid TEXT, block TEXT, registers_per_thread "
+          "INTEGER, shared_memory_bytes INTEGER, launched_by TEXT, start_us REAL, library TEXT, tile_json TEXT, "
+          "stream INTEGER, launch_us REAL);"
+          "CREATE TABLE staging.measurements (id INTEGER PRIMARY KEY, kernel_id INTEGER NOT NULL, latency_us REAL NOT "
+          "NULL CHECK (latency_us >= 0), method TEXT NOT NULL, repetitions INTEGER NOT NULL, p10_us REAL, p90_us "
+          "REAL, gpu_id TEXT, counters_json TEXT, note TEXT);"
+          "CREATE TABLE staging.cpu_ops (seq INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL, start_us "
+          "REAL NOT NULL, dur_us REAL NOT NULL CHECK (dur_us >= 0), name TEXT NOT NULL, depth INTEGER NOT NULL CHECK "
+          "(depth >= 0))");
+    } catch (...) {
+      detach();
+      throw;
+    }
+  }
+  ~Staging() { detach(); }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  // Copies the staged rows into the database's tables for `source_id`, in the open transaction:
+  // kernel ids move past the database's highest (the staged measurements' kernel ids with them).
+  void copy_into(int64_t source_id) {
+    Stmt top = prepare(db_, "SELECT COALESCE(MAX(id), 0) FROM main.kernels");
+    if (sqlite3_step(top) != SQLITE_ROW) throw DatabaseError(db_.path().string() + ": " + sqlite3_errmsg(db_.handle()));
+    const std::string offset = std::to_string(sqlite3_column_int64(top, 0)), source = std::to_string(source_id);
+    top = Stmt();
+    db_.exec(std::string("INSERT INTO main.kernels (id, source_id, ") + kKernelCols + ") SELECT id + " + offset + ", " +
+             source + ", " + kKernelCols + " FROM staging.kernels ORDER BY id");
+    db_.exec(std::string("INSERT INTO main.measurements (kernel_id, ") + kMeasurementCols + ") SELECT kernel_id + " +
+             offset + ", " + kMeasurementCols + " FROM staging.measurements ORDER BY id");
+    db_.exec(std::string("INSERT INTO main.cpu_ops (source_id, ") + kOpCols + ") SELECT " + source + ", " + kOpCols +
+             " FROM staging.cpu_ops ORDER BY rowid");
+  }
+
+ private:
+  void detach() { sqlite3_exec(db_.handle(), "DETACH DATABASE staging", nullptr, nullptr, nullptr); }
+  Database& db_;
+};
+
+// Writes what an importer hands over into the staging tables (Staging), in the open transaction.
+// The inserts run on a second thread, fed batches through a short queue, so that parsing and
+// SQLite share the two cores of a small machine; memory is the few batches in flight.
 class StoreSink final : public ImportSink {
  public:
-  StoreSink(Database& db, int64_t source_id)
+  explicit StoreSink(Database& db)
       : db_(db),
-        source_id_(source_id),
-        kernel_(prepare(db,
-                        "INSERT INTO kernels (source_id, seq, name, family, op, dtype, shape_json, grid, block, "
-                        "registers_per_thread, shared_memory_bytes, launched_by, start_us, library, tile_json, stream, "
-                        "launch_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)")),
-        measurement_(prepare(db,
-                             "INSERT INTO measurements (kernel_id, latency_us, method, repetitions, p10_us, p90_us, "
-                             "gpu_id, counters_json, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")),
+        kernel_(prepare(db, std::string("INSERT INTO staging.kernels (") + kKernelCols +
+                                ") VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)")),
+        measurement_(prepare(db, std::string("INSERT INTO staging.measurements (kernel_id, ") + kMeasurementCols +
+                                     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")),
         op_(prepare(db, ops_insert(1))),
         op_rows_(prepare(db, ops_insert(kOpsPerInsert))) {
     batch_.kernels.reserve(kBatch);
@@ -206,7 +260,6 @@ class StoreSink final : public ImportSink {
 
   void write(const ImportedKernel& k) {
     sqlite3_stmt* st = kernel_;
-    sqlite3_bind_int64(st, 1, source_id_);
     sqlite3_bind_int64(st, 2, k.seq);
     bind_text(st, 3, k.desc.name, false);
     std::string_view fam = family_name(k.family);
@@ -267,23 +320,22 @@ class StoreSink final : public ImportSink {
   // row costs its binds and little of SQLite's per-statement work.
   static constexpr int kOpsPerInsert = 32;
   static std::string ops_insert(int rows) {
-    std::string sql = "INSERT INTO cpu_ops (source_id, seq, pid, tid, start_us, dur_us, name, depth) VALUES ";
+    std::string sql = std::string("INSERT INTO staging.cpu_ops (") + kOpCols + ") VALUES ";
     for (int r = 0; r < rows; ++r) {
       sql += r ? ",(" : "(";
-      for (int c = 1; c <= 8; ++c) sql += "?" + std::to_string(r * 8 + c) + (c < 8 ? "," : ")");
+      for (int c = 1; c <= 7; ++c) sql += "?" + std::to_string(r * 7 + c) + (c < 7 ? "," : ")");
     }
     return sql;
   }
   void bind_op(sqlite3_stmt* st, int row, const ImportedOp& o) {
-    const int b = row * 8;
-    sqlite3_bind_int64(st, b + 1, source_id_);
-    sqlite3_bind_int64(st, b + 2, op_seq_++);
-    sqlite3_bind_int64(st, b + 3, o.pid);
-    sqlite3_bind_int64(st, b + 4, o.tid);
-    sqlite3_bind_double(st, b + 5, o.start_us);
-    sqlite3_bind_double(st, b + 6, o.dur_us);
-    bind_text(st, b + 7, o.name, false);  // the batch outlives the step
-    sqlite3_bind_int(st, b + 8, o.depth);
+    const int b = row * 7;
+    sqlite3_bind_int64(st, b + 1, op_seq_++);
+    sqlite3_bind_int64(st, b + 2, o.pid);
+    sqlite3_bind_int64(st, b + 3, o.tid);
+    sqlite3_bind_double(st, b + 4, o.start_us);
+    sqlite3_bind_double(st, b + 5, o.dur_us);
+    bind_text(st, b + 6, o.name, false);  // the batch outlives the step
+    sqlite3_bind_int(st, b + 7, o.depth);
   }
   void write_ops(const std::vector<ImportedOp>& ops) {
     std::size_t i = 0;
@@ -298,7 +350,6 @@ class StoreSink final : public ImportSink {
   }
 
   Database& db_;
-  int64_t source_id_;
   Stmt kernel_, measurement_, op_, op_rows_;
   int64_t op_seq_ = 0;
   std::string shape_, grid_, block_, tile_;
@@ -457,11 +508,34 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
   }
 
   if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "importing"});
-  // Another import (another process, or the explorer's worker) holds the write lock for as long as
-  // its parse takes: wait for it, up to an hour or until cancelled, saying so, rather than fail after
-  // the usual 5 s.
+  // The parse fills the staging tables in a transaction of their own, which locks nothing of the
+  // database's file; a failed or cancelled parse leaves the database untouched.
+  Staging staging(db_);
+  std::optional<StoreSink> writing(std::in_place, db_);
+  StoreSink& sink = *writing;
+  db_.exec("BEGIN");
+  try {
+    importer.import(path, sink, control);
+    sink.finish();
+    control.check_cancel(label);
+    db_.exec("COMMIT");
+  } catch (...) {
+    writing.reset();  // its writer thread stopped before the rollback
+    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  sum.kernels = sink.kernels_;
+  sum.ops = sink.ops_;
+  sum.gpu_id = sink.gpu_id_;
+  sum.gpu_name = sink.gpu_name_;
+  sum.warnings = sink.warnings_;
+
+  if (control.progress) control.progress(ImportProgress{sum.bytes, sum.bytes, sum.kernels, "committing"});
+  // Another import (another process, or the explorer's worker) may hold the write lock for its copy:
+  // wait for it, up to an hour or until cancelled, saying so, rather than fail after the usual 5 s.
   db_.wait_for_writers(kImportLockWaitMs, control.cancel, [&] {
-    if (control.progress) control.progress(ImportProgress{0, sum.bytes, 0, "waiting for another import to finish"});
+    if (control.progress)
+      control.progress(ImportProgress{sum.bytes, sum.bytes, sum.kernels, "waiting for another import to finish"});
   });
   Database::DefaultBusyTimeoutOnExit restore{db_};
   try {
@@ -481,10 +555,7 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
       }
       if (rc != SQLITE_DONE) throw DatabaseError(db_.path().string() + ": " + sqlite3_errmsg(db_.handle()));
       sum.source_id = sqlite3_last_insert_rowid(db_.handle());
-
-      StoreSink sink(db_, sum.source_id);
-      importer.import(path, sink, control);
-      sink.finish();
+      staging.copy_into(sum.source_id);
       control.check_cancel(label);
 
       Stmt upd =
@@ -495,12 +566,6 @@ ImportSummary KernelStore::import_with(const Importer& importer, const std::file
       sqlite3_bind_int64(upd, 4, static_cast<int64_t>(sink.kernels_));
       sqlite3_bind_int64(upd, 5, sum.source_id);
       step_done(db_, upd);
-      sum.kernels = sink.kernels_;
-      sum.ops = sink.ops_;
-      sum.gpu_id = sink.gpu_id_;
-      sum.gpu_name = sink.gpu_name_;
-      sum.warnings = sink.warnings_;
-      if (control.progress) control.progress(ImportProgress{sum.bytes, sum.bytes, sum.kernels, "committing"});
     });
   } catch (const DatabaseError& e) {
     if (e.sqlite_code() == SQLITE_BUSY || e.sqlite_code() == SQLITE_LOCKED) control.check_cancel(label);  // cancelled while waiting

@@ -4,7 +4,8 @@
 // SQLite", so re-opening a trace costs nothing).
 //
 // An import is one transaction: the source row, every kernel and measurement and the trace's
-// framework ops (cpu_ops, for the timeline), or nothing. A file
+// framework ops (cpu_ops, for the timeline), or nothing. The parse fills a private staging
+// database first, so the transaction, and the write lock it holds, lasts only the copy. A file
 // whose content (SHA-256 of what the importer reads: inflated where it is gzip, so a trace and
 // its .gz are one source) is already in the database is refused before it is parsed.
 #include <cstdint>

@@ -400,7 +400,51 @@ TEST(KernelStore, ShapeAndTileTextRoundTrip) {
   EXPECT_FALSE(tile_from_json("not json").has_value());
 }
 
-// Issue #55: an import waits for another connection's write lock (another import parsing) instead of
+// Issue #55: an import parses into a staging database and holds the database's write lock only to
+// copy the parsed rows in, so another connection writes while it parses (here: from inside the
+// collector importer's progress report, between two of its files) with a 50 ms busy timeout.
+TEST(KernelStore, AnotherConnectionWritesWhileAnImportParses) {
+  TempDir dir;
+  Database db(dir / "p.db");
+  KernelStore store(db);
+  Database other(dir / "p.db");
+  other.set_busy_timeout_ms(50);
+  const fs::path folder = dir / "sweep";
+  fs::create_directories(folder);
+  for (const char* f : {"gemm.csv", "attention.csv"})
+    fs::copy_file(source_dir() / "tests/fuzz/seeds/collector_csv" / f, folder / f);
+  ImportControl c = control();
+  int writes = 0;
+  std::string error;
+  c.progress = [&](const ImportProgress& p) {
+    if (p.stage.rfind("reading ", 0) != 0) return;
+    try {
+      other.exec("INSERT INTO sources (path, format, content_hash, bytes) VALUES ('x', 'test', 'w" +
+                 std::to_string(writes) + "', 0)");
+      ++writes;
+    } catch (const DatabaseError& e) {
+      error = e.what();
+    }
+  };
+  const auto sum = store.import_file(folder, c);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(writes, 2);  // one per file, both while the import was parsing
+  EXPECT_GT(sum.kernels, 0u);
+  // The staged rows landed under the import's source, after the other connection's.
+  const auto sources = store.sources();
+  ASSERT_EQ(sources.size(), 3u);
+  EXPECT_EQ(sources.back().id, sum.source_id);
+  EXPECT_EQ(sources.back().kernel_count, static_cast<int64_t>(sum.kernels));
+  std::size_t visited = 0;
+  store.visit_kernels(sum.source_id, [&](StoredKernel&& k) {
+    ++visited;
+    EXPECT_EQ(k.source_id, sum.source_id);
+    EXPECT_EQ(k.measurements.size(), 1u);
+  });
+  EXPECT_EQ(visited, sum.kernels);
+}
+
+// Issue #55: an import waits for another connection's write lock (another import copying) instead of
 // failing after the busy timeout, says so in its progress, and can be cancelled while it waits,
 // leaving the database as it was.
 TEST(KernelStore, AnImportWaitsForAnotherWritersLockAndCanBeCancelledMeanwhile) {
