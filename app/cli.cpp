@@ -77,7 +77,8 @@ const std::map<QString, Command>& commands() {
                             "(for checks that need models that never saw those GPUs)",
                             "DIR")}}},
       {"predict",
-       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--engine vllm|sglang] [--out OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
+       {"perfloom predict --kernels IN.csv --gpu ID[,ID...] [--engine vllm|sglang] [--clocks burst|sustained] [--out "
+        "OUT.csv] | predict --trace FILE --gpu ID[,ID...] "
         "[--source-gpu ID] [--out OUT.csv]",
         "predict each kernel of a kernel list on each GPU: pred_us, lo_us..hi_us, ceiling_us and the bound pipe; "
         "--trace: what-if, every kernel of a profiled trace (imported if new) measured on its own GPU, predicted on "
@@ -89,7 +90,12 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("engine",
                             "kernel list: unnamed attention rows run the attention kernels this serving engine (vllm "
                             "or sglang) runs on each GPU; adds the column implementation",
-                            "ENGINE")}}},
+                            "ENGINE"),
+         QCommandLineOption("clocks",
+                            "kernel list: burst (default: the boost clock, as short measurements run) or sustained "
+                            "(each kernel repeated back to back, slowed by the GPU's power limit at the load it holds); "
+                            "sustained adds the column sustained_slowdown",
+                            "STATE")}}},
       {"step",
        {"perfloom step --model M --gpu ID --phase prefill|decode --batch B (--tokens T | --context C) [--tp N] "
         "[--graphs]",

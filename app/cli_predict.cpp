@@ -64,6 +64,10 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
     std::cerr << "perfloom predict: --engine applies to a kernel list (--kernels); a trace names its own kernels\n";
     return 2;
   }
+  if (args.isSet("trace") && args.isSet("clocks")) {
+    std::cerr << "perfloom predict: --clocks applies to a kernel list (--kernels); a trace's kernels ran as measured\n";
+    return 2;
+  }
   if (args.isSet("trace")) return cmdPredictTrace(ctx, args);
   if (!args.isSet("kernels")) {
     std::cerr << "perfloom predict: needs --kernels IN.csv (a kernel list) or --trace FILE (a profiled trace)\n";
@@ -79,10 +83,19 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
   // --engine: an unnamed attention row stands for the kernels that engine runs on each GPU.
   std::optional<sim::ServingEngine> engine;
   if (args.isSet("engine")) engine = cliServingEngine(args);
+  // --clocks sustained: each kernel repeated back to back at the power state it holds the GPU in.
+  const bool sustained = cliClockState(args) == sim::ClockState::sustained;
+  if (sustained)
+    for (const GpuSpec* gpu : gpus)
+      if (!gpu->sustained)
+        throw std::invalid_argument("--clocks sustained needs a sustained-power curve of '" + gpu->id +
+                                    "': its GPU file gives no TDP or no 16-bit tensor peak to scale a measured one by, "
+                                    "and no calibration gives one; use burst clocks");
   std::vector<std::string> header = list.header;
   for (const char* c : {"gpu", "pred_us", "lo_us", "hi_us", "ceiling_us", "bound", "method", "error"})
     header.emplace_back(c);
   if (engine) header.emplace_back("implementation");
+  if (sustained) header.emplace_back("sustained_slowdown");
   std::string warning;
   const auto predictor = make_default_predictor(&warning);
   if (!warning.empty()) std::cerr << "perfloom predict: warning: " << warning << "\n";
@@ -93,6 +106,7 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
   std::map<std::string, std::vector<Prediction>> batch;
   std::map<std::string, std::vector<std::string>> batch_errors;
   std::map<std::string, std::vector<sim::AttentionChoice>> chosen;  // --engine: per GPU, per kernel
+  std::map<std::string, std::vector<double>> slowdowns;             // --clocks sustained: per GPU, per kernel
   for (const GpuSpec* gpu : gpus) {
     std::vector<KernelDesc> on_gpu = kernels;
     if (engine) {
@@ -106,6 +120,21 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
       }
     }
     batch[gpu->id] = predictor->predict_batch(on_gpu, *gpu, &batch_errors[gpu->id]);
+    if (sustained) {
+      auto& slow = slowdowns[gpu->id];
+      slow.assign(on_gpu.size(), 1.0);
+      for (std::size_t i = 0; i < on_gpu.size(); ++i) {
+        Prediction& p = batch[gpu->id][i];
+        if (!batch_errors[gpu->id][i].empty() || p.analysis.family == Family::communication) continue;
+        double tensor_us = 0;  // its tensor work at the datasheet peak (model/power.h)
+        if (p.analysis.cycles_balanced[static_cast<std::size_t>(Pipe::tensor)] > 0)
+          if (auto peak = gpu->peak_flops_per_s(on_gpu[i].dtype)) tensor_us = p.analysis.useful_flops / *peak * 1e6;
+        slow[i] = gpu->sustained->repeated_kernel_slowdown(p.pred_us, tensor_us, clock_bound_share(p.analysis));
+        p.pred_us *= slow[i];
+        p.lo_us *= slow[i];
+        p.hi_us *= slow[i];
+      }
+    }
   }
   std::vector<std::vector<std::string>> rows;
   nlohmann::json json_rows = nlohmann::json::array();
@@ -136,11 +165,14 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
       const sim::AttentionChoice* choice =
           engine && row.kernel && !chosen[gpu->id][ki].reason.empty() ? &chosen[gpu->id][ki] : nullptr;
       if (engine) out.emplace_back(choice ? sim::attention_impl_name(choice->impl) : "");
+      if (sustained) out.emplace_back(error.empty() ? num(slowdowns[gpu->id][ki]) : "");
       if (ctx.json) {
         nlohmann::json j;
         for (std::size_t i = 0; i < header.size(); ++i) j[header[i]] = out[i];
         for (const char* c : {"pred_us", "lo_us", "hi_us", "ceiling_us"})
           j[c] = error.empty() ? nlohmann::json(std::stod(j[c].get<std::string>())) : nlohmann::json(nullptr);
+        if (sustained)
+          j["sustained_slowdown"] = error.empty() ? nlohmann::json(slowdowns[gpu->id][ki]) : nlohmann::json(nullptr);
         // Where the time goes (model/bottleneck.h, what the bottleneck view shows), at full precision.
         add_bottleneck_json(
             j, error.empty() ? std::optional<Bottleneck>(bottleneck_of(*row.kernel, *gpu, p)) : std::nullopt);

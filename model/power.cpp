@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/analysis.h"
 #include "model/calibration.h"
 #include "model/json_fields.h"
 
@@ -159,6 +160,14 @@ SustainedPowerCurve::Lagged SustainedPowerCurve::lag(double before, double idle_
   const double decay = std::exp(-duration_us / tau_us);
   // The lag's mean over the step: load + (start - load) x tau / T x (1 - e^(-T / tau)).
   return {load + (start - load) * tau_us / duration_us * (1 - decay), load + (start - load) * decay};
+}
+
+double clock_bound_share(const Analysis& a) {
+  const auto& c = a.achievable_cycles_busiest;
+  auto at = [&](Pipe p) { return c[static_cast<std::size_t>(p)]; };
+  const double core = std::max({at(Pipe::tensor), at(Pipe::fma), at(Pipe::sfu), at(Pipe::l2), at(Pipe::smem)});
+  const double dram = at(Pipe::dram);
+  return dram <= 0 || core >= dram ? 1.0 : core / dram;
 }
 
 }  // namespace perfloom

@@ -75,6 +75,15 @@ struct PowerFactors {
   double memory = 1;   // for the DRAM-bound part
 };
 
+struct Analysis;
+// The part of a kernel's time bound by SM-clocked pipes rather than by DRAM: 1 when a core pipe
+// (tensor, FMA, SFU, L2, shared memory) needs at least as many cycles as DRAM, else their ratio.
+double clock_bound_share(const Analysis& a);
+// How much slower a kernel with that clock-bound share runs at those factors.
+inline double sustained_slowdown(const PowerFactors& f, double clock_share) {
+  return f.memory + clock_share * (f.compute - f.memory);
+}
+
 class SustainedPowerCurve {
  public:
   struct Point {
@@ -115,6 +124,14 @@ class SustainedPowerCurve {
     double mean = 0, at_end = 0;
   };
   Lagged lag(double before, double idle_us, double load, double duration_us) const;
+
+  // A kernel repeated back to back (a benchmark loop, a long stream of its launches) at the power
+  // state it holds the GPU in: its tensor work at the datasheet peak takes `tensor_us` of each
+  // `burst_us` (the utilisation), `clock_share` of its time is clock-bound (clock_bound_share).
+  // The slowdown of its burst time.
+  double repeated_kernel_slowdown(double burst_us, double tensor_us, double clock_share) const {
+    return sustained_slowdown(at(burst_us > 0 ? tensor_us / burst_us : 0.0), clock_share);
+  }
 
  private:
   std::vector<Point> points_;  // by utilisation

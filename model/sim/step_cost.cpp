@@ -35,20 +35,6 @@ StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gp
   cache_.reserve(4096);
 }
 
-namespace {
-
-// The part of a kernel's time bound by SM-clocked pipes rather than by DRAM: 1 when a core pipe
-// (tensor, FMA, SFU, L2, shared memory) needs at least as many cycles as DRAM, else their ratio.
-double clock_bound_share(const Analysis& a) {
-  const auto& c = a.achievable_cycles_busiest;
-  auto at = [&](Pipe p) { return c[static_cast<std::size_t>(p)]; };
-  const double core = std::max({at(Pipe::tensor), at(Pipe::fma), at(Pipe::sfu), at(Pipe::l2), at(Pipe::smem)});
-  const double dram = at(Pipe::dram);
-  return dram <= 0 || core >= dram ? 1.0 : core / dram;
-}
-
-}  // namespace
-
 std::size_t StepCostModel::KeyHash::operator()(const Key& k) const {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t x) {
@@ -182,8 +168,7 @@ StepCost StepCostModel::cost(const StepPlan& plan, bool graphs, bool with_kernel
     const StepKernel& k = plan.kernels[i];
     const Family f = family_of(k.kernel.op);
     const PowerFactors& pf = factors[static_cast<std::size_t>(k.stage)];
-    const double slowdown =
-        f == Family::communication ? 1.0 : pf.memory + memo[i]->clock_share * (pf.compute - pf.memory);
+    const double slowdown = f == Family::communication ? 1.0 : sustained_slowdown(pf, memo[i]->clock_share);
     const double us = memo[i]->us * slowdown;
     const double total = us * static_cast<double>(k.count);
     stage_gpu[static_cast<std::size_t>(k.stage)] += total;

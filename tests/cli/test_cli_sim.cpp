@@ -143,6 +143,40 @@ TEST(CliSim, EngineChoosesTheAttentionKernelsAndSaysWhich) {
   EXPECT_NE(trace.err.find("--engine applies to a kernel list"), std::string::npos) << trace.err;
 }
 
+TEST(CliSim, PredictSustainedSlowsAComputeBoundKernelByThePowerLimit) {
+  // A large GEMM repeated back to back holds an H100 at its power limit: the measured curve
+  // (data/power) slows such a GEMM 1.16-1.21x. A decode GEMV streams weights (the memory factor,
+  // about 1), and an H20's little tensor throughput per watt never reaches its limit.
+  const std::string dir = ::testing::TempDir() + "/sustained_kernels";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/k.csv");
+    f << "op,dtype,M,N,K\ngemm,bf16,8192,8192,8192\ngemm,bf16,1,8192,8192\n";
+  }
+  auto run = [&](const std::string& clocks) {
+    auto r = runPerfloom("predict --kernels " + dir + "/k.csv --gpu h100-sxm,h20 --json " + clocks + " " + kDb);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out.empty() ? "{}" : r.out)["predictions"];
+  };
+  const json burst = run(""), sustained = run("--clocks sustained");
+  ASSERT_EQ(sustained.size(), 4u);
+  ASSERT_EQ(burst.size(), 4u);
+  const double big = sustained[0]["sustained_slowdown"].get<double>();
+  EXPECT_GT(big, 1.1);
+  EXPECT_LT(big, 1.3);
+  EXPECT_NEAR(sustained[0]["pred_us"].get<double>() / (burst[0]["pred_us"].get<double>() * big), 1.0, 1e-5);
+  EXPECT_FALSE(burst[0].contains("sustained_slowdown"));
+  EXPECT_NEAR(sustained[1]["sustained_slowdown"].get<double>(), 1.0, 1e-9) << sustained[1];  // h20
+  EXPECT_LT(sustained[2]["sustained_slowdown"].get<double>(), 1.02) << sustained[2];  // the GEMV on the H100
+  // A GPU without a TDP to scale a curve by is refused with what to do; a trace with --clocks is misuse.
+  auto p100 = runPerfloom("predict --kernels " + dir + "/k.csv --gpu p100-pcie --clocks sustained " + kDb);
+  EXPECT_EQ(p100.exit_code, 1);
+  EXPECT_NE(p100.err.find("--clocks sustained needs a sustained-power curve of 'p100-pcie'"), std::string::npos)
+      << p100.err;
+  auto trace = runPerfloom("predict --trace x.json --gpu h100-sxm --clocks sustained " + kDb);
+  EXPECT_EQ(trace.exit_code, 2);
+}
+
 TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
   auto r = runPerfloom(
       "step --model llama-3.1-70b --gpu h100 --phase decode --batch 32 --context 2048 --tp 4 --graphs --json " + kDb);
