@@ -46,15 +46,11 @@ Classification classify_kernel(const ClassifyInput& in);
 // Implementations whose speed differs from what a serving engine runs for the same op, so that the
 // learned model tells them apart (feature `impl_class`):
 //   0: unnamed kernels and every library not listed below: a kernel list or a simulated step
-//      describes the serving engine's kernel (FA3, FlashInfer, XQA, cuBLAS, ...);
+//      describes the serving engine's default kernel (FlashAttention: FA3 on Hopper, FA2 elsewhere;
+//      FlashInfer, cuBLAS, ...);
 //   1: FlashAttention-2 forward kernels (flash_fwd_kernel, flash_fwd_splitkv_kernel; PyTorch's SDPA
 //      flash backend ships them), which serving engines replaced by FA3/FlashInfer on Hopper;
 //   2: cuDNN's fused attention (PyTorch's SDPA cuDNN backend);
-//   4: Triton attention kernels (SGLang's triton backend: _fwd_kernel, _fwd_grouped_kernel_stage1;
-//      vLLM's TRITON_ATTN: kernel_unified_attention_*), what SGLang runs on consumer and
-//      workstation Blackwell (sm120) and for head dims TensorRT-LLM's kernels lack on sm100;
-//   5: TensorRT-LLM's FMHA kernels (fmhaSm100*, fmha_v2_*, XQA; FlashInfer's trtllm-gen backend,
-//      SGLang's trtllm_mha), what vLLM (FlashInfer) and SGLang run on datacenter Blackwell (sm100);
 //   3: the norm, rotary, activation, residual-add and embedding kernels of Sarathi-Serve's
 //      transformer layer (a 2023 vLLM fork), as Vidur's profiles time them; the importer names
 //      them kSarathiKernelPrefix + Vidur's op ("sarathi::mlp_act"), since those rows carry no
@@ -65,6 +61,11 @@ Classification classify_kernel(const ClassifyInput& in);
 //      without this class, Vidur's H100 SiLU-and-mul rows are predicted at 0.77x and its rotary
 //      rows at 0.73x their measured time (median). As a class of their own, held-out norm /
 //      elementwise MAPE goes 13.8 / 11.5% -> 10.4 / 9.1% (H200), 15.8 / 17.6% -> 15.3 / 16.5% (H100).
+//   4: Triton attention kernels (SGLang's triton backend: _fwd_kernel, _fwd_grouped_kernel_stage1;
+//      vLLM's TRITON_ATTN: kernel_unified_attention_*), what SGLang runs on consumer and
+//      workstation Blackwell (sm120) and for head dims TensorRT-LLM's kernels lack on sm100;
+//   5: TensorRT-LLM's FMHA kernels (fmhaSm100*, fmha_v2_*, XQA; FlashInfer's trtllm-gen backend,
+//      SGLang's trtllm_mha), what vLLM (FlashInfer) and SGLang run on datacenter Blackwell (sm100).
 // Measured on our H200: the same decode shape takes 770 us through FA2 and 484 us through cuDNN
 // (tools/step_check/decode_attn_probe.py, data/step/decode_attn_probe_h200.csv).
 inline constexpr std::string_view kSarathiKernelPrefix = "sarathi::";
