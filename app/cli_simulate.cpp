@@ -148,6 +148,11 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
         static_cast<long long>(r.memory.kv_tokens()), static_cast<long long>(r.memory.num_blocks),
         static_cast<long long>(r.memory.block_size), r.memory.weights_gib);
   }
+  auto attention = [](const char* pool, const sim::AttentionChoice& a) {
+    std::printf("%sattention: %s (%s)\n", pool, std::string(sim::attention_impl_name(a.impl)).c_str(), a.reason.c_str());
+  };
+  if (d.disaggregated) attention("prefill ", r.prefill_attention);
+  attention(d.disaggregated ? "decode " : "", r.attention);
   std::printf("%zu requests in %.3f s, %lld steps, %lld preemptions, %lld prompt tokens from the prefix cache\n",
               r.requests.size(), r.duration_s, static_cast<long long>(r.step_count),
               static_cast<long long>(r.preemptions), static_cast<long long>(r.cached_tokens));

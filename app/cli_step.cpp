@@ -143,6 +143,8 @@ int cmdStep(CliContext& ctx, const QCommandLineParser& args) {
     std::printf("weights: %s, KV cache: %s\n",
                 cfg.quant == sim::WeightQuant::none ? "16-bit" : std::string(sim::weight_quant_name(cfg.quant)).c_str(),
                 std::string(dtype_name(q.kv_dtype.value_or(cfg.dtype))).c_str());
+  std::printf("attention: %s (%s)\n", std::string(sim::attention_impl_name(p.attention.impl)).c_str(),
+              p.attention.reason.c_str());
   if (p.cost.clocks == sim::ClockState::sustained)
     std::printf("clocks: sustained (tensor utilisation %.2f: compute x%.3f, memory x%.3f; %s)\n",
                 p.cost.tensor_utilization, p.cost.power.compute, p.cost.power.memory, gpu.sustained->origin().c_str());
