@@ -383,9 +383,13 @@ def update_sections(args, names):
         raise SystemExit(f"--sections: {os.path.relpath(args.out, ROOT)} does not exist; run the whole report first")
     with open(args.out) as f:
         text = f.read()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     for name in [s for s in SECTIONS if s in names]:
         md = []
         SECTION_FUNCS[name](args, md)
+        # The header's date and commit are the whole report's: a section run alone says its own.
+        md.insert(1, f"*This section: `python3 tools/accuracy_report.py --sections {name}` on "
+                     f"{datetime.date.today().isoformat()} at commit `{commit}`.*\n")
         title = section_title("\n".join(md))
         if title != SECTION_TITLES[name]:
             raise SystemExit(f"section {name}: its heading is '{title}', SECTION_TITLES says '{SECTION_TITLES[name]}'")
