@@ -63,7 +63,8 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
         std::printf("(%zu more feasible; --top N shows more)\n", r.ranked.size() - static_cast<std::size_t>(top));
     }
   } else {
-    std::printf("Pareto front per GPU type: output tokens/s per GPU against tokens/s per user (1/TPOT)\n");
+    std::printf("Pareto front per GPU type%s: output tokens/s per GPU against tokens/s per user (1/TPOT)\n",
+                r.disaggregated ? " (and per GPU type disaggregated: 1 prefill + N decode instances)" : "");
     std::printf("%-22s %4s %6s %14s %14s %10s %10s %12s %s\n", "gpu", "tp", "conc", "tok/s/gpu", "tok/s/user",
                 "ttft_p90", "tpot_p90", "$/M out tok", "sla");
     for (const auto& p : r.pareto) {
@@ -76,7 +77,9 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
       else
         std::printf("%12s", "-");
       const std::string e = p.settings.describe();
-      std::printf(" %s%s\n", p.meets_sla ? "meets" : "misses", e.empty() ? "" : ("  " + e).c_str());
+      // A disaggregated point names its pools (and its settings with them).
+      const std::string what = p.disaggregated() ? p.describe() : e;
+      std::printf(" %s%s\n", p.meets_sla ? "meets" : "misses", what.empty() ? "" : ("  " + what).c_str());
     }
   }
   if (!r.rejected.empty()) {

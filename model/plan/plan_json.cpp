@@ -204,6 +204,7 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
                 {"meets_sla", p.meets_sla},
                 {"on_front", p.on_front}};
       q["usd_per_million_output_tokens"] = p.priced ? json(p.usd_per_million_output_tokens) : json(nullptr);
+      if (p.disaggregated()) q["decode_replicas"] = p.decode_replicas;  // one prefill instance besides
       pts.push_back(q);
     }
     j["pareto"] = pts;
@@ -292,6 +293,7 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
       p.gpu = gpu_of(q, gpus, label, where);
       p.tp = integer(q, "tp", label, where, 1, 4096);
       if (q.contains("pp")) p.pp = integer(q, "pp", label, where, 1, 4096);
+      if (q.contains("decode_replicas")) p.decode_replicas = integer(q, "decode_replicas", label, where, 1, 4096);
       p.settings = settings_from(q, label, where);
       p.concurrency = integer(q, "concurrency", label, where, 1, 1 << 24);
       p.tokens_per_s_per_gpu = number(q, "tokens_per_s_per_gpu", label, where);

@@ -234,6 +234,17 @@ std::string Deployment::describe() const {
          (e.empty() ? "" : " (" + e + ")");
 }
 
+Deployment ParetoPoint::deployment() const {
+  Deployment d{gpu, tp, 1, settings};
+  d.pp = pp;
+  if (disaggregated()) {
+    d.decode_gpu = gpu;
+    d.decode_tp = tp;
+    d.decode_replicas = decode_replicas;
+  }
+  return d;
+}
+
 namespace {
 
 // The fewest r in [1, hi] for which `meets(r)` holds, `meets(hi)` being known to hold: a binary
@@ -349,6 +360,10 @@ class Planner {
 
   // A disaggregated deployment simulated whole at `rate`.
   Evaluation evaluate_disaggregated(const Deployment& d, const Variant& v, double rate, bool ttft_only) {
+    return evaluate_disaggregated(d, v, with_key(o_.workload, "rate", fmt("%.9g", rate)), ttft_only);
+  }
+  // The same under the workload `spec`.
+  Evaluation evaluate_disaggregated(const Deployment& d, const Variant& v, const std::string& spec, bool ttft_only) {
     check_cancel();
     sim::SimulationConfig sc = config_for(v);
     sim::Deployment& dep = sc.deployment;
@@ -367,9 +382,7 @@ class Planner {
     dep.kv_transfer_gb_s = nvlink ? 0 : o_.kv_transfer_gb_s;
     sc.shared_cost = &cost_of(*d.decode_gpu);
     sc.shared_prefill_cost = &cost_of(*d.gpu);
-    return judge(sim::simulate(v.model, *d.decode_gpu, predictor_,
-                               sim::parse_workload(with_key(o_.workload, "rate", fmt("%.9g", rate))), sc),
-                 ttft_only);
+    return judge(sim::simulate(v.model, *d.decode_gpu, predictor_, sim::parse_workload(spec), sc), ttft_only);
   }
 
   sim::StepCostModel& cost_of(const GpuSpec& gpu) {
@@ -673,30 +686,22 @@ class Planner {
 
   void pareto(const std::vector<const GpuSpec*>& gpus, int64_t n) {
     for (const GpuSpec* gpu : gpus) {
-      sim::StepCostModel cost(predictor_, *gpu, o_.base.overheads, o_.base.clocks);
-      const std::size_t first = out_.pareto.size();
-      for (const Variant& v : variants_)
-      for (const auto& [tp, pp] : degrees()) {
-        if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
-          Candidate c;
-          c.d = {gpu, tp, 1, v.s};
-          c.d.pp = pp;
-          c.why_not = why;
-          out_.rejected.push_back(c);
-          continue;
-        }
+      sim::StepCostModel& cost = cost_of(*gpu);
+      // One point per concurrency of the closed loop, until one does not fit.
+      auto sweep = [&](const Variant& v, const Deployment& d, const std::function<Evaluation(const std::string&)>& run) {
         for (int64_t conc = 1; conc <= v.s.max_num_seqs; conc *= 2) {
           std::string spec = with_key(o_.workload, "concurrency", std::to_string(conc));
           spec = with_key(spec, "n", std::to_string(std::max<int64_t>(n, 4 * conc)));
           try {
-            const Evaluation e = evaluate(*gpu, cost, v, tp, pp, 1, spec);
+            const Evaluation e = run(spec);
             ParetoPoint p;
             p.gpu = gpu;
-            p.tp = tp;
-            p.pp = pp;
+            p.tp = d.tp;
+            p.pp = d.pp;
+            p.decode_replicas = d.disaggregated() ? d.decode_replicas : 0;
             p.settings = v.s;
             p.concurrency = static_cast<int>(conc);
-            p.tokens_per_s_per_gpu = e.r.output_tokens_per_s / (tp * pp);
+            p.tokens_per_s_per_gpu = e.r.output_tokens_per_s / p.gpus();
             p.tokens_per_s_per_user = e.r.tpot_ms.mean > 0 ? 1000.0 / e.r.tpot_ms.mean : 0;
             p.ttft_p90_ms = e.r.ttft_ms.p90;
             p.tpot_p90_ms = e.r.tpot_ms.p90;
@@ -704,29 +709,68 @@ class Planner {
             if (const Prices::Entry* pr = prices_.find(gpu->id); pr && e.r.output_tokens_per_s > 0) {
               p.priced = true;
               p.usd_per_million_output_tokens =
-                  pr->usd_per_gpu_hour * tp * pp / (e.r.output_tokens_per_s * 3600.0) * 1e6;
+                  pr->usd_per_gpu_hour * p.gpus() / (e.r.output_tokens_per_s * 3600.0) * 1e6;
             }
             out_.pareto.push_back(p);
           } catch (const std::exception& ex) {
             Candidate c;
-            c.d = {gpu, tp, 1, v.s};
-            c.d.pp = pp;
+            c.d = d;
             c.why_not = "concurrency " + std::to_string(conc) + ": " + ex.what();
             out_.rejected.push_back(c);
             break;  // a higher concurrency will not fit either
           }
         }
-      }
-      for (std::size_t i = first; i < out_.pareto.size(); ++i) {
-        ParetoPoint& p = out_.pareto[i];
-        p.on_front = true;
-        for (std::size_t j = first; j < out_.pareto.size() && p.on_front; ++j) {
-          const ParetoPoint& q = out_.pareto[j];
-          if (j != i && q.tokens_per_s_per_gpu >= p.tokens_per_s_per_gpu &&
-              q.tokens_per_s_per_user >= p.tokens_per_s_per_user &&
-              (q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu || q.tokens_per_s_per_user > p.tokens_per_s_per_user))
-            p.on_front = false;
+      };
+      auto left_out = [&](Deployment d, const std::string& why) {
+        Candidate c;
+        c.d = d;
+        c.why_not = why;
+        out_.rejected.push_back(c);
+      };
+      std::size_t first = out_.pareto.size();
+      for (const Variant& v : variants_)
+        for (const auto& [tp, pp] : degrees()) {
+          Deployment d{gpu, tp, 1, v.s};
+          d.pp = pp;
+          if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
+            left_out(d, why);
+            continue;
+          }
+          sweep(v, d, [&, tp = tp, pp = pp](const std::string& spec) { return evaluate(*gpu, cost, v, tp, pp, 1, spec); });
         }
+      mark_front(first);
+      if (!o_.disaggregated) continue;
+      // Disaggregated: one prefill instance and 1-3 decode instances of one TP degree, its own front.
+      first = out_.pareto.size();
+      for (const Variant& v : variants_)
+        for (int tp : o_.tp)
+          for (int decode = 1; decode <= 3 && (1 + decode) * tp <= o_.max_gpus; ++decode) {
+            Deployment d{gpu, tp, 1, v.s};
+            d.decode_gpu = gpu;
+            d.decode_tp = tp;
+            d.decode_replicas = decode;
+            if (const std::string why = does_not_fit(*gpu, v, tp, 1); !why.empty()) {
+              left_out(d, why);
+              break;
+            }
+            sweep(v, d, [&](const std::string& spec) { return evaluate_disaggregated(d, v, spec, false); });
+          }
+      mark_front(first);
+    }
+  }
+
+  // Marks the points from `first` on that no other of them dominates (as much throughput per GPU and
+  // per user, more of one).
+  void mark_front(std::size_t first) {
+    for (std::size_t i = first; i < out_.pareto.size(); ++i) {
+      ParetoPoint& p = out_.pareto[i];
+      p.on_front = true;
+      for (std::size_t j = first; j < out_.pareto.size() && p.on_front; ++j) {
+        const ParetoPoint& q = out_.pareto[j];
+        if (j != i && q.tokens_per_s_per_gpu >= p.tokens_per_s_per_gpu &&
+            q.tokens_per_s_per_user >= p.tokens_per_s_per_user &&
+            (q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu || q.tokens_per_s_per_user > p.tokens_per_s_per_user))
+          p.on_front = false;
       }
     }
   }
@@ -823,7 +867,6 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
     if (w.kind != sim::WorkloadKind::closed)
       throw std::invalid_argument("without --load the workload must be closed:... (its concurrency is swept), got \"" +
                                   options.workload + "\"");
-    if (options.disaggregated) out.notes.push_back("--disaggregated: searched with a target load (--load) only");
     if (options.wide_ep) out.notes.push_back("--wide-ep: searched with a target load (--load) only");
     p.pareto(gpus, static_cast<int64_t>(w.requests.size()));
   }

@@ -8,7 +8,8 @@
 // are then simulated whole, R instances behind a least-loaded router at the full load, which is
 // what the ranking reports. Without a target load it sweeps a closed loop over concurrency per GPU
 // type and TP degree and keeps the Pareto front of throughput per GPU against tokens/s per user
-// (1 / TPOT), the chart hardware choices are made on.
+// (1 / TPOT), the chart hardware choices are made on; with --disaggregated also, per GPU type, one
+// prefill instance and 1, 2 or 3 decode instances of each TP degree, a front of their own.
 #include <functional>
 #include <map>
 #include <optional>
@@ -92,8 +93,8 @@ struct PlanOptions {
   // The engine settings searched, every one for every GPU type and TP degree (a GPU that cannot
   // serve one, an fp8 KV cache on an A100 say, is left out saying so). Empty: one, base's own.
   std::vector<EngineSettings> settings;
-  // Also search disaggregated deployments (a prefill pool and a decode pool, of any GPU types), with
-  // a target load only.
+  // Also search disaggregated deployments: with a target load, a prefill pool and a decode pool of
+  // any GPU types; without one, the Pareto sweep of 1 prefill and 1-3 decode instances per GPU type.
   bool disaggregated = false;
   // Also search wide expert parallelism for MoE models (with a target load): R data-parallel
   // attention ranks of TP t in one expert group over all t x R GPUs, stepping in lockstep.
@@ -145,10 +146,17 @@ struct Candidate {
 };
 
 struct ParetoPoint {
-  const GpuSpec* gpu = nullptr;
-  int tp = 1, concurrency = 1;
+  const GpuSpec* gpu = nullptr;  // disaggregated: both pools' GPU type
+  int tp = 1, concurrency = 1;   // disaggregated: TP of every instance of both pools
   int pp = 1;
   EngineSettings settings;
+  // Disaggregated prefill/decode (with --disaggregated): one prefill instance and this many decode
+  // instances; 0: one aggregated instance. Its own curve per GPU type.
+  int decode_replicas = 0;
+  bool disaggregated() const { return decode_replicas > 0; }
+  int gpus() const { return tp * pp * (disaggregated() ? 1 + decode_replicas : 1); }
+  Deployment deployment() const;  // of one replica
+  std::string describe() const { return deployment().describe(); }
   double tokens_per_s_per_gpu = 0, tokens_per_s_per_user = 0;
   double ttft_p90_ms = 0, tpot_p90_ms = 0;
   bool meets_sla = true;

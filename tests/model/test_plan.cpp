@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -270,13 +271,50 @@ TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
   EXPECT_GT(disaggregated, 0);
   const nlohmann::json j = plan_to_json(r);
   EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
-  // Without a load the Pareto sweep says it searched no disaggregated deployment.
+  // Without a load the Pareto sweep holds, per GPU type, 1 prefill and 1-3 decode instances on a
+  // front of their own: throughput per GPU over all of their GPUs, the simulation re-run here.
   PlanOptions closed = o;
   closed.load.reset();
-  closed.workload = "closed:concurrency=1,n=8,input=256,output=16,seed=1";
-  closed.base.sched.max_num_seqs = 2;
+  closed.tp = {1};
+  closed.max_gpus = 3;  // 1 + 1 and 1 + 2 instances
+  closed.workload = "closed:concurrency=1,n=16,input=512,output=32,seed=1";
+  closed.settings = {EngineSettings{}};
+  closed.settings[0].max_num_seqs = 8;
   const PlanResult front = plan_deployments(llama8b(), {gpus[0]}, roof, prices(2.0, 2.6), closed);
-  EXPECT_NE(front.notes.back().find("--disaggregated: searched with a target load"), std::string::npos);
+  std::set<int> decode;
+  bool on_front = false;
+  for (const ParetoPoint& p : front.pareto) {
+    if (!p.disaggregated()) continue;
+    decode.insert(p.decode_replicas);
+    on_front |= p.on_front;
+    EXPECT_EQ(p.gpus(), 1 + p.decode_replicas);
+    EXPECT_NE(p.describe().find("1 x h100-sxm (TP 1) prefill + "), std::string::npos) << p.describe();
+    // Dominated only by points of its own curve.
+    for (const ParetoPoint& q : front.pareto) {
+      if (p.on_front && q.disaggregated() && q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu) {
+        EXPECT_LT(q.tokens_per_s_per_user, p.tokens_per_s_per_user);
+      }
+    }
+  }
+  EXPECT_EQ(decode, (std::set<int>{1, 2}));
+  EXPECT_TRUE(on_front);
+  const ParetoPoint& last = front.pareto.back();
+  ASSERT_TRUE(last.disaggregated());
+  sim::SimulationConfig sc = closed.base;
+  sc.sched.max_num_seqs = 8;
+  sc.deployment.disaggregated = true;
+  sc.deployment.router = sim::RouterPolicy::least_loaded;
+  sc.deployment.prefill_gpu = sc.deployment.decode_gpu = last.gpu;
+  sc.deployment.decode_replicas = last.decode_replicas;
+  sc.record_steps = false;
+  const sim::SimulationResult again = sim::simulate(
+      llama8b(), *last.gpu, roof,
+      sim::parse_workload(with_key(with_key(closed.workload, "concurrency", std::to_string(last.concurrency)), "n",
+                                   std::to_string(std::max(16, 4 * last.concurrency)))),
+      sc);
+  EXPECT_NEAR(last.tokens_per_s_per_gpu, again.output_tokens_per_s / last.gpus(), 1e-9 * last.tokens_per_s_per_gpu);
+  const nlohmann::json fj = plan_to_json(front);
+  EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(fj.dump()), db(), "f.json").result).dump(), fj.dump());
 }
 
 // The disaggregated search prices only some pairs of pools (each decode pool behind its own GPU
