@@ -109,7 +109,7 @@ PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& can
     std::vector<int64_t> seqs;
     if (req.max_num_seqs > 0) seqs.push_back(req.max_num_seqs);
     o.settings = plan::engine_settings_grid(list(req.quantizations), list(req.kv_cache_dtypes), {}, seqs);
-    o.disaggregated = req.disaggregated && with_load;
+    o.disaggregated = req.disaggregated;
     o.wide_ep = req.wide_ep && with_load;
     o.base.engine = req.engine;
     o.cancelled = cancelled;
@@ -130,11 +130,12 @@ PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& can
   return out;
 }
 
-const plan::ParetoPoint* nearest_pareto_point(const PlanViewResult& r, const QString& gpu_id, QPointF at) {
+const plan::ParetoPoint* nearest_pareto_point(const PlanViewResult& r, const QString& gpu_id, QPointF at,
+                                              bool disaggregated) {
   const plan::ParetoPoint* best = nullptr;
   double best_d = std::numeric_limits<double>::infinity();
   for (const auto& p : r.plan.pareto) {
-    if (QString::fromStdString(p.gpu->id) != gpu_id) continue;
+    if (QString::fromStdString(p.gpu->id) != gpu_id || p.disaggregated() != disaggregated) continue;
     const double d = std::hypot((p.tokens_per_s_per_user - at.x()) / std::max(1.0, p.tokens_per_s_per_user),
                                 (p.tokens_per_s_per_gpu - at.y()) / std::max(1.0, p.tokens_per_s_per_gpu));
     if (d < best_d) {
@@ -155,8 +156,9 @@ QString pareto_point_workload(const PlanViewResult& r, const plan::ParetoPoint& 
 }
 
 QString pareto_point_label(const plan::ParetoPoint& p) {
+  const QString who = p.disaggregated() ? QString::fromStdString(p.describe()) : QString::fromStdString(p.gpu->name);
   QString s = QString("%1, TP %2, concurrency %3: %4 tok/s per GPU, %5 tok/s per user")
-                  .arg(QString::fromStdString(p.gpu->name))
+                  .arg(who)
                   .arg(p.tp)
                   .arg(p.concurrency)
                   .arg(p.tokens_per_s_per_gpu, 0, 'f', 0)
@@ -253,14 +255,21 @@ QChart* build_plan_chart(const PlanViewResult& r) {
   chart->addAxis(axisX, Qt::AlignBottom);
   chart->addAxis(axisY, Qt::AlignLeft);
   double maxX = 0, maxY = 0;
-  std::vector<const GpuSpec*> order;
+  // One curve per GPU type, and one per GPU type disaggregated (its own front, dashed).
+  std::vector<std::pair<const GpuSpec*, bool>> order;
   for (const auto& p : r.plan.pareto)
-    if (std::find(order.begin(), order.end(), p.gpu) == order.end()) order.push_back(p.gpu);
+    if (std::find(order.begin(), order.end(), std::make_pair(p.gpu, p.disaggregated())) == order.end())
+      order.emplace_back(p.gpu, p.disaggregated());
+  std::vector<const GpuSpec*> types;
+  for (const auto& [gpu, disaggregated] : order)
+    if (std::find(types.begin(), types.end(), gpu) == types.end()) types.push_back(gpu);
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const QColor color = series_color(static_cast<int>(i));
+    const auto [gpu, disaggregated] = order[i];
+    const QColor color =
+        series_color(static_cast<int>(std::find(types.begin(), types.end(), gpu) - types.begin()));
     std::vector<const plan::ParetoPoint*> front, rest;
     for (const auto& p : r.plan.pareto) {
-      if (p.gpu != order[i]) continue;
+      if (p.gpu != gpu || p.disaggregated() != disaggregated) continue;
       (p.on_front ? front : rest).push_back(&p);
       maxX = std::max(maxX, p.tokens_per_s_per_user);
       maxY = std::max(maxY, p.tokens_per_s_per_gpu);
@@ -270,9 +279,15 @@ QChart* build_plan_chart(const PlanViewResult& r) {
       return a->tokens_per_s_per_user < b->tokens_per_s_per_user;
     });
     auto* line = new QLineSeries;
-    line->setName(QString::fromStdString(order[i]->name));
-    line->setProperty("gpu_id", QString::fromStdString(order[i]->id));
+    line->setName(QString::fromStdString(gpu->name) + (disaggregated ? ", disaggregated" : ""));
+    line->setProperty("gpu_id", QString::fromStdString(gpu->id));
+    line->setProperty("disaggregated", disaggregated);
     line->setColor(color);
+    if (disaggregated) {
+      QPen pen = line->pen();
+      pen.setStyle(Qt::DashLine);
+      line->setPen(pen);
+    }
     line->setPointsVisible(true);
     QList<QPointF> points;
     std::vector<std::pair<QPointF, QString>> labels;
@@ -290,6 +305,7 @@ QChart* build_plan_chart(const PlanViewResult& r) {
     auto* scatter = new QScatterSeries;
     scatter->setName(line->name() + " (dominated)");
     scatter->setProperty("gpu_id", line->property("gpu_id"));
+    scatter->setProperty("disaggregated", disaggregated);
     QColor faint = color;
     faint.setAlpha(110);
     scatter->setColor(faint);
@@ -406,7 +422,9 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) return pareto_point_label(p);
   switch (c) {
     case 0:
-      if (role == Qt::DisplayRole || role == SortRole) return QString::fromStdString(p.gpu->name);
+      if (role == Qt::DisplayRole || role == SortRole)
+        return QString::fromStdString(p.gpu->name) +
+               (p.disaggregated() ? QString(", 1 prefill + %1 decode").arg(p.decode_replicas) : QString());
       return {};
     case 8:
       if (role == Qt::DisplayRole || role == SortRole) return p.meets_sla ? QString("meets") : QString("misses");
@@ -535,8 +553,9 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
                                 "nvfp4, mxfp4 (a GPU that cannot serve one is left out saying so)"));
   kv_dtypes_->setPlaceholderText(tr("the model's; e.g. auto,fp8"));
   kv_dtypes_->setToolTip(tr("KV-cache dtypes to search: auto (the model's), bf16, fp16, fp8, fp8_e5m2"));
-  disaggregated_->setToolTip(tr("Search a prefill pool and a decode pool, of any GPU types, besides one pool "
-                                "(with a target load)"));
+  disaggregated_->setToolTip(tr("Search a prefill pool and a decode pool besides one pool: with a target load, "
+                                "pools of any GPU types; without one, 1 prefill and 1-3 decode instances per GPU "
+                                "type, a dashed curve of their own"));
   wide_ep_->setToolTip(tr("For an MoE model, search expert groups of data-parallel attention ranks, the experts over "
                           "every GPU of the group (with a target load)"));
   engine_->addItem(tr("vLLM"), QStringLiteral("vllm"));
@@ -612,8 +631,20 @@ void PlanView::browsePrices() {
   if (!path.isEmpty()) prices_->setText(path);
 }
 
-void PlanView::openPoint(const QString& gpu_id, QPointF at) {
-  if (const plan::ParetoPoint* p = nearest_pareto_point(result_, gpu_id, at))
+void PlanView::openPoint(const QString& gpu_id, QPointF at, bool disaggregated) {
+  const plan::ParetoPoint* p = nearest_pareto_point(result_, gpu_id, at, disaggregated);
+  if (p && disaggregated) {  // the Simulator view runs one pool: say how to simulate both
+    status_->setText(tr("%1 at concurrency %2: perfloom simulate --model %3 --gpu %4 --tp %5 --prefill-instances 1 "
+                        "--decode-instances %6 --workload %7")
+                         .arg(QString::fromStdString(p->describe()))
+                         .arg(p->concurrency)
+                         .arg(result_.model, gpu_id)
+                         .arg(p->tp)
+                         .arg(p->decode_replicas)
+                         .arg(pareto_point_workload(result_, *p)));
+    return;
+  }
+  if (p)
     emit openInSimulator(result_.model, gpu_id, p->tp, pareto_point_workload(result_, *p),
                          QString::fromStdString(result_.plan.engine));
 }
@@ -721,7 +752,10 @@ bool PlanView::applyResult(quint64 generation, const PlanViewResult& r) {
   for (QAbstractSeries* s : chart->series())
     if (auto* xy = qobject_cast<QXYSeries*>(s))
       connect(xy, &QXYSeries::clicked, this,
-              [this, gpu = xy->property("gpu_id").toString()](const QPointF& at) { openPoint(gpu, at); });
+              [this, gpu = xy->property("gpu_id").toString(),
+               disaggregated = xy->property("disaggregated").toBool()](const QPointF& at) {
+                openPoint(gpu, at, disaggregated);
+              });
   replace_chart(chart_view_, chart);
   if (!r.error.isEmpty()) {
     status_->setText(r.error);

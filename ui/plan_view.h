@@ -78,11 +78,13 @@ plan::Prices load_prices(const GpuDatabase& db, const QString& path);
 // and the result is empty with canceled set by the caller). Errors come back in `error`.
 PlanViewResult run_plan(const PlanRequest& req, const std::function<bool()>& cancelled);
 // Without a target load: one curve per GPU type (its Pareto front, joined, x = tokens/s per user,
-// y = tokens/s per GPU) and its dominated points as an unlabelled scatter; hovering a point names
-// the deployment. With one: the cheapest priced deployments' $ per million output tokens as bars.
+// y = tokens/s per GPU; disaggregated deployments a dashed curve of their own) and its dominated
+// points as an unlabelled scatter; hovering a point names the deployment. With one: the cheapest priced deployments' $ per million output tokens as bars.
 QChart* build_plan_chart(const PlanViewResult& r);
-// The sweep's point of `gpu_id` nearest to `at` (chart coordinates), or null.
-const plan::ParetoPoint* nearest_pareto_point(const PlanViewResult& r, const QString& gpu_id, QPointF at);
+// The sweep's point of `gpu_id` (of its disaggregated curve or not) nearest to `at` (chart
+// coordinates), or null.
+const plan::ParetoPoint* nearest_pareto_point(const PlanViewResult& r, const QString& gpu_id, QPointF at,
+                                              bool disaggregated = false);
 // The closed-loop workload that simulates point `p` alone: the planned spec at its concurrency, with
 // as many requests as the sweep ran (at least 4 per client).
 QString pareto_point_workload(const PlanViewResult& r, const plan::ParetoPoint& p);
@@ -155,7 +157,7 @@ class PlanView : public QWidget {
 
  private:
   void browsePrices();
-  void openPoint(const QString& gpu_id, QPointF at);
+  void openPoint(const QString& gpu_id, QPointF at, bool disaggregated);
   const GpuDatabase& gpus_;
   std::shared_ptr<const KernelPredictor> predictor_;
   std::vector<int> tp_degrees_ = {1, 2, 4, 8};
