@@ -126,10 +126,8 @@ int cmdPredict(CliContext& ctx, const QCommandLineParser& args) {
       for (std::size_t i = 0; i < on_gpu.size(); ++i) {
         Prediction& p = batch[gpu->id][i];
         if (!batch_errors[gpu->id][i].empty() || p.analysis.family == Family::communication) continue;
-        double tensor_us = 0;  // its tensor work at the datasheet peak (model/power.h)
-        if (p.analysis.cycles_balanced[static_cast<std::size_t>(Pipe::tensor)] > 0)
-          if (auto peak = gpu->peak_flops_per_s(on_gpu[i].dtype)) tensor_us = p.analysis.useful_flops / *peak * 1e6;
-        slow[i] = gpu->sustained->repeated_kernel_slowdown(p.pred_us, tensor_us, clock_bound_share(p.analysis));
+        slow[i] = gpu->sustained->repeated_kernel_slowdown(
+            p.pred_us, sim::tensor_us_at_peak(p.analysis, *gpu, on_gpu[i].dtype), clock_bound_share(p.analysis));
         p.pred_us *= slow[i];
         p.lo_us *= slow[i];
         p.hi_us *= slow[i];

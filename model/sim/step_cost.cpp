@@ -21,6 +21,12 @@ std::optional<ClockState> parse_clock_state(std::string_view s) {
   return std::nullopt;
 }
 
+double tensor_us_at_peak(const Analysis& a, const GpuSpec& gpu, Dtype dtype) {
+  if (a.cycles_balanced[static_cast<std::size_t>(Pipe::tensor)] <= 0) return 0;
+  const auto peak = gpu.peak_flops_per_s(dtype);
+  return peak ? a.useful_flops / *peak * 1e6 : 0;
+}
+
 const char* clock_state_name(ClockState c) { return c == ClockState::sustained ? "sustained" : "burst"; }
 
 StepCostModel::StepCostModel(const KernelPredictor& predictor, const GpuSpec& gpu, Overheads overheads,
@@ -57,9 +63,7 @@ StepCostModel::Memo StepCostModel::predict_uncached(const StepKernel& k) const {
   const Prediction full = predictor_.predict(k.kernel, gpu_);
   Memo m;
   m.clock_share = clock_bound_share(full.analysis);
-  // The tensor work at the datasheet peak: the sustained-power curve's unit (model/power.h).
-  if (full.analysis.cycles_balanced[static_cast<std::size_t>(Pipe::tensor)] > 0)
-    if (auto peak = gpu_.peak_flops_per_s(k.kernel.dtype)) m.tensor_us = full.analysis.useful_flops / *peak * 1e6;
+  m.tensor_us = tensor_us_at_peak(full.analysis, gpu_, k.kernel.dtype);
   if (k.weight_ratio == 1.0) {
     m.us = full.pred_us;
     return m;

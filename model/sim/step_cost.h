@@ -59,6 +59,10 @@ enum class ClockState { burst, sustained };
 std::optional<ClockState> parse_clock_state(std::string_view s);  // "burst", "sustained"
 const char* clock_state_name(ClockState c);
 
+// A kernel's tensor work at the GPU's dense datasheet peak for its dtype, in µs: the unit of the
+// sustained-power curve's utilisation (model/power.h); 0 for a kernel without tensor work.
+double tensor_us_at_peak(const Analysis& a, const GpuSpec& gpu, Dtype dtype);
+
 // Breakdown columns: the six kernel families, then the launch overhead and host time.
 inline constexpr int kBreakdownCount = 8;
 inline constexpr int kBreakdownLaunch = 6;
