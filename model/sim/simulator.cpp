@@ -127,7 +127,8 @@ class Engine {
     step_opt_.fp4_tensor_cores = cost.gpu().supports(Dtype::fp4);
     step_opt_.kv_dtype = sc.memory.kv_dtype;
     step_opt_.kv_dtype_set = sc.memory.kv_dtype_set;
-    step_opt_.attention_impl = resolve_attention(sc.attention_impl, sc.engine, cost.gpu(), cfg.head_dim, cfg.mla).impl;
+    // What simulate() chose for this pool's GPU and reports (SimulationResult::attention).
+    step_opt_.attention_impl = (prefill_only ? out.prefill_attention : out.attention).impl;
     step_opt_.fuse_qk_norm_rope = engine_fuses_qk_norm_rope(sc.engine);
     step_opt_.expert_imbalance = sc.expert_imbalance;
   }
