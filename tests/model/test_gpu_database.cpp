@@ -85,14 +85,14 @@ TEST(GpuDatabase, EveryGpuIsCoherent) {
   for (const auto& g : db().all()) {
     SCOPED_TRACE(g.id);
     const bool fp8_arch = g.architecture == "ada" || g.architecture == "hopper" || g.architecture == "blackwell" ||
-                          g.architecture == "cdna3";
+                          g.architecture == "cdna3" || g.architecture == "cdna4";
     if (!fp8_arch) {
       EXPECT_FALSE(g.supports(Dtype::fp8e4m3));
     }
     if (g.architecture == "volta" || g.architecture == "turing" || g.architecture == "pascal") {
       EXPECT_FALSE(g.supports(Dtype::bf16));
     }
-    if (g.architecture != "blackwell") {
+    if (g.architecture != "blackwell" && g.architecture != "cdna4") {
       EXPECT_FALSE(g.supports(Dtype::fp4));
     }
     // Tensor cores run at least as fast as the FMA lanes wherever they exist.
