@@ -22,25 +22,29 @@ if [[ "${1:-}" == "--all" ]]; then
 fi
 cmake --build build-asan --parallel "${JOBS:-$(nproc)}" --target "${BINARIES[@]}"
 
-# Each binary in as many GoogleTest shards as there are cores, side by side; a shard's output is
-# shown only when it fails.
+# Each binary in as many GoogleTest shards as there are cores, all at once (two tests that parse
+# whole data folders take most of the time); a shard's output is shown only when it fails.
 shards=${JOBS:-$(nproc)}
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-failed=0
+runs=()
+pids=()
 for bin in "${BINARIES[@]}"; do
-  pids=()
   for ((i = 0; i < shards; ++i)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "build-asan/bin/$bin" --gtest_brief=1 >"$logs/$bin.$i" 2>&1 &
     pids+=($!)
+    runs+=("$bin.$i")
   done
-  for ((i = 0; i < shards; ++i)); do
-    if ! wait "${pids[$i]}"; then
-      echo "test-sanitizers: $bin shard $((i + 1))/$shards failed:"
-      cat "$logs/$bin.$i"
-      failed=1
-    fi
-  done
-  ((failed)) || echo "test-sanitizers: $bin passed under ASan+UBSan ($shards shards)"
 done
+failed=0
+for ((k = 0; k < ${#pids[@]}; ++k)); do
+  if ! wait "${pids[$k]}"; then
+    echo "test-sanitizers: ${runs[$k]%.*} shard $((${runs[$k]##*.} + 1))/$shards failed:"
+    cat "$logs/${runs[$k]}"
+    failed=1
+  fi
+done
+if ((failed == 0)); then
+  echo "test-sanitizers: ${BINARIES[*]} passed under ASan+UBSan"
+fi
 exit $failed
