@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "model/file_reader.h"
 #include "model/input_error.h"
 
 namespace perfloom::storage {
@@ -30,8 +31,9 @@ CsvReader CsvReader::open_file(const std::filesystem::path& path) {
   const std::string name = printable_name(path.string());  // for messages; gzopen gets the path
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw std::runtime_error("cannot open " + name + ": no such file");
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw std::runtime_error("cannot open " + name + ": not a regular file");
+  // A named pipe would block gzopen, a device would be read for ever: say which it is.
+  if (const std::string why = not_a_regular_file(path); !why.empty())
+    throw std::runtime_error("cannot open " + name + ": " + why);
   // gzopen reads gzip members and, transparently, plain files: the magic bytes decide.
   gzFile gz = gzopen(path.c_str(), "rb");
   if (gz == nullptr) throw std::runtime_error("cannot open " + name + ": " + std::strerror(errno));

@@ -73,6 +73,19 @@ TEST(CliInputFiles, ANamedPipeAsWorkloadTraceIsRefusedByName) {
   EXPECT_TRUE(has(r.err, "trace " + fifo.string() + kPipe)) << r.err;
 }
 
+TEST(CliInputFiles, ANamedPipeOrADeviceAsKernelListIsRefusedByWhatItIs) {
+  Folder f("kernels");
+  const fs::path fifo = fifo_in(f, "kernels.csv");
+  const std::string db = " --db " + (f.path / "p.db").string();
+  const auto pipe = runPerfloom("predict --gpu h100 --kernels " + fifo.string() + db, kTimeout);
+  EXPECT_NE(pipe.exit_code, 124) << "still reading after 20 s";
+  EXPECT_EQ(pipe.exit_code, 1) << pipe.err;
+  EXPECT_TRUE(has(pipe.err, fifo.string() + kPipe)) << pipe.err;
+  const auto device = runPerfloom("predict --gpu h100 --kernels /dev/zero" + db, kTimeout);
+  EXPECT_EQ(device.exit_code, 1) << device.err;
+  EXPECT_TRUE(has(device.err, "/dev/zero: is a character device, not a regular file")) << device.err;
+}
+
 TEST(CliInputFiles, AnOversizedGpuFileIsRefusedWithItsSize) {
   Folder f("big");
   const fs::path big = f.path / "big.json";
