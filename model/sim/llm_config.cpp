@@ -571,6 +571,8 @@ Dtype parse_kv_cache_dtype(const LlmConfig& c, std::string_view name) {
                               " (expected auto, bf16, fp16, fp8, fp8_e4m3 or fp8_e5m2)");
 }
 
+bool nvfp4_on_tensor_cores(const GpuSpec& gpu) { return gpu.vendor == "nvidia" && gpu.supports(Dtype::fp4); }
+
 void check_serving_dtypes(const LlmConfig& c, const GpuSpec& gpu, Dtype kv) {
   const std::string who = gpu.id + " (compute capability " + gpu.compute_capability + ")";
   if (kv == Dtype::fp8e4m3 || kv == Dtype::fp8e5m2) {
@@ -593,7 +595,7 @@ void check_serving_dtypes(const LlmConfig& c, const GpuSpec& gpu, Dtype kv) {
   // The tensor-core paths: fp8 W8A8 on fp8 tensor cores, nvfp4 W4A4 on fp4 ones. Everything else is
   // a weight-only kernel, which vLLM has from Ampere on only.
   const bool tensor_path = (c.quant == WeightQuant::fp8 && gpu.supports(Dtype::fp8e4m3)) ||
-                           (c.quant == WeightQuant::nvfp4 && gpu.supports(Dtype::fp4));
+                           (c.quant == WeightQuant::nvfp4 && nvfp4_on_tensor_cores(gpu));
   double cc = 0;
   try {
     cc = std::stod(gpu.compute_capability);

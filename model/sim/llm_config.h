@@ -144,6 +144,10 @@ Dtype parse_kv_cache_dtype(const LlmConfig& cfg, std::string_view name);
 // a 16-bit dtype needs its tensor path (bf16 from Ampere on); the weight-only fp8, int4 and fp4
 // kernels (Marlin) need compute capability 8.0 or later.
 void check_serving_dtypes(const LlmConfig& cfg, const GpuSpec& gpu, Dtype kv_dtype);
+// Whether nvfp4 W4A4 GEMMs run on `gpu`'s fp4 tensor cores: NVIDIA's fp4 GPUs (Blackwell). AMD CDNA 4's
+// fp4 matrix cores take MX scales (an E8M0 per 32 values), not nvfp4's (an E4M3 per 16): there, as on
+// GPUs without fp4, nvfp4 weights are read by a weight-only kernel.
+bool nvfp4_on_tensor_cores(const GpuSpec& gpu);
 
 // The bundled model ids, sorted.
 std::vector<std::string> bundled_llm_ids();

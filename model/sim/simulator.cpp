@@ -124,7 +124,7 @@ class Engine {
         draft_cfg_(sc.speculative.tokens > 0 ? (sc.speculative.draft ? &*sc.speculative.draft : &cfg) : nullptr) {
     step_opt_.context_quantum = mem.block_size;
     step_opt_.fp8_tensor_cores = cost.gpu().supports(Dtype::fp8e4m3);
-    step_opt_.fp4_tensor_cores = cost.gpu().supports(Dtype::fp4);
+    step_opt_.fp4_tensor_cores = nvfp4_on_tensor_cores(cost.gpu());
     step_opt_.kv_dtype = sc.memory.kv_dtype;
     step_opt_.kv_dtype_set = sc.memory.kv_dtype_set;
     // What simulate() chose for this pool's GPU and reports (SimulationResult::attention).

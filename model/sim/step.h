@@ -85,7 +85,7 @@ struct StepOptions {
   // (the simulator uses the KV block size so that predictions are reused; 1: exact).
   int64_t context_quantum = 1;
   bool fp8_tensor_cores = true;   // the GPU runs fp8 GEMMs (else fp8 weights are weight-only)
-  bool fp4_tensor_cores = false;  // the GPU runs fp4 GEMMs (else nvfp4 weights are weight-only)
+  bool fp4_tensor_cores = false;  // the GPU runs nvfp4 GEMMs (nvfp4_on_tensor_cores; else weight-only)
   Dtype kv_dtype = Dtype::bf16;   // the KV cache's element type (attention reads it)
   bool kv_dtype_set = false;      // false: the model's dtype
   // Which attention kernels the engine runs (the learned model tells implementations apart,

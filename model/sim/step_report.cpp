@@ -38,7 +38,7 @@ StepPrediction predict_step(const LlmConfig& cfg, const GpuSpec& gpu, const Kern
   std::vector<SeqWork> batch(static_cast<std::size_t>(q.batch), SeqWork{new_tokens, q.context});
   StepOptions opt;
   opt.fp8_tensor_cores = gpu.supports(Dtype::fp8e4m3);
-  opt.fp4_tensor_cores = gpu.supports(Dtype::fp4);
+  opt.fp4_tensor_cores = nvfp4_on_tensor_cores(gpu);
   if (q.kv_dtype) {
     opt.kv_dtype = *q.kv_dtype;
     opt.kv_dtype_set = true;

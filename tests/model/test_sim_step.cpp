@@ -410,6 +410,12 @@ TEST(SimStep, ADtypeTheGpuLacksIsRefused) {
   apply_quantization(c, "nvfp4");
   c.dtype = Dtype::bf16;
   EXPECT_NO_THROW(check_serving_dtypes(c, db().get("b200"), Dtype::fp8e4m3));
+  // CDNA 4 has fp4 matrix cores, but for MX scales: nvfp4 is read by a weight-only kernel there.
+  EXPECT_TRUE(nvfp4_on_tensor_cores(db().get("b200")));
+  EXPECT_TRUE(db().get("mi355x").supports(Dtype::fp4));
+  EXPECT_FALSE(nvfp4_on_tensor_cores(db().get("mi355x")));
+  EXPECT_FALSE(nvfp4_on_tensor_cores(db().get("h100-sxm")));
+  EXPECT_NO_THROW(check_serving_dtypes(c, db().get("mi355x"), Dtype::bf16));
 }
 
 TEST(SimStep, PipelineStagesSplitLayersLikeVllm) {
