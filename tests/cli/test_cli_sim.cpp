@@ -191,10 +191,14 @@ TEST(CliSim, StepWithTensorParallelAndAConfigFile) {
   auto f =
       runPerfloom("step --model " + cfg.string() + " --gpu l40s --phase decode --batch 4 --context 100 --json " + kDb);
   ASSERT_EQ(f.exit_code, 0) << f.err;
-  for (const auto& k : json::parse(f.out)["kernels"])
+  const json step = json::parse(f.out);  // a range-for over a temporary's member would read freed memory
+  bool seen = false;
+  for (const auto& k : step["kernels"])
     if (k["label"] == "qkv_proj") {
       EXPECT_EQ(k["count"], 4);
+      seen = true;
     }
+  EXPECT_TRUE(seen) << f.out;
   fs::remove(cfg);
 }
 
