@@ -20,9 +20,13 @@ namespace {
 struct Digest {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   Digest() {
-    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
+      EVP_MD_CTX_free(ctx);  // the destructor does not run for a constructor that throws
       throw std::runtime_error("OpenSSL SHA-256 unavailable");
+    }
   }
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
   ~Digest() { EVP_MD_CTX_free(ctx); }
   void update(const void* p, std::size_t n) { EVP_DigestUpdate(ctx, p, n); }
   std::string hex() {
