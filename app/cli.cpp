@@ -175,6 +175,8 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("decode-gpu", "disaggregated: the decode pool's GPU (--gpu)", "ID"),
          QCommandLineOption("prefill-tp", "disaggregated: each prefill instance's TP degree (--tp)", "N"),
          QCommandLineOption("decode-tp", "disaggregated: each decode instance's TP degree (--tp)", "N"),
+         QCommandLineOption("prefill-pp", "disaggregated: each prefill instance's PP degree (--pp)", "N"),
+         QCommandLineOption("decode-pp", "disaggregated: each decode instance's PP degree (--pp)", "N"),
          QCommandLineOption("spec-tokens", "speculative decoding: draft tokens verified per step (0: off)", "K"),
          QCommandLineOption("spec-acceptance", "speculative decoding: each draft token's acceptance rate, 0-1", "A"),
          QCommandLineOption("spec-draft",

@@ -69,18 +69,19 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
     dep.router = *policy;
   }
   for (const char* o : {"prefill-instances", "decode-instances", "prefill-gpu", "decode-gpu", "prefill-tp", "decode-tp",
-                        "kv-transfer-gbps"})
+                        "prefill-pp", "decode-pp", "kv-transfer-gbps"})
     if (args.isSet(o)) dep.disaggregated = true;
   if (dep.disaggregated) {
     if (args.isSet("dp"))
       throw std::invalid_argument(
           "--dp replicates a unified engine; a disaggregated deployment sizes its pools with --prefill-instances and "
           "--decode-instances");
-    if (sc.par.pp > 1) throw std::invalid_argument("a disaggregated deployment runs without pipeline parallelism");
     dep.prefill_replicas = static_cast<int>(cliInteger(args, "prefill-instances", 1, 1));
     dep.decode_replicas = static_cast<int>(cliInteger(args, "decode-instances", 1, 1));
     dep.prefill_par.tp = static_cast<int>(cliInteger(args, "prefill-tp", sc.par.tp, 1));
     dep.decode_par.tp = static_cast<int>(cliInteger(args, "decode-tp", sc.par.tp, 1));
+    dep.prefill_par.pp = static_cast<int>(cliInteger(args, "prefill-pp", sc.par.pp, 1));
+    dep.decode_par.pp = static_cast<int>(cliInteger(args, "decode-pp", sc.par.pp, 1));
     // Expert parallelism follows each pool's TP group, as --ep follows --tp (wide EP: the same
     // multiple of it).
     const int ep_per_tp = sc.par.ep > 1 ? sc.par.ep / sc.par.tp : 0;
@@ -128,8 +129,9 @@ int cmdSimulate(CliContext& ctx, const QCommandLineParser& args) {
   const sim::Deployment& d = r.deployment;
   if (d.disaggregated) {
     auto pool = [&](const char* name, int n, const GpuSpec* g, const sim::Parallelism& p, const sim::MemoryPlan& m) {
-      std::printf("%s pool: %d instance%s on %s, TP %d%s: KV cache %lld tokens each, weights %.1f GiB per GPU\n", name,
-                  n, n == 1 ? "" : "s", g ? g->id.c_str() : r.gpu.c_str(), p.tp,
+      std::printf("%s pool: %d instance%s on %s, TP %d%s%s: KV cache %lld tokens each, weights %.1f GiB per GPU\n",
+                  name, n, n == 1 ? "" : "s", g ? g->id.c_str() : r.gpu.c_str(), p.tp,
+                  p.pp > 1 ? (", PP " + std::to_string(p.pp)).c_str() : "",
                   p.ep > 1 ? (", EP " + std::to_string(p.ep)).c_str() : "", static_cast<long long>(m.kv_tokens()),
                   m.weights_gib);
     };

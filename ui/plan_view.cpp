@@ -634,12 +634,13 @@ void PlanView::browsePrices() {
 void PlanView::openPoint(const QString& gpu_id, QPointF at, bool disaggregated) {
   const plan::ParetoPoint* p = nearest_pareto_point(result_, gpu_id, at, disaggregated);
   if (p && disaggregated) {  // the Simulator view runs one pool: say how to simulate both
-    status_->setText(tr("%1 at concurrency %2: perfloom simulate --model %3 --gpu %4 --tp %5 --prefill-instances 1 "
-                        "--decode-instances %6 --workload %7")
+    status_->setText(tr("%1 at concurrency %2: perfloom simulate --model %3 --gpu %4 --tp %5%6 --prefill-instances 1 "
+                        "--decode-instances %7 --workload %8")
                          .arg(QString::fromStdString(p->describe()))
                          .arg(p->concurrency)
                          .arg(result_.model, gpu_id)
                          .arg(p->tp)
+                         .arg(p->pp > 1 ? QString(" --pp %1").arg(p->pp) : QString())
                          .arg(p->decode_replicas)
                          .arg(pareto_point_workload(result_, *p)));
     return;

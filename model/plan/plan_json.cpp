@@ -94,7 +94,10 @@ json candidate_json(const Candidate& c, const PlanSla& sla) {
             {"settings", settings_json(c.d.settings)}, {"deployment", c.d.describe()}};
   if (c.d.wide_ep) j["wide_ep"] = true;
   if (c.d.disaggregated())
-    j["decode"] = {{"gpu", c.d.decode_gpu->id}, {"tp", c.d.decode_tp}, {"replicas", c.d.decode_replicas}};
+    j["decode"] = {{"gpu", c.d.decode_gpu->id},
+                   {"tp", c.d.decode_tp},
+                   {"pp", c.d.decode_pp},
+                   {"replicas", c.d.decode_replicas}};
   if (!c.feasible) {
     j["why_not"] = c.why_not;
     return j;
@@ -130,6 +133,7 @@ Candidate candidate_from(const json& j, bool feasible, const PlanSla& sla, const
     const json& dec = j.at("decode");
     c.d.decode_gpu = gpu_of(dec, gpus, label, where + ".decode");
     c.d.decode_tp = integer(dec, "tp", label, where + ".decode", 1, 4096);
+    if (dec.contains("pp")) c.d.decode_pp = integer(dec, "pp", label, where + ".decode", 1, 4096);
     c.d.decode_replicas = integer(dec, "replicas", label, where + ".decode", 1, 1 << 20);
   }
   if (!feasible) {

@@ -230,7 +230,7 @@ std::string Deployment::describe() const {
     return std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp) + ", " + std::to_string(replicas) +
            " DP attention ranks, EP " + std::to_string(tp * replicas) + (e.empty() ? "" : "; " + e) + ")";
   if (!decode_gpu) return pool(gpu, tp, pp, replicas) + (e.empty() ? "" : "; " + e) + ")";
-  return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, 1, decode_replicas) + ") decode" +
+  return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, decode_pp, decode_replicas) + ") decode" +
          (e.empty() ? "" : " (" + e + ")");
 }
 
@@ -240,6 +240,7 @@ Deployment ParetoPoint::deployment() const {
   if (disaggregated()) {
     d.decode_gpu = gpu;
     d.decode_tp = tp;
+    d.decode_pp = pp;
     d.decode_replicas = decode_replicas;
   }
   return d;
@@ -373,8 +374,10 @@ class Planner {
     dep.prefill_replicas = d.replicas;
     dep.decode_replicas = d.decode_replicas;
     dep.prefill_par.tp = d.tp;
+    dep.prefill_par.pp = d.pp;
     dep.prefill_par.ep = model_.has_moe() ? d.tp : 1;
     dep.decode_par.tp = d.decode_tp;
+    dep.decode_par.pp = d.decode_pp;
     dep.decode_par.ep = model_.has_moe() ? d.decode_tp : 1;
     sc.par = dep.decode_par;
     // One GPU type with NVLink: one NVLink domain (the simulator's default); else the network.
@@ -413,12 +416,13 @@ class Planner {
       std::map<std::string, Prefill> best_of_type;  // by prefill GPU id
       std::optional<Prefill> best;
       for (const GpuSpec* gpu : gpus)
-        for (int tp : o_.tp) {
-          const int r_max = (o_.max_gpus - 1) / tp;  // a decode GPU at least
-          if (r_max < 1 || !does_not_fit(*gpu, v, tp).empty()) continue;  // the aggregated search said why
+        for (const auto& [tp, pp] : degrees()) {
+          const int r_max = (o_.max_gpus - 1) / (tp * pp);  // a decode GPU at least
+          if (r_max < 1 || !does_not_fit(*gpu, v, tp, pp).empty()) continue;  // the aggregated search said why
           Deployment d;
           d.gpu = d.decode_gpu = gpu;
           d.tp = d.decode_tp = tp;
+          d.pp = d.decode_pp = pp;
           d.settings = v.s;
           auto meets = [&](int r) {
             d.replicas = d.decode_replicas = r;
@@ -454,8 +458,8 @@ class Planner {
         continue;
       }
       for (const GpuSpec* gpu : gpus)
-        for (int tp : o_.tp) {
-          if (!does_not_fit(*gpu, v, tp).empty()) continue;
+        for (const auto& [tp, pp] : degrees()) {
+          if (!does_not_fit(*gpu, v, tp, pp).empty()) continue;
           std::vector<Prefill> fronts;
           if (auto it = best_of_type.find(gpu->id); it != best_of_type.end()) fronts.push_back(it->second);
           if (fronts.empty() || best->d.gpu != gpu) fronts.push_back(*best);
@@ -464,7 +468,8 @@ class Planner {
             c.d = p.d;
             c.d.decode_gpu = gpu;
             c.d.decode_tp = tp;
-            const int r_max = (o_.max_gpus - p.d.gpus()) / tp;
+            c.d.decode_pp = pp;
+            const int r_max = (o_.max_gpus - p.d.gpus()) / (tp * pp);
             if (r_max < 1) continue;
             auto at = [&](int r) {
               c.d.decode_replicas = r;
@@ -556,7 +561,7 @@ class Planner {
     if (d.decode_gpu) {
       const Prices::Entry* q = prices_.find(d.decode_gpu->id);
       if (!q) return std::nullopt;
-      usd += q->usd_per_gpu_hour * d.decode_tp * d.decode_replicas;
+      usd += q->usd_per_gpu_hour * d.decode_tp * d.decode_pp * d.decode_replicas;
     }
     return usd;
   }
@@ -743,13 +748,14 @@ class Planner {
       // Disaggregated: one prefill instance and 1-3 decode instances of one TP degree, its own front.
       first = out_.pareto.size();
       for (const Variant& v : variants_)
-        for (int tp : o_.tp)
-          for (int decode = 1; decode <= 3 && (1 + decode) * tp <= o_.max_gpus; ++decode) {
+        for (const auto& [tp, pp] : degrees())
+          for (int decode = 1; decode <= 3 && (1 + decode) * tp * pp <= o_.max_gpus; ++decode) {
             Deployment d{gpu, tp, 1, v.s};
+            d.pp = d.decode_pp = pp;
             d.decode_gpu = gpu;
             d.decode_tp = tp;
             d.decode_replicas = decode;
-            if (const std::string why = does_not_fit(*gpu, v, tp, 1); !why.empty()) {
+            if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
               left_out(d, why);
               break;
             }
@@ -801,7 +807,7 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.d.wide_ep != b.d.wide_ep) return b.d.wide_ep;
     if (a.d.settings != b.d.settings) return a.d.settings < b.d.settings;
     auto decode = [](const Deployment& d) {
-      return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_replicas);
+      return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_pp, d.decode_replicas);
     };
     return decode(a.d) < decode(b.d);
   });

@@ -86,7 +86,7 @@ struct PlanOptions {
   std::optional<Load> load;
   int max_gpus = 8;  // GPUs of one deployment at most
   std::vector<int> tp = {1, 2, 4, 8};
-  std::vector<int> pp = {1};  // pipeline-parallel degrees, each with every TP degree (aggregated only)
+  std::vector<int> pp = {1};  // pipeline-parallel degrees, each with every TP degree (every pool's)
   double uncertainty = 0.2;    // relative error of a prediction, for the interval
   int finalists = 3;           // per GPU type, simulated whole
   sim::SimulationConfig base;  // scheduler, memory, overheads as `simulate` takes them
@@ -116,15 +116,15 @@ struct Deployment {
   const GpuSpec* gpu = nullptr;  // disaggregated: the prefill pool's GPU type
   int tp = 1, replicas = 1;      // disaggregated: the prefill pool's TP and instances
   EngineSettings settings;
-  int pp = 1;  // pipeline-parallel stages of an instance (aggregated only)
+  int pp = 1;  // pipeline-parallel stages of an instance (disaggregated: of a prefill instance)
   // Wide EP (MoE models): the `replicas` instances are the data-parallel attention ranks of one
   // expert group, the experts split over all tp x replicas GPUs. false: EP over each TP group.
   bool wide_ep = false;
   // Disaggregated prefill/decode: the decode pool (null: one aggregated pool).
   const GpuSpec* decode_gpu = nullptr;
-  int decode_tp = 1, decode_replicas = 1;
+  int decode_tp = 1, decode_pp = 1, decode_replicas = 1;
   bool disaggregated() const { return decode_gpu != nullptr; }
-  int gpus() const { return tp * pp * replicas + (decode_gpu ? decode_tp * decode_replicas : 0); }
+  int gpus() const { return tp * pp * replicas + (decode_gpu ? decode_tp * decode_pp * decode_replicas : 0); }
   // "4 x h100-sxm (TP 2, 2 replicas)", "2 x h100-sxm (TP 1, PP 2)", "1 x h200 (TP 1; fp8 weights)", "1 x h100-sxm (TP 1) prefill +
   // 2 x h200 (TP 1, 2 replicas) decode"
   std::string describe() const;
@@ -148,7 +148,7 @@ struct Candidate {
 struct ParetoPoint {
   const GpuSpec* gpu = nullptr;  // disaggregated: both pools' GPU type
   int tp = 1, concurrency = 1;   // disaggregated: TP of every instance of both pools
-  int pp = 1;
+  int pp = 1;                    // disaggregated: PP of every instance of both pools
   EngineSettings settings;
   // Disaggregated prefill/decode (with --disaggregated): one prefill instance and this many decode
   // instances; 0: one aggregated instance. Its own curve per GPU type.

@@ -300,6 +300,12 @@ TEST(CliSim, SimulateReplicasAndDisaggregatedPools) {
   EXPECT_NE(pd.out.find("prefill pool: 1 instance on h100-sxm, TP 1"), std::string::npos) << pd.out;
   EXPECT_NE(pd.out.find("decode pool: 2 instances on h200, TP 1"), std::string::npos) << pd.out;
   EXPECT_NE(pd.out.find("kv_transfer "), std::string::npos) << pd.out;
+  // Pipeline-parallel pools: --pp for both, or each its own.
+  auto pp = runPerfloom(base + "--pp 2 --decode-pp 1 --prefill-instances 1 --decode-instances 1 --json " + kDb);
+  ASSERT_EQ(pp.exit_code, 0) << pp.err;
+  d = json::parse(pp.out);
+  EXPECT_EQ(d["deployment"]["prefill"]["pp"], 2) << d["deployment"].dump();
+  EXPECT_EQ(d["deployment"]["decode"]["pp"], 1) << d["deployment"].dump();
 
   auto cross = runPerfloom(base + "--prefill-instances 1 --decode-gpu h200 " + kDb);
   EXPECT_NE(cross.exit_code, 0);

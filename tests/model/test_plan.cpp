@@ -223,6 +223,35 @@ TEST(Plan, MaxNumSeqsIsSearchedAndChangesTheAnswer) {
   EXPECT_LT(capped.output_tokens_per_s, wide.output_tokens_per_s * 1.0001);
 }
 
+// Disaggregated pools take pipeline parallelism where the search allows it: llama-3.1-70b in bf16
+// does not fit on one H200, and at TP 1 only PP 2 holds it, in both pools.
+TEST(Plan, DisaggregatedPoolsTakePipelineParallelismWhereOneGpuCannotHoldTheModel) {
+  RooflinePredictor roof;
+  static const sim::LlmConfig llama70b = sim::load_llm_config("llama-3.1-70b");
+  PlanOptions o = options("ttft_p90=20000,tpot_p90=500", 0.5, {1}, 6);
+  o.pp = {1, 2};
+  o.workload = "poisson:rate=1,n=24,input=512,output=16,seed=1";
+  o.disaggregated = true;
+  const PlanResult r = plan_deployments(llama70b, {&db().get("h200")}, roof, prices(2.0, 2.6), o);
+  int disaggregated = 0;
+  for (const Candidate& c : r.ranked) {
+    if (!c.d.disaggregated()) continue;
+    ++disaggregated;
+    EXPECT_EQ(c.d.pp, 2) << c.d.describe();
+    EXPECT_EQ(c.d.decode_pp, 2) << c.d.describe();
+    EXPECT_EQ(c.d.gpus(), 2 * c.d.replicas + 2 * c.d.decode_replicas) << c.d.describe();
+    EXPECT_NEAR(c.usd_per_hour, 2.6 * c.d.gpus(), 1e-9) << c.d.describe();
+    const std::string s = c.d.describe();  // "2 x h200 (TP 1, PP 2) prefill + 2 x h200 (TP 1, PP 2) decode"
+    const std::size_t split = s.find(") prefill + ");
+    ASSERT_NE(split, std::string::npos) << s;
+    EXPECT_LT(s.find("PP 2"), split) << s;
+    EXPECT_NE(s.find("PP 2", split), std::string::npos) << s;
+  }
+  EXPECT_GT(disaggregated, 0);
+  const nlohmann::json j = plan_to_json(r);
+  EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
+}
+
 // Disaggregated prefill/decode (issue #57): every disaggregated row is a whole simulation that meets
 // the SLA, priced as its two pools, with no decode instance to spare; it survives the JSON round trip.
 TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
