@@ -230,8 +230,8 @@ std::string Deployment::describe() const {
     return std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp) + ", " + std::to_string(replicas) +
            " DP attention ranks, EP " + std::to_string(tp * replicas) + (e.empty() ? "" : "; " + e) + ")";
   if (!decode_gpu) return pool(gpu, tp, pp, replicas) + (e.empty() ? "" : "; " + e) + ")";
-  return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, decode_pp, decode_replicas) + ") decode" +
-         (e.empty() ? "" : " (" + e + ")");
+  return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, decode_pp, decode_replicas) +
+         ") decode" + (e.empty() ? "" : " (" + e + ")");
 }
 
 Deployment ParetoPoint::deployment() const {
@@ -395,9 +395,9 @@ class Planner {
   }
 
   // Disaggregated deployments at the full load, every pool simulated whole. First each GPU type's
-  // cheapest prefill pool for each engine setting and TP degree: the fewest instances whose TTFT
+  // cheapest prefill pool for each engine setting and TP x PP: the fewest instances whose TTFT
   // bounds hold (a decode pool of the same kind behind it; TTFT is the prefill pool's). Then, for
-  // every decode GPU type and TP degree, the fewest decode instances that meet the whole SLA behind
+  // every decode GPU type and TP x PP, the fewest decode instances that meet the whole SLA behind
   // two prefill pools: its own GPU type's cheapest, and the cheapest of any type.
   void disaggregated(const std::vector<const GpuSpec*>& gpus, double rate) {
     struct Prefill {
@@ -745,7 +745,7 @@ class Planner {
         }
       mark_front(first);
       if (!o_.disaggregated) continue;
-      // Disaggregated: one prefill instance and 1-3 decode instances of one TP degree, its own front.
+      // Disaggregated: one prefill instance and 1-3 decode instances of one TP x PP, its own front.
       first = out_.pareto.size();
       for (const Variant& v : variants_)
         for (const auto& [tp, pp] : degrees())
@@ -807,7 +807,8 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.d.wide_ep != b.d.wide_ep) return b.d.wide_ep;
     if (a.d.settings != b.d.settings) return a.d.settings < b.d.settings;
     auto decode = [](const Deployment& d) {
-      return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_pp, d.decode_replicas);
+      return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_pp,
+                             d.decode_replicas);
     };
     return decode(a.d) < decode(b.d);
   });
