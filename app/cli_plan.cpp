@@ -64,7 +64,7 @@ void print_plan(const plan::PlanResult& r, double secs, int top) {
     }
   } else {
     std::printf("Pareto front per GPU type%s: output tokens/s per GPU against tokens/s per user (1/TPOT)\n",
-                r.disaggregated ? " (and per GPU type disaggregated: 1 prefill + N decode instances)" : "");
+                r.disaggregated ? " (and per GPU type disaggregated: xPyD, x prefill + y decode instances)" : "");
     std::printf("%-22s %4s %6s %14s %14s %10s %10s %12s %s\n", "gpu", "tp", "conc", "tok/s/gpu", "tok/s/user",
                 "ttft_p90", "tpot_p90", "$/M out tok", "sla");
     for (const auto& p : r.pareto) {

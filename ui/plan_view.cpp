@@ -424,7 +424,8 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
     case 0:
       if (role == Qt::DisplayRole || role == SortRole)
         return QString::fromStdString(p.gpu->name) +
-               (p.disaggregated() ? QString(", 1 prefill + %1 decode").arg(p.decode_replicas) : QString());
+               (p.disaggregated() ? QString(", %1 prefill + %2 decode").arg(p.prefill_replicas).arg(p.decode_replicas)
+                                   : QString());
       return {};
     case 8:
       if (role == Qt::DisplayRole || role == SortRole) return p.meets_sla ? QString("meets") : QString("misses");
@@ -554,10 +555,10 @@ PlanView::PlanView(const GpuDatabase& gpus, std::shared_ptr<const KernelPredicto
   kv_dtypes_->setPlaceholderText(tr("the model's; e.g. auto,fp8"));
   kv_dtypes_->setToolTip(tr("KV-cache dtypes to search: auto (the model's), bf16, fp16, fp8, fp8_e5m2"));
   disaggregated_->setToolTip(tr("Search a prefill pool and a decode pool besides one pool: with a target load, "
-                                "pools of any GPU types; without one, 1 prefill and 1-3 decode instances per GPU "
-                                "type, a dashed curve of their own"));
+                                "pools of any GPU types; without one, prefill:decode instances 1:1 to 1:3, 2:1 and "
+                                "3:1 per GPU type, a dashed curve of their own"));
   wide_ep_->setToolTip(tr("For an MoE model, search expert groups of data-parallel attention ranks, the experts over "
-                          "every GPU of the group (with a target load)"));
+                          "every GPU of a group, one group or several behind the router (with a target load)"));
   engine_->addItem(tr("vLLM"), QStringLiteral("vllm"));
   engine_->addItem(tr("SGLang"), QStringLiteral("sglang"));
   engine_->setToolTip(tr("The serving engine simulated: the attention kernels it runs on each GPU type"));
@@ -634,13 +635,14 @@ void PlanView::browsePrices() {
 void PlanView::openPoint(const QString& gpu_id, QPointF at, bool disaggregated) {
   const plan::ParetoPoint* p = nearest_pareto_point(result_, gpu_id, at, disaggregated);
   if (p && disaggregated) {  // the Simulator view runs one pool: say how to simulate both
-    status_->setText(tr("%1 at concurrency %2: perfloom simulate --model %3 --gpu %4 --tp %5%6 --prefill-instances 1 "
-                        "--decode-instances %7 --workload %8")
+    status_->setText(tr("%1 at concurrency %2: perfloom simulate --model %3 --gpu %4 --tp %5%6 --prefill-instances %7 "
+                        "--decode-instances %8 --workload %9")
                          .arg(QString::fromStdString(p->describe()))
                          .arg(p->concurrency)
                          .arg(result_.model, gpu_id)
                          .arg(p->tp)
                          .arg(p->pp > 1 ? QString(" --pp %1").arg(p->pp) : QString())
+                         .arg(p->prefill_replicas)
                          .arg(p->decode_replicas)
                          .arg(pareto_point_workload(result_, *p)));
     return;

@@ -92,7 +92,11 @@ json candidate_json(const Candidate& c, const PlanSla& sla) {
     bounds[sla.bounds[i].name()] = c.bound_values[i];
   json j = {{"gpu", c.d.gpu->id}, {"gpus", c.d.gpus()}, {"tp", c.d.tp}, {"pp", c.d.pp}, {"replicas", c.d.replicas},
             {"settings", settings_json(c.d.settings)}, {"deployment", c.d.describe()}};
-  if (c.d.wide_ep) j["wide_ep"] = true;
+  if (c.d.wide_ep) {
+    j["wide_ep"] = true;
+    j["ep_groups"] = c.d.ep_groups;
+    j["ep"] = c.d.ep();
+  }
   if (c.d.disaggregated())
     j["decode"] = {{"gpu", c.d.decode_gpu->id},
                    {"tp", c.d.decode_tp},
@@ -128,6 +132,12 @@ Candidate candidate_from(const json& j, bool feasible, const PlanSla& sla, const
   if (j.contains("wide_ep")) {
     if (!j.at("wide_ep").is_boolean()) bad(label, where + ".wide_ep must be true or false");
     c.d.wide_ep = j.at("wide_ep").get<bool>();
+  }
+  if (c.d.wide_ep && j.contains("ep_groups")) {
+    c.d.ep_groups = integer(j, "ep_groups", label, where, 1, c.d.replicas);
+    if (c.d.replicas % c.d.ep_groups != 0)
+      bad(label, where + ".ep_groups: " + std::to_string(c.d.ep_groups) + " expert groups do not divide the " +
+                     std::to_string(c.d.replicas) + " replicas");
   }
   if (j.contains("decode")) {
     const json& dec = j.at("decode");
@@ -208,7 +218,10 @@ json plan_to_json(const PlanResult& r, const Shard& shard, const std::vector<std
                 {"meets_sla", p.meets_sla},
                 {"on_front", p.on_front}};
       q["usd_per_million_output_tokens"] = p.priced ? json(p.usd_per_million_output_tokens) : json(nullptr);
-      if (p.disaggregated()) q["decode_replicas"] = p.decode_replicas;  // one prefill instance besides
+      if (p.disaggregated()) {
+        q["prefill_replicas"] = p.prefill_replicas;
+        q["decode_replicas"] = p.decode_replicas;
+      }
       pts.push_back(q);
     }
     j["pareto"] = pts;
@@ -298,6 +311,7 @@ PlanShard plan_from_json(const json& j, const GpuDatabase& gpus, const std::stri
       p.tp = integer(q, "tp", label, where, 1, 4096);
       if (q.contains("pp")) p.pp = integer(q, "pp", label, where, 1, 4096);
       if (q.contains("decode_replicas")) p.decode_replicas = integer(q, "decode_replicas", label, where, 1, 4096);
+      if (q.contains("prefill_replicas")) p.prefill_replicas = integer(q, "prefill_replicas", label, where, 1, 4096);
       p.settings = settings_from(q, label, where);
       p.concurrency = integer(q, "concurrency", label, where, 1, 1 << 24);
       p.tokens_per_s_per_gpu = number(q, "tokens_per_s_per_gpu", label, where);

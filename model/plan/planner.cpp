@@ -228,7 +228,8 @@ std::string Deployment::describe() const {
   const std::string e = settings.describe();
   if (wide_ep)
     return std::to_string(gpus()) + " x " + gpu->id + " (TP " + std::to_string(tp) + ", " + std::to_string(replicas) +
-           " DP attention ranks, EP " + std::to_string(tp * replicas) + (e.empty() ? "" : "; " + e) + ")";
+           " DP attention ranks" + (ep_groups > 1 ? " in " + std::to_string(ep_groups) + " expert groups" : "") +
+           ", EP " + std::to_string(ep()) + (e.empty() ? "" : "; " + e) + ")";
   if (!decode_gpu) return pool(gpu, tp, pp, replicas) + (e.empty() ? "" : "; " + e) + ")";
   return pool(gpu, tp, pp, replicas) + ") prefill + " + pool(decode_gpu, decode_tp, decode_pp, decode_replicas) +
          ") decode" + (e.empty() ? "" : " (" + e + ")");
@@ -238,6 +239,7 @@ Deployment ParetoPoint::deployment() const {
   Deployment d{gpu, tp, 1, settings};
   d.pp = pp;
   if (disaggregated()) {
+    d.replicas = prefill_replicas;
     d.decode_gpu = gpu;
     d.decode_tp = tp;
     d.decode_pp = pp;
@@ -308,32 +310,47 @@ class Planner {
     return judge(sim::simulate(v.model, gpu, predictor_, sim::parse_workload(spec), sc), false);
   }
 
-  // Wide EP for an MoE model: per GPU type, engine setting and TP degree, the fewest ranks (2, 4, ...
-  // within --max-gpus) whose expert group meets the SLA at the full load.
+  // Wide EP for an MoE model: per GPU type, engine setting and TP degree, the fewest GPUs (within
+  // --max-gpus) that meet the SLA at the full load as G expert groups of R data-parallel attention
+  // ranks (R = 2, 4, ..., G = 1, 2, 4, ...): the groupings in order of GPUs, one group of more ranks
+  // before more groups of fewer, the first that meets the SLA.
   void wide_ep(const std::vector<const GpuSpec*>& gpus, double rate) {
     const std::string spec = with_key(o_.workload, "rate", fmt("%.9g", rate));
     for (const GpuSpec* gpu : gpus) {
       sim::StepCostModel& cost = cost_of(*gpu);
       for (const Variant& v : variants_)
         for (int tp : o_.tp) {
+          std::vector<std::pair<int, int>> groupings;  // (ranks per group, groups)
+          for (int ranks = 2; tp * ranks <= o_.max_gpus; ranks *= 2)
+            for (int groups = 1; tp * ranks * groups <= o_.max_gpus; groups *= 2) groupings.emplace_back(ranks, groups);
+          std::stable_sort(groupings.begin(), groupings.end(), [](const auto& a, const auto& b) {
+            return a.first * a.second != b.first * b.second ? a.first * a.second < b.first * b.second
+                                                            : a.second < b.second;
+          });
           Candidate c;
           c.d = {gpu, tp, 2, v.s};
           c.d.wide_ep = true;
           std::string last_miss;
-          for (int ranks = 2; tp * ranks <= o_.max_gpus; ranks *= 2) {
-            c.d.replicas = ranks;
-            if (const std::string why = does_not_fit(*gpu, v, tp, 1, tp * ranks); !why.empty()) {
-              last_miss = why;
+          std::map<int, std::string> does_not_hold;  // ranks per group -> why its experts do not fit
+          for (const auto& [ranks, groups] : groupings) {
+            c.d.replicas = ranks * groups;
+            c.d.ep_groups = groups;
+            auto fit = does_not_hold.find(ranks);
+            if (fit == does_not_hold.end())
+              fit = does_not_hold.emplace(ranks, does_not_fit(*gpu, v, tp, 1, tp * ranks)).first;
+            if (!fit->second.empty()) {
+              last_miss = fit->second;
               continue;  // more ranks hold fewer experts each
             }
             try {
-              Evaluation e = evaluate(*gpu, cost, v, tp, 1, ranks, spec, tp * ranks);
+              Evaluation e = evaluate(*gpu, cost, v, tp, 1, ranks * groups, spec, tp * ranks);
               if (e.meets) {
                 c.feasible = true;
                 fill(c, e, true);
                 break;
               }
-              last_miss = e.binding + " with " + std::to_string(ranks) + " ranks";
+              last_miss = e.binding + " with " + (groups > 1 ? std::to_string(groups) + " groups of " : "") +
+                          std::to_string(ranks) + " ranks";
             } catch (const PlanCancelled&) {
               throw;
             } catch (const std::exception& ex) {
@@ -703,6 +720,7 @@ class Planner {
             p.gpu = gpu;
             p.tp = d.tp;
             p.pp = d.pp;
+            p.prefill_replicas = d.disaggregated() ? d.replicas : 1;
             p.decode_replicas = d.disaggregated() ? d.decode_replicas : 0;
             p.settings = v.s;
             p.concurrency = static_cast<int>(conc);
@@ -745,22 +763,30 @@ class Planner {
         }
       mark_front(first);
       if (!o_.disaggregated) continue;
-      // Disaggregated: one prefill instance and 1-3 decode instances of one TP x PP, its own front.
+      // Disaggregated: prefill:decode instances of one TP x PP, 1:1 to 1:3 for decode-heavy work and
+      // 2:1, 3:1 for long prompts (xPyD), within --max-gpus; its own front.
+      static constexpr std::pair<int, int> kPrefillDecode[] = {{1, 1}, {1, 2}, {1, 3}, {2, 1}, {3, 1}};
       first = out_.pareto.size();
       for (const Variant& v : variants_)
-        for (const auto& [tp, pp] : degrees())
-          for (int decode = 1; decode <= 3 && (1 + decode) * tp * pp <= o_.max_gpus; ++decode) {
+        for (const auto& [tp, pp] : degrees()) {
+          if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
             Deployment d{gpu, tp, 1, v.s};
             d.pp = d.decode_pp = pp;
             d.decode_gpu = gpu;
             d.decode_tp = tp;
+            left_out(d, why);
+            continue;
+          }
+          for (const auto& [prefill, decode] : kPrefillDecode) {
+            if ((prefill + decode) * tp * pp > o_.max_gpus) continue;
+            Deployment d{gpu, tp, prefill, v.s};
+            d.pp = d.decode_pp = pp;
+            d.decode_gpu = gpu;
+            d.decode_tp = tp;
             d.decode_replicas = decode;
-            if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
-              left_out(d, why);
-              break;
-            }
             sweep(v, d, [&](const std::string& spec) { return evaluate_disaggregated(d, v, spec, false); });
           }
+        }
       mark_front(first);
     }
   }
@@ -805,6 +831,7 @@ void rank_candidates(std::vector<Candidate>& candidates) {
     if (a.d.pp != b.d.pp) return a.d.pp < b.d.pp;
     if (a.d.replicas != b.d.replicas) return a.d.replicas < b.d.replicas;
     if (a.d.wide_ep != b.d.wide_ep) return b.d.wide_ep;
+    if (a.d.ep_groups != b.d.ep_groups) return a.d.ep_groups < b.d.ep_groups;
     if (a.d.settings != b.d.settings) return a.d.settings < b.d.settings;
     auto decode = [](const Deployment& d) {
       return std::make_tuple(d.decode_gpu ? d.decode_gpu->id : std::string(), d.decode_tp, d.decode_pp,

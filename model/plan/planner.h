@@ -94,10 +94,11 @@ struct PlanOptions {
   // serve one, an fp8 KV cache on an A100 say, is left out saying so). Empty: one, base's own.
   std::vector<EngineSettings> settings;
   // Also search disaggregated deployments: with a target load, a prefill pool and a decode pool of
-  // any GPU types; without one, the Pareto sweep of 1 prefill and 1-3 decode instances per GPU type.
+  // any GPU types; without one, the Pareto sweep of prefill:decode instances 1:1, 1:2, 1:3, 2:1 and
+  // 3:1 per GPU type.
   bool disaggregated = false;
-  // Also search wide expert parallelism for MoE models (with a target load): R data-parallel
-  // attention ranks of TP t in one expert group over all t x R GPUs, stepping in lockstep.
+  // Also search wide expert parallelism for MoE models (with a target load): G expert groups of R
+  // data-parallel attention ranks of TP t, each group over t x R GPUs and stepping in lockstep.
   bool wide_ep = false;
   // The link a prompt's KV cache takes from a prefill to a decode instance, GB/s per GPU one way,
   // where the two pools are not one GPU type with NVLink (then half its NVLink figure): 50, one
@@ -117,9 +118,12 @@ struct Deployment {
   int tp = 1, replicas = 1;      // disaggregated: the prefill pool's TP and instances
   EngineSettings settings;
   int pp = 1;  // pipeline-parallel stages of an instance (disaggregated: of a prefill instance)
-  // Wide EP (MoE models): the `replicas` instances are the data-parallel attention ranks of one
-  // expert group, the experts split over all tp x replicas GPUs. false: EP over each TP group.
+  // Wide EP (MoE models): the `replicas` instances are the data-parallel attention ranks of
+  // `ep_groups` expert groups, each group's experts split over its tp x replicas / ep_groups GPUs
+  // (a router in front of the groups). false: EP over each TP group.
   bool wide_ep = false;
+  int ep_groups = 1;
+  int ep() const { return wide_ep ? tp * replicas / ep_groups : tp; }  // GPUs one expert group spans
   // Disaggregated prefill/decode: the decode pool (null: one aggregated pool).
   const GpuSpec* decode_gpu = nullptr;
   int decode_tp = 1, decode_pp = 1, decode_replicas = 1;
@@ -150,11 +154,12 @@ struct ParetoPoint {
   int tp = 1, concurrency = 1;   // disaggregated: TP of every instance of both pools
   int pp = 1;                    // disaggregated: PP of every instance of both pools
   EngineSettings settings;
-  // Disaggregated prefill/decode (with --disaggregated): one prefill instance and this many decode
-  // instances; 0: one aggregated instance. Its own curve per GPU type.
-  int decode_replicas = 0;
+  // Disaggregated prefill/decode (with --disaggregated): `prefill_replicas` prefill instances and
+  // `decode_replicas` decode instances (xPyD: 1P1D-1P3D, 2P1D, 3P1D); decode_replicas 0: one
+  // aggregated instance. Its own curve per GPU type.
+  int prefill_replicas = 1, decode_replicas = 0;
   bool disaggregated() const { return decode_replicas > 0; }
-  int gpus() const { return tp * pp * (disaggregated() ? 1 + decode_replicas : 1); }
+  int gpus() const { return tp * pp * (disaggregated() ? prefill_replicas + decode_replicas : 1); }
   Deployment deployment() const;  // of one replica
   std::string describe() const { return deployment().describe(); }
   double tokens_per_s_per_gpu = 0, tokens_per_s_per_user = 0;

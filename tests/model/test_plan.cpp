@@ -300,24 +300,29 @@ TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
   EXPECT_GT(disaggregated, 0);
   const nlohmann::json j = plan_to_json(r);
   EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
-  // Without a load the Pareto sweep holds, per GPU type, 1 prefill and 1-3 decode instances on a
-  // front of their own: throughput per GPU over all of their GPUs, the simulation re-run here.
+  // Without a load the Pareto sweep holds, per GPU type, prefill:decode instances (1:1, 1:2, 2:1
+  // within 3 GPUs) on a front of their own: throughput per GPU over all of their GPUs, the
+  // simulation re-run here.
   PlanOptions closed = o;
   closed.load.reset();
   closed.tp = {1};
-  closed.max_gpus = 3;  // 1 + 1 and 1 + 2 instances
+  closed.max_gpus = 3;  // 1 + 1, 1 + 2 and 2 + 1 instances
   closed.workload = "closed:concurrency=1,n=16,input=512,output=32,seed=1";
   closed.settings = {EngineSettings{}};
   closed.settings[0].max_num_seqs = 8;
   const PlanResult front = plan_deployments(llama8b(), {gpus[0]}, roof, prices(2.0, 2.6), closed);
-  std::set<int> decode;
+  std::set<std::pair<int, int>> pools;
   bool on_front = false;
   for (const ParetoPoint& p : front.pareto) {
     if (!p.disaggregated()) continue;
-    decode.insert(p.decode_replicas);
+    pools.emplace(p.prefill_replicas, p.decode_replicas);
     on_front |= p.on_front;
-    EXPECT_EQ(p.gpus(), 1 + p.decode_replicas);
-    EXPECT_NE(p.describe().find("1 x h100-sxm (TP 1) prefill + "), std::string::npos) << p.describe();
+    EXPECT_EQ(p.gpus(), p.prefill_replicas + p.decode_replicas);
+    EXPECT_NE(p.describe().find(std::to_string(p.prefill_replicas) + " x h100-sxm (TP 1" +
+                                (p.prefill_replicas > 1 ? ", " + std::to_string(p.prefill_replicas) + " replicas" : "") +
+                                ") prefill + "),
+              std::string::npos)
+        << p.describe();
     // Dominated only by points of its own curve.
     for (const ParetoPoint& q : front.pareto) {
       if (p.on_front && q.disaggregated() && q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu) {
@@ -325,15 +330,17 @@ TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
       }
     }
   }
-  EXPECT_EQ(decode, (std::set<int>{1, 2}));
+  EXPECT_EQ(pools, (std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}}));
   EXPECT_TRUE(on_front);
   const ParetoPoint& last = front.pareto.back();
   ASSERT_TRUE(last.disaggregated());
+  ASSERT_EQ(last.prefill_replicas, 2);  // 2P1D, swept last
   sim::SimulationConfig sc = closed.base;
   sc.sched.max_num_seqs = 8;
   sc.deployment.disaggregated = true;
   sc.deployment.router = sim::RouterPolicy::least_loaded;
   sc.deployment.prefill_gpu = sc.deployment.decode_gpu = last.gpu;
+  sc.deployment.prefill_replicas = last.prefill_replicas;
   sc.deployment.decode_replicas = last.decode_replicas;
   sc.record_steps = false;
   const sim::SimulationResult again = sim::simulate(
@@ -411,9 +418,10 @@ TEST(Plan, PipelineStagesAreSearchedWithTp) {
   EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
 }
 
-// Wide EP (issue #57): an MoE model's data-parallel attention ranks in one expert group, simulated
-// whole; each such row is the fewest ranks (2, 4, ...) that meet the SLA and gives, simulated here,
-// the p90s it reports. A dense model gets a note instead.
+// Wide EP (issue #57): an MoE model's data-parallel attention ranks in expert groups behind a
+// router, simulated whole; each such row is the first grouping, in order of GPUs, that meets the SLA,
+// and gives, simulated here, the p90s it reports: every grouping of fewer GPUs (and of as many GPUs
+// in fewer groups) simulated exhaustively misses it. A dense model gets a note instead.
 TEST(Plan, WideEpGroupsAreTheFewestRanksThatMeetTheSla) {
   RooflinePredictor roof;
   static const sim::LlmConfig moe = sim::load_llm_config("qwen3-30b-a3b");
@@ -426,33 +434,52 @@ TEST(Plan, WideEpGroupsAreTheFewestRanksThatMeetTheSla) {
     if (!c.d.wide_ep) continue;
     ++wide;
     EXPECT_TRUE(c.simulated_whole);
-    EXPECT_NE(c.d.describe().find("DP attention ranks, EP " + std::to_string(c.d.tp * c.d.replicas)), std::string::npos)
-        << c.d.describe();
-    auto run = [&](int ranks) {
+    EXPECT_EQ(c.d.replicas % c.d.ep_groups, 0);
+    EXPECT_NE(c.d.describe().find("DP attention ranks"), std::string::npos) << c.d.describe();
+    EXPECT_NE(c.d.describe().find("EP " + std::to_string(c.d.ep()) + ")"), std::string::npos) << c.d.describe();
+    auto run = [&](int ranks, int groups) {
       sim::SimulationConfig sc;
       sc.par.tp = c.d.tp;
       sc.par.ep = c.d.tp * ranks;
-      sc.deployment.replicas = ranks;
+      sc.deployment.replicas = ranks * groups;
       sc.deployment.router = sim::RouterPolicy::least_loaded;
       sc.record_steps = false;
       return sim::simulate(moe, *c.d.gpu, roof, sim::parse_workload(with_key(o.workload, "rate", "12")), sc);
     };
-    const sim::SimulationResult same = run(c.d.replicas);
+    const sim::SimulationResult same = run(c.d.replicas / c.d.ep_groups, c.d.ep_groups);
     EXPECT_NEAR(same.ttft_ms.p90, c.ttft_p90_ms, 1e-9 * c.ttft_p90_ms);
     EXPECT_NEAR(same.tpot_ms.p90, c.tpot_p90_ms, 1e-9 * c.tpot_p90_ms);
-    if (c.d.replicas > 2) {
-      try {
-        const sim::SimulationResult fewer = run(c.d.replicas / 2);
-        EXPECT_TRUE(fewer.ttft_ms.p90 > 1000 || fewer.tpot_ms.p90 > 40) << c.d.describe();
-      } catch (const std::exception&) {
-        // half the ranks do not hold the experts: fewer cannot do it either
+    for (int ranks = 2; c.d.tp * ranks <= 8; ranks *= 2)
+      for (int groups = 1; c.d.tp * ranks * groups <= 8; groups *= 2) {
+        const int gpus = c.d.tp * ranks * groups;
+        if (gpus > c.d.gpus() || (gpus == c.d.gpus() && groups >= c.d.ep_groups)) continue;
+        try {
+          const sim::SimulationResult fewer = run(ranks, groups);
+          EXPECT_TRUE(fewer.ttft_ms.p90 > 1000 || fewer.tpot_ms.p90 > 40)
+              << groups << " groups of " << ranks << " ranks also meet the SLA; the plan chose " << c.d.describe();
+        } catch (const std::exception&) {
+          // these ranks do not hold the experts
+        }
       }
-    }
   }
   EXPECT_GT(wide, 0);
   const nlohmann::json j = plan_to_json(r);
   EXPECT_EQ(j["wide_ep"], true);
   EXPECT_EQ(plan_to_json(plan_from_json(nlohmann::json::parse(j.dump()), db(), "p.json").result).dump(), j.dump());
+  // A plan file whose expert groups do not divide its ranks is refused, saying where.
+  nlohmann::json bad = j;
+  for (auto& row : bad["ranked"])
+    if (row.value("wide_ep", false)) {
+      row["ep_groups"] = row["replicas"].get<int>() + 1;
+      break;
+    }
+  try {
+    plan_from_json(bad, db(), "p.json");
+    ADD_FAILURE() << "expert groups that do not divide the ranks were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: ranked["), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ep_groups"), std::string::npos) << e.what();
+  }
   const PlanResult dense = plan_deployments(llama8b(), {&db().get("h100-sxm")}, roof, prices(2, 3), o);
   for (const Candidate& c : dense.ranked) EXPECT_FALSE(c.d.wide_ep);
   EXPECT_NE(dense.notes.back().find("has no MoE layers"), std::string::npos);
