@@ -190,7 +190,7 @@ const std::map<QString, Command>& commands() {
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
         "ID,...|all] [--prices FILE] [--max-gpus N] [--tp LIST] [--pp LIST] [--quantization LIST] [--kv-cache-dtype LIST] [--chunked-prefill on,off] "
-        "[--max-num-seqs LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--wide-ep] [--shard K/N --json] | plan --merge A.json,B.json,...",
+        "[--max-num-seqs LIST] [--max-num-batched-tokens LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--wide-ep] [--shard K/N --json] | plan --merge A.json,B.json,...",
         "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
         "Pareto front of throughput per GPU against tokens/s per user; --shard runs a share of the GPU types, "
         "--merge joins the shards",
@@ -208,7 +208,8 @@ const std::map<QString, Command>& commands() {
          QCommandLineOption("uncertainty", "relative error of a prediction for the interval (0.2)", "F"),
          QCommandLineOption("top", "ranked rows shown (10)", "K"),
          QCommandLineOption("max-num-seqs", "running sequences at most, one or a list to search (256)", "LIST"),
-         QCommandLineOption("max-num-batched-tokens", "tokens per step at most (8192)", "N"),
+         QCommandLineOption("max-num-batched-tokens", "tokens per step at most, one or a list to search (8192)",
+                            "LIST"),
          QCommandLineOption("quantization",
                             "weight formats to search: bf16 fp8 fp8-block int4 nvfp4 mxfp4 (the model's)", "LIST"),
          QCommandLineOption("kv-cache-dtype", "KV-cache dtypes to search: auto bf16 fp16 fp8 fp8_e5m2 (auto)", "LIST"),

@@ -171,8 +171,6 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
     if (!ok) throw std::invalid_argument("--uncertainty must be a fraction (0.2 for 20%)");
   }
   o.base.engine = cliServingEngine(args);
-  o.base.sched.max_num_batched_tokens =
-      cliInteger(args, "max-num-batched-tokens", o.base.sched.max_num_batched_tokens, 1);
   // The engine settings searched: every combination of the values listed.
   auto list = [&](const char* name) {
     std::vector<std::string> out;
@@ -194,6 +192,15 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
       throw std::invalid_argument("--max-num-seqs lists counts from 1 to 16777216 (got \"" + v.substr(0, 40) + "\")");
     seqs.push_back(n);
   }
+  std::vector<int64_t> batched;
+  for (const std::string& v : list("max-num-batched-tokens")) {
+    int64_t n = 0;
+    if (!parse_int(v, n) || n < 1 || n > (1 << 24))
+      throw std::invalid_argument("--max-num-batched-tokens lists token counts from 1 to 16777216 (got \"" +
+                                  v.substr(0, 40) + "\")");
+    batched.push_back(n);
+  }
+  if (!batched.empty()) o.base.sched.max_num_batched_tokens = batched.front();
   o.disaggregated = args.isSet("disaggregated");
   o.wide_ep = args.isSet("wide-ep");
   if (args.isSet("kv-transfer-gbps")) {
@@ -202,7 +209,7 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
     if (!ok || !(o.kv_transfer_gb_s > 0) || o.kv_transfer_gb_s > 1e6)
       throw std::invalid_argument("--kv-transfer-gbps must be a bandwidth in GB/s above 0 (50: a 400 Gb/s NIC per GPU)");
   }
-  o.settings = plan::engine_settings_grid(list("quantization"), list("kv-cache-dtype"), chunked, seqs);
+  o.settings = plan::engine_settings_grid(list("quantization"), list("kv-cache-dtype"), chunked, seqs, batched);
   if (o.settings.size() > 256)
     throw std::invalid_argument("the engine settings listed make " + std::to_string(o.settings.size()) +
                                 " combinations; at most 256 are searched in one plan");

@@ -63,7 +63,8 @@ json settings_json(const EngineSettings& e) {
   return {{"quantization", e.quantization.empty() ? json(nullptr) : json(e.quantization)},
           {"kv_cache_dtype", e.kv_cache_dtype.empty() ? json(nullptr) : json(e.kv_cache_dtype)},
           {"chunked_prefill", e.chunked_prefill},
-          {"max_num_seqs", e.max_num_seqs}};
+          {"max_num_seqs", e.max_num_seqs},
+          {"max_num_batched_tokens", e.max_num_batched_tokens}};
 }
 
 EngineSettings settings_of(const json& s, const std::string& label, const std::string& at) {
@@ -77,6 +78,9 @@ EngineSettings settings_of(const json& s, const std::string& label, const std::s
   if (!ch.is_boolean()) bad(label, at + ".chunked_prefill must be true or false");
   e.chunked_prefill = ch.get<bool>();
   e.max_num_seqs = integer(s, "max_num_seqs", label, at, 1, 1 << 24);
+  // Absent in plans written before the planner searched it: the default.
+  if (s.contains("max_num_batched_tokens"))
+    e.max_num_batched_tokens = integer(s, "max_num_batched_tokens", label, at, 1, 1 << 24);
   return e;
 }
 

@@ -185,36 +185,43 @@ std::string EngineSettings::describe() const {
   if (!quantization.empty()) add(quantization + " weights");
   if (!kv_cache_dtype.empty() && kv_cache_dtype != "auto") add(kv_cache_dtype + " KV cache");
   if (max_num_seqs != EngineSettings{}.max_num_seqs) add("max_num_seqs " + std::to_string(max_num_seqs));
+  if (max_num_batched_tokens != EngineSettings{}.max_num_batched_tokens)
+    add("max_num_batched_tokens " + std::to_string(max_num_batched_tokens));
   if (!chunked_prefill) add("no chunked prefill");
   return s;
 }
 
 bool EngineSettings::operator<(const EngineSettings& o) const {
-  return std::tie(quantization, kv_cache_dtype, chunked_prefill, max_num_seqs) <
-         std::tie(o.quantization, o.kv_cache_dtype, o.chunked_prefill, o.max_num_seqs);
+  return std::tie(quantization, kv_cache_dtype, chunked_prefill, max_num_seqs, max_num_batched_tokens) <
+         std::tie(o.quantization, o.kv_cache_dtype, o.chunked_prefill, o.max_num_seqs, o.max_num_batched_tokens);
 }
 
 std::vector<EngineSettings> engine_settings_grid(const std::vector<std::string>& quantizations,
                                                  const std::vector<std::string>& kv_cache_dtypes,
                                                  const std::vector<bool>& chunked_prefill,
-                                                 const std::vector<int64_t>& max_num_seqs) {
+                                                 const std::vector<int64_t>& max_num_seqs,
+                                                 const std::vector<int64_t>& max_num_batched_tokens) {
   const EngineSettings def;
   const std::vector<std::string> q = quantizations.empty() ? std::vector<std::string>{def.quantization} : quantizations;
   const std::vector<std::string> kv = kv_cache_dtypes.empty() ? std::vector<std::string>{def.kv_cache_dtype} : kv_cache_dtypes;
   const std::vector<bool> ch = chunked_prefill.empty() ? std::vector<bool>{def.chunked_prefill} : chunked_prefill;
   const std::vector<int64_t> n = max_num_seqs.empty() ? std::vector<int64_t>{def.max_num_seqs} : max_num_seqs;
+  const std::vector<int64_t> t =
+      max_num_batched_tokens.empty() ? std::vector<int64_t>{def.max_num_batched_tokens} : max_num_batched_tokens;
   std::vector<EngineSettings> out;
   for (const auto& qi : q)
     for (const auto& ki : kv)
       for (bool ci : ch)
-        for (int64_t ni : n) {
-          EngineSettings e;
-          e.quantization = qi;
-          e.kv_cache_dtype = ki == "auto" ? "" : ki;
-          e.chunked_prefill = ci;
-          e.max_num_seqs = ni;
-          if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-        }
+        for (int64_t ni : n)
+          for (int64_t ti : t) {
+            EngineSettings e;
+            e.quantization = qi;
+            e.kv_cache_dtype = ki == "auto" ? "" : ki;
+            e.chunked_prefill = ci;
+            e.max_num_seqs = ni;
+            e.max_num_batched_tokens = ti;
+            if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+          }
   return out;
 }
 
@@ -586,6 +593,7 @@ class Planner {
   static void apply(const Variant& v, sim::SchedulerConfig& sched, sim::MemoryOptions& memory) {
     sched.chunked_prefill = v.s.chunked_prefill;
     sched.max_num_seqs = v.s.max_num_seqs;
+    sched.max_num_batched_tokens = v.s.max_num_batched_tokens;
     if (v.kv_dtype) {
       memory.kv_dtype = *v.kv_dtype;
       memory.kv_dtype_set = true;
@@ -873,11 +881,13 @@ PlanResult plan_deployments(const sim::LlmConfig& model, const std::vector<const
     EngineSettings e;
     e.chunked_prefill = options.base.sched.chunked_prefill;
     e.max_num_seqs = options.base.sched.max_num_seqs;
+    e.max_num_batched_tokens = options.base.sched.max_num_batched_tokens;
     out.settings.push_back(e);
   }
   std::vector<Variant> variants;
   for (const EngineSettings& e : out.settings) {
     if (e.max_num_seqs < 1) throw std::invalid_argument("--max-num-seqs must be at least 1");
+    if (e.max_num_batched_tokens < 1) throw std::invalid_argument("--max-num-batched-tokens must be at least 1");
     Variant v{e, model, std::nullopt};
     if (!e.quantization.empty()) sim::apply_quantization(v.model, e.quantization);
     if (!e.kv_cache_dtype.empty()) v.kv_dtype = sim::parse_kv_cache_dtype(v.model, e.kv_cache_dtype);

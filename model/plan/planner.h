@@ -67,8 +67,9 @@ struct EngineSettings {
   std::string kv_cache_dtype;  // "": the model's dtype; else as `simulate --kv-cache-dtype` takes it
   bool chunked_prefill = true;
   int64_t max_num_seqs = sim::SchedulerConfig{}.max_num_seqs;
-  // What differs from the engine's defaults: "fp8 weights, fp8 KV cache, max_num_seqs 64, no chunked
-  // prefill"; "" when nothing does.
+  int64_t max_num_batched_tokens = sim::SchedulerConfig{}.max_num_batched_tokens;  // tokens per step at most
+  // What differs from the engine's defaults: "fp8 weights, fp8 KV cache, max_num_seqs 64,
+  // max_num_batched_tokens 2048, no chunked prefill"; "" when nothing does.
   std::string describe() const;
   bool operator==(const EngineSettings&) const = default;
   bool operator<(const EngineSettings& o) const;
@@ -78,7 +79,8 @@ struct EngineSettings {
 std::vector<EngineSettings> engine_settings_grid(const std::vector<std::string>& quantizations,
                                                  const std::vector<std::string>& kv_cache_dtypes,
                                                  const std::vector<bool>& chunked_prefill,
-                                                 const std::vector<int64_t>& max_num_seqs);
+                                                 const std::vector<int64_t>& max_num_seqs,
+                                                 const std::vector<int64_t>& max_num_batched_tokens = {});
 
 struct PlanOptions {
   std::string workload;  // poisson:... with a target load (its rate is replaced), closed:... without
