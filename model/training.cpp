@@ -327,9 +327,12 @@ std::string training_data_hash(const std::vector<PreparedRow>& rows) {
 
 ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured) {
   ErrorStats s;
-  std::vector<double> ape;
+  std::vector<double> ape, ratio;
   for (std::size_t i = 0; i < predicted.size() && i < measured.size(); ++i)
-    if (measured[i] > 0) ape.push_back(std::abs(predicted[i] - measured[i]) / measured[i] * 100.0);
+    if (measured[i] > 0) {
+      ape.push_back(std::abs(predicted[i] - measured[i]) / measured[i] * 100.0);
+      ratio.push_back(predicted[i] / measured[i]);
+    }
   s.n = ape.size();
   if (ape.empty()) return s;
   double sum = 0;
@@ -337,6 +340,7 @@ ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<d
   s.mape = sum / static_cast<double>(ape.size());
   s.median_ape = quantile(ape, 0.5);
   s.p90_ape = quantile(ape, 0.9);
+  s.median_ratio = quantile(ratio, 0.5);
   return s;
 }
 

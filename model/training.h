@@ -166,6 +166,7 @@ std::string training_data_hash(const std::vector<PreparedRow>& rows);
 struct ErrorStats {
   std::size_t n = 0;
   double mape = 0, median_ape = 0, p90_ape = 0;
+  double median_ratio = 0;  // median of predicted / measured: the direction of the error (> 1: too slow)
 };
 ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);
 

@@ -65,16 +65,22 @@ def pct(v):
     return "-" if v is None else f"{v:.1f}%"
 
 
+def ratio(v):
+    """A median predicted / measured time: x1.34 means the predictions run 34% slow."""
+    return "-" if v is None else f"x{v:.2f}"
+
+
 def holdout_table(args, md, held_out, flag, column):
-    md.append(f"| held-out {column} | tier | family | kernels | MAPE | median | p90 | roofline MAPE | habitat MAPE (covered) |")
-    md.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    md.append(f"| held-out {column} | tier | family | kernels | MAPE | median | p90 | pred/meas | roofline MAPE "
+              "(pred/meas) | habitat MAPE (covered) |")
+    md.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     cmds = []
     impl_rows = []  # (label, "family implementation", stats) where a held-out family runs more than one
     for what in held_out:
         cmd = [os.path.join(args.bin, "perfloom"), "eval", flag, what, "--data", "data", "--json"]
         r, secs = run(cmd)
         if r.returncode != 0:
-            md.append(f"| {what} | - | - | - | {r.stderr.strip().splitlines()[-1]} | | | | |")
+            md.append(f"| {what} | - | - | - | {r.stderr.strip().splitlines()[-1]} | | | | | |")
             continue
         j = json.loads(r.stdout)
         label = what if flag == "--holdout-gpu" else f"{what} ({', '.join(j['held_out_gpus'])})"
@@ -82,7 +88,9 @@ def holdout_table(args, md, held_out, flag, column):
             h = f["habitat"]
             cov = f" ({100.0 * h['kernels'] / f['kernels']:.0f}%)" if f["kernels"] else ""
             md.append(f"| {label} | {j['tier']} | {fam} | {f['kernels']} | {pct(f['learned']['mape'])} | "
-                      f"{pct(f['learned']['median_ape'])} | {pct(f['learned']['p90_ape'])} | {pct(f['roofline']['mape'])} | "
+                      f"{pct(f['learned']['median_ape'])} | {pct(f['learned']['p90_ape'])} | "
+                      f"{ratio(f['learned'].get('median_ratio'))} | {pct(f['roofline']['mape'])} "
+                      f"({ratio(f['roofline'].get('median_ratio'))}) | "
                       f"{pct(h['mape']) if h['kernels'] else '-'}{cov if h['kernels'] else ''} |")
         by_impl = j.get("by_implementation", {})
         for fam in sorted({k.split(" ", 1)[0] for k in by_impl}):
@@ -114,8 +122,9 @@ def holdout(args, md):
     md.append("Each GPU in turn is removed from the training data; the models are retrained without it and predict its "
               "measured kernels (`perfloom eval --holdout-gpu ID`, the cross-generation tier unless the GPU has a "
               "calibration sweep, then the target-measured tier). Errors are absolute percentage errors against the "
-              "measured latency. *roofline*: the analytical time over a per-family efficiency fitted on the training "
-              "GPUs; *habitat*: the same kernel measured on a training GPU, scaled by the two GPUs' roofline times "
+              "measured latency; *pred/meas* is the median of predicted over measured time, the direction of the error "
+              "(above 1: predicted too slow). *roofline*: the analytical time over a per-family efficiency fitted on "
+              "the training GPUs; *habitat*: the same kernel measured on a training GPU, scaled by the two GPUs' roofline times "
               "(only where such a kernel exists; *covered* says how often).\n")
     holdout_table(args, md, args.gpus, "--holdout-gpu", "GPU")
 

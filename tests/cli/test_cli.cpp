@@ -167,6 +167,8 @@ TEST(Cli, EvalHoldsOutAnArchitectureByNameOrByComputeCapability) {
   EXPECT_EQ(held(by_cc).count("h100-sxm"), 0u);
   EXPECT_EQ(by_cc.at("test_rows"), 8);
   EXPECT_EQ(by_cc.at("train_rows"), 22);
+  EXPECT_GT(by_cc.at("families").at("norm").at("learned").at("median_ratio").get<double>(), 0.0);
+  EXPECT_GT(by_cc.at("families").at("norm").at("roofline").at("median_ratio").get<double>(), 0.0);
 
   auto underscore = eval("SM_120");
   ASSERT_EQ(underscore.exit_code, 0) << underscore.err;

@@ -28,3 +28,15 @@ TEST(TrainingFilter, Fp8KvCacheAndForeignCublasOptionsAreLeftOut) {
 }
 
 }  // namespace
+
+// The error statistics the accuracy report prints: absolute percentage errors, and the median of
+// predicted over measured time that says which way a model errs.
+TEST(ErrorStats, TheMedianRatioSaysWhichWayThePredictionsErr) {
+  const ErrorStats s = error_stats({1.5, 2.0, 1.0, 4.0}, {1.0, 2.0, 2.0, 2.0});
+  EXPECT_EQ(s.n, 4u);
+  EXPECT_DOUBLE_EQ(s.mape, (50.0 + 0.0 + 50.0 + 100.0) / 4);
+  EXPECT_DOUBLE_EQ(s.median_ratio, 1.25);  // ratios 0.5, 1, 1.5, 2
+  const ErrorStats slow = error_stats({3.0, 3.0, 6.0}, {2.0, 2.0, 4.0});
+  EXPECT_DOUBLE_EQ(slow.median_ratio, 1.5);
+  EXPECT_EQ(error_stats({1.0}, {0.0}).n, 0u);  // a zero measurement is left out
+}
