@@ -189,8 +189,9 @@ const std::map<QString, Command>& commands() {
                             "GB/S")}}},
       {"plan",
        {"perfloom plan --model M --workload SPEC --sla ttft_p90=MS,tpot_p90=MS [--load 20req/s|5000tok/s] [--gpus "
-        "ID,...|all] [--prices FILE] [--max-gpus N] [--tp LIST] [--pp LIST] [--quantization LIST] [--kv-cache-dtype LIST] [--chunked-prefill on,off] "
-        "[--max-num-seqs LIST] [--max-num-batched-tokens LIST] [--disaggregated [--kv-transfer-gbps GB/S]] [--wide-ep] [--shard K/N --json] | plan --merge A.json,B.json,...",
+        "ID,...|all] [--prices FILE] [--max-gpus N] [--tp LIST] [--pp LIST] [--quantization LIST] "
+        "[--kv-cache-dtype LIST] [--chunked-prefill on,off] [--max-num-seqs LIST] [--max-num-batched-tokens LIST] "
+        "[--disaggregated [--kv-transfer-gbps GB/S]] [--wide-ep] [--shard K/N --json] | plan --merge A.json,B.json,...",
         "deployment planner: the cheapest GPUs and deployments that meet a latency SLA at a target load, or the "
         "Pareto front of throughput per GPU against tokens/s per user; --shard runs a share of the GPU types, "
         "--merge joins the shards",

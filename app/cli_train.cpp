@@ -236,7 +236,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
     const std::string path = args.value("rows").toStdString();
     rows_out.open(path);
     if (!rows_out) throw std::runtime_error(path + ": cannot open for writing (--rows)");
-    rows_out << "gpu,dataset,family,key,measured_us,predicted_us,roofline_us,roofline_baseline_us,achievable_roofline_us,ceiling_us";
+    rows_out << "gpu,dataset,family,key,measured_us,predicted_us,roofline_us,roofline_baseline_us,"
+                "achievable_roofline_us,ceiling_us";
     for (auto name : feature_names()) rows_out << ',' << name;  // what the model read
     rows_out << '\n';
     rows_out << std::setprecision(6);
@@ -273,7 +274,8 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
       impl.second.push_back(r.measured_us);
       if (rows_out.is_open()) {
         rows_out << r.gpu_id << ',' << r.dataset << ',' << family_name(fam) << ',' << r.key << ',' << r.measured_us
-                 << ',' << a.learned.back() << ',' << r.roofline_us << ',' << roof << ',' << r.achievable_roofline_us << ','
+                 << ',' << a.learned.back() << ',' << r.roofline_us << ',' << roof << ','
+                 << r.achievable_roofline_us << ','
                  << r.ceiling_us;
         for (float v : r.features) rows_out << ',' << v;
         rows_out << '\n';
@@ -317,12 +319,16 @@ int cmdEval(CliContext& ctx, const QCommandLineParser& args) {
         {"learned",
          {{"mape", l.mape}, {"median_ape", l.median_ape}, {"p90_ape", l.p90_ape}, {"median_ratio", l.median_ratio}}},
         {"roofline",
-         {{"mape", rf.mape}, {"median_ape", rf.median_ape}, {"p90_ape", rf.p90_ape}, {"median_ratio", rf.median_ratio}}},
+         {{"mape", rf.mape},
+          {"median_ape", rf.median_ape},
+          {"p90_ape", rf.p90_ape},
+          {"median_ratio", rf.median_ratio}}},
         {"habitat", {{"mape", h.mape}, {"median_ape", h.median_ape}, {"p90_ape", h.p90_ape}, {"kernels", h.n}}}};
     if (!ctx.json)
       std::cout << std::left << std::setw(13) << family_name(fam) << std::right << std::setw(8) << l.n << std::setw(10)
                 << pct(l.mape) << std::setw(10) << pct(l.median_ape) << std::setw(10) << pct(l.p90_ape) << std::setw(11)
-                << ratio_text(l.median_ratio) << std::setw(12) << pct(rf.mape) << std::setw(12) << (h.n ? pct(h.mape) : "-") << std::setw(9)
+                << ratio_text(l.median_ratio) << std::setw(12) << pct(rf.mape) << std::setw(12)
+                << (h.n ? pct(h.mape) : "-") << std::setw(9)
                 << pct(100.0 * h.n / std::max<std::size_t>(1, l.n)) << "\n";
   }
   if (!ctx.json) std::cout << "\nby source (learned):\n";

@@ -245,7 +245,8 @@ TEST(Plan, MaxNumBatchedTokensIsSearchedAndReachesTheScheduler) {
     sc.sched.max_num_batched_tokens = budget;
     sc.record_steps = false;
     const sim::SimulationResult direct =
-        sim::simulate(llama8b(), db().get("h100-sxm"), roof, sim::parse_workload(with_key(o.workload, "rate", "4")), sc);
+        sim::simulate(llama8b(), db().get("h100-sxm"), roof,
+                      sim::parse_workload(with_key(o.workload, "rate", "4")), sc);
     EXPECT_NEAR(direct.ttft_ms.p90, c->ttft_p90_ms, 1e-9 * c->ttft_p90_ms) << budget;
   }
   const nlohmann::json j = plan_to_json(r);
@@ -350,9 +351,9 @@ TEST(Plan, DisaggregatedDeploymentsMeetTheSlaWithNoDecodeInstanceToSpare) {
     pools.emplace(p.prefill_replicas, p.decode_replicas);
     on_front |= p.on_front;
     EXPECT_EQ(p.gpus(), p.prefill_replicas + p.decode_replicas);
-    EXPECT_NE(p.describe().find(std::to_string(p.prefill_replicas) + " x h100-sxm (TP 1" +
-                                (p.prefill_replicas > 1 ? ", " + std::to_string(p.prefill_replicas) + " replicas" : "") +
-                                ") prefill + "),
+    const std::string replicas =
+        p.prefill_replicas > 1 ? ", " + std::to_string(p.prefill_replicas) + " replicas" : std::string();
+    EXPECT_NE(p.describe().find(std::to_string(p.prefill_replicas) + " x h100-sxm (TP 1" + replicas + ") prefill + "),
               std::string::npos)
         << p.describe();
     // Dominated only by points of its own curve.
