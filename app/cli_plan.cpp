@@ -185,22 +185,20 @@ int cmdPlan(CliContext& ctx, const QCommandLineParser& args) {
       throw std::invalid_argument("--chunked-prefill lists on and off (got \"" + v.substr(0, 40) + "\")");
     chunked.push_back(v == "on");
   }
-  std::vector<int64_t> seqs;
-  for (const std::string& v : list("max-num-seqs")) {
-    int64_t n = 0;
-    if (!parse_int(v, n) || n < 1 || n > (1 << 24))
-      throw std::invalid_argument("--max-num-seqs lists counts from 1 to 16777216 (got \"" + v.substr(0, 40) + "\")");
-    seqs.push_back(n);
-  }
-  std::vector<int64_t> batched;
-  for (const std::string& v : list("max-num-batched-tokens")) {
-    int64_t n = 0;
-    if (!parse_int(v, n) || n < 1 || n > (1 << 24))
-      throw std::invalid_argument("--max-num-batched-tokens lists token counts from 1 to 16777216 (got \"" +
-                                  v.substr(0, 40) + "\")");
-    batched.push_back(n);
-  }
-  if (!batched.empty()) o.base.sched.max_num_batched_tokens = batched.front();
+  // A list of counts from 1 to 2^24 ("counts", "token counts").
+  auto counts = [&](const char* name, const char* what) {
+    std::vector<int64_t> out;
+    for (const std::string& v : list(name)) {
+      int64_t n = 0;
+      if (!parse_int(v, n) || n < 1 || n > (1 << 24))
+        throw std::invalid_argument(std::string("--") + name + " lists " + what + " from 1 to 16777216 (got \"" +
+                                    v.substr(0, 40) + "\")");
+      out.push_back(n);
+    }
+    return out;
+  };
+  const std::vector<int64_t> seqs = counts("max-num-seqs", "counts");
+  const std::vector<int64_t> batched = counts("max-num-batched-tokens", "token counts");
   o.disaggregated = args.isSet("disaggregated");
   o.wide_ep = args.isSet("wide-ep");
   if (args.isSet("kv-transfer-gbps")) {

@@ -777,20 +777,17 @@ class Planner {
       first = out_.pareto.size();
       for (const Variant& v : variants_)
         for (const auto& [tp, pp] : degrees()) {
+          Deployment d{gpu, tp, 1, v.s};
+          d.pp = d.decode_pp = pp;
+          d.decode_gpu = gpu;
+          d.decode_tp = tp;
           if (const std::string why = does_not_fit(*gpu, v, tp, pp); !why.empty()) {
-            Deployment d{gpu, tp, 1, v.s};
-            d.pp = d.decode_pp = pp;
-            d.decode_gpu = gpu;
-            d.decode_tp = tp;
             left_out(d, why);
             continue;
           }
           for (const auto& [prefill, decode] : kPrefillDecode) {
             if ((prefill + decode) * tp * pp > o_.max_gpus) continue;
-            Deployment d{gpu, tp, prefill, v.s};
-            d.pp = d.decode_pp = pp;
-            d.decode_gpu = gpu;
-            d.decode_tp = tp;
+            d.replicas = prefill;
             d.decode_replicas = decode;
             sweep(v, d, [&](const std::string& spec) { return evaluate_disaggregated(d, v, spec, false); });
           }
